@@ -1,0 +1,159 @@
+package batch
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"math"
+)
+
+// Builder encodes one uncompressed record batch. Append records, then call Bytes; Reset
+// starts the next batch in the same buffer, so in steady state a Builder allocates
+// nothing.
+//
+// The zero Builder is ready to use: the first Append starts a batch whose base
+// timestamp is that record's timestamp. A Builder is not safe for concurrent use.
+type Builder struct {
+	buf           []byte
+	baseTimestamp int64
+	maxTimestamp  int64
+	n             int32
+
+	producerSet   bool // else Kafka's "no producer": id, epoch and sequence -1
+	producerID    int64
+	producerEpoch int16
+	baseSequence  int32
+}
+
+// Reset starts a new, empty batch in the Builder's buffer. Record timestamps are
+// encoded as deltas from baseTimestamp (Kafka uses the first record's timestamp; deltas
+// may be negative). The header gets Kafka's "none" values: base offset 0, partition
+// leader epoch -1, producer id -1, producer epoch -1, base sequence -1, and attributes 0
+// (uncompressed, CreateTime, not transactional).
+func (bd *Builder) Reset(baseTimestamp int64) {
+	bd.producerSet = false
+	bd.start(baseTimestamp)
+}
+
+// start begins a batch in the buffer.
+func (bd *Builder) start(baseTimestamp int64) {
+	if cap(bd.buf) < HeaderSize {
+		bd.buf = make([]byte, HeaderSize, 4096)
+	}
+	b := bd.buf[:HeaderSize]
+	clear(b)
+	be := binary.BigEndian
+	be.PutUint32(b[offLeaderEpoch:], math.MaxUint32) // -1
+	b[offMagic] = Magic
+	be.PutUint64(b[offBaseTimestamp:], uint64(baseTimestamp))
+	bd.buf = b
+	bd.baseTimestamp = baseTimestamp
+	bd.maxTimestamp = math.MinInt64
+	bd.n = 0
+}
+
+// SetProducer sets the producer id, epoch and base sequence of the batch (idempotent
+// producers), until the next Reset.
+func (bd *Builder) SetProducer(id int64, epoch int16, baseSequence int32) {
+	bd.producerSet = true
+	bd.producerID, bd.producerEpoch, bd.baseSequence = id, epoch, baseSequence
+}
+
+// init starts a batch if none has been started since the Builder was made.
+func (bd *Builder) init(baseTimestamp int64) {
+	if len(bd.buf) == 0 {
+		bd.start(baseTimestamp)
+	}
+}
+
+// RecordSize returns how many bytes Append with these arguments would add.
+func (bd *Builder) RecordSize(timestamp int64, key, value []byte, headers []RecordHeader) int {
+	body := bodySize(timestamp-bd.baseTimestamp, bd.n, key, value, headers)
+	return varintLen(int64(body)) + body
+}
+
+func bodySize(tsDelta int64, offDelta int32, key, value []byte, headers []RecordHeader) int {
+	n := 1 + varintLen(tsDelta) + varintLen(int64(offDelta)) +
+		nullableSize(key) + nullableSize(value) + varintLen(int64(len(headers)))
+	for i := range headers {
+		n += varintLen(int64(len(headers[i].Key))) + len(headers[i].Key) + nullableSize(headers[i].Value)
+	}
+	return n
+}
+
+func nullableSize(b []byte) int {
+	if b == nil {
+		return 1 // varint -1
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+func appendNullable(buf, b []byte) []byte {
+	if b == nil {
+		return append(buf, 1) // zigzag(-1)
+	}
+	buf = binary.AppendVarint(buf, int64(len(b)))
+	return append(buf, b...)
+}
+
+// Append adds a record. A nil key, value or header value is encoded as null; an empty
+// non-nil one as empty. The record's offset is the batch's base offset plus the number
+// of records before it.
+func (bd *Builder) Append(timestamp int64, key, value []byte, headers []RecordHeader) {
+	bd.init(timestamp)
+	if bd.n == math.MaxInt32 {
+		panic("batch: too many records in one batch")
+	}
+	tsDelta := timestamp - bd.baseTimestamp
+	b := binary.AppendVarint(bd.buf, int64(bodySize(tsDelta, bd.n, key, value, headers)))
+	b = append(b, 0) // record attributes
+	b = binary.AppendVarint(b, tsDelta)
+	b = binary.AppendVarint(b, int64(bd.n))
+	b = appendNullable(b, key)
+	b = appendNullable(b, value)
+	b = binary.AppendVarint(b, int64(len(headers)))
+	for i := range headers {
+		b = binary.AppendVarint(b, int64(len(headers[i].Key)))
+		b = append(b, headers[i].Key...)
+		b = appendNullable(b, headers[i].Value)
+	}
+	bd.buf = b
+	bd.maxTimestamp = max(bd.maxTimestamp, timestamp)
+	bd.n++
+}
+
+// Len returns the number of records appended since the last Reset.
+func (bd *Builder) Len() int { return int(bd.n) }
+
+// Size returns the encoded size of the batch so far, header included.
+func (bd *Builder) Size() int { return max(len(bd.buf), HeaderSize) }
+
+// Bytes finishes the batch, filling in its length, last offset delta, max timestamp,
+// record count and CRC, and returns it. The slice is the Builder's buffer: it is valid
+// until the next Reset, and appending more records and calling Bytes again finishes the
+// longer batch. A batch with no records is Kafka's empty batch (count 0, last offset
+// delta 0, max timestamp -1).
+func (bd *Builder) Bytes() []byte {
+	bd.init(0)
+	b := bd.buf
+	if int64(len(b))-logOverhead > math.MaxInt32 {
+		panic("batch: batch larger than 2 GiB")
+	}
+	be := binary.BigEndian
+	be.PutUint32(b[offLength:], uint32(len(b)-logOverhead))
+	maxTS, lastDelta := int64(-1), int32(0)
+	if bd.n > 0 {
+		maxTS, lastDelta = bd.maxTimestamp, bd.n-1
+	}
+	be.PutUint32(b[offLastOffsetDelta:], uint32(lastDelta))
+	be.PutUint64(b[offMaxTimestamp:], uint64(maxTS))
+	be.PutUint32(b[offNumRecords:], uint32(bd.n))
+	id, epoch, seq := int64(-1), int16(-1), int32(-1)
+	if bd.producerSet {
+		id, epoch, seq = bd.producerID, bd.producerEpoch, bd.baseSequence
+	}
+	be.PutUint64(b[offProducerID:], uint64(id))
+	be.PutUint16(b[offProducerEpoch:], uint16(epoch))
+	be.PutUint32(b[offBaseSequence:], uint32(seq))
+	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	return b
+}

@@ -1,0 +1,227 @@
+package batch
+
+import (
+	"fmt"
+	"math"
+)
+
+// RecordHeader is one key/value header of a record. The key cannot be null; a nil Value
+// is encoded as null.
+type RecordHeader struct {
+	Key   string
+	Value []byte
+}
+
+// Record is one decoded record.
+type Record struct {
+	Offset    int64 // absolute: the batch's BaseOffset + the record's offset delta
+	Timestamp int64 // ms: BaseTimestamp + the record's delta, or MaxTimestamp for LogAppendTime batches
+	Key       []byte
+	Value     []byte // Key and Value are nil when null; they alias the batch bytes
+	Headers   []RecordHeader
+}
+
+// minRecordBody is the smallest record body: attributes, timestamp delta, offset
+// delta, key length, value length and header count, one byte each.
+const minRecordBody = 6
+
+// rawRecord is one record as parseRecord finds it.
+type rawRecord struct {
+	tsDelta  int64
+	offDelta int32
+	key      []byte
+	value    []byte
+	nHeaders int
+	hdrStart int // index in the batch of the first header
+}
+
+// parseRecord reads the record that starts at b[i:], where b is the whole batch, and
+// checks its framing: every length within the record, the headers, and that the
+// fields fill exactly the record's declared length. It returns the index after it.
+func parseRecord(b []byte, i int, r *rawRecord) (int, error) {
+	start := i
+	length, i, ok := readVarint32(b, i)
+	if !ok {
+		return 0, corruptf("record at byte %d: bad length varint", start)
+	}
+	if length < minRecordBody || int(length) > len(b)-i {
+		return 0, corruptf("record at byte %d: length %d with %d bytes left in the batch", start, length, len(b)-i)
+	}
+	end := i + int(length)
+	rec := b[:end] // no field may reach past the record
+	i++            // attributes: unused in magic 2
+	if r.tsDelta, i, ok = readVarint64(rec, i); !ok {
+		return 0, corruptf("record at byte %d: bad timestamp delta", start)
+	}
+	if r.offDelta, i, ok = readVarint32(rec, i); !ok {
+		return 0, corruptf("record at byte %d: bad offset delta", start)
+	}
+	if r.key, i, ok = readNullable(rec, i); !ok {
+		return 0, corruptf("record at byte %d: bad key", start)
+	}
+	if r.value, i, ok = readNullable(rec, i); !ok {
+		return 0, corruptf("record at byte %d: bad value", start)
+	}
+	n, i, ok := readVarint32(rec, i)
+	if !ok || n < 0 || int(n) > (end-i)/2 { // a header takes at least 2 bytes
+		return 0, corruptf("record at byte %d: bad header count", start)
+	}
+	r.nHeaders, r.hdrStart = int(n), i
+	for range n {
+		kl, j, ok := readVarint32(rec, i)
+		if !ok || kl < 0 || int(kl) > end-j {
+			return 0, corruptf("record at byte %d: bad header key", start)
+		}
+		if _, i, ok = readNullable(rec, j+int(kl)); !ok {
+			return 0, corruptf("record at byte %d: bad header value", start)
+		}
+	}
+	if i != end {
+		return 0, corruptf("record at byte %d: length %d, fields take %d", start, length, i-(end-int(length)))
+	}
+	return end, nil
+}
+
+// readNullable reads a varint length and that many bytes; length -1 is null (nil).
+// The returned slice's capacity ends with it, so appending to it cannot overwrite the batch.
+func readNullable(b []byte, i int) ([]byte, int, bool) {
+	n, i, ok := readVarint32(b, i)
+	if !ok || n < -1 {
+		return nil, i, false
+	}
+	if n == -1 {
+		return nil, i, true
+	}
+	if int(n) > len(b)-i {
+		return nil, i, false
+	}
+	end := i + int(n)
+	return b[i:end:end], end, true
+}
+
+// scanRecords walks the records of the uncompressed batch b (len(b) == h.Size()) and
+// checks them against the header: exactly NumRecords records filling the batch, offset
+// deltas strictly increasing within [0, LastOffsetDelta], and for CreateTime batches
+// MaxTimestamp equal to the largest record timestamp.
+//
+// Offset deltas need not be 0, 1, 2...: compaction keeps a batch's base and last offset
+// while removing records from it, so gaps are valid.
+func scanRecords(b []byte, h *Header) error {
+	var r rawRecord
+	i, prev, maxTS := HeaderSize, int32(-1), int64(math.MinInt64)
+	for n := range h.NumRecords {
+		if i == len(b) {
+			return corruptf("batch holds %d records, header says %d", n, h.NumRecords)
+		}
+		var err error
+		if i, err = parseRecord(b, i, &r); err != nil {
+			return err
+		}
+		if r.offDelta <= prev || r.offDelta > h.LastOffsetDelta {
+			return corruptf("record %d: offset delta %d after %d, last offset delta %d", n, r.offDelta, prev, h.LastOffsetDelta)
+		}
+		prev = r.offDelta
+		maxTS = max(maxTS, h.BaseTimestamp+r.tsDelta)
+	}
+	if i != len(b) {
+		return corruptf("%d bytes after the last of %d records", len(b)-i, h.NumRecords)
+	}
+	if h.NumRecords > 0 && !h.LogAppendTime() && maxTS != h.MaxTimestamp {
+		return corruptf("max timestamp %d, records' maximum is %d", h.MaxTimestamp, maxTS)
+	}
+	return nil
+}
+
+// Validate checks that b starts with one whole, intact batch and returns its header.
+// ErrShort: b ends before the batch does. ErrCorrupt: bad magic, CRC, header fields,
+// or records that do not match the header (see the package documentation).
+// ErrCompressed: an intact batch whose records are compressed (its header is returned).
+// Bytes after the batch are ignored.
+func Validate(b []byte) (Header, error) {
+	h, err := ParseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	size := h.Size()
+	if len(b) < size {
+		return h, shortf("%d bytes, the batch needs %d", len(b), size)
+	}
+	b = b[:size]
+	if err := checkCRC(b, &h); err != nil {
+		return h, err
+	}
+	if err := checkHeader(&h); err != nil {
+		return h, err
+	}
+	switch c := h.Compression(); {
+	case c > 4:
+		return h, corruptf("unknown compression codec %d", c)
+	case c != 0:
+		return h, fmt.Errorf("%w (codec %d)", ErrCompressed, c)
+	}
+	return h, scanRecords(b, &h)
+}
+
+// Decode validates the batch at the start of b (as Validate does) and then calls fn
+// for each record in offset order. fn is called only for a batch that validated in
+// full. r, its Key, Value and header Values alias b and are valid only during the call;
+// the Headers slice is reused between calls (header keys are ordinary strings, safe to
+// keep). If fn returns an error Decode stops and returns it unchanged.
+//
+// Decode allocates nothing per record: only the Record passed to fn and the headers
+// slice (grown to the largest header count), once per call, plus a header key string
+// when it differs from the key at the same position in the previous record.
+func Decode(b []byte, fn func(r *Record) error) (Header, error) {
+	h, err := Validate(b)
+	if err != nil {
+		return h, err
+	}
+	var (
+		raw  rawRecord
+		rec  Record
+		hdrs []RecordHeader
+	)
+	i := HeaderSize
+	for range h.NumRecords {
+		if i, err = parseRecord(b, i, &raw); err != nil {
+			return h, err // unreachable: Validate parsed the same bytes
+		}
+		rec.Offset = h.BaseOffset + int64(raw.offDelta)
+		if h.LogAppendTime() {
+			rec.Timestamp = h.MaxTimestamp
+		} else {
+			rec.Timestamp = h.BaseTimestamp + raw.tsDelta
+		}
+		rec.Key, rec.Value, rec.Headers = raw.key, raw.value, nil
+		if raw.nHeaders > 0 {
+			hdrs = decodeHeaders(b, raw.hdrStart, raw.nHeaders, hdrs)
+			rec.Headers = hdrs
+		}
+		if err := fn(&rec); err != nil {
+			return h, err
+		}
+	}
+	return h, nil
+}
+
+// decodeHeaders decodes n headers, already checked by parseRecord, starting at b[i:],
+// into hdrs[:0]. A key equal to the one the previous record had at the same position
+// reuses that string instead of allocating.
+func decodeHeaders(b []byte, i, n int, hdrs []RecordHeader) []RecordHeader {
+	prev := hdrs[:cap(hdrs)]
+	hdrs = hdrs[:0]
+	for j := range n {
+		kl, k, _ := readVarint32(b, i)
+		kb := b[k : k+int(kl)]
+		v, next, _ := readNullable(b, k+int(kl))
+		i = next
+		var key string
+		if j < len(prev) && prev[j].Key == string(kb) {
+			key = prev[j].Key
+		} else {
+			key = string(kb)
+		}
+		hdrs = append(hdrs, RecordHeader{Key: key, Value: v})
+	}
+	return hdrs
+}
