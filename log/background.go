@@ -1,0 +1,144 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/segment"
+)
+
+// loop is the broker's one background goroutine: it fsyncs sealed segments
+// after a roll, flushes partitions by FlushInterval, writes the checkpoints
+// every CheckpointInterval and runs retention every RetentionCheckInterval.
+func (b *Broker) loop() {
+	defer b.wg.Done()
+	now := time.Now()
+	lastRetention, lastCheckpoint := now, now
+	timer := time.NewTimer(b.nextWake(now, lastRetention, lastCheckpoint))
+	defer timer.Stop()
+	for {
+		select {
+		case <-b.stop:
+			return
+		case <-b.wakeCh:
+		case <-timer.C:
+		}
+		now = time.Now()
+		b.flushDue(now)
+		if now.Sub(lastRetention) >= b.cfg.RetentionCheckInterval {
+			lastRetention = now
+			b.enforceRetention(now)
+		}
+		if now.Sub(lastCheckpoint) >= b.cfg.CheckpointInterval {
+			lastCheckpoint = now
+			if err := b.writeCheckpoints(); err != nil {
+				b.logger.Error("checkpoint failed", "err", err)
+			}
+		}
+		timer.Reset(b.nextWake(now, lastRetention, lastCheckpoint))
+	}
+}
+
+// nextWake is how long the loop may sleep before something is due.
+func (b *Broker) nextWake(now, lastRetention, lastCheckpoint time.Time) time.Duration {
+	d := min(lastRetention.Add(b.cfg.RetentionCheckInterval).Sub(now),
+		lastCheckpoint.Add(b.cfg.CheckpointInterval).Sub(now))
+	for _, p := range b.partitions() {
+		if fi := p.cfg.FlushInterval; fi > 0 {
+			d = min(d, time.Unix(0, p.lastFlush.Load()).Add(fi).Sub(now))
+		}
+	}
+	return max(d, time.Millisecond)
+}
+
+// flushDue flushes partitions with a sealed segment to sync and those whose
+// FlushInterval has passed with records unflushed.
+func (b *Broker) flushDue(now time.Time) {
+	for _, p := range b.partitions() {
+		due := p.needFlush.Load()
+		if fi := p.cfg.FlushInterval; fi > 0 && p.RecoveryPoint() < p.EndOffset() &&
+			now.Sub(time.Unix(0, p.lastFlush.Load())) >= fi {
+			due = true
+		}
+		if !due {
+			continue
+		}
+		if err := p.Flush(); err != nil && !isClosed(err) {
+			b.logger.Error("flush failed", "partition", p.String(), "err", err)
+		}
+	}
+}
+
+// enforceRetention deletes old segments of every partition and, if any were,
+// records the new log start offsets.
+func (b *Broker) enforceRetention(now time.Time) {
+	deleted := 0
+	for _, p := range b.partitions() {
+		n, err := p.enforceRetention(now)
+		if err != nil && !isClosed(err) {
+			b.logger.Error("retention failed", "partition", p.String(), "err", err)
+		}
+		deleted += n
+	}
+	if deleted > 0 {
+		if err := b.writeCheckpoints(); err != nil {
+			b.logger.Error("checkpoint failed", "err", err)
+		}
+	}
+}
+
+// enforceRetention deletes the oldest segments that are past RetentionTime
+// (by their newest timestamp) or that put the partition over RetentionBytes,
+// Kafka's rules; never the active segment. The log start offset moves to the
+// first remaining segment. It returns how many segments it deleted.
+func (p *Partition) enforceRetention(now time.Time) (int, error) {
+	if p.cfg.Cleanup == CleanupCompact {
+		return 0, nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return 0, p.closedErr()
+	}
+	segs := *p.segs.Load()
+	k := 0
+	if rt := p.cfg.RetentionTime; rt > 0 {
+		limit := now.Add(-rt).UnixMilli()
+		for k < len(segs)-1 && segs[k].MaxTimestamp() < limit {
+			k++
+		}
+	}
+	if rb := p.cfg.RetentionBytes; rb > 0 {
+		var total int64
+		for _, s := range segs {
+			total += s.Size()
+		}
+		diff := total - rb
+		for i := 0; i < len(segs)-1 && diff-segs[i].Size() >= 0; i++ {
+			diff -= segs[i].Size()
+			k = max(k, i+1)
+		}
+	}
+	if k == 0 {
+		return 0, nil
+	}
+	kept := append([]*segment.Segment(nil), segs[k:]...)
+	if start := kept[0].BaseOffset(); start > p.start.Load() {
+		p.start.Store(start)
+	}
+	p.segs.Store(&kept)
+	var first error
+	for _, s := range segs[:k] {
+		if err := s.Delete(); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := p.fs.SyncDir(p.dir); err != nil && first == nil {
+		first = fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+	}
+	p.logger.Info("retention deleted segments", "partition", p.String(), "segments", k, "start", p.start.Load())
+	return k, first
+}
+
+func isClosed(err error) bool { return errors.Is(err, ErrClosed) }

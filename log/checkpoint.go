@@ -1,0 +1,86 @@
+package log
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/strata-log/strata/vfs"
+)
+
+// Checkpoint files in the data dir, in Kafka's text format:
+//
+//	0                 version
+//	2                 number of entries
+//	orders 0 1042     topic partition offset
+//	orders 1 977
+const (
+	recoveryPointFile = "recovery-point-offset-checkpoint"
+	logStartFile      = "log-start-offset-checkpoint"
+	checkpointVersion = 0
+)
+
+type topicPartition struct {
+	topic     string
+	partition int
+}
+
+// writeCheckpoint writes offsets to name atomically (temp file, fsync,
+// rename, directory fsync).
+func writeCheckpoint(fs vfs.FS, name string, offsets map[topicPartition]int64) error {
+	tps := make([]topicPartition, 0, len(offsets))
+	for tp := range offsets {
+		tps = append(tps, tp)
+	}
+	sort.Slice(tps, func(i, j int) bool {
+		if tps[i].topic != tps[j].topic {
+			return tps[i].topic < tps[j].topic
+		}
+		return tps[i].partition < tps[j].partition
+	})
+	var buf bytes.Buffer
+	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(tps))
+	for _, tp := range tps {
+		fmt.Fprintf(&buf, "%s %d %d\n", tp.topic, tp.partition, offsets[tp])
+	}
+	if err := vfs.WriteFileAtomic(fs, name, buf.Bytes()); err != nil {
+		return fmt.Errorf("log: write checkpoint %s: %w", name, err)
+	}
+	return nil
+}
+
+// readCheckpoint reads a checkpoint file; a missing file is an empty one.
+func readCheckpoint(fs vfs.FS, name string) (map[topicPartition]int64, error) {
+	data, err := vfs.ReadFile(fs, name)
+	if isNotExist(err) {
+		return map[topicPartition]int64{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("log: read checkpoint %s: %w", name, err)
+	}
+	bad := func(why string) error { return fmt.Errorf("log: checkpoint %s: %s", name, why) }
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) < 2 || strings.TrimSpace(lines[0]) != strconv.Itoa(checkpointVersion) {
+		return nil, bad("unknown version")
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
+	if err != nil || n != len(lines)-2 {
+		return nil, bad("entry count does not match")
+	}
+	out := make(map[topicPartition]int64, n)
+	for _, line := range lines[2:] {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, bad("malformed line " + strconv.Quote(line))
+		}
+		part, err1 := strconv.Atoi(f[1])
+		off, err2 := strconv.ParseInt(f[2], 10, 64)
+		if err1 != nil || err2 != nil || part < 0 || off < 0 {
+			return nil, bad("malformed line " + strconv.Quote(line))
+		}
+		out[topicPartition{f[0], part}] = off
+	}
+	return out, nil
+}

@@ -1,0 +1,210 @@
+package log
+
+import (
+	"fmt"
+	stdlog "log/slog"
+	"time"
+
+	"github.com/strata-log/strata/vfs"
+)
+
+// Config configures a standalone Broker. The zero value means the defaults.
+type Config struct {
+	// RetentionCheckInterval is how often retention (and later the cleaner)
+	// runs; 0 → 5 minutes (Kafka's log.retention.check.interval.ms).
+	RetentionCheckInterval time.Duration
+	// CheckpointInterval is how often the recovery points are written to
+	// their checkpoint file; 0 → 60 s (Kafka's
+	// log.flush.offset.checkpoint.interval.ms). They are always written on
+	// Close.
+	CheckpointInterval time.Duration
+	// FS is the file system; nil → the operating system's. vfs.NewMem gives
+	// a fast in-memory one for tests.
+	FS vfs.FS
+	// Logger receives the broker's log lines; nil → discard.
+	Logger *stdlog.Logger
+	// DefaultTopic is the configuration whose non-zero fields fill the zero
+	// fields of every TopicConfig given to CreateTopic.
+	DefaultTopic TopicConfig
+}
+
+func (c Config) withDefaults() Config {
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = time.Minute
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = stdlog.New(stdlog.DiscardHandler)
+	}
+	return c
+}
+
+// CleanupPolicy says what happens to old segments.
+type CleanupPolicy int
+
+const (
+	// CleanupDelete deletes old segments by RetentionTime and RetentionBytes.
+	CleanupDelete CleanupPolicy = iota
+	// CleanupCompact keeps the latest record of each key.
+	CleanupCompact
+	// CleanupCompactDelete does both.
+	CleanupCompactDelete
+)
+
+func (p CleanupPolicy) String() string {
+	switch p {
+	case CleanupDelete:
+		return "delete"
+	case CleanupCompact:
+		return "compact"
+	case CleanupCompactDelete:
+		return "compact,delete"
+	}
+	return fmt.Sprintf("CleanupPolicy(%d)", int(p))
+}
+
+// TopicConfig configures a topic. Zero fields take Kafka's defaults.
+type TopicConfig struct {
+	Partitions         int           // 0 → 1
+	ReplicationFactor  int           // cluster only; 0 → 1
+	MinInSyncReplicas  int           // 0 → 1
+	SegmentBytes       int64         // 0 → 1 GiB
+	SegmentTime        time.Duration // 0 → 7 days
+	IndexIntervalBytes int           // 0 → 4096
+	MaxIndexBytes      int           // 0 → 10 MiB
+	RetentionBytes     int64         // 0 → unlimited
+	RetentionTime      time.Duration // 0 → 7 days; negative → forever
+	Cleanup            CleanupPolicy // CleanupDelete (zero), CleanupCompact, CleanupCompactDelete
+	MaxMessageBytes    int           // 0 → 1 MiB + 12 bytes of log overhead, as Kafka (one batch)
+	FlushMessages      int64         // fsync after this many records; 0 → leave to the OS; 1 → every append
+	FlushInterval      time.Duration // fsync at least this often; 0 → never by time
+}
+
+// Kafka's defaults.
+const (
+	defaultSegmentBytes       = 1 << 30
+	defaultSegmentTime        = 7 * 24 * time.Hour
+	defaultIndexIntervalBytes = 4096
+	defaultMaxIndexBytes      = 10 << 20
+	defaultRetentionTime      = 7 * 24 * time.Hour
+	defaultMaxMessageBytes    = 1<<20 + 12
+	minIndexBytes             = 24 // room for two time-index entries
+)
+
+// merge fills c's zero fields from d.
+func (c TopicConfig) merge(d TopicConfig) TopicConfig {
+	if c.Partitions == 0 {
+		c.Partitions = d.Partitions
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = d.ReplicationFactor
+	}
+	if c.MinInSyncReplicas == 0 {
+		c.MinInSyncReplicas = d.MinInSyncReplicas
+	}
+	if c.SegmentBytes == 0 {
+		c.SegmentBytes = d.SegmentBytes
+	}
+	if c.SegmentTime == 0 {
+		c.SegmentTime = d.SegmentTime
+	}
+	if c.IndexIntervalBytes == 0 {
+		c.IndexIntervalBytes = d.IndexIntervalBytes
+	}
+	if c.MaxIndexBytes == 0 {
+		c.MaxIndexBytes = d.MaxIndexBytes
+	}
+	if c.RetentionBytes == 0 {
+		c.RetentionBytes = d.RetentionBytes
+	}
+	if c.RetentionTime == 0 {
+		c.RetentionTime = d.RetentionTime
+	}
+	if c.Cleanup == 0 {
+		c.Cleanup = d.Cleanup
+	}
+	if c.MaxMessageBytes == 0 {
+		c.MaxMessageBytes = d.MaxMessageBytes
+	}
+	if c.FlushMessages == 0 {
+		c.FlushMessages = d.FlushMessages
+	}
+	if c.FlushInterval == 0 {
+		c.FlushInterval = d.FlushInterval
+	}
+	return c
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c TopicConfig) WithDefaults() TopicConfig {
+	return c.merge(TopicConfig{
+		Partitions:         1,
+		ReplicationFactor:  1,
+		MinInSyncReplicas:  1,
+		SegmentBytes:       defaultSegmentBytes,
+		SegmentTime:        defaultSegmentTime,
+		IndexIntervalBytes: defaultIndexIntervalBytes,
+		MaxIndexBytes:      defaultMaxIndexBytes,
+		RetentionTime:      defaultRetentionTime,
+		MaxMessageBytes:    defaultMaxMessageBytes,
+	})
+}
+
+// Validate reports a configuration that cannot work, wrapping
+// ErrInvalidConfig. It expects defaults to be applied.
+func (c TopicConfig) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.Partitions < 1:
+		return bad("partitions %d < 1", c.Partitions)
+	case c.ReplicationFactor < 1:
+		return bad("replication factor %d < 1", c.ReplicationFactor)
+	case c.MinInSyncReplicas < 1:
+		return bad("min in-sync replicas %d < 1", c.MinInSyncReplicas)
+	case c.SegmentBytes < 1:
+		return bad("segment bytes %d < 1", c.SegmentBytes)
+	case c.SegmentTime < 0:
+		return bad("negative segment time %v", c.SegmentTime)
+	case c.IndexIntervalBytes < 0:
+		return bad("negative index interval bytes %d", c.IndexIntervalBytes)
+	case c.MaxIndexBytes < minIndexBytes:
+		return bad("max index bytes %d < %d", c.MaxIndexBytes, minIndexBytes)
+	case c.RetentionBytes < 0:
+		return bad("negative retention bytes %d (0 means unlimited)", c.RetentionBytes)
+	case c.Cleanup < CleanupDelete || c.Cleanup > CleanupCompactDelete:
+		return bad("unknown cleanup policy %d", int(c.Cleanup))
+	case c.MaxMessageBytes < 1:
+		return bad("max message bytes %d < 1", c.MaxMessageBytes)
+	case c.FlushMessages < 0:
+		return bad("negative flush messages %d", c.FlushMessages)
+	case c.FlushInterval < 0:
+		return bad("negative flush interval %v", c.FlushInterval)
+	}
+	return nil
+}
+
+// ValidTopicName reports whether name is a legal topic name: Kafka's rule,
+// 1 to 249 characters of [a-zA-Z0-9._-], and neither "." nor "..". Such a
+// name can never reach outside the data directory.
+func ValidTopicName(name string) error {
+	if name == "" || len(name) > 249 {
+		return fmt.Errorf("%w: %q must have 1 to 249 characters", ErrInvalidTopic, name)
+	}
+	if name == "." || name == ".." {
+		return fmt.Errorf("%w: %q", ErrInvalidTopic, name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q has %q; legal characters are [a-zA-Z0-9._-]", ErrInvalidTopic, name, c)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,58 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-log/strata/segment/batch"
+)
+
+// Errors. Test for them with errors.Is: the errors returned are wrapped with
+// context.
+var (
+	ErrUnknownTopic      = errors.New("log: unknown topic")
+	ErrUnknownPartition  = errors.New("log: unknown partition")
+	ErrTopicExists       = errors.New("log: topic already exists")
+	ErrInvalidTopic      = errors.New("log: invalid topic name")
+	ErrInvalidConfig     = errors.New("log: invalid config")
+	ErrOffsetOutOfRange  = errors.New("log: offset out of range")
+	ErrRecordTooLarge    = errors.New("log: record batch larger than MaxMessageBytes")
+	ErrClosed            = errors.New("log: closed")
+	ErrNotEnoughReplicas = errors.New("log: not enough in-sync replicas")
+	ErrNotLeader         = errors.New("log: not the leader for this partition")
+	// ErrDirInUse is returned by Open when another Broker holds the data dir.
+	ErrDirInUse = errors.New("log: data directory in use by another broker")
+	// ErrCorrupt marks data that failed its checks (CRC, framing, offsets):
+	// it is returned instead of records, never alongside them.
+	ErrCorrupt = batch.ErrCorrupt
+)
+
+// OffsetOutOfRangeError says which offsets were valid. It matches
+// ErrOffsetOutOfRange with errors.Is.
+type OffsetOutOfRangeError struct {
+	Topic     string
+	Partition int
+	Requested int64
+	Start     int64 // log start offset: the first readable offset
+	End       int64 // the end offset (exclusive)
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("log: offset %d out of range [%d, %d] for %s-%d", e.Requested, e.Start, e.End, e.Topic, e.Partition)
+}
+
+// Is reports whether target is ErrOffsetOutOfRange.
+func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
+
+// RecordTooLargeError says how large the batch was. It matches
+// ErrRecordTooLarge with errors.Is.
+type RecordTooLargeError struct {
+	Size, Max int
+}
+
+func (e *RecordTooLargeError) Error() string {
+	return fmt.Sprintf("log: record batch of %d bytes is larger than MaxMessageBytes %d", e.Size, e.Max)
+}
+
+// Is reports whether target is ErrRecordTooLarge.
+func (e *RecordTooLargeError) Is(target error) bool { return target == ErrRecordTooLarge }

@@ -1,0 +1,185 @@
+package log
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/segment"
+)
+
+// maxRecoverBatch bounds the size of a batch that recovery accepts: larger
+// lengths are taken as garbage, not read.
+const maxRecoverBatch = 256 << 20
+
+// partitionState is what the checkpoints say about a partition.
+type partitionState struct {
+	recoveryPoint int64 // -1: unknown
+	startOffset   int64 // -1: unknown
+}
+
+func newPartition(b *Broker, topic string, id int, cfg TopicConfig) *Partition {
+	p := &Partition{
+		topic:  topic,
+		id:     id,
+		dir:    filepath.Join(b.dir, fmt.Sprintf("%s-%d", topic, id)),
+		fs:     b.fs,
+		cfg:    cfg,
+		segCfg: segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
+		logger: b.logger,
+		wake:   b.wakeLoop,
+	}
+	p.syncCnd = sync.NewCond(&p.syncMu)
+	return p
+}
+
+// create makes the directory and first segment of a new partition.
+func (p *Partition) create() error {
+	if err := p.fs.MkdirAll(p.dir, 0o755); err != nil {
+		return fmt.Errorf("log: create %s: %w", p.dir, err)
+	}
+	return p.createAt(0)
+}
+
+// load opens an existing partition. After a clean shutdown segments are
+// trusted (indexes still get their sanity check); after an unclean one every
+// segment from the one holding the recovery point on is scanned and
+// validated, and a torn or corrupt tail is cut off together with every
+// segment after it.
+func (p *Partition) load(clean bool, st partitionState) error {
+	if err := p.fs.MkdirAll(p.dir, 0o755); err != nil {
+		return fmt.Errorf("log: open %s: %w", p.dir, err)
+	}
+	names, err := p.fs.ReadDir(p.dir)
+	if err != nil {
+		return fmt.Errorf("log: open %s: %w", p.dir, err)
+	}
+	var bases []int64
+	hasLog := map[int64]bool{}
+	for _, name := range names {
+		ext := filepath.Ext(name)
+		base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		switch {
+		case strings.HasSuffix(name, ".tmp"):
+			p.fs.Remove(filepath.Join(p.dir, name))
+		case err != nil || base < 0:
+			// Not a segment file: leave it alone.
+		case ext == ".log":
+			bases = append(bases, base)
+			hasLog[base] = true
+		}
+	}
+	// Indexes without their .log are leftovers of a deletion.
+	for _, name := range names {
+		ext := filepath.Ext(name)
+		base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
+		if err == nil && (ext == ".index" || ext == ".timeindex") && !hasLog[base] {
+			p.fs.Remove(filepath.Join(p.dir, name))
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	if len(bases) == 0 {
+		return p.createAt(max(st.startOffset, 0))
+	}
+
+	rp := st.recoveryPoint
+	if clean {
+		rp = -1 // nothing to recover
+	} else if rp < 0 {
+		rp = 0 // no checkpoint: recover everything
+	}
+	// The first segment to recover is the one holding the recovery point.
+	firstRecover := len(bases)
+	if rp >= 0 {
+		firstRecover = sort.Search(len(bases), func(i int) bool { return bases[i] > rp }) - 1
+		if firstRecover < 0 {
+			firstRecover = 0
+		}
+	}
+	now := time.Now()
+	var segs []*segment.Segment
+	closeAll := func() {
+		for _, s := range segs {
+			s.Close()
+		}
+	}
+	for i, base := range bases {
+		seg, truncated, err := segment.Open(p.fs, p.dir, base, p.segCfg, i >= firstRecover, maxRecoverBatch, now)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("log: open %s: %w", p, err)
+		}
+		segs = append(segs, seg)
+		if truncated > 0 && i+1 < len(bases) {
+			// Kafka's rule: a torn or corrupt segment ends the log; what
+			// follows it was never acknowledged as durable.
+			p.logger.Warn("truncated corrupt segment; deleting the segments after it",
+				"partition", p.String(), "segment", base, "bytes", truncated, "deleted", len(bases)-i-1)
+			for _, later := range bases[i+1:] {
+				for _, ext := range []string{".log", ".index", ".timeindex"} {
+					p.fs.Remove(filepath.Join(p.dir, segment.Name(later, ext)))
+				}
+			}
+			if err := p.fs.SyncDir(p.dir); err != nil {
+				closeAll()
+				return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+			}
+			break
+		} else if truncated > 0 {
+			p.logger.Warn("truncated torn tail", "partition", p.String(), "segment", base, "bytes", truncated)
+		}
+	}
+
+	// Segments wholly below the log start offset were deleted by retention
+	// before a crash could remove their files.
+	start := max(st.startOffset, segs[0].BaseOffset())
+	for len(segs) > 1 && segs[1].BaseOffset() <= start {
+		segs[0].Delete()
+		segs = segs[1:]
+	}
+	active := segs[len(segs)-1]
+	if err := active.ResizeIndexes(p.cfg.MaxIndexBytes); err != nil {
+		closeAll()
+		return fmt.Errorf("log: open %s: %w", p, err)
+	}
+	leo := active.NextOffset()
+	if start > leo {
+		start = leo
+	}
+	p.active = active
+	p.segs.Store(&segs)
+	p.leo.Store(leo)
+	p.start.Store(start)
+	if clean {
+		p.recoveryPoint.Store(leo)
+	} else {
+		// What recovery kept is what the disk holds; treat it as durable
+		// only once flushed again.
+		p.recoveryPoint.Store(min(max(rp, start), leo))
+	}
+	p.lastFlush.Store(now.UnixNano())
+	return nil
+}
+
+// createAt starts an empty partition whose first offset is base.
+func (p *Partition) createAt(base int64) error {
+	seg, err := segment.Create(p.fs, p.dir, base, p.segCfg, time.Now())
+	if err != nil {
+		return err
+	}
+	if err := p.fs.SyncDir(p.dir); err != nil {
+		seg.Close()
+		return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+	}
+	p.active = seg
+	p.segs.Store(&[]*segment.Segment{seg})
+	p.leo.Store(base)
+	p.start.Store(base)
+	p.recoveryPoint.Store(base)
+	p.lastFlush.Store(time.Now().UnixNano())
+	return nil
+}

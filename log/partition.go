@@ -1,0 +1,416 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-log/strata/segment"
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
+)
+
+// Partition is one partition of a topic: an ordered list of segments, the
+// last of which (the active segment) takes appends.
+//
+// One writer at a time: Append, roll, retention and Close hold mu. Readers
+// never take it: the segment list, the end offset, the log start offset and
+// the recovery point are published atomically, and sealed segments are
+// immutable.
+type Partition struct {
+	topic  string
+	id     int
+	dir    string
+	fs     vfs.FS
+	cfg    TopicConfig
+	segCfg segment.Config
+	logger *stdlog.Logger
+	// wake asks the broker's background loop to flush sealed segments.
+	wake func()
+	// appended, when set, is told about every append (long polls).
+	appended func(*Partition)
+
+	mu     sync.Mutex // the writer lock
+	active *segment.Segment
+	err    error // sticky: a failed write makes the partition read-only
+	closed atomic.Bool
+
+	segs          atomic.Pointer[[]*segment.Segment] // sorted by base offset
+	leo           atomic.Int64                       // log end offset
+	start         atomic.Int64                       // log start offset
+	recoveryPoint atomic.Int64                       // offsets below it are durable
+	lastFlush     atomic.Int64                       // unix ns of the last flush
+	needFlush     atomic.Bool                        // a sealed segment awaits its fsync
+
+	// Group commit: one fsync at a time; appenders that need one wait for
+	// the fsync in progress and, if it did not cover them, share the next.
+	syncMu  sync.Mutex
+	syncCnd *sync.Cond
+	syncing bool
+}
+
+// Topic is the name of the partition's topic.
+func (p *Partition) Topic() string { return p.topic }
+
+// ID is the partition's number within its topic.
+func (p *Partition) ID() int { return p.id }
+
+// StartOffset is the log start offset: the first offset that can be read.
+func (p *Partition) StartOffset() int64 { return p.start.Load() }
+
+// EndOffset is the log end offset (LEO): the offset of the next record.
+func (p *Partition) EndOffset() int64 { return p.leo.Load() }
+
+// HighWatermark is the offset up to which records are committed. On a
+// standalone broker it is the end offset.
+func (p *Partition) HighWatermark() int64 { return p.leo.Load() }
+
+// RecoveryPoint is the offset below which every record is known durable
+// (fsynced).
+func (p *Partition) RecoveryPoint() int64 { return p.recoveryPoint.Load() }
+
+// Size is the number of bytes in the partition's segments.
+func (p *Partition) Size() int64 {
+	var n int64
+	for _, s := range *p.segs.Load() {
+		n += s.Size()
+	}
+	return n
+}
+
+// Segments is the number of segments.
+func (p *Partition) Segments() int { return len(*p.segs.Load()) }
+
+func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.topic, p.id) }
+
+var builders = sync.Pool{New: func() any { return new(batch.Builder) }}
+
+// Append appends the records as one record batch and returns the offset of
+// the first. Record Topic, Partition and Offset fields are ignored; a zero
+// Timestamp means now. With FlushMessages set, Append returns once the
+// records are fsynced. A batch larger than MaxMessageBytes gets
+// ErrRecordTooLarge and changes nothing. Appending no records does nothing
+// and returns the end offset.
+func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
+	if len(recs) == 0 {
+		if p.closed.Load() {
+			return 0, p.closedErr()
+		}
+		return p.EndOffset(), nil
+	}
+	bd := builders.Get().(*batch.Builder)
+	defer builders.Put(bd)
+	now := time.Now().UnixMilli()
+	bd.Reset(timestampMs(recs[0].Timestamp, now))
+	for i := range recs {
+		r := &recs[i]
+		bd.Append(timestampMs(r.Timestamp, now), r.Key, r.Value, r.Headers)
+	}
+	base, _, err := p.AppendBatch(bd.Bytes())
+	return base, err
+}
+
+// AppendBatch appends one encoded record batch (as a producer sends it): it
+// is validated, given offsets from the end of the log, and written. It
+// returns the batch's first and next offsets. b is modified in place (its base
+// offset).
+func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
+	if len(b) > p.cfg.MaxMessageBytes {
+		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
+	}
+	h, err := batch.Validate(b)
+	if err != nil {
+		return 0, 0, fmt.Errorf("log: append to %s: %w", p, err)
+	}
+	if h.Compression() != 0 {
+		return 0, 0, fmt.Errorf("log: append to %s: %w", p, batch.ErrCompressed)
+	}
+	p.mu.Lock()
+	if p.closed.Load() {
+		p.mu.Unlock()
+		return 0, 0, p.closedErr()
+	}
+	if p.err != nil {
+		err := p.err
+		p.mu.Unlock()
+		return 0, 0, err
+	}
+	base = p.leo.Load()
+	batch.SetBaseOffset(b, base)
+	h.BaseOffset = base
+	now := time.Now()
+	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.cfg.SegmentBytes, p.cfg.SegmentTime, now) {
+		if err := p.roll(now); err != nil {
+			p.fail(err)
+			p.mu.Unlock()
+			return 0, 0, err
+		}
+	}
+	if err := p.active.Append(b, h); err != nil {
+		p.fail(err)
+		p.mu.Unlock()
+		return 0, 0, err
+	}
+	next = h.NextOffset()
+	p.leo.Store(next)
+	p.mu.Unlock()
+
+	if p.appended != nil {
+		p.appended(p)
+	}
+	if fm := p.cfg.FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
+		if err := p.syncTo(next); err != nil {
+			return 0, 0, err
+		}
+	}
+	return base, next, nil
+}
+
+// fail makes the partition read-only after a write error. Holds mu.
+func (p *Partition) fail(err error) {
+	if p.err == nil {
+		p.err = fmt.Errorf("log: %s is read-only after a write error (reopen the broker): %w", p, err)
+		p.logger.Error("partition failed", "partition", p.String(), "err", err)
+	}
+}
+
+func (p *Partition) closedErr() error { return fmt.Errorf("log: %s: %w", p, ErrClosed) }
+
+// roll seals the active segment and starts a new one at the end offset.
+// Holds mu.
+func (p *Partition) roll(now time.Time) error {
+	old := p.active
+	if err := old.Seal(); err != nil {
+		return err
+	}
+	seg, err := segment.Create(p.fs, p.dir, p.leo.Load(), p.segCfg, now)
+	if err != nil {
+		return err
+	}
+	if err := p.fs.SyncDir(p.dir); err != nil {
+		seg.Delete()
+		return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+	}
+	old2 := *p.segs.Load()
+	segs := make([]*segment.Segment, len(old2), len(old2)+1)
+	copy(segs, old2)
+	segs = append(segs, seg)
+	p.segs.Store(&segs)
+	p.active = seg
+	p.needFlush.Store(true)
+	if p.wake != nil {
+		p.wake()
+	}
+	return nil
+}
+
+// syncTo returns once every offset below target is durable, sharing fsyncs
+// with concurrent callers (group commit).
+func (p *Partition) syncTo(target int64) error {
+	p.syncMu.Lock()
+	defer p.syncMu.Unlock()
+	for p.recoveryPoint.Load() < target {
+		if p.closed.Load() {
+			return p.closedErr()
+		}
+		if p.syncing {
+			p.syncCnd.Wait()
+			continue
+		}
+		p.syncing = true
+		p.syncMu.Unlock()
+		err := p.flush()
+		p.syncMu.Lock()
+		p.syncing = false
+		p.syncCnd.Broadcast()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Flush makes every record appended so far durable.
+func (p *Partition) Flush() error {
+	if p.closed.Load() {
+		return p.closedErr()
+	}
+	return p.syncTo(p.leo.Load())
+}
+
+// flush fsyncs every segment that holds records at or above the recovery
+// point, up to the end offset read on entry, and moves the recovery point
+// there. Only syncTo calls it, so flushes do not overlap.
+func (p *Partition) flush() error {
+	upTo := p.leo.Load()
+	rp := p.recoveryPoint.Load()
+	p.needFlush.Store(false)
+	for _, s := range *p.segs.Load() {
+		if s.NextOffset() <= rp || s.BaseOffset() >= upTo {
+			continue
+		}
+		if !s.Acquire() {
+			if p.closed.Load() {
+				return p.closedErr()
+			}
+			continue // deleted by retention
+		}
+		err := s.Sync()
+		s.Release()
+		if err != nil {
+			p.mu.Lock()
+			p.fail(err)
+			p.mu.Unlock()
+			return fmt.Errorf("log: flush %s: %w", p, err)
+		}
+	}
+	if upTo > rp {
+		p.recoveryPoint.Store(upTo)
+	}
+	p.lastFlush.Store(time.Now().UnixNano())
+	return nil
+}
+
+// segmentFor returns, acquired, the segment that holds offset: the last one
+// whose base offset is at or below it. nil if none.
+func (p *Partition) segmentFor(offset int64) *segment.Segment {
+	for {
+		segs := *p.segs.Load()
+		i := sort.Search(len(segs), func(i int) bool { return segs[i].BaseOffset() > offset }) - 1
+		if i < 0 {
+			return nil
+		}
+		if segs[i].Acquire() {
+			return segs[i]
+		}
+		// Deleted under us by retention: the list has changed; look again.
+		if p.closed.Load() {
+			return nil
+		}
+	}
+}
+
+func (p *Partition) outOfRange(offset int64) error {
+	return &OffsetOutOfRangeError{Topic: p.topic, Partition: p.id, Requested: offset, Start: p.StartOffset(), End: p.EndOffset()}
+}
+
+// checkRange returns an error unless offset is in [start, end].
+func (p *Partition) checkRange(offset int64) error {
+	if p.closed.Load() {
+		return p.closedErr()
+	}
+	if offset < p.start.Load() || offset > p.leo.Load() {
+		return p.outOfRange(offset)
+	}
+	return nil
+}
+
+// Read returns records from offset on, whole batches up to maxBytes, and at
+// least one record if any exists at offset. Reading at the end offset
+// returns no records and no error. Offsets outside [StartOffset, EndOffset]
+// get an *OffsetOutOfRangeError. Corrupt data is an error (ErrCorrupt),
+// never records.
+func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
+	raw, err := p.ReadBatches(offset, maxBytes, p.HighWatermark())
+	if err != nil || len(raw) == 0 {
+		return nil, err
+	}
+	recs, err := appendDecoded(nil, raw, p.topic, p.id, offset, p.HighWatermark())
+	if err != nil {
+		return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+	}
+	return recs, nil
+}
+
+// ReadBatches returns the raw record batches from the one holding offset on,
+// whole batches up to maxBytes (at least one), none starting at or after
+// maxOffset. They are the bytes on disk, CRCs unchecked.
+func (p *Partition) ReadBatches(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+	if err := p.checkRange(offset); err != nil {
+		return nil, err
+	}
+	for offset < maxOffset {
+		seg := p.segmentFor(offset)
+		if seg == nil {
+			return nil, p.outOfRange(offset)
+		}
+		raw, err := seg.Read(offset, maxBytes)
+		next := seg.NextOffset()
+		seg.Release()
+		if errors.Is(err, io.EOF) {
+			// Nothing at or after offset in that segment (a gap at its
+			// end): go on in the next one.
+			offset = next
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+		}
+		return raw, nil
+	}
+	return nil, nil
+}
+
+// OffsetForTime returns the first offset whose record timestamp is at or after
+// ts. If no record is that recent it returns the end offset.
+func (p *Partition) OffsetForTime(ts time.Time) (int64, error) {
+	if p.closed.Load() {
+		return 0, p.closedErr()
+	}
+	ms := ts.UnixMilli()
+	from := p.start.Load()
+	for _, s := range *p.segs.Load() {
+		if s.NextOffset() <= from || s.MaxTimestamp() < ms || !s.Acquire() {
+			continue
+		}
+		off, ok, err := s.OffsetForTime(ms, from)
+		s.Release()
+		if err != nil {
+			return 0, fmt.Errorf("log: offset for time in %s: %w", p, err)
+		}
+		if ok {
+			return off, nil
+		}
+	}
+	return p.EndOffset(), nil
+}
+
+// close flushes the partition and closes its segments.
+func (p *Partition) close() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Swap(true) {
+		return nil
+	}
+	var first error
+	segs := *p.segs.Load()
+	if p.err == nil {
+		rp := p.recoveryPoint.Load()
+		for _, s := range segs {
+			if s.NextOffset() <= rp && s != p.active {
+				continue
+			}
+			if err := s.Flush(); err != nil && first == nil {
+				first = fmt.Errorf("log: close %s: %w", p, err)
+			}
+		}
+		if first == nil {
+			p.recoveryPoint.Store(p.leo.Load())
+		}
+	}
+	for _, s := range segs {
+		s.Close()
+	}
+	if first == nil {
+		first = p.err
+	}
+	p.syncMu.Lock()
+	p.syncCnd.Broadcast()
+	p.syncMu.Unlock()
+	return first
+}

@@ -1,0 +1,38 @@
+// Package segment is one segment of a partition's log: a .log file of Kafka
+// RecordBatch v2 batches (see package [github.com/strata-log/strata/segment/batch])
+// and its two indexes (package [github.com/strata-log/strata/index]).
+//
+// # Files
+//
+// A segment is named by the offset of its first record, zero-padded to 20
+// digits, in the partition's directory:
+//
+//	00000000000000000000.log        batches, back to back, exactly as on the wire
+//	00000000000000000000.index      offset index: (relative offset, position) every IndexIntervalBytes
+//	00000000000000000000.timeindex  time index: (max timestamp so far, offset)
+//
+// The .log holds whole batches one after another; nothing else (no framing,
+// no padding). A batch starts with its base offset (8 bytes) and its length
+// (4 bytes, the bytes that follow), so a reader walks the file by reading 12
+// bytes, skipping the length, and so on. A torn tail — what a crash in the
+// middle of a write leaves — is a batch whose length runs past the end of the
+// file, or whose CRC does not match; [Segment.Recover] truncates the file there.
+//
+// # Indexing
+//
+// After more than IndexIntervalBytes of batches have been written since the
+// last entry, the next batch gets an offset-index entry (its last offset, its
+// position) and a time-index entry (the largest timestamp so far and the
+// offset that carries it), as Kafka does. A lookup is a binary search in the
+// index and then a short walk of batch headers in the .log.
+//
+// # Concurrency
+//
+// One appender at a time (the partition holds its writer lock around
+// [Segment.Append] and the other mutating methods). Readers never take that
+// lock: the size of the .log and the next offset are published atomically after
+// the bytes are written, and a reader only looks at bytes below the published
+// size, so it never sees half a batch. Readers hold a reference
+// ([Segment.Acquire], [Segment.Release]) so that a segment deleted by
+// retention keeps its files open (unlinked) until the last reader is done.
+package segment
