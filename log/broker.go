@@ -18,10 +18,10 @@ import (
 
 // Files of the data dir besides the partition directories.
 const (
-	lockFile       = ".lock"
-	cleanShutdown  = ".strata_cleanshutdown"
-	topicsFile     = "topics.json"
-	topicsVersion  = 1
+	lockFile      = ".lock"
+	cleanShutdown = ".strata_cleanshutdown"
+	topicsFile    = "topics.json"
+	topicsVersion = 1
 )
 
 // Broker is a standalone node: the topics of one data directory.
