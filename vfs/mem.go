@@ -1,0 +1,478 @@
+package vfs
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// ErrCrashed is returned by every operation on a File or lock that was opened
+// on a [MemFS] before its [MemFS.Crash]: the process that held it is dead.
+var ErrCrashed = errors.New("vfs: file system crashed")
+
+// MemFS is an in-memory [FS] that can simulate a machine crash. It is safe
+// for concurrent use.
+//
+// Every file holds its current bytes and its durable bytes: [File.Sync] makes
+// the current bytes durable. Every directory holds its current entries and its
+// durable entries: [FS.SyncDir] makes the current entries durable, so a file
+// created, renamed or removed survives a crash only once its parent directory
+// was synced. Directories made by [MemFS.MkdirAll] are durable at once (as if
+// MkdirAll synced each parent), so tests need not sync a tree before using it.
+// The root always exists.
+//
+// Paths are cleaned and taken relative to the root: "a/b", "/a/b" and
+// "/a/./b" name the same file. There are no symbolic links.
+//
+// [MemFS.Crash] replaces the tree by its durable state; [MemFS.CrashClone]
+// returns the durable state as a new MemFS and leaves the original running.
+// MemFS files do not implement [Fder].
+type MemFS struct {
+	mu    sync.Mutex // guards root, gen, locks and every directory's entries
+	root  *memNode
+	gen   *memGen
+	locks map[*memNode]bool // files whose lock is held
+}
+
+// memGen is one life of a MemFS, ended by Crash. Handles and locks belong to
+// the generation they were opened in and fail once it has crashed.
+type memGen struct{ crashed atomic.Bool }
+
+// memNode is a directory or a file (an inode: one node may be reachable by
+// several names when a rename was synced in one directory only).
+type memNode struct {
+	dir bool
+	// For directories, guarded by MemFS.mu.
+	children map[string]*memNode // current entries
+	durable  map[string]*memNode // entries as of the last SyncDir
+	// For files.
+	file *memFile
+}
+
+// NewMem returns an empty in-memory file system.
+func NewMem() *MemFS {
+	return &MemFS{root: newMemDir(), gen: new(memGen), locks: map[*memNode]bool{}}
+}
+
+func newMemDir() *memNode {
+	return &memNode{dir: true, children: map[string]*memNode{}, durable: map[string]*memNode{}}
+}
+
+func newMemFileNode(data []byte) *memNode {
+	return &memNode{file: &memFile{data: data, syncedLen: len(data), modTime: time.Now()}}
+}
+
+// splitPath turns a host path into its components below the root.
+func splitPath(name string) []string {
+	p := filepath.Clean(string(filepath.Separator) + name)
+	p = strings.TrimLeft(p, string(filepath.Separator))
+	if p == "" {
+		return nil
+	}
+	return strings.Split(p, string(filepath.Separator))
+}
+
+// walk resolves name. It returns the parent directory and base name of name
+// and the node (nil if there is no such entry). For the root, parent is nil.
+// It fails if a component before the last is missing or not a directory.
+// m.mu must be held.
+func (m *MemFS) walk(name string) (parent *memNode, base string, n *memNode, err error) {
+	parts := splitPath(name)
+	if len(parts) == 0 {
+		return nil, "", m.root, nil
+	}
+	dir := m.root
+	for _, p := range parts[:len(parts)-1] {
+		next := dir.children[p]
+		if next == nil {
+			return nil, "", nil, syscall.ENOENT
+		}
+		if !next.dir {
+			return nil, "", nil, syscall.ENOTDIR
+		}
+		dir = next
+	}
+	base = parts[len(parts)-1]
+	return dir, base, dir.children[base], nil
+}
+
+func pathErr(op, name string, err error) error {
+	return &fs.PathError{Op: op, Path: name, Err: err}
+}
+
+// Create implements [FS.Create].
+func (m *MemFS) Create(name string) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, base, n, err := m.walk(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	switch {
+	case n == nil:
+		n = newMemFileNode(nil)
+		parent.children[base] = n
+	case n.dir:
+		return nil, pathErr("open", name, syscall.EISDIR)
+	default:
+		n.file.mu.Lock()
+		n.file.truncate(0)
+		n.file.mu.Unlock()
+	}
+	return m.newHandle(n, name, true), nil
+}
+
+// Open implements [FS.Open]. A directory can be opened: reading it fails and
+// syncing it is [MemFS.SyncDir].
+func (m *MemFS) Open(name string) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _, n, err := m.walk(name)
+	if err == nil && n == nil {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	return m.newHandle(n, name, false), nil
+}
+
+// OpenReadWrite implements [FS.OpenReadWrite].
+func (m *MemFS) OpenReadWrite(name string) (File, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, base, n, err := m.walk(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if n == nil {
+		n = newMemFileNode(nil)
+		parent.children[base] = n
+	} else if n.dir {
+		return nil, pathErr("open", name, syscall.EISDIR)
+	}
+	return m.newHandle(n, name, true), nil
+}
+
+// Remove implements [FS.Remove].
+func (m *MemFS) Remove(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, base, n, err := m.walk(name)
+	switch {
+	case err != nil:
+	case n == nil:
+		err = syscall.ENOENT
+	case parent == nil:
+		err = syscall.EBUSY
+	case n.dir && len(n.children) > 0:
+		err = syscall.ENOTEMPTY
+	}
+	if err != nil {
+		return pathErr("remove", name, err)
+	}
+	delete(parent.children, base)
+	return nil
+}
+
+// RemoveAll implements [FS.RemoveAll]. Like [os.RemoveAll] it returns nil if
+// name does not exist. Removing the root empties it.
+func (m *MemFS) RemoveAll(name string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, base, n, err := m.walk(name)
+	if err != nil || n == nil {
+		return nil
+	}
+	if parent == nil {
+		clear(n.children)
+		return nil
+	}
+	delete(parent.children, base)
+	return nil
+}
+
+// Rename implements [FS.Rename] with the rules of rename(2): a file replaces
+// a file, a directory replaces an empty directory, a directory cannot move
+// into itself.
+func (m *MemFS) Rename(oldname, newname string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	fail := func(err error) error {
+		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
+	}
+	op, ob, on, err := m.walk(oldname)
+	if err != nil {
+		return fail(err)
+	}
+	if on == nil {
+		return fail(syscall.ENOENT)
+	}
+	np, nb, nn, err := m.walk(newname)
+	if err != nil {
+		return fail(err)
+	}
+	if op == nil || np == nil {
+		return fail(syscall.EBUSY)
+	}
+	if on == nn {
+		return nil
+	}
+	if on.dir {
+		if nn != nil && !nn.dir {
+			return fail(syscall.ENOTDIR)
+		}
+		if nn != nil && len(nn.children) > 0 {
+			return fail(syscall.ENOTEMPTY)
+		}
+		oldParts, newParts := splitPath(oldname), splitPath(newname)
+		if len(newParts) > len(oldParts) && slices.Equal(oldParts, newParts[:len(oldParts)]) {
+			return fail(syscall.EINVAL)
+		}
+	} else if nn != nil && nn.dir {
+		return fail(syscall.EISDIR)
+	}
+	delete(op.children, ob)
+	np.children[nb] = on
+	return nil
+}
+
+// MkdirAll implements [FS.MkdirAll]. The directories it makes are durable at
+// once; perm is ignored.
+func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := m.root
+	for _, p := range splitPath(dir) {
+		next := n.children[p]
+		if next == nil {
+			next = newMemDir()
+			n.children[p] = next
+			n.durable[p] = next
+		} else if !next.dir {
+			return pathErr("mkdir", dir, syscall.ENOTDIR)
+		}
+		n = next
+	}
+	return nil
+}
+
+// ReadDir implements [FS.ReadDir].
+func (m *MemFS) ReadDir(dir string) ([]string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _, n, err := m.walk(dir)
+	switch {
+	case err != nil:
+	case n == nil:
+		err = syscall.ENOENT
+	case !n.dir:
+		err = syscall.ENOTDIR
+	}
+	if err != nil {
+		return nil, pathErr("open", dir, err)
+	}
+	return slices.Sorted(maps.Keys(n.children)), nil
+}
+
+// Stat implements [FS.Stat].
+func (m *MemFS) Stat(name string) (os.FileInfo, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _, n, err := m.walk(name)
+	if err == nil && n == nil {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		return nil, pathErr("stat", name, err)
+	}
+	return n.info(filepath.Base(name)), nil
+}
+
+// SyncDir implements [FS.SyncDir]: the current entries of dir become its
+// durable entries. Syncing a file (as fsync of an opened file would) makes
+// its contents durable.
+func (m *MemFS) SyncDir(dir string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, _, n, err := m.walk(dir)
+	if err == nil && n == nil {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		return pathErr("open", dir, err)
+	}
+	n.sync()
+	return nil
+}
+
+// sync makes n durable: its entries if a directory, its bytes if a file.
+// For a directory m.mu must be held.
+func (n *memNode) sync() {
+	if n.dir {
+		n.durable = maps.Clone(n.children)
+		return
+	}
+	n.file.mu.Lock()
+	n.file.sync()
+	n.file.mu.Unlock()
+}
+
+// Lock implements [FS.Lock]. Locks are per file (inode), exclusive within
+// this MemFS, and all released by a crash.
+func (m *MemFS) Lock(name string) (io.Closer, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	parent, base, n, err := m.walk(name)
+	if err != nil {
+		return nil, pathErr("open", name, err)
+	}
+	if n == nil {
+		n = newMemFileNode(nil)
+		parent.children[base] = n
+	} else if n.dir {
+		return nil, pathErr("open", name, syscall.EISDIR)
+	}
+	if m.locks[n] {
+		return nil, ErrLocked
+	}
+	m.locks[n] = true
+	return &memLock{fs: m, gen: m.gen, node: n, name: name}, nil
+}
+
+type memLock struct {
+	fs     *MemFS
+	gen    *memGen
+	node   *memNode
+	name   string
+	closed bool // guarded by fs.mu
+}
+
+func (l *memLock) Close() error {
+	l.fs.mu.Lock()
+	defer l.fs.mu.Unlock()
+	if l.closed {
+		return pathErr("close", l.name, os.ErrClosed)
+	}
+	l.closed = true
+	if l.gen.crashed.Load() {
+		return pathErr("close", l.name, ErrCrashed)
+	}
+	delete(l.fs.locks, l.node)
+	return nil
+}
+
+// Crash simulates a machine crash and restart: from now on the file system
+// holds only what was durable, every file's synced bytes under the durable
+// directory entries. Files and locks opened before fail with [ErrCrashed].
+func (m *MemFS) Crash() { m.crash(nil) }
+
+// CrashWithTornWrites is [MemFS.Crash] where, as on a real disk, part of what
+// was written but not synced may also have reached the disk: of every file's
+// unsynced appended tail a random prefix survives, and a random run inside
+// that prefix may be zeros or garbage. Synced bytes are never lost. The same
+// rng state and the same file system give the same result.
+func (m *MemFS) CrashWithTornWrites(rng *rand.Rand) { m.crash(rng) }
+
+func (m *MemFS) crash(rng *rand.Rand) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.root = durableCopy(m.root, rng)
+	m.gen.crashed.Store(true)
+	m.gen = new(memGen)
+	m.locks = map[*memNode]bool{}
+}
+
+// CrashClone returns a new MemFS holding what [MemFS.Crash] would leave,
+// without disturbing m: goroutines still writing to m keep running, and a
+// test can reopen the clone as if the machine had crashed at this instant.
+func (m *MemFS) CrashClone() *MemFS { return m.crashClone(nil) }
+
+// CrashCloneWithTornWrites is [MemFS.CrashClone] with the torn tails of
+// [MemFS.CrashWithTornWrites].
+func (m *MemFS) CrashCloneWithTornWrites(rng *rand.Rand) *MemFS { return m.crashClone(rng) }
+
+func (m *MemFS) crashClone(rng *rand.Rand) *MemFS {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := NewMem()
+	c.root = durableCopy(m.root, rng)
+	return c
+}
+
+// durableCopy returns a fresh tree made of the durable state under root.
+// Names are visited breadth first in sorted order, so rng use is
+// reproducible. A file reachable by several durable names stays one file; a
+// directory reachable by several (possible when directory renames were synced
+// on one side only, even in a cycle) is kept at its first name in that order.
+func durableCopy(root *memNode, rng *rand.Rand) *memNode {
+	files := map[*memNode]*memNode{}
+	seen := map[*memNode]bool{root: true}
+	type pair struct{ from, to *memNode }
+	out := newMemDir()
+	queue := []pair{{root, out}}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for _, name := range slices.Sorted(maps.Keys(d.from.durable)) {
+			c := d.from.durable[name]
+			var cc *memNode
+			switch {
+			case c.dir && seen[c]:
+				continue
+			case c.dir:
+				seen[c] = true
+				cc = newMemDir()
+				queue = append(queue, pair{c, cc})
+			default:
+				cc = files[c]
+				if cc == nil {
+					cc = newMemFileNode(c.file.durableBytes(rng))
+					files[c] = cc
+				}
+			}
+			d.to.children[name] = cc
+			d.to.durable[name] = cc
+		}
+	}
+	return out
+}
+
+func (n *memNode) info(name string) os.FileInfo {
+	if n.dir {
+		return &memFileInfo{name: name, dir: true}
+	}
+	n.file.mu.RLock()
+	defer n.file.mu.RUnlock()
+	return &memFileInfo{name: name, size: int64(len(n.file.data)), modTime: n.file.modTime}
+}
+
+type memFileInfo struct {
+	name    string
+	size    int64
+	dir     bool
+	modTime time.Time
+}
+
+func (i *memFileInfo) Name() string       { return i.name }
+func (i *memFileInfo) Size() int64        { return i.size }
+func (i *memFileInfo) IsDir() bool        { return i.dir }
+func (i *memFileInfo) ModTime() time.Time { return i.modTime }
+func (i *memFileInfo) Sys() any           { return nil }
+
+func (i *memFileInfo) Mode() fs.FileMode {
+	if i.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o644
+}
