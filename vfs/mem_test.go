@@ -480,4 +480,3 @@ func TestMemOpenDirectory(t *testing.T) {
 		t.Fatalf("entry synced through the directory handle lost: %v", err)
 	}
 }
-
