@@ -208,6 +208,11 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 // into hdrs[:0]. A key equal to the one the previous record had at the same position
 // reuses that string instead of allocating.
 func decodeHeaders(b []byte, i, n int, hdrs []RecordHeader) []RecordHeader {
+	if cap(hdrs) < n { // n is bounded by the record's size: parseRecord checked it
+		grown := make([]RecordHeader, n)
+		copy(grown, hdrs[:cap(hdrs)])
+		hdrs = grown
+	}
 	prev := hdrs[:cap(hdrs)]
 	hdrs = hdrs[:0]
 	for j := range n {
