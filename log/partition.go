@@ -329,31 +329,43 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
 
 // ReadBatches returns the raw record batches from the one holding offset on,
 // whole batches up to maxBytes (at least one), none starting at or after
-// maxOffset. They are the bytes on disk, CRCs unchecked.
+// maxOffset; they may span segments. They are the bytes on disk, CRCs
+// unchecked.
 func (p *Partition) ReadBatches(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
 	if err := p.checkRange(offset); err != nil {
 		return nil, err
 	}
-	for offset < maxOffset {
+	var out []byte
+	for offset < maxOffset && (out == nil || len(out) < maxBytes) {
 		seg := p.segmentFor(offset)
 		if seg == nil {
+			if out != nil {
+				break
+			}
 			return nil, p.outOfRange(offset)
 		}
-		raw, err := seg.Read(offset, maxBytes)
+		raw, err := seg.Read(offset, maxBytes-len(out), out == nil)
 		next := seg.NextOffset()
 		seg.Release()
-		if errors.Is(err, io.EOF) {
+		switch {
+		case errors.Is(err, io.EOF):
 			// Nothing at or after offset in that segment (a gap at its
 			// end): go on in the next one.
-			offset = next
-			continue
-		}
-		if err != nil {
+		case err != nil:
 			return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+		case len(raw) == 0:
+			return out, nil // the next batch does not fit
+		case out == nil:
+			out = raw
+		default:
+			out = append(out, raw...)
 		}
-		return raw, nil
+		if next == offset && len(raw) == 0 {
+			break
+		}
+		offset = next
 	}
-	return nil, nil
+	return out, nil
 }
 
 // OffsetForTime returns the first offset whose record timestamp is at or after

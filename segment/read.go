@@ -47,12 +47,16 @@ func (s *Segment) Locate(offset int64) (int64, batch.Header, error) {
 }
 
 // Read returns whole batches starting with the one that holds offset (or the
-// first after it): as many as fit in maxBytes, but at least one. It returns
-// io.EOF when there is nothing at or after offset in this segment.
-func (s *Segment) Read(offset int64, maxBytes int) ([]byte, error) {
+// first after it): as many as fit in maxBytes, and with atLeastOne at least
+// one even if it is larger. It returns io.EOF when there is nothing at or
+// after offset in this segment.
+func (s *Segment) Read(offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
 	pos, h, err := s.Locate(offset)
 	if err != nil {
 		return nil, err
+	}
+	if !atLeastOne && h.Size() > maxBytes {
+		return nil, nil
 	}
 	end := s.size.Load()
 	n := end - pos
