@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 // fss runs a test over the OS file system and the in-memory one.

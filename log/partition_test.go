@@ -11,9 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 // small is a topic config that rolls often and indexes every batch or so.
