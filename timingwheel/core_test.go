@@ -1,0 +1,460 @@
+package timingwheel
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"testing"
+)
+
+// Deterministic tests of the pure core: time is a tick count the test passes.
+
+func newCoreTimer(exp int64) *Timer { return &Timer{exp: exp} }
+
+// checkInvariants verifies the core's structure: every bucket is in the heap
+// exactly when it is non-empty, timers lie inside their bucket's range, the
+// heap is ordered, and the ready list holds only due timers.
+func checkInvariants(t *testing.T, w *wheel) {
+	t.Helper()
+	inHeap := 0
+	for li, lv := range w.levels {
+		if lv.cur%lv.tick != 0 || lv.cur > w.now() {
+			t.Fatalf("level %d: cur %d not a multiple of tick %d or ahead of level 0 (%d)", li, lv.cur, lv.tick, w.now())
+		}
+		for bi := range lv.bkts {
+			b := &lv.bkts[bi]
+			if b.level != li {
+				t.Fatalf("bucket %d of level %d says level %d", bi, li, b.level)
+			}
+			if b.empty() != (b.heapIdx < 0) {
+				t.Fatalf("level %d bucket %d: empty=%v heapIdx=%d", li, bi, b.empty(), b.heapIdx)
+			}
+			if b.empty() {
+				continue
+			}
+			inHeap++
+			if w.heap[b.heapIdx] != b {
+				t.Fatalf("level %d bucket %d: heap[%d] is another bucket", li, bi, b.heapIdx)
+			}
+			if b.exp%lv.tick != 0 || int(b.exp/lv.tick%w.size) != bi {
+				t.Fatalf("level %d bucket %d: exp %d does not belong to this slot", li, bi, b.exp)
+			}
+			prev := &b.root
+			for tm := b.root.next; tm != &b.root; tm = tm.next {
+				if tm.b != b || tm.prev != prev {
+					t.Fatalf("level %d bucket %d: broken links", li, bi)
+				}
+				if tm.exp < b.exp || tm.exp-b.exp >= lv.tick {
+					t.Fatalf("timer exp %d outside bucket [%d, %d) of level %d", tm.exp, b.exp, b.exp+lv.tick, li)
+				}
+				if tm.exp <= w.now() {
+					t.Fatalf("timer exp %d still in level %d at time %d", tm.exp, li, w.now())
+				}
+				prev = tm
+			}
+		}
+	}
+	if inHeap != len(w.heap) {
+		t.Fatalf("%d non-empty buckets, heap holds %d", inHeap, len(w.heap))
+	}
+	for i := 1; i < len(w.heap); i++ {
+		if w.heap[(i-1)/2].exp > w.heap[i].exp {
+			t.Fatalf("heap out of order at %d", i)
+		}
+	}
+	n := 0
+	for tm := w.ready.root.next; tm != &w.ready.root; tm = tm.next {
+		if tm.exp > w.now() {
+			t.Fatalf("timer exp %d in ready list at time %d", tm.exp, w.now())
+		}
+		n++
+	}
+	if n != w.nready {
+		t.Fatalf("ready list has %d timers, nready=%d", n, w.nready)
+	}
+}
+
+func drainReady(w *wheel) []*Timer {
+	var out []*Timer
+	for t := w.popReady(); t != nil; t = w.popReady() {
+		out = append(out, t)
+	}
+	return out
+}
+
+// TestWorkedExample is the example of the design notes, in Kafka's
+// arithmetic: 1 ms tick, 20 buckets, a timer due at 8903 ms.
+func TestWorkedExample(t *testing.T) {
+	w := newWheel(20)
+	tm := newCoreTimer(8903)
+	w.add(tm)
+	checkInvariants(t, w)
+
+	if got := len(w.levels); got != 4 {
+		t.Fatalf("levels = %d, want 4", got)
+	}
+	for i, want := range []struct{ tick, span int64 }{{1, 20}, {20, 400}, {400, 8000}, {8000, 160000}} {
+		if lv := w.levels[i]; lv.tick != want.tick || lv.span != want.span {
+			t.Fatalf("level %d: tick %d span %d, want %d %d", i, lv.tick, lv.span, want.tick, want.span)
+		}
+	}
+
+	steps := []struct {
+		at         int64 // advance to this time
+		level      int   // then the timer is in this level (-1: due)
+		start, end int64 // bucket range
+	}{
+		{0, 3, 8000, 16000},
+		{7999, 3, 8000, 16000},
+		{8000, 2, 8800, 9200},
+		{8799, 2, 8800, 9200},
+		{8800, 1, 8900, 8920},
+		{8899, 1, 8900, 8920},
+		{8900, 0, 8903, 8904},
+		{8902, 0, 8903, 8904},
+		{8903, -1, 0, 0},
+	}
+	for _, s := range steps {
+		w.advance(s.at)
+		checkInvariants(t, w)
+		lvl, start, end := w.where(tm)
+		if lvl != s.level || start != s.start || end != s.end {
+			t.Fatalf("at %d ms: level %d [%d, %d), want level %d [%d, %d)", s.at, lvl, start, end, s.level, s.start, s.end)
+		}
+		if s.level >= 0 {
+			if next, _ := w.next(); next != s.start {
+				t.Fatalf("at %d ms: next wake-up %d, want %d", s.at, next, s.start)
+			}
+			if w.nready != 0 {
+				t.Fatalf("at %d ms: fired early", s.at)
+			}
+		}
+	}
+	if got := drainReady(w); len(got) != 1 || got[0] != tm {
+		t.Fatalf("ready = %v, want the timer", got)
+	}
+	if lvl, _, _ := w.where(tm); lvl != -2 {
+		t.Fatalf("fired timer still listed at level %d", lvl)
+	}
+	if len(w.heap) != 0 {
+		t.Fatalf("heap holds %d buckets after the only timer fired", len(w.heap))
+	}
+}
+
+func TestOverflowLevelsCreatedOnDemand(t *testing.T) {
+	w := newWheel(20)
+	if len(w.levels) != 1 {
+		t.Fatalf("new wheel has %d levels", len(w.levels))
+	}
+	w.add(newCoreTimer(19))
+	if len(w.levels) != 1 {
+		t.Fatalf("timer within the first span made %d levels", len(w.levels))
+	}
+	w.add(newCoreTimer(20))
+	if len(w.levels) != 2 {
+		t.Fatalf("timer at the first span made %d levels, want 2", len(w.levels))
+	}
+	far := newCoreTimer(math.MaxInt64) // saturates to maxExp
+	w.add(far)
+	checkInvariants(t, w)
+	top := w.levels[len(w.levels)-1]
+	if top.span != math.MaxInt64 {
+		t.Fatalf("top level span %d, want saturated", top.span)
+	}
+	if far.exp != maxExp {
+		t.Fatalf("far timer exp %d, want %d", far.exp, maxExp)
+	}
+	// 20^14 < maxExp < 20^15: levels 0..14 hold everything.
+	if len(w.levels) != 15 {
+		t.Fatalf("levels = %d, want 15", len(w.levels))
+	}
+	if !w.remove(far) {
+		t.Fatal("remove far timer")
+	}
+	checkInvariants(t, w)
+}
+
+func TestCoreRemove(t *testing.T) {
+	w := newWheel(8)
+	a, b := newCoreTimer(5), newCoreTimer(5)
+	w.add(a)
+	w.add(b)
+	if len(w.heap) != 1 {
+		t.Fatalf("two timers in one bucket: heap %d", len(w.heap))
+	}
+	if !w.remove(a) {
+		t.Fatal("remove pending timer = false")
+	}
+	if w.remove(a) {
+		t.Fatal("second remove = true")
+	}
+	if len(w.heap) != 1 {
+		t.Fatal("bucket left the heap while it still holds a timer")
+	}
+	if !w.remove(b) {
+		t.Fatal("remove b = false")
+	}
+	if len(w.heap) != 0 {
+		t.Fatal("emptied bucket still in the heap")
+	}
+	checkInvariants(t, w)
+
+	// A due timer can still be removed before the executor takes it.
+	c := newCoreTimer(3)
+	w.add(c)
+	w.advance(3)
+	if w.nready != 1 {
+		t.Fatalf("nready = %d", w.nready)
+	}
+	if !w.remove(c) || w.nready != 0 {
+		t.Fatal("remove from ready list")
+	}
+	// After the executor took it, remove reports false.
+	d := newCoreTimer(4)
+	w.add(d)
+	w.advance(4)
+	if got := drainReady(w); len(got) != 1 {
+		t.Fatalf("ready = %d timers", len(got))
+	}
+	if w.remove(d) {
+		t.Fatal("remove after fire = true")
+	}
+	checkInvariants(t, w)
+}
+
+func TestCoreDueOnAdd(t *testing.T) {
+	w := newWheel(20)
+	w.advance(100)
+	for _, exp := range []int64{100, 99, 0, -5} {
+		tm := newCoreTimer(exp)
+		if b := w.add(tm); b != nil {
+			t.Fatalf("exp %d at time 100 went to a bucket", exp)
+		}
+		if lvl, _, _ := w.where(tm); lvl != -1 {
+			t.Fatalf("exp %d at time 100: level %d, want ready", exp, lvl)
+		}
+	}
+	tm := newCoreTimer(101)
+	if b := w.add(tm); b == nil || b.exp != 101 {
+		t.Fatalf("exp 101 at time 100: bucket %v", b)
+	}
+	checkInvariants(t, w)
+}
+
+// TestCoreManyTimersOneBucket: the driver wakes per bucket, not per timer.
+func TestCoreManyTimersOneBucket(t *testing.T) {
+	w := newWheel(20)
+	timers := make([]*Timer, 10000)
+	for i := range timers {
+		timers[i] = newCoreTimer(50)
+		w.add(timers[i])
+	}
+	if len(w.heap) != 1 {
+		t.Fatalf("10000 timers due together use %d buckets", len(w.heap))
+	}
+	wakes := 0
+	for {
+		next, ok := w.next()
+		if !ok {
+			break
+		}
+		wakes++
+		w.advance(next)
+		checkInvariants(t, w)
+	}
+	if wakes != 2 { // [40,60) on level 1, then 50 on level 0
+		t.Fatalf("wakes = %d, want 2", wakes)
+	}
+	if got := drainReady(w); len(got) != len(timers) {
+		t.Fatalf("fired %d, want %d", len(got), len(timers))
+	}
+}
+
+// runCoreModel applies a random sequence of adds, removes and advances to the
+// core and to a trivial model (a set of due times), checking after each step
+// that exactly the timers due by now have fired, none early, none twice.
+func runCoreModel(t *testing.T, seed uint64, size, steps int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	w := newWheel(size)
+	pending := map[*Timer]bool{}
+	var live []*Timer
+	now := int64(0)
+	fired := 0
+	for step := range steps {
+		switch r := rng.IntN(10); {
+		case r < 5: // add, with delays across all levels
+			var d int64
+			switch rng.IntN(4) {
+			case 0:
+				d = rng.Int64N(int64(size)) // finest level (or due now)
+			case 1:
+				d = rng.Int64N(int64(size * size * size))
+			case 2:
+				d = rng.Int64N(1 << 40)
+			default:
+				d = -rng.Int64N(3)
+			}
+			tm := newCoreTimer(now + d)
+			w.add(tm)
+			pending[tm] = true
+			live = append(live, tm)
+		case r < 7: // remove a random timer, pending or not
+			if len(live) == 0 {
+				continue
+			}
+			i := rng.IntN(len(live))
+			tm := live[i]
+			got := w.remove(tm)
+			if got != pending[tm] {
+				t.Fatalf("seed %d step %d: remove = %v, model says pending = %v", seed, step, got, pending[tm])
+			}
+			delete(pending, tm)
+			live[i] = live[len(live)-1]
+			live = live[:len(live)-1]
+		default: // advance, sometimes far
+			switch rng.IntN(3) {
+			case 0:
+				now++
+			case 1:
+				now += rng.Int64N(int64(size * size))
+			default:
+				now += rng.Int64N(1 << 30)
+			}
+			w.advance(now)
+			for _, tm := range drainReady(w) {
+				if !pending[tm] {
+					t.Fatalf("seed %d step %d: a timer fired that is not pending (twice or after remove)", seed, step)
+				}
+				if tm.exp > now {
+					t.Fatalf("seed %d step %d: timer due %d fired early at %d", seed, step, tm.exp, now)
+				}
+				delete(pending, tm)
+				fired++
+			}
+			for tm := range pending {
+				if min(tm.exp, maxExp) <= now {
+					t.Fatalf("seed %d step %d: timer due %d not fired at %d", seed, step, tm.exp, now)
+				}
+			}
+		}
+		checkInvariants(t, w)
+	}
+	if fired == 0 && steps > 100 {
+		t.Fatalf("seed %d: nothing fired in %d steps", seed, steps)
+	}
+}
+
+func TestCoreRandomAgainstModel(t *testing.T) {
+	rounds, steps := 20, 2000
+	if os.Getenv("STRATA_SOAK") != "" {
+		rounds, steps = 500, 20000
+	}
+	base := rand.Uint64()
+	for i := range rounds {
+		seed := base + uint64(i)
+		size := []int{2, 3, 8, 20, 64}[i%5]
+		t.Logf("seed %d size %d", seed, size) // replay: runCoreModel(t, seed, size, steps)
+		runCoreModel(t, seed, size, steps)
+	}
+}
+
+// TestCoreNeverEarlyTickByTick advances one tick at a time and checks that
+// each timer fires exactly at its due tick.
+func TestCoreNeverEarlyTickByTick(t *testing.T) {
+	w := newWheel(20)
+	rng := rand.New(rand.NewPCG(1, 2))
+	due := map[*Timer]int64{}
+	for range 5000 {
+		tm := newCoreTimer(1 + rng.Int64N(30000))
+		due[tm] = tm.exp
+		w.add(tm)
+	}
+	for now := int64(1); now <= 30000; now++ {
+		w.advance(now)
+		for _, tm := range drainReady(w) {
+			if due[tm] != now {
+				t.Fatalf("timer due %d fired at %d", due[tm], now)
+			}
+			delete(due, tm)
+		}
+	}
+	if len(due) != 0 {
+		t.Fatalf("%d timers never fired", len(due))
+	}
+	checkInvariants(t, w)
+}
+
+// FuzzCore drives the core with operations decoded from the input and
+// compares it with the model. Seeds make it a unit test.
+func FuzzCore(f *testing.F) {
+	f.Add([]byte{0, 5, 0, 30, 2, 10, 1, 0, 2, 255})
+	f.Add([]byte{0, 0, 0, 0, 2, 1, 2, 1})
+	f.Add([]byte{3, 200, 0, 250, 0, 1, 2, 0, 2, 255, 2, 255, 1, 1})
+	f.Add([]byte{0, 1, 0, 2, 0, 3, 1, 1, 2, 2, 0, 9, 2, 100, 1, 0})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		w := newWheel(4)
+		var live []*Timer
+		pending := map[*Timer]bool{}
+		now := int64(0)
+		for i := 0; i+1 < len(ops); i += 2 {
+			arg := int64(ops[i+1])
+			switch ops[i] % 4 {
+			case 0:
+				tm := newCoreTimer(now + arg)
+				w.add(tm)
+				live = append(live, tm)
+				pending[tm] = true
+			case 1:
+				if len(live) == 0 {
+					continue
+				}
+				tm := live[int(arg)%len(live)]
+				if w.remove(tm) != pending[tm] {
+					t.Fatal("remove disagrees with model")
+				}
+				delete(pending, tm)
+			case 2:
+				now += arg
+				w.advance(now)
+				for _, tm := range drainReady(w) {
+					if !pending[tm] || tm.exp > now {
+						t.Fatalf("bad fire: pending=%v exp=%d now=%d", pending[tm], tm.exp, now)
+					}
+					delete(pending, tm)
+				}
+				for tm := range pending {
+					if tm.exp <= now {
+						t.Fatalf("timer due %d not fired at %d", tm.exp, now)
+					}
+				}
+			case 3:
+				now += arg << 20
+				w.advance(now)
+				for _, tm := range drainReady(w) {
+					if !pending[tm] || tm.exp > now {
+						t.Fatal("bad fire")
+					}
+					delete(pending, tm)
+				}
+			}
+			checkInvariants(t, w)
+		}
+		exps := make([]int64, 0, len(pending))
+		for tm := range pending {
+			exps = append(exps, tm.exp)
+		}
+		slices.Sort(exps)
+		for _, e := range exps {
+			w.advance(max(e, now))
+			now = max(e, now)
+		}
+		for _, tm := range drainReady(w) {
+			delete(pending, tm)
+		}
+		if len(pending) != 0 {
+			t.Fatalf("%d timers never fired", len(pending))
+		}
+	})
+}

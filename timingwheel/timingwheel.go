@@ -1,0 +1,315 @@
+package timingwheel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+)
+
+// ErrInvalidConfig is returned by [Start] and [NewPurgatory] for a
+// configuration they cannot run with.
+var ErrInvalidConfig = errors.New("timingwheel: invalid config")
+
+// Defaults, as in Kafka's SystemTimer.
+const (
+	DefaultTick      = time.Millisecond
+	DefaultWheelSize = 20
+	DefaultWorkers   = 2
+	maxWheelSize     = 1 << 16
+	maxWorkers       = 256
+)
+
+// Config configures a [TimingWheel]. The zero value means the defaults.
+type Config struct {
+	// Tick is the width of a bucket of the finest wheel, the wheel's
+	// resolution: a timer fires at the first tick boundary at or after its
+	// due time, never before. 0 means 1 ms (Kafka's tickMs).
+	Tick time.Duration
+	// WheelSize is the number of buckets of each level; the finest level
+	// spans Tick × WheelSize and each overflow level WheelSize times the one
+	// below. 0 means 20 (Kafka's wheelSize). At least 2.
+	WheelSize int
+	// Workers is the number of goroutines that run callbacks. 0 means 2.
+	Workers int
+	// Clock is where the wheel reads time and sleeps. nil means the system
+	// clock.
+	Clock Clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.Tick == 0 {
+		c.Tick = DefaultTick
+	}
+	if c.WheelSize == 0 {
+		c.WheelSize = DefaultWheelSize
+	}
+	if c.Workers == 0 {
+		c.Workers = DefaultWorkers
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Tick < 0:
+		return fmt.Errorf("%w: negative tick %v", ErrInvalidConfig, c.Tick)
+	case c.WheelSize < 2 || c.WheelSize > maxWheelSize:
+		return fmt.Errorf("%w: wheel size %d not in [2, %d]", ErrInvalidConfig, c.WheelSize, maxWheelSize)
+	case c.Workers < 0 || c.Workers > maxWorkers:
+		return fmt.Errorf("%w: workers %d not in [1, %d]", ErrInvalidConfig, c.Workers, maxWorkers)
+	}
+	return nil
+}
+
+// TimingWheel is a hierarchical timing wheel: a running timer service whose
+// AfterFunc and Timer.Stop cost O(1). Its methods are safe for concurrent
+// use.
+type TimingWheel struct {
+	tick  time.Duration
+	clock Clock     // nil: the system clock (fast path for reading it)
+	start time.Time // tick 0
+
+	mu      sync.Mutex
+	w       *wheel
+	armed   int64 // the tick the driver sleeps until; math.MaxInt64 when idle
+	stopped bool
+	work    sync.Cond // workers wait here for due timers (L = &mu)
+
+	wake chan struct{} // cap 1: an earlier bucket than armed entered the heap
+	quit chan struct{} // closed by Stop
+	wg   sync.WaitGroup
+}
+
+// Timer is a pending call made by [TimingWheel.AfterFunc]. It is linked into a
+// bucket of the wheel through its own fields, so scheduling one allocates
+// only the Timer.
+type Timer struct {
+	next, prev *Timer
+	b          *bucket // list holding the timer; nil once fired or stopped
+	tw         *TimingWheel
+	exp        int64 // due tick, counted from the wheel's start
+	task       runner
+}
+
+// runner is what a timer runs when it fires.
+type runner interface{ run() }
+
+// funcTask makes a func a runner without allocating (a func value is
+// pointer-shaped, so it fits in the interface word).
+type funcTask func()
+
+func (f funcTask) run() { f() }
+
+// New returns a running timing wheel with the given tick and wheel size, the
+// system clock and the default number of workers. Zero means the default, as
+// in [Config]; New panics where [Start] would return an error (a negative tick,
+// a wheel size of 1). Stop it when done.
+func New(tick time.Duration, wheelSize int) *TimingWheel {
+	tw, err := Start(Config{Tick: tick, WheelSize: wheelSize})
+	if err != nil {
+		panic(err)
+	}
+	return tw
+}
+
+// Start returns a running timing wheel configured by cfg: one driver goroutine
+// that sleeps until the earliest non-empty bucket expires, and cfg.Workers
+// goroutines that run callbacks. Stop ends them.
+func Start(cfg Config) (*TimingWheel, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	tw := &TimingWheel{
+		tick:  cfg.Tick,
+		clock: cfg.Clock,
+		w:     newWheel(cfg.WheelSize),
+		armed: math.MaxInt64,
+		wake:  make(chan struct{}, 1),
+		quit:  make(chan struct{}),
+	}
+	tw.work.L = &tw.mu
+	var sleeper ClockTimer
+	if tw.clock == nil {
+		tw.start = time.Now()
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		sleeper = systemTimer{t}
+	} else {
+		tw.start = tw.clock.Now()
+		sleeper = tw.clock.NewTimer(time.Hour)
+		sleeper.Stop()
+	}
+	tw.wg.Add(1 + cfg.Workers)
+	go tw.drive(sleeper)
+	for range cfg.Workers {
+		go tw.worker()
+	}
+	return tw, nil
+}
+
+// Tick returns the wheel's resolution.
+func (tw *TimingWheel) Tick() time.Duration { return tw.tick }
+
+// AfterFunc calls f on one of the wheel's workers once d has passed, at the
+// first tick boundary at or after that moment, never before. d <= 0 means as
+// soon as a worker is free. Callbacks may run concurrently with each other.
+// The returned Timer cancels the call with Stop. After the wheel is stopped,
+// AfterFunc returns a timer that never fires.
+func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
+	if f == nil {
+		panic("timingwheel: AfterFunc with nil func")
+	}
+	t := &Timer{}
+	tw.schedule(t, d, funcTask(f))
+	return t
+}
+
+// elapsed reads the clock: the time since the wheel started.
+func (tw *TimingWheel) elapsed() time.Duration {
+	if tw.clock == nil {
+		return time.Since(tw.start)
+	}
+	return tw.clock.Now().Sub(tw.start)
+}
+
+// schedule links t (zero or idle) into the wheel to run task after d.
+func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
+	e := tw.elapsed()
+	now := int64(e / tw.tick)
+	exp := now // d <= 0: due now
+	if d > 0 {
+		due := e + d
+		if due < e || due > math.MaxInt64-tw.tick {
+			exp = maxExp // saturate: effectively never
+		} else {
+			exp = int64((due + tw.tick - 1) / tw.tick) // round up: never early
+		}
+	}
+	t.tw, t.exp, t.task = tw, exp, task
+
+	tw.mu.Lock()
+	if tw.stopped {
+		tw.mu.Unlock()
+		return
+	}
+	w := tw.w
+	// Keep the core's clock fresh while the driver sleeps, so the timer
+	// lands in the finest level that can hold it. Only when no bucket is
+	// due: those are the driver's to pop first.
+	if now > w.now() && (len(w.heap) == 0 || w.heap[0].exp > now) {
+		w.advanceClock(now)
+	}
+	b := w.add(t)
+	wakeDriver := b != nil && b.exp < tw.armed
+	if wakeDriver {
+		tw.armed = b.exp
+	}
+	ready := t.b == &w.ready
+	tw.mu.Unlock()
+	if wakeDriver {
+		select {
+		case tw.wake <- struct{}{}:
+		default:
+		}
+	}
+	if ready {
+		tw.work.Signal()
+	}
+}
+
+// Stop cancels the timer. It reports whether it stopped the call before it
+// began: false if the callback has already started (or finished), or the timer
+// was already stopped. Stop does not wait for a callback that has started.
+// It is O(1).
+func (t *Timer) Stop() bool {
+	tw := t.tw
+	if tw == nil {
+		return false
+	}
+	tw.mu.Lock()
+	ok := tw.w.remove(t)
+	if ok {
+		t.task = nil
+	}
+	tw.mu.Unlock()
+	return ok
+}
+
+// Stop stops the wheel and waits for its goroutines: the driver, and the
+// workers after the callbacks they are running return. No callback starts
+// after Stop returns; timers still pending never fire. Stop is idempotent but
+// must not be called from a callback of the same wheel (it would wait for
+// itself).
+func (tw *TimingWheel) Stop() {
+	tw.mu.Lock()
+	first := !tw.stopped
+	tw.stopped = true
+	tw.mu.Unlock()
+	if first {
+		close(tw.quit)
+		tw.work.Broadcast()
+	}
+	tw.wg.Wait()
+}
+
+// drive is the clock goroutine: it advances the core to the current time,
+// hands due timers to the workers and sleeps until the next bucket expires
+// or an earlier one appears. It never runs a callback.
+func (tw *TimingWheel) drive(sleeper ClockTimer) {
+	defer tw.wg.Done()
+	defer sleeper.Stop()
+	for {
+		tw.mu.Lock()
+		e := tw.elapsed()
+		n := tw.w.advance(int64(e / tw.tick))
+		next, ok := tw.w.next()
+		if ok {
+			tw.armed = next
+		} else {
+			tw.armed = math.MaxInt64
+		}
+		tw.mu.Unlock()
+		if n > 0 {
+			tw.work.Broadcast()
+		}
+		if ok {
+			wait := time.Duration(math.MaxInt64)
+			if next <= int64(math.MaxInt64/tw.tick) {
+				wait = time.Duration(next)*tw.tick - e
+			}
+			sleeper.Reset(max(wait, 0))
+		} else {
+			sleeper.Stop()
+		}
+		select {
+		case <-sleeper.C():
+		case <-tw.wake:
+		case <-tw.quit:
+			return
+		}
+	}
+}
+
+// worker runs due timers' callbacks, one at a time, until Stop.
+func (tw *TimingWheel) worker() {
+	defer tw.wg.Done()
+	tw.mu.Lock()
+	for {
+		for tw.w.nready == 0 && !tw.stopped {
+			tw.work.Wait()
+		}
+		if tw.stopped {
+			tw.mu.Unlock()
+			return
+		}
+		t := tw.w.popReady()
+		task := t.task
+		t.task = nil
+		tw.mu.Unlock()
+		task.run()
+		tw.mu.Lock()
+	}
+}
