@@ -38,10 +38,15 @@ var ErrCrashed = errors.New("vfs: file system crashed")
 // returns the durable state as a new MemFS and leaves the original running.
 // MemFS files do not implement [Fder].
 type MemFS struct {
-	mu    sync.Mutex // guards root, gen, locks and every directory's entries
-	root  *memNode
-	gen   *memGen
-	locks map[*memNode]bool // files whose lock is held
+	// freeze is held shared by every change to a file's contents and
+	// exclusively by a crash, which so sees each change whole or not at all
+	// and, across files, in an order the changes could have reached a disk.
+	// Lock order: freeze, mu, a file's mu.
+	freeze sync.RWMutex
+	mu     sync.Mutex // guards root, gen, locks and every directory's entries
+	root   *memNode
+	gen    *memGen
+	locks  map[*memNode]bool // files whose lock is held
 }
 
 // memGen is one life of a MemFS, ended by Crash. Handles and locks belong to
@@ -385,10 +390,12 @@ func (m *MemFS) Crash() { m.crash(nil) }
 func (m *MemFS) CrashWithTornWrites(rng *rand.Rand) { m.crash(rng) }
 
 func (m *MemFS) crash(rng *rand.Rand) {
+	m.freeze.Lock()
+	defer m.freeze.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.root = durableCopy(m.root, rng)
 	m.gen.crashed.Store(true)
+	m.root = durableCopy(m.root, rng)
 	m.gen = new(memGen)
 	m.locks = map[*memNode]bool{}
 }
@@ -403,6 +410,8 @@ func (m *MemFS) CrashClone() *MemFS { return m.crashClone(nil) }
 func (m *MemFS) CrashCloneWithTornWrites(rng *rand.Rand) *MemFS { return m.crashClone(rng) }
 
 func (m *MemFS) crashClone(rng *rand.Rand) *MemFS {
+	m.freeze.Lock()
+	defer m.freeze.Unlock()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := NewMem()

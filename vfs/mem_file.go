@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -132,15 +133,15 @@ func tornTail(rng *rand.Rand, tail []byte) []byte {
 
 // memHandle is an open MemFS file (or directory).
 type memHandle struct {
-	fs    *MemFS
-	gen   *memGen
-	node  *memNode
-	name  string // as opened, for errors
-	write bool
+	fs     *MemFS
+	gen    *memGen
+	node   *memNode
+	name   string // as opened, for errors and Stat
+	write  bool
+	closed atomic.Bool
 
-	mu     sync.Mutex // guards off and closed
-	off    int64
-	closed bool
+	mu  sync.Mutex // guards off: Read and Write use it, ReadAt and WriteAt do not
+	off int64
 }
 
 // newHandle opens n; m.mu must be held.
@@ -148,11 +149,11 @@ func (m *MemFS) newHandle(n *memNode, name string, write bool) *memHandle {
 	return &memHandle{fs: m, gen: m.gen, node: n, name: name, write: write}
 }
 
-// check returns the error for op on h, if any; h.mu must be held.
+// check returns the error for op on h, if any.
 func (h *memHandle) check(op string, write bool) error {
 	var err error
 	switch {
-	case h.closed:
+	case h.closed.Load():
 		err = os.ErrClosed
 	case h.gen.crashed.Load():
 		err = ErrCrashed
@@ -167,12 +168,28 @@ func (h *memHandle) check(op string, write bool) error {
 	return nil
 }
 
+// mutate runs fn on the file's contents if op may run. It holds the FS's
+// freeze lock, so a crash sees all of fn or none of it, and an op that
+// returned nil happened before any crash that follows.
+func (h *memHandle) mutate(op string, fn func(f *memFile)) error {
+	h.fs.freeze.RLock()
+	defer h.fs.freeze.RUnlock()
+	if err := h.check(op, true); err != nil {
+		return err
+	}
+	f := h.node.file
+	f.mu.Lock()
+	fn(f)
+	f.mu.Unlock()
+	return nil
+}
+
 func (h *memHandle) Read(p []byte) (int, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	if err := h.check("read", false); err != nil {
 		return 0, err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	n, err := h.node.file.readAt(p, h.off)
 	h.off += int64(n)
 	if err == io.EOF && n > 0 {
@@ -182,10 +199,7 @@ func (h *memHandle) Read(p []byte) (int, error) {
 }
 
 func (h *memHandle) ReadAt(p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	err := h.check("read", false)
-	h.mu.Unlock()
-	if err != nil {
+	if err := h.check("read", false); err != nil {
 		return 0, err
 	}
 	if off < 0 {
@@ -214,57 +228,37 @@ func (f *memFile) readAt(p []byte, off int64) (int, error) {
 func (h *memHandle) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err := h.check("write", true); err != nil {
+	err := h.mutate("write", func(f *memFile) { f.writeAt(p, int(h.off)) })
+	if err != nil {
 		return 0, err
 	}
-	f := h.node.file
-	f.mu.Lock()
-	f.writeAt(p, int(h.off))
-	f.mu.Unlock()
 	h.off += int64(len(p))
 	return len(p), nil
 }
 
 func (h *memHandle) WriteAt(p []byte, off int64) (int, error) {
-	h.mu.Lock()
-	err := h.check("write", true)
-	h.mu.Unlock()
-	if err != nil {
-		return 0, err
-	}
 	if off < 0 {
 		return 0, pathErr("writeat", h.name, syscall.EINVAL)
 	}
-	f := h.node.file
-	f.mu.Lock()
-	f.writeAt(p, int(off))
-	f.mu.Unlock()
+	if err := h.mutate("write", func(f *memFile) { f.writeAt(p, int(off)) }); err != nil {
+		return 0, err
+	}
 	return len(p), nil
 }
 
 func (h *memHandle) Truncate(size int64) error {
-	h.mu.Lock()
-	err := h.check("truncate", true)
-	h.mu.Unlock()
-	if err != nil {
-		return err
-	}
 	if size < 0 {
 		return pathErr("truncate", h.name, syscall.EINVAL)
 	}
-	f := h.node.file
-	f.mu.Lock()
-	f.truncate(int(size))
-	f.mu.Unlock()
-	return nil
+	return h.mutate("truncate", func(f *memFile) { f.truncate(int(size)) })
 }
 
-// Sync makes the file's bytes durable; on a directory it is SyncDir.
+// Sync makes the file's bytes durable; on a directory it is SyncDir. As
+// fsync(2) does, it works on a read-only handle too.
 func (h *memHandle) Sync() error {
-	h.mu.Lock()
-	err := h.check("sync", false)
-	h.mu.Unlock()
-	if err != nil {
+	h.fs.freeze.RLock()
+	defer h.fs.freeze.RUnlock()
+	if err := h.check("sync", false); err != nil {
 		return err
 	}
 	if h.node.dir {
@@ -276,22 +270,16 @@ func (h *memHandle) Sync() error {
 }
 
 func (h *memHandle) Stat() (os.FileInfo, error) {
-	h.mu.Lock()
-	err := h.check("stat", false)
-	h.mu.Unlock()
-	if err != nil {
+	if err := h.check("stat", false); err != nil {
 		return nil, err
 	}
 	return h.node.info(filepath.Base(h.name)), nil
 }
 
 func (h *memHandle) Close() error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
+	if h.closed.Swap(true) {
 		return pathErr("close", h.name, os.ErrClosed)
 	}
-	h.closed = true
 	if h.gen.crashed.Load() {
 		return pathErr("close", h.name, ErrCrashed)
 	}
