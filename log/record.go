@@ -35,7 +35,14 @@ func DecodeRecords(raw []byte) ([]Record, error) {
 // appendDecoded appends the records of the batches in raw whose offsets are
 // in [from, to) (to < 0: no bound) to dst.
 func appendDecoded(dst []Record, raw []byte, topic string, partition int, from, to int64) ([]Record, error) {
+	next := int64(-1)
 	err := batch.Batches(raw, func(b []byte, h batch.Header) error {
+		// The base offset is outside the CRC: check that batches follow
+		// one another.
+		if h.BaseOffset < next {
+			return fmt.Errorf("%w: batch at offset %d follows one that ends at %d", ErrCorrupt, h.BaseOffset, next)
+		}
+		next = h.NextOffset()
 		if to >= 0 && h.BaseOffset >= to {
 			return nil
 		}
