@@ -1,0 +1,420 @@
+package timingwheel
+
+import (
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// Driver tests. They run in a testing/synctest bubble: time is virtual, moves
+// only when every goroutine of the bubble is blocked, and a time.Sleep there
+// costs no real time. synctest.Test also fails if a goroutine is left behind.
+
+// roundUp is when a timer of delay d, set at the wheel's start, must fire.
+func roundUp(d, tick time.Duration) time.Duration {
+	return (d + tick - 1) / tick * tick
+}
+
+func TestFiresAtTickBoundary(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = time.Millisecond
+		tw := New(tick, 20)
+		defer tw.Stop()
+		start := time.Now()
+		delays := []time.Duration{
+			500 * time.Microsecond, tick, tick + 1, 19 * tick, 20 * tick, 399 * tick,
+			8903 * tick, 3 * time.Minute, 26 * time.Hour,
+		}
+		got := make([]time.Duration, len(delays))
+		done := make(chan int)
+		for i, d := range delays {
+			tw.AfterFunc(d, func() {
+				got[i] = time.Since(start)
+				done <- i
+			})
+		}
+		for range delays {
+			<-done
+		}
+		for i, d := range delays {
+			if want := roundUp(d, tick); got[i] != want {
+				t.Errorf("delay %v fired after %v, want %v", d, got[i], want)
+			}
+		}
+	})
+}
+
+func TestNeverEarly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := New(time.Millisecond, 20)
+		defer tw.Stop()
+		var fired atomic.Bool
+		const d = 8903 * time.Millisecond
+		tw.AfterFunc(d, func() { fired.Store(true) })
+		time.Sleep(d - 1)
+		synctest.Wait()
+		if fired.Load() {
+			t.Fatal("fired 1ns early")
+		}
+		time.Sleep(1)
+		synctest.Wait()
+		if !fired.Load() {
+			t.Fatal("not fired when due")
+		}
+	})
+}
+
+func TestNeverEarlyMidTick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = 10 * time.Millisecond
+		tw := New(tick, 8)
+		defer tw.Stop()
+		time.Sleep(3 * time.Millisecond) // the clock is not on a tick boundary
+		set := time.Now()
+		var at atomic.Int64
+		tw.AfterFunc(25*time.Millisecond, func() { at.Store(int64(time.Since(set))) })
+		time.Sleep(time.Second)
+		// due at 28 ms since start; the next boundary is 30 ms: 27 ms after set.
+		if got := time.Duration(at.Load()); got != 27*time.Millisecond {
+			t.Fatalf("fired %v after AfterFunc, want 27ms (due 25ms, rounded up to a tick)", got)
+		}
+	})
+}
+
+func TestZeroAndNegativeDelay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := New(time.Millisecond, 20)
+		defer tw.Stop()
+		start := time.Now()
+		done := make(chan time.Duration, 2)
+		tw.AfterFunc(0, func() { done <- time.Since(start) })
+		tw.AfterFunc(-time.Hour, func() { done <- time.Since(start) })
+		for range 2 {
+			if d := <-done; d != 0 {
+				t.Fatalf("due timer ran after %v", d)
+			}
+		}
+	})
+}
+
+func TestTimerStop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := New(time.Millisecond, 20)
+		defer tw.Stop()
+		var fired atomic.Int32
+		a := tw.AfterFunc(50*time.Millisecond, func() { fired.Add(1) })
+		time.Sleep(20 * time.Millisecond)
+		if !a.Stop() {
+			t.Fatal("Stop before fire = false")
+		}
+		if a.Stop() {
+			t.Fatal("second Stop = true")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if fired.Load() != 0 {
+			t.Fatal("stopped timer fired")
+		}
+
+		b := tw.AfterFunc(10*time.Millisecond, func() { fired.Add(1) })
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		if fired.Load() != 1 {
+			t.Fatal("timer did not fire")
+		}
+		if b.Stop() {
+			t.Fatal("Stop after fire = true")
+		}
+
+		var zero Timer
+		if zero.Stop() {
+			t.Fatal("Stop of a zero Timer = true")
+		}
+	})
+}
+
+func TestCallbackMayUseTheWheel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := New(time.Millisecond, 20)
+		defer tw.Stop()
+		done := make(chan bool)
+		var self *Timer
+		var mu sync.Mutex
+		mu.Lock()
+		self = tw.AfterFunc(5*time.Millisecond, func() {
+			mu.Lock()
+			stopped := self.Stop()
+			mu.Unlock()
+			tw.AfterFunc(5*time.Millisecond, func() { done <- stopped })
+		})
+		mu.Unlock()
+		if <-done {
+			t.Fatal("a timer's Stop from its own callback returned true")
+		}
+	})
+}
+
+func TestStopWaitsAndFiresNothingAfter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := New(time.Millisecond, 20)
+		release := make(chan struct{})
+		var running, finished atomic.Bool
+		var late atomic.Int32
+		tw.AfterFunc(time.Millisecond, func() {
+			running.Store(true)
+			<-release
+			finished.Store(true)
+		})
+		for i := range 100 {
+			tw.AfterFunc(time.Duration(2+i)*time.Millisecond, func() { late.Add(1) })
+		}
+		pending := tw.AfterFunc(time.Hour, func() { late.Add(1) })
+		time.Sleep(time.Millisecond)
+		synctest.Wait()
+		if !running.Load() {
+			t.Fatal("first callback not running")
+		}
+		// The second worker runs the timers due meanwhile.
+		time.Sleep(50 * time.Millisecond)
+		synctest.Wait()
+		firedBeforeStop := late.Load()
+		if firedBeforeStop != 50 { // due at 2..51 ms
+			t.Fatalf("%d timers fired by 51ms with one worker blocked, want 50", firedBeforeStop)
+		}
+
+		stopped := make(chan struct{})
+		go func() {
+			tw.Stop()
+			close(stopped)
+		}()
+		synctest.Wait()
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned while a callback was running")
+		default:
+		}
+		close(release)
+		<-stopped
+		if !finished.Load() {
+			t.Fatal("Stop returned before the running callback finished")
+		}
+		time.Sleep(2 * time.Hour)
+		synctest.Wait()
+		if late.Load() != firedBeforeStop {
+			t.Fatalf("%d callbacks ran after Stop", late.Load()-firedBeforeStop)
+		}
+		if !pending.Stop() {
+			t.Fatal("a timer abandoned by Stop: its Stop should report it never fired")
+		}
+		after := tw.AfterFunc(time.Millisecond, func() { late.Add(1) })
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if late.Load() != firedBeforeStop {
+			t.Fatal("AfterFunc after Stop fired")
+		}
+		if after.Stop() {
+			t.Fatal("Stop of a timer made after the wheel stopped = true")
+		}
+		tw.Stop() // idempotent
+	})
+}
+
+// TestSlowCallbackDoesNotStallClock: with every worker blocked, the driver
+// still moves due timers to the queue on time, and AfterFunc and Stop do not
+// block; the queued callbacks run when a worker frees up.
+func TestSlowCallbackDoesNotStallClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw, err := Start(Config{Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tw.Stop()
+		release := make(chan struct{})
+		tw.AfterFunc(time.Millisecond, func() { <-release })
+		var ran atomic.Int32
+		var timers []*Timer
+		for i := range 10 {
+			timers = append(timers, tw.AfterFunc(time.Duration(2+i)*time.Millisecond, func() { ran.Add(1) }))
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		tw.mu.Lock()
+		queued := tw.w.nready
+		tw.mu.Unlock()
+		if queued != 10 || ran.Load() != 0 {
+			t.Fatalf("queued %d ran %d, want 10 queued, 0 run", queued, ran.Load())
+		}
+		if !timers[0].Stop() {
+			t.Fatal("Stop of a due, queued timer = false")
+		}
+		close(release)
+		synctest.Wait()
+		if ran.Load() != 9 {
+			t.Fatalf("ran %d after the worker freed up, want 9", ran.Load())
+		}
+	})
+}
+
+func TestManyTimersVirtual(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const tick = time.Millisecond
+		tw := New(tick, 20)
+		defer tw.Stop()
+		rng := rand.New(rand.NewPCG(7, 11))
+		const n = 20000
+		start := time.Now()
+		delays := make([]time.Duration, n)
+		firedAt := make([]atomic.Int64, n)
+		timers := make([]*Timer, n)
+		for i := range n {
+			delays[i] = time.Duration(rng.Int64N(int64(10*time.Second))) + time.Millisecond
+			timers[i] = tw.AfterFunc(delays[i], func() { firedAt[i].Store(int64(time.Since(start)) + 1) })
+		}
+		stopped := make([]bool, n)
+		for i := range n {
+			if rng.IntN(2) == 0 {
+				stopped[i] = true
+				if !timers[i].Stop() {
+					t.Fatalf("timer %d: Stop before any time passed = false", i)
+				}
+			}
+		}
+		time.Sleep(11 * time.Second)
+		synctest.Wait()
+		for i := range n {
+			got := time.Duration(firedAt[i].Load() - 1)
+			switch {
+			case stopped[i] && got >= 0:
+				t.Fatalf("stopped timer %d fired", i)
+			case !stopped[i] && got != roundUp(delays[i], tick):
+				t.Fatalf("timer %d (delay %v) fired at %v, want %v", i, delays[i], got, roundUp(delays[i], tick))
+			}
+		}
+	})
+}
+
+// TestClockSeam runs the wheel on a fake clock that moves only on Advance.
+func TestClockSeam(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fc := newFakeClock()
+		tw, err := Start(Config{Tick: 10 * time.Millisecond, WheelSize: 8, Clock: fc})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tw.Stop()
+		var a, b atomic.Bool
+		tw.AfterFunc(35*time.Millisecond, func() { a.Store(true) })   // due tick 4: 40 ms
+		tw.AfterFunc(8903*time.Millisecond, func() { b.Store(true) }) // level 2 at first
+		fc.Advance(39 * time.Millisecond)
+		synctest.Wait()
+		if a.Load() {
+			t.Fatal("fired at 39ms, due 35ms rounded to the 40ms tick")
+		}
+		fc.Advance(time.Millisecond)
+		synctest.Wait()
+		if !a.Load() {
+			t.Fatal("not fired at 40ms")
+		}
+		fc.Advance(8859 * time.Millisecond) // 8899 ms
+		synctest.Wait()
+		if b.Load() {
+			t.Fatal("fired at 8899ms")
+		}
+		fc.Advance(time.Millisecond) // 8900: the 8903 timer is due at tick 891 = 8910 ms
+		synctest.Wait()
+		if b.Load() {
+			t.Fatal("fired at 8900ms, due 8903ms")
+		}
+		fc.Advance(10 * time.Millisecond)
+		synctest.Wait()
+		if !b.Load() {
+			t.Fatal("not fired at 8910ms")
+		}
+	})
+}
+
+func TestConfigValidation(t *testing.T) {
+	for _, cfg := range []Config{
+		{Tick: -1},
+		{WheelSize: 1},
+		{WheelSize: -3},
+		{WheelSize: maxWheelSize + 1},
+		{Workers: -1},
+		{Workers: maxWorkers + 1},
+	} {
+		if tw, err := Start(cfg); !errors.Is(err, ErrInvalidConfig) {
+			if tw != nil {
+				tw.Stop()
+			}
+			t.Errorf("Start(%+v) error = %v, want ErrInvalidConfig", cfg, err)
+		}
+	}
+	func() {
+		defer func() {
+			if r := recover(); r == nil {
+				t.Error("New(-1ms, 20) did not panic")
+			} else if err, ok := r.(error); !ok || !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("New panicked with %v, want ErrInvalidConfig", r)
+			}
+		}()
+		New(-time.Millisecond, 20)
+	}()
+	tw := New(0, 0) // zero means defaults
+	if tw.Tick() != DefaultTick || tw.w.size != DefaultWheelSize {
+		t.Errorf("defaults: tick %v size %d", tw.Tick(), tw.w.size)
+	}
+	tw.Stop()
+}
+
+// TestSystemClock runs one timer on the real clock (no virtual time).
+func TestSystemClock(t *testing.T) {
+	tw := New(time.Millisecond, 20)
+	defer tw.Stop()
+	start := time.Now()
+	const d = 3 * time.Millisecond
+	done := make(chan time.Duration, 1)
+	tw.AfterFunc(d, func() { done <- time.Since(start) })
+	select {
+	case got := <-done:
+		if got < d {
+			t.Fatalf("fired after %v, before its delay %v", got, d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("timer did not fire within 10s")
+	}
+}
+
+// waitGoroutines waits, boundedly, for the goroutine count to fall to n.
+func waitGoroutines(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > n {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("%d goroutines, want <= %d:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
+		}
+		runtime.Gosched()
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for i := range 20 {
+		tw, err := Start(Config{Workers: 1 + i%4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j := range 100 {
+			tw.AfterFunc(time.Duration(j)*time.Microsecond*50, func() {})
+		}
+		tw.AfterFunc(time.Hour, func() {})
+		tw.Stop()
+	}
+	waitGoroutines(t, before)
+}
