@@ -178,19 +178,30 @@ func (m *mmapFile) rlock() ([]byte, int) {
 // truncate drops the entries from n on. Their bytes are zeroed, so a file
 // that is not trimmed before a crash holds no stale entries past the valid
 // ones. It excludes readers: no reader still using the old count can see the
-// dropped slots being reused.
-func (m *mmapFile) truncate(n int) {
+// dropped slots being reused. A heap copy writes the zeros to the file at once
+// (without sync), as a mapping would reach the page cache, and stops tracking
+// the dropped range: a concurrent Flush must never read slots that the writer
+// may be filling again.
+func (m *mmapFile) truncate(n int) error {
 	old := int(m.entries.Load())
 	if n >= old {
-		return
+		return nil
 	}
+	lo, hi := n*m.entrySize, old*m.entrySize
 	m.mu.Lock()
-	clear(m.data[n*m.entrySize : old*m.entrySize])
+	defer m.mu.Unlock()
 	if !m.mapped {
-		m.markDirty(n*m.entrySize, old*m.entrySize)
+		if _, err := m.f.WriteAt(make([]byte, hi-lo), int64(lo)); err != nil {
+			return fmt.Errorf("index: truncate %s: %w", m.name, err)
+		}
+		m.dirtyMu.Lock()
+		m.dirtyHi = min(m.dirtyHi, lo)
+		m.dirtyLo = min(m.dirtyLo, m.dirtyHi)
+		m.dirtyMu.Unlock()
 	}
+	clear(m.data[lo:hi])
 	m.entries.Store(int64(n))
-	m.mu.Unlock()
+	return nil
 }
 
 // resize sets the file's size, which the caller has checked holds the valid

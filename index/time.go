@@ -183,7 +183,9 @@ func (x *TimeIndex) TruncateTo(offset int64) error {
 			return int64(binary.BigEndian.Uint32(m.slot(i)[8:]))
 		})
 	}
-	m.truncate(keep)
+	if err := m.truncate(keep); err != nil {
+		return err
+	}
 	x.last = x.entryOrEmpty(keep - 1)
 	return nil
 }
@@ -194,7 +196,9 @@ func (x *TimeIndex) Reset() error {
 	if x.m.closed {
 		return ErrClosed
 	}
-	x.m.truncate(0)
+	if err := x.m.truncate(0); err != nil {
+		return err
+	}
 	x.last = x.entryOrEmpty(-1)
 	return x.m.resize(x.maxBytes / timeEntrySize * timeEntrySize)
 }
