@@ -71,11 +71,14 @@ type TimingWheel struct {
 	clock Clock     // nil: the system clock (fast path for reading it)
 	start time.Time // tick 0
 
-	mu      sync.Mutex
-	w       *wheel
-	armed   int64 // the tick the driver sleeps until; math.MaxInt64 when idle
-	stopped bool
-	work    sync.Cond // workers wait here for due timers (L = &mu)
+	mu    sync.Mutex
+	w     *wheel
+	armed int64 // the tick the driver sleeps until; math.MaxInt64 when idle
+	// nextTick is when (since start) the core's clock is one tick behind:
+	// schedule advances it only then, saving a division per call.
+	nextTick time.Duration
+	stopped  bool
+	work     sync.Cond // workers wait here for due timers (L = &mu)
 
 	wake chan struct{} // cap 1: an earlier bucket than armed entered the heap
 	quit chan struct{} // closed by Stop
@@ -178,8 +181,7 @@ func (tw *TimingWheel) elapsed() time.Duration {
 // schedule links t (zero or idle) into the wheel to run task after d.
 func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
 	e := tw.elapsed()
-	now := int64(e / tw.tick)
-	exp := now // d <= 0: due now
+	exp := int64(-1) // d <= 0: due now
 	if d > 0 {
 		due := e + d
 		if due < e || due > math.MaxInt64-tw.tick {
@@ -199,8 +201,12 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
 	// Keep the core's clock fresh while the driver sleeps, so the timer
 	// lands in the finest level that can hold it. Only when no bucket is
 	// due: those are the driver's to pop first.
-	if now > w.now() && (len(w.heap) == 0 || w.heap[0].exp > now) {
-		w.advanceClock(now)
+	if e >= tw.nextTick {
+		now := int64(e / tw.tick)
+		if len(w.heap) == 0 || w.heap[0].exp > now {
+			w.advanceClock(now)
+			tw.nextTick = time.Duration(now+1) * tw.tick
+		}
 	}
 	b := w.add(t)
 	wakeDriver := b != nil && b.exp < tw.armed
@@ -231,9 +237,6 @@ func (t *Timer) Stop() bool {
 	}
 	tw.mu.Lock()
 	ok := tw.w.remove(t)
-	if ok {
-		t.task = nil
-	}
 	tw.mu.Unlock()
 	return ok
 }
@@ -264,7 +267,9 @@ func (tw *TimingWheel) drive(sleeper ClockTimer) {
 	for {
 		tw.mu.Lock()
 		e := tw.elapsed()
-		n := tw.w.advance(int64(e / tw.tick))
+		now := int64(e / tw.tick)
+		n := tw.w.advance(now)
+		tw.nextTick = time.Duration(now+1) * tw.tick
 		next, ok := tw.w.next()
 		if ok {
 			tw.armed = next
@@ -307,7 +312,6 @@ func (tw *TimingWheel) worker() {
 		}
 		t := tw.w.popReady()
 		task := t.task
-		t.task = nil
 		tw.mu.Unlock()
 		task.run()
 		tw.mu.Lock()
