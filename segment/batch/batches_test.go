@@ -129,3 +129,46 @@ func TestBatchesCallbackError(t *testing.T) {
 		t.Fatalf("Batches returned %v after %d batches; want fn's error unchanged after 1", err, seen)
 	}
 }
+
+// TestBatchesThenRecords is the read path of a log: walk the batches (CRC and framing
+// checked once) and decode each with Records; it gives what Decode gives.
+func TestBatchesThenRecords(t *testing.T) {
+	log, starts := logOf(6)
+	var viaRecords, viaDecode []rec
+	err := Batches(log, func(b []byte, h Header) error {
+		return Records(b, h, func(r *Record) error { viaRecords = append(viaRecords, own(r)); return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range starts {
+		end := len(log)
+		if i+1 < len(starts) {
+			end = starts[i+1]
+		}
+		_, recs := mustDecode(t, log[s:end])
+		viaDecode = append(viaDecode, recs...)
+	}
+	if err := equalRecs(viaRecords, viaDecode); err != nil {
+		t.Fatal(err)
+	}
+	if len(viaRecords) != 21 {
+		t.Fatalf("%d records, want 21", len(viaRecords))
+	}
+}
+
+func TestRecordsRefusesWhatItCannotRead(t *testing.T) {
+	b := good()
+	h, err := Validate(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn := func(*Record) error { return nil }
+	checkErr(t, "Records on a cut batch", Records(b[:len(b)-1], h, fn), ErrShort)
+	hc := h
+	hc.Attributes |= 3
+	checkErr(t, "Records on a compressed batch", Records(b, hc, fn), ErrCompressed)
+	bad := clone(b)
+	bad[HeaderSize] = 0x7f // first record's length: -64
+	checkErr(t, "Records on a bad record", Records(bad, h, fn), ErrCorrupt)
+}

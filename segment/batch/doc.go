@@ -4,7 +4,10 @@
 //
 // A [Builder] encodes a batch; [Decode] checks one and calls a function for each record;
 // [Validate] checks one without decoding it; [Batches] walks a buffer of concatenated
-// batches (a segment read, a fetch response) and validates each. [SetBaseOffset] and
+// batches (a segment read, a fetch response) and validates each; [Records] decodes a
+// batch that Validate or Batches already checked, without checking it again. Keys,
+// values and header values alias the batch bytes; nothing is allocated per record in
+// either direction. [SetBaseOffset] and
 // [SetPartitionLeaderEpoch] rewrite the two fields outside the CRC in place, so a broker
 // can encode a batch first and assign its offsets later under its lock.
 //

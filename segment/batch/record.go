@@ -38,10 +38,18 @@ type rawRecord struct {
 // parseRecord reads the record that starts at b[i:], where b is the whole batch, and
 // checks its framing: every length within the record, the headers, and that the
 // fields fill exactly the record's declared length. It returns the index after it.
+//
+// It is the hot loop of Validate and Decode: the one-byte case of each varint (every
+// length below 64, every small delta) is written out here so that it needs no call.
 func parseRecord(b []byte, i int, r *rawRecord) (int, error) {
 	start := i
-	length, i, ok := readVarint32(b, i)
-	if !ok {
+	var (
+		length int32
+		ok     bool
+	)
+	if i < len(b) && b[i] < 0x80 {
+		length, i = unzig32(b[i]), i+1
+	} else if length, i, ok = readVarint32Slow(b, i); !ok {
 		return 0, corruptf("record at byte %d: bad length varint", start)
 	}
 	if length < minRecordBody || int(length) > len(b)-i {
@@ -49,11 +57,15 @@ func parseRecord(b []byte, i int, r *rawRecord) (int, error) {
 	}
 	end := i + int(length)
 	rec := b[:end] // no field may reach past the record
-	i++            // attributes: unused in magic 2
-	if r.tsDelta, i, ok = readVarint64(rec, i); !ok {
+	i++            // attributes: unused in magic 2; length >= 6 keeps i < end
+	if c := rec[i]; c < 0x80 {
+		r.tsDelta, i = int64(unzig32(c)), i+1
+	} else if r.tsDelta, i, ok = readVarint64Slow(rec, i); !ok {
 		return 0, corruptf("record at byte %d: bad timestamp delta", start)
 	}
-	if r.offDelta, i, ok = readVarint32(rec, i); !ok {
+	if i < end && rec[i] < 0x80 {
+		r.offDelta, i = unzig32(rec[i]), i+1
+	} else if r.offDelta, i, ok = readVarint32Slow(rec, i); !ok {
 		return 0, corruptf("record at byte %d: bad offset delta", start)
 	}
 	if r.key, i, ok = readNullable(rec, i); !ok {
@@ -62,9 +74,14 @@ func parseRecord(b []byte, i int, r *rawRecord) (int, error) {
 	if r.value, i, ok = readNullable(rec, i); !ok {
 		return 0, corruptf("record at byte %d: bad value", start)
 	}
-	n, i, ok := readVarint32(rec, i)
-	if !ok || n < 0 || int(n) > (end-i)/2 { // a header takes at least 2 bytes
+	var n int32
+	if i < end && rec[i] < 0x80 {
+		n, i = unzig32(rec[i]), i+1
+	} else if n, i, ok = readVarint32Slow(rec, i); !ok {
 		return 0, corruptf("record at byte %d: bad header count", start)
+	}
+	if n < 0 || int(n) > (end-i)/2 { // a header takes at least 2 bytes
+		return 0, corruptf("record at byte %d: bad header count %d", start, n)
 	}
 	r.nHeaders, r.hdrStart = int(n), i
 	for range n {
@@ -85,12 +102,17 @@ func parseRecord(b []byte, i int, r *rawRecord) (int, error) {
 // readNullable reads a varint length and that many bytes; length -1 is null (nil).
 // The returned slice's capacity ends with it, so appending to it cannot overwrite the batch.
 func readNullable(b []byte, i int) ([]byte, int, bool) {
-	n, i, ok := readVarint32(b, i)
-	if !ok || n < -1 {
+	var (
+		n  int32
+		ok bool
+	)
+	if i < len(b) && b[i] < 0x80 {
+		n, i = unzig32(b[i]), i+1
+	} else if n, i, ok = readVarint32Slow(b, i); !ok {
 		return nil, i, false
 	}
-	if n == -1 {
-		return nil, i, true
+	if n < 0 {
+		return nil, i, n == -1
 	}
 	if int(n) > len(b)-i {
 		return nil, i, false
@@ -176,18 +198,40 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 	if err != nil {
 		return h, err
 	}
+	return h, Records(b, h, fn)
+}
+
+// Records calls fn for each record of the batch at the start of b, whose header h was
+// returned without error by Validate or passed to a Batches callback. It skips the
+// checks those made (Decode is Validate then Records), so a reader that walks batches
+// with Batches pays for the CRC and the framing checks once. fn, r and the error are as
+// for Decode.
+//
+// Records on bytes that were not validated is memory-safe but not a validation: it
+// never panics and returns ErrCorrupt at the first malformed record, after fn has seen
+// the ones before it; it checks neither the CRC nor the header's counts and timestamps.
+func Records(b []byte, h Header, fn func(r *Record) error) error {
+	if h.Length < minLength || h.Size() > len(b) {
+		return shortf("%d bytes, the batch needs %d", len(b), h.Size())
+	}
+	if h.Compression() != 0 {
+		return fmt.Errorf("%w (codec %d)", ErrCompressed, h.Compression())
+	}
+	b = b[:h.Size()]
 	var (
 		raw  rawRecord
 		rec  Record
 		hdrs []RecordHeader
+		err  error
 	)
+	appendTime := h.LogAppendTime()
 	i := HeaderSize
 	for range h.NumRecords {
 		if i, err = parseRecord(b, i, &raw); err != nil {
-			return h, err // unreachable: Validate parsed the same bytes
+			return err
 		}
 		rec.Offset = h.BaseOffset + int64(raw.offDelta)
-		if h.LogAppendTime() {
+		if appendTime {
 			rec.Timestamp = h.MaxTimestamp
 		} else {
 			rec.Timestamp = h.BaseTimestamp + raw.tsDelta
@@ -198,10 +242,10 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 			rec.Headers = hdrs
 		}
 		if err := fn(&rec); err != nil {
-			return h, err
+			return err
 		}
 	}
-	return h, nil
+	return nil
 }
 
 // decodeHeaders decodes n headers, already checked by parseRecord, starting at b[i:],

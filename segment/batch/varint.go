@@ -11,9 +11,12 @@ import "math/bits"
 // after it; ok is false when the bytes end or the encoding is malformed.
 func readVarint32(b []byte, i int) (v int32, next int, ok bool) {
 	if i < len(b) && b[i] < 0x80 { // one byte: every length below 64
-		u := uint32(b[i])
-		return int32(u>>1) ^ -int32(u&1), i + 1, true
+		return unzig32(b[i]), i + 1, true
 	}
+	return readVarint32Slow(b, i)
+}
+
+func readVarint32Slow(b []byte, i int) (v int32, next int, ok bool) {
 	var u uint32
 	for s := uint(0); s < 35; s += 7 {
 		if i >= len(b) {
@@ -36,9 +39,12 @@ func readVarint32(b []byte, i int) (v int32, next int, ok bool) {
 // readVarint64 decodes a Kafka varlong at b[i:], like readVarint32.
 func readVarint64(b []byte, i int) (v int64, next int, ok bool) {
 	if i < len(b) && b[i] < 0x80 {
-		u := uint64(b[i])
-		return int64(u>>1) ^ -int64(u&1), i + 1, true
+		return int64(unzig32(b[i])), i + 1, true
 	}
+	return readVarint64Slow(b, i)
+}
+
+func readVarint64Slow(b []byte, i int) (v int64, next int, ok bool) {
 	var u uint64
 	for s := uint(0); s < 70; s += 7 {
 		if i >= len(b) {
@@ -57,6 +63,9 @@ func readVarint64(b []byte, i int) (v int64, next int, ok bool) {
 	}
 	return 0, i, false // more than 10 bytes
 }
+
+// unzig32 decodes a one-byte varint (c < 0x80).
+func unzig32(c byte) int32 { return int32(c>>1) ^ -int32(c&1) }
 
 // varintLen is the encoded size of v as a zigzag varint (the same for varint and
 // varlong when v fits in 32 bits).
