@@ -81,8 +81,9 @@
 // [PeekSize], [Validate] and [Batches] report that as [ErrShort], which also matches
 // [io.ErrUnexpectedEOF]. A tail of zeros (space the file system extended but never
 // wrote) reads as batchLength 0 and is [ErrCorrupt]. Recovery truncates the log at the
-// start of the first batch that is either; a damaged length field in the middle of a
-// file cannot be told from a torn tail, and is handled the same way.
+// start of the first batch that is either. A length field damaged to point past the end
+// of the bytes cannot be told from a torn tail (the CRC cannot help: it is found through
+// the length), so recovery handles both the same way.
 //
 // # Tests
 //
