@@ -209,6 +209,27 @@ func (p *Partition) roll(now time.Time) error {
 	return nil
 }
 
+// Roll seals the active segment and starts a new one, unless the active
+// segment is empty.
+func (p *Partition) Roll() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return p.closedErr()
+	}
+	if p.err != nil {
+		return p.err
+	}
+	if p.active.Size() == 0 {
+		return nil
+	}
+	if err := p.roll(time.Now()); err != nil {
+		p.fail(err)
+		return err
+	}
+	return nil
+}
+
 // syncTo returns once every offset below target is durable, sharing fsyncs
 // with concurrent callers (group commit).
 func (p *Partition) syncTo(target int64) error {
@@ -344,24 +365,23 @@ func (p *Partition) ReadBatches(offset int64, maxBytes int, maxOffset int64) ([]
 			}
 			return nil, p.outOfRange(offset)
 		}
-		raw, err := seg.Read(offset, maxBytes-len(out), out == nil)
-		next := seg.NextOffset()
+		raw, next, err := seg.Read(offset, maxBytes-len(out), out == nil)
+		segNext := seg.NextOffset()
 		seg.Release()
 		switch {
 		case errors.Is(err, io.EOF):
 			// Nothing at or after offset in that segment (a gap at its
 			// end): go on in the next one.
+			next = segNext
 		case err != nil:
 			return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
-		case len(raw) == 0:
-			return out, nil // the next batch does not fit
 		case out == nil:
 			out = raw
 		default:
 			out = append(out, raw...)
 		}
-		if next == offset && len(raw) == 0 {
-			break
+		if next < segNext || next <= offset {
+			break // maxBytes reached within the segment
 		}
 		offset = next
 	}

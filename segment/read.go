@@ -48,15 +48,15 @@ func (s *Segment) Locate(offset int64) (int64, batch.Header, error) {
 
 // Read returns whole batches starting with the one that holds offset (or the
 // first after it): as many as fit in maxBytes, and with atLeastOne at least
-// one even if it is larger. It returns io.EOF when there is nothing at or
-// after offset in this segment.
-func (s *Segment) Read(offset int64, maxBytes int, atLeastOne bool) ([]byte, error) {
+// one even if it is larger; and the offset after the last of them. It
+// returns io.EOF when there is nothing at or after offset in this segment.
+func (s *Segment) Read(offset int64, maxBytes int, atLeastOne bool) (data []byte, next int64, err error) {
 	pos, h, err := s.Locate(offset)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if !atLeastOne && h.Size() > maxBytes {
-		return nil, nil
+		return nil, offset, nil
 	}
 	end := s.size.Load()
 	n := end - pos
@@ -68,22 +68,30 @@ func (s *Segment) Read(offset int64, maxBytes int, atLeastOne bool) ([]byte, err
 	}
 	buf := make([]byte, n)
 	if _, err := s.log.ReadAt(buf, pos); err != nil {
-		return nil, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
+		return nil, 0, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 	}
-	return buf[:wholeBatches(buf)], nil
+	n, next = wholeBatches(buf)
+	return buf[:n], next, nil
 }
 
-// wholeBatches returns the length of the prefix of b made of whole batches.
-func wholeBatches(b []byte) int {
-	n := 0
-	for len(b)-n >= 12 {
+// wholeBatches returns the length of the prefix of b made of whole batches,
+// and the offset after the last of them.
+func wholeBatches(b []byte) (n int64, next int64) {
+	last := -1
+	for len(b)-int(n) >= 12 {
 		size, err := batch.PeekSize(b[n:])
-		if err != nil || n+size > len(b) {
+		if err != nil || int(n)+size > len(b) {
 			break
 		}
-		n += size
+		last = int(n)
+		n += int64(size)
 	}
-	return n
+	if last >= 0 {
+		if h, err := batch.ParseHeader(b[last:]); err == nil {
+			next = h.NextOffset()
+		}
+	}
+	return n, next
 }
 
 // Range returns the byte range [pos, pos+length) of whole batches that Read
