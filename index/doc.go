@@ -33,14 +33,16 @@
 // # Lifecycle
 //
 // A new index file is preallocated to MaxIndexBytes (rounded down to a whole
-// number of entries; on Linux its blocks are allocated with fallocate, so
-// that a full disk is an error at open or resize and never a SIGBUS while an
-// entry is written through the mapping). Entries are appended into the
-// mapping; the count of valid entries lives in memory only. When the segment
-// rolls, TrimToValidSize cuts the file to its entries, and Close does the
-// same, so a sealed segment's index files are exactly entries*size bytes and
-// a reopened file's size gives its entry count. When a log is reopened its
-// active segment's indexes are preallocated again with Resize.
+// number of entries) with ftruncate, so it is sparse, as Kafka's are, and
+// entries are appended into the mapping. On Linux the blocks under the next
+// 64 KiB of entries are allocated with fallocate before an append writes into
+// them, so a full disk makes Append return an error rather than the write
+// through the mapping raise a SIGBUS that kills the process. The count of
+// valid entries lives in memory only. When the segment rolls,
+// TrimToValidSize cuts the file to its entries, and Close does the same, so a
+// sealed segment's index files are exactly entries*size bytes and a reopened
+// file's size gives its entry count. When a log is reopened its active
+// segment's indexes are preallocated again with Resize.
 //
 // An existing file is taken at its size: size/8 (or size/12) entries. After a
 // clean shutdown that is exact. After a crash an active segment's file is

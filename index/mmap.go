@@ -42,6 +42,10 @@ type mmapFile struct {
 	entries  atomic.Int64 // published entries; their bytes are complete
 	capacity atomic.Int64 // len(data) / entrySize
 
+	// Mapped file only, writer side: the bytes [0, allocated) are known to
+	// have disk blocks (see reserve).
+	allocated int
+
 	// Heap copy only: the bytes [dirtyLo, dirtyHi) of data may differ from
 	// the file.
 	dirtyMu          sync.Mutex
@@ -82,7 +86,7 @@ func (m *mmapFile) load(created bool, maxBytes int) error {
 	var size int
 	if created {
 		size = maxBytes / m.entrySize * m.entrySize
-		if err := m.setFileSize(0, size); err != nil {
+		if err := m.f.Truncate(int64(size)); err != nil {
 			return err
 		}
 	} else {
@@ -136,19 +140,25 @@ func (m *mmapFile) mapData(size int) ([]byte, error) {
 	return nil, err
 }
 
-// setFileSize changes the file's size from old to size. For an OS file it
-// also allocates the blocks of a grown range, so that a later write through
-// the mapping cannot fault (SIGBUS) on a full disk.
-func (m *mmapFile) setFileSize(old, size int) error {
-	if err := m.f.Truncate(int64(size)); err != nil {
-		return err
+// allocChunk is how much of a mapped file reserve allocates at a time: a
+// fallocate call every 8192 offset entries.
+const allocChunk = 64 << 10
+
+// reserve makes sure the disk blocks under slot i are allocated before the
+// writer fills it through the mapping. A write to a hole of a mapped file
+// that the file system cannot fill (a full disk) is a SIGBUS that kills the
+// process; allocating first turns it into an error from Append. Writer side;
+// a no-op for a heap copy and on systems without fallocate.
+func (m *mmapFile) reserve(i int) error {
+	end := (i + 1) * m.entrySize
+	if !m.mapped || end <= m.allocated {
+		return nil
 	}
-	if m.mapped && size > old {
-		if err := preallocate(int(m.f.(vfs.Fder).Fd()), int64(old), int64(size-old)); err != nil {
-			_ = m.f.Truncate(int64(old))
-			return err
-		}
+	next := min(len(m.data), max(end, m.allocated+allocChunk))
+	if err := preallocate(int(m.f.(vfs.Fder).Fd()), int64(m.allocated), int64(next-m.allocated)); err != nil {
+		return fmt.Errorf("index: allocate %s: %w", m.name, err)
 	}
+	m.allocated = next
 	return nil
 }
 
@@ -237,7 +247,7 @@ func (m *mmapFile) resizeLocked(size int) error {
 		m.capacity.Store(int64(size / m.entrySize))
 		return nil
 	}
-	if err := m.setFileSize(old, size); err != nil {
+	if err := m.f.Truncate(int64(size)); err != nil {
 		return err
 	}
 	data, err := m.mapData(size)
@@ -251,6 +261,7 @@ func (m *mmapFile) resizeLocked(size int) error {
 		uerr = unix.Munmap(m.data)
 	}
 	m.data = data
+	m.allocated = min(m.allocated, size)
 	m.capacity.Store(int64(size / m.entrySize))
 	if uerr != nil {
 		return fmt.Errorf("munmap: %w", uerr)

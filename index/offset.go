@@ -136,6 +136,9 @@ func (x *OffsetIndex) Append(offset, position int64) error {
 		return fmt.Errorf("%w: %s: position %d below the last position %d",
 			ErrInvalidEntry, m.name, position, x.last.Position)
 	}
+	if err := m.reserve(n); err != nil {
+		return err
+	}
 	b := m.slot(n)
 	binary.BigEndian.PutUint32(b, uint32(offset-x.base))
 	binary.BigEndian.PutUint32(b[4:], uint32(position))

@@ -140,6 +140,9 @@ func (x *TimeIndex) MaybeAppend(ts, offset int64, skipFullCheck bool) error {
 	if n >= int(m.capacity.Load()) {
 		return fmt.Errorf("%w: %s holds %d entries", ErrIndexFull, m.name, n)
 	}
+	if err := m.reserve(n); err != nil {
+		return err
+	}
 	b := m.slot(n)
 	binary.BigEndian.PutUint64(b, uint64(ts))
 	binary.BigEndian.PutUint32(b[8:], uint32(offset-x.base))
