@@ -74,7 +74,7 @@ func newMemDir() *memNode {
 }
 
 func newMemFileNode(data []byte) *memNode {
-	return &memNode{file: &memFile{data: data, syncedLen: len(data), modTime: time.Now()}}
+	return &memNode{file: newMemFile(data)}
 }
 
 // splitPath turns a host path into its components below the root.
@@ -463,7 +463,7 @@ func (n *memNode) info(name string) os.FileInfo {
 	}
 	n.file.mu.RLock()
 	defer n.file.mu.RUnlock()
-	return &memFileInfo{name: name, size: int64(len(n.file.data)), modTime: n.file.modTime}
+	return &memFileInfo{name: name, size: int64(n.file.size), modTime: n.file.modTime}
 }
 
 type memFileInfo struct {

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -14,24 +13,113 @@ import (
 
 // memPageSize is the granularity at which a MemFS file remembers the durable
 // bytes that unsynced writes overwrote.
-const memPageSize = 4096
+const memPageSize = 4 << 10
+
+// memChunkSize is the size of the blocks a MemFS file's bytes are kept in.
+// A file grows a block at a time, so appending never copies what is already
+// written. It is a multiple of memPageSize.
+const memChunkSize = 64 << 10
 
 // memFile is the contents of a MemFS file.
 //
-// The durable contents are not a second copy: they are data[:syncedLen] with
-// the pages in undo laid over it. Before a write or a truncate changes a byte
-// below syncedLen, the page holding it is saved in undo (once per sync). So
-// Sync costs O(pages overwritten since the last sync) — O(1) for an appended
-// log — and only a crash pays for building the durable bytes.
+// The current bytes are kept in chunks: every chunk but the last holds
+// memChunkSize bytes; the last holds the rest and, in a file's first chunk
+// only, grows as a slice does, so small files stay small.
+//
+// The durable bytes are not a second copy: they are the first syncedLen
+// current bytes with the pages in undo laid over them. Before a write or a
+// truncate changes a byte below syncedLen, the page holding it is saved in
+// undo (once per sync). So Sync costs O(pages overwritten since the last
+// sync) — O(1) for an appended log — and only a crash pays for assembling
+// the durable bytes.
 //
 // Invariant: every page that starts below syncedLen is either in undo or
-// unchanged since the last sync and wholly inside data.
+// unchanged since the last sync and wholly below size.
 type memFile struct {
 	mu        sync.RWMutex
-	data      []byte // current contents
-	syncedLen int    // size at the last sync
+	chunks    [][]byte
+	size      int
+	syncedLen int // size at the last sync
 	undo      map[int][]byte
 	modTime   time.Time
+}
+
+// newMemFile returns a synced file holding b, which it keeps.
+func newMemFile(b []byte) *memFile {
+	f := &memFile{size: len(b), syncedLen: len(b), modTime: time.Now()}
+	for i := 0; i < len(b); i += memChunkSize {
+		j := min(i+memChunkSize, len(b))
+		f.chunks = append(f.chunks, b[i:j:j])
+	}
+	return f
+}
+
+// read copies the bytes at [off, off+len(p)), all below size, into p.
+func (f *memFile) read(p []byte, off int) {
+	for len(p) > 0 {
+		n := copy(p, f.chunks[off/memChunkSize][off%memChunkSize:])
+		if n == 0 {
+			panic("vfs: MemFS file access past its end")
+		}
+		p, off = p[n:], off+n
+	}
+}
+
+// overwrite copies p over the bytes at [off, off+len(p)), all below size.
+func (f *memFile) overwrite(p []byte, off int) {
+	for len(p) > 0 {
+		n := copy(f.chunks[off/memChunkSize][off%memChunkSize:], p)
+		if n == 0 {
+			panic("vfs: MemFS file access past its end")
+		}
+		p, off = p[n:], off+n
+	}
+}
+
+// extend appends p to the file, or n zeros if p is nil.
+func (f *memFile) extend(p []byte, n int) {
+	if p != nil {
+		n = len(p)
+	}
+	for n > 0 {
+		if len(f.chunks) == 0 || len(f.chunks[len(f.chunks)-1]) == memChunkSize {
+			var c []byte
+			if len(f.chunks) > 0 {
+				c = make([]byte, 0, memChunkSize)
+			}
+			f.chunks = append(f.chunks, c)
+		}
+		last := &f.chunks[len(f.chunks)-1]
+		l := len(*last)
+		k := min(n, memChunkSize-l)
+		if l+k > cap(*last) {
+			c := make([]byte, l, min(memChunkSize, max(2*cap(*last), l+k, 512)))
+			copy(c, *last)
+			*last = c
+		}
+		*last = (*last)[:l+k]
+		if p != nil {
+			copy((*last)[l:], p[:k])
+			p = p[k:]
+		} else {
+			clear((*last)[l:])
+		}
+		n -= k
+		f.size += k
+	}
+}
+
+// shrink drops the bytes from size on.
+func (f *memFile) shrink(size int) {
+	n := (size + memChunkSize - 1) / memChunkSize
+	clear(f.chunks[n:])
+	f.chunks = f.chunks[:n]
+	if n > 0 {
+		f.chunks[n-1] = f.chunks[n-1][:size-(n-1)*memChunkSize]
+	} else {
+		f.chunks = nil
+	}
+	f.size = size
 }
 
 // save keeps the durable bytes of the pages that [lo, hi) overlaps.
@@ -48,51 +136,42 @@ func (f *memFile) save(lo, hi int) {
 			f.undo = map[int][]byte{}
 		}
 		start := pg * memPageSize
-		f.undo[pg] = slices.Clone(f.data[start:min(start+memPageSize, f.syncedLen)])
+		b := make([]byte, min(start+memPageSize, f.syncedLen)-start)
+		f.read(b, start)
+		f.undo[pg] = b
 	}
-}
-
-// setLen sets len(data) to n, growing the array as append would. Bytes newly
-// exposed are unspecified; the caller overwrites or zeroes them.
-func (f *memFile) setLen(n int) {
-	if n > cap(f.data) {
-		f.data = slices.Grow(f.data, n-len(f.data))
-	}
-	f.data = f.data[:n]
 }
 
 func (f *memFile) writeAt(p []byte, off int) {
 	end := off + len(p)
 	f.save(off, end)
-	if old := len(f.data); end > old {
-		f.setLen(end)
-		if off > old {
-			clear(f.data[old:off])
-		}
+	if off > f.size {
+		f.extend(nil, off-f.size)
 	}
-	copy(f.data[off:], p)
+	if off < f.size {
+		n := min(len(p), f.size-off)
+		f.overwrite(p[:n], off)
+		p = p[n:]
+	}
+	if len(p) > 0 {
+		f.extend(p, 0)
+	}
 	f.modTime = time.Now()
 }
 
 func (f *memFile) truncate(size int) {
-	old := len(f.data)
 	switch {
-	case size < old:
-		f.save(size, old)
-		if size == 0 {
-			f.data = nil
-		} else {
-			f.data = f.data[:size]
-		}
-	case size > old:
-		f.setLen(size)
-		clear(f.data[old:])
+	case size < f.size:
+		f.save(size, f.size)
+		f.shrink(size)
+	case size > f.size:
+		f.extend(nil, size-f.size)
 	}
 	f.modTime = time.Now()
 }
 
 func (f *memFile) sync() {
-	f.syncedLen = len(f.data)
+	f.syncedLen = f.size
 	f.undo = nil
 }
 
@@ -102,21 +181,24 @@ func (f *memFile) durableBytes(rng *rand.Rand) []byte {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	out := make([]byte, f.syncedLen)
-	copy(out, f.data)
+	f.read(out[:min(f.size, f.syncedLen)], 0)
 	for pg, b := range f.undo {
 		copy(out[pg*memPageSize:], b)
 	}
-	if rng != nil && len(f.data) > f.syncedLen {
-		out = append(out, tornTail(rng, f.data[f.syncedLen:])...)
+	if rng != nil && f.size > f.syncedLen {
+		tail := make([]byte, f.size-f.syncedLen)
+		f.read(tail, f.syncedLen)
+		out = append(out, tornTail(rng, tail)...)
 	}
 	return out
 }
 
 // tornTail returns what a crash may leave of tail, bytes written but not
 // synced: a random prefix, in which a random run may be zeros or garbage.
+// It may change tail.
 func tornTail(rng *rand.Rand, tail []byte) []byte {
 	k := rng.IntN(len(tail) + 1)
-	kept := slices.Clone(tail[:k])
+	kept := tail[:k]
 	if k > 0 && rng.IntN(2) == 0 {
 		a := rng.IntN(k)
 		b := a + 1 + rng.IntN(k-a)
@@ -212,13 +294,14 @@ func (h *memHandle) ReadAt(p []byte, off int64) (int, error) {
 func (f *memFile) readAt(p []byte, off int64) (int, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if off >= int64(len(f.data)) {
+	if off >= int64(f.size) {
 		if len(p) == 0 {
 			return 0, nil
 		}
 		return 0, io.EOF
 	}
-	n := copy(p, f.data[off:])
+	n := min(len(p), f.size-int(off))
+	f.read(p[:n], int(off))
 	if n < len(p) {
 		return n, io.EOF
 	}
