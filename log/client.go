@@ -1,0 +1,124 @@
+package log
+
+import (
+	"context"
+	"time"
+
+	"github.com/strata-log/strata/group"
+)
+
+// TopicPartition names one partition of a topic.
+type TopicPartition = group.TopicPartition
+
+// Errors of consumer groups (see package group).
+var (
+	ErrRebalanceInProgress = group.ErrRebalanceInProgress
+	ErrUnknownMember       = group.ErrUnknownMember
+	ErrIllegalGeneration   = group.ErrIllegalGeneration
+)
+
+// Acks says when a produce is acknowledged.
+type Acks int
+
+const (
+	// AcksAll waits until every in-sync replica has the records (on a
+	// standalone broker: appended, and fsynced if the topic's flush policy
+	// says so). It is the zero value: the safe default.
+	AcksAll Acks = iota
+	// AcksLeader waits until the leader has appended the records.
+	AcksLeader
+	// AcksNone does not wait.
+	AcksNone
+)
+
+func (a Acks) String() string {
+	switch a {
+	case AcksAll:
+		return "all"
+	case AcksLeader:
+		return "leader"
+	case AcksNone:
+		return "none"
+	}
+	return "Acks(?)"
+}
+
+// Special offsets for ListOffset, as Kafka's ListOffsets.
+const (
+	EarliestOffset int64 = -2 // the log start offset
+	LatestOffset   int64 = -1 // the end offset (high watermark)
+)
+
+// Client is what producers and consumers need from a broker. *Broker (a
+// standalone node) implements it, and so does a cluster member.
+type Client interface {
+	// Partitions returns the number of partitions of topic
+	// (ErrUnknownTopic).
+	Partitions(topic string) (int, error)
+	// Produce appends one record batch, encoded by segment/batch.Builder
+	// with base offset 0, to a partition and returns its base offset. The
+	// batch may be modified. AcksAll and AcksLeader return once the batch
+	// is appended (and fsynced when the topic's FlushMessages requires it).
+	Produce(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (baseOffset int64, err error)
+	// Fetch returns record batches of the requested partitions, waiting up
+	// to MaxWait for MinBytes.
+	Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error)
+	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
+	// in ms the first offset whose record is at least that recent.
+	ListOffset(tp TopicPartition, at int64) (int64, error)
+
+	// Consumer groups.
+	JoinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResponse, error)
+	Heartbeat(ctx context.Context, groupID, memberID string, generation int32) error
+	LeaveGroup(ctx context.Context, groupID, memberID string) error
+	CommitOffsets(ctx context.Context, groupID, memberID string, generation int32, offsets map[TopicPartition]int64) error
+	FetchOffsets(ctx context.Context, groupID string, tps []TopicPartition) (map[TopicPartition]int64, error)
+}
+
+// FetchRequest asks for records of several partitions.
+type FetchRequest struct {
+	Partitions        []FetchPartition
+	MinBytes          int           // 0 → 1
+	MaxBytes          int           // 0 → 50 MiB, the whole response; at least one batch if any
+	PartitionMaxBytes int           // 0 → 1 MiB per partition
+	MaxWait           time.Duration // 0 → 500 ms
+}
+
+func (r FetchRequest) withDefaults() FetchRequest {
+	if r.MinBytes <= 0 {
+		r.MinBytes = 1
+	}
+	if r.MaxBytes <= 0 {
+		r.MaxBytes = 50 << 20
+	}
+	if r.PartitionMaxBytes <= 0 {
+		r.PartitionMaxBytes = 1 << 20
+	}
+	if r.MaxWait <= 0 {
+		r.MaxWait = 500 * time.Millisecond
+	}
+	return r
+}
+
+// FetchPartition is one partition of a FetchRequest and where to read it.
+type FetchPartition struct {
+	TopicPartition
+	Offset int64
+}
+
+// FetchResponse holds one FetchedPartition per requested partition, in the
+// request's order.
+type FetchResponse struct {
+	Partitions []FetchedPartition
+}
+
+// FetchedPartition is what a fetch read from one partition.
+type FetchedPartition struct {
+	TopicPartition
+	// Records are whole record batches as stored (DecodeRecords); the first
+	// may start before the requested offset.
+	Records        []byte
+	HighWatermark  int64
+	LogStartOffset int64
+	Err            error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
+}
