@@ -83,7 +83,9 @@
 // entries (Resize, TrimToValidSize, TruncateTo, Reset, Close) take a
 // read-write mutex in write mode; readers hold it in read mode (one atomic
 // add each way), so they never touch an unmapped or shrunk mapping, nor a slot
-// that a truncation freed and an append reused.
+// that a truncation freed and an append reused. Flush holds the read lock
+// through its msync and fsync, so those operations wait for a running Flush;
+// concurrent Flushes run one after the other.
 //
 // # Searching
 //
@@ -99,9 +101,9 @@
 // The disk is reached through vfs. When a file is an OS file (vfs.Fder) it is
 // mapped MAP_SHARED with golang.org/x/sys/unix. Otherwise (vfs's in-memory
 // file system) the index keeps a heap copy, writes the changed bytes back with
-// WriteAt on Flush, Resize, TrimToValidSize and Close, and Flush adds Sync:
-// the same behaviour, including what survives a simulated crash (what was
-// flushed).
+// WriteAt on Flush, Resize, TrimToValidSize and Close (and the zeros of
+// dropped entries at once), and Flush adds Sync: the same behaviour,
+// including what survives a simulated crash (what was flushed).
 //
 // # Tests
 //

@@ -50,6 +50,10 @@ type mmapFile struct {
 	// the file.
 	dirtyMu          sync.Mutex
 	dirtyLo, dirtyHi int
+
+	// flushMu serializes flushes, so that a Flush does not return while an
+	// earlier, concurrent one is still writing back bytes it took over.
+	flushMu sync.Mutex
 }
 
 // openFile opens or creates name. A new file is preallocated to maxBytes
@@ -95,7 +99,7 @@ func (m *mmapFile) load(created bool, maxBytes int) error {
 			return err
 		}
 		if st.Size() > int64(maxFileSize) {
-			return fmt.Errorf("%w: %s: file size %d is too large for an index", ErrCorruptIndex, m.name, st.Size())
+			return fmt.Errorf("%w: file size %d is too large for an index", ErrCorruptIndex, st.Size())
 		}
 		size = int(st.Size())
 	}
@@ -306,6 +310,8 @@ func (m *mmapFile) flush() error {
 	if m.closed {
 		return ErrClosed
 	}
+	m.flushMu.Lock()
+	defer m.flushMu.Unlock()
 	var err error
 	if m.mapped {
 		if len(m.data) > 0 {

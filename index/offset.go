@@ -42,7 +42,9 @@ type OffsetIndex struct {
 // down to a multiple of 8 and is empty. An existing file keeps its size and
 // holds size/8 entries, as in Kafka: after a crash a preallocated file "has"
 // zero entries at its tail, which SanityCheck reports. maxBytes (at least 8)
-// is also the size Reset preallocates to again.
+// is also the size Reset preallocates to again. A file larger than any index
+// can be (more entries than relative offsets) is an ErrCorruptIndex from
+// Open: remove it and open again.
 func OpenOffsetIndex(fsys vfs.FS, name string, baseOffset int64, maxBytes int) (*OffsetIndex, error) {
 	if baseOffset < 0 {
 		return nil, fmt.Errorf("%w: %s: negative base offset %d", ErrInvalidArgument, name, baseOffset)

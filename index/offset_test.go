@@ -585,6 +585,18 @@ func TestOffsetIndexOpenErrors(t *testing.T) {
 		if _, err := OpenOffsetIndex(b.fs, filepath.Join(dir, "missing", "a.index"), 0, 1024); err == nil {
 			t.Error("open in a missing directory succeeded")
 		}
+		// A (sparse) file larger than any index can be is refused before
+		// it is mapped or read.
+		huge := filepath.Join(dir, "huge.index")
+		if err := os.WriteFile(huge, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Truncate(huge, maxFileSize+8); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenOffsetIndex(b.fs, huge, 0, 1024); !errors.Is(err, ErrCorruptIndex) {
+			t.Errorf("open of a %d-byte file: %v, want ErrCorruptIndex", int64(maxFileSize+8), err)
+		}
 	})
 }
 
