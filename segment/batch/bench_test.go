@@ -65,6 +65,30 @@ func BenchmarkDecode(b *testing.B) {
 	}
 }
 
+// BenchmarkRecords decodes an already validated batch: the second half of Decode, and
+// what a reader walking batches with Batches pays per batch.
+func BenchmarkRecords(b *testing.B) {
+	for _, size := range benchSizes {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			data := benchBatch(size)
+			h, err := Validate(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var n int
+			fn := func(r *Record) error { n += len(r.Value); return nil }
+			b.SetBytes(int64(len(data)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := Records(data, h, fn); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportRecords(b)
+		})
+	}
+}
+
 func BenchmarkValidate(b *testing.B) {
 	for _, size := range benchSizes {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
