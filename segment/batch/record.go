@@ -211,7 +211,10 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 // never panics and returns ErrCorrupt at the first malformed record, after fn has seen
 // the ones before it; it checks neither the CRC nor the header's counts and timestamps.
 func Records(b []byte, h Header, fn func(r *Record) error) error {
-	if h.Length < minLength || h.Size() > len(b) {
+	if h.Length < minLength {
+		return corruptf("batch length %d is less than the minimum %d", h.Length, minLength)
+	}
+	if h.Size() > len(b) {
 		return shortf("%d bytes, the batch needs %d", len(b), h.Size())
 	}
 	if h.Compression() != 0 {
