@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/strata-log/strata/timingwheel"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -35,6 +36,9 @@ type Broker struct {
 	mu     sync.RWMutex // guards topics and closed; held to write topics.json
 	topics map[string]*Topic
 	closed bool
+
+	wheel   *timingwheel.TimingWheel
+	fetches *timingwheel.Purgatory[TopicPartition]
 
 	wakeCh chan struct{}
 	stop   chan struct{}
@@ -106,12 +110,17 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		wakeCh: make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
+	if err := b.startPurgatory(); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	if err := b.load(); err != nil {
 		for _, t := range b.topics {
 			for _, p := range t.parts {
 				p.close()
 			}
 		}
+		b.wheel.Stop()
 		lock.Close()
 		return nil, err
 	}
@@ -389,6 +398,7 @@ func (b *Broker) Close() error {
 	for _, p := range b.partitions() {
 		keep(p.close())
 	}
+	b.wheel.Stop()
 	keep(b.writeCheckpoints())
 	if first == nil {
 		// Only a fully flushed broker is clean.

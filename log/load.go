@@ -33,6 +33,9 @@ func newPartition(b *Broker, topic string, id int, cfg TopicConfig) *Partition {
 		logger: b.logger,
 		wake:   b.wakeLoop,
 	}
+	if b.fetches != nil {
+		p.appended = b.appended
+	}
 	p.syncCnd = sync.NewCond(&p.syncMu)
 	return p
 }

@@ -46,6 +46,7 @@ type Partition struct {
 	recoveryPoint atomic.Int64                       // offsets below it are durable
 	lastFlush     atomic.Int64                       // unix ns of the last flush
 	needFlush     atomic.Bool                        // a sealed segment awaits its fsync
+	bytesIn       atomic.Int64                       // bytes appended since open: wakes parked fetches
 
 	// Group commit: one fsync at a time; appenders that need one wait for
 	// the fsync in progress and, if it did not cover them, share the next.
@@ -158,6 +159,7 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	}
 	next = h.NextOffset()
 	p.leo.Store(next)
+	p.bytesIn.Add(int64(len(b)))
 	p.mu.Unlock()
 
 	if p.appended != nil {
@@ -353,19 +355,26 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
 // maxOffset; they may span segments. They are the bytes on disk, CRCs
 // unchecked.
 func (p *Partition) ReadBatches(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
+	return p.readBatches(offset, maxBytes, maxOffset, true)
+}
+
+// readBatches is ReadBatches, with at least one batch only if atLeastOne.
+func (p *Partition) readBatches(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) ([]byte, error) {
 	if err := p.checkRange(offset); err != nil {
 		return nil, err
 	}
 	var out []byte
-	for offset < maxOffset && (out == nil || len(out) < maxBytes) {
+	first := true
+	for offset < maxOffset && (first || len(out) < maxBytes) {
 		seg := p.segmentFor(offset)
 		if seg == nil {
-			if out != nil {
+			if !first {
 				break
 			}
 			return nil, p.outOfRange(offset)
 		}
-		raw, next, err := seg.Read(offset, maxBytes-len(out), out == nil)
+		raw, next, err := seg.Read(offset, maxBytes-len(out), first && atLeastOne)
+		first = false
 		segNext := seg.NextOffset()
 		seg.Release()
 		switch {

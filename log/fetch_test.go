@@ -1,0 +1,120 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFetchLongPoll(t *testing.T) { synctest.Test(t, testFetchLongPoll) }
+
+func testFetchLongPoll(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	tp, err := b.CreateTopic("t", TopicConfig{Partitions: 2})
+	require.NoError(t, err)
+	p1, _ := tp.Partition(1)
+	req := FetchRequest{
+		Partitions: []FetchPartition{{TopicPartition{"t", 0}, 0}, {TopicPartition{"t", 1}, 0}},
+		MaxWait:    time.Hour,
+	}
+	got := make(chan FetchResponse)
+	go func() {
+		resp, err := b.Fetch(context.Background(), req)
+		if err != nil {
+			t.Error(err)
+		}
+		got <- resp
+	}()
+	// The fetch is parked; an append to partition 1 completes it.
+	synctest.Wait()
+	require.Equal(t, 1, b.fetches.Pending())
+	_, err = p1.Append(rec(0))
+	require.NoError(t, err)
+	start := time.Now()
+	resp := <-got
+	require.Zero(t, time.Since(start), "completed by the append, not by a timer")
+	require.Len(t, resp.Partitions, 2)
+	require.Empty(t, resp.Partitions[0].Records)
+	recs, err := DecodeRecords(resp.Partitions[1].Records)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.EqualValues(t, 1, resp.Partitions[1].HighWatermark)
+
+	// Data already there: no wait at all.
+	resp, err = b.Fetch(context.Background(), req)
+	require.NoError(t, err)
+	require.NotEmpty(t, resp.Partitions[1].Records)
+
+	// Unknown partitions answer per partition.
+	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{"nope", 0}, 0}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Partitions[0].Err, ErrUnknownTopic)
+	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{"t", 1}, 9}}})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Partitions[0].Err, ErrOffsetOutOfRange)
+}
+
+func TestFetchMinBytesAndMaxWait(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openT(t, vfs.NewMem(), "/d")
+		defer b.Close()
+		p := createT(t, b, "t", TopicConfig{})
+		req := FetchRequest{Partitions: []FetchPartition{{TopicPartition{"t", 0}, 0}}, MinBytes: 300, MaxWait: 2 * time.Second}
+		start := time.Now()
+		got := make(chan FetchResponse)
+		go func() {
+			resp, err := b.Fetch(context.Background(), req)
+			if err != nil {
+				t.Error(err)
+			}
+			got <- resp
+		}()
+		synctest.Wait()
+		_, err := p.Append(rec(0)) // ~80 bytes: not enough
+		require.NoError(t, err)
+		synctest.Wait()
+		select {
+		case <-got:
+			t.Fatal("completed below MinBytes")
+		default:
+		}
+		resp := <-got // at MaxWait, with what there is
+		require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
+		require.NotEmpty(t, resp.Partitions[0].Records)
+	})
+}
+
+func TestFetchCancelAndClose(t *testing.T) { synctest.Test(t, testFetchCancelAndClose) }
+
+func testFetchCancelAndClose(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/d")
+	createT(t, b, "t", TopicConfig{})
+	req := FetchRequest{Partitions: []FetchPartition{{TopicPartition{"t", 0}, 0}}, MaxWait: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error)
+	go func() {
+		_, err := b.Fetch(ctx, req)
+		errc <- err
+	}()
+	synctest.Wait()
+	require.Equal(t, 1, b.fetches.Pending())
+	cancel()
+	require.ErrorIs(t, <-errc, context.Canceled)
+	require.Zero(t, b.fetches.Pending())
+
+	go func() {
+		_, err := b.Fetch(context.Background(), req)
+		errc <- err
+	}()
+	synctest.Wait()
+	require.Equal(t, 1, b.fetches.Pending())
+	require.NoError(t, b.Close())
+	err := <-errc
+	require.True(t, errors.Is(err, ErrClosed), "%v", err)
+}
