@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -173,9 +174,11 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, timeout time.Duration,
 	p.pending.Add(1)
 	if op.TryComplete() {
 		d.end(stateCompleted)
+		for _, k := range keys {
+			p.unwatch(k, d)
+		}
 		d.mu.Unlock()
 		op.OnComplete()
-		p.maybePurge()
 		return d, true
 	}
 	p.tw.schedule(&d.timer, timeout, d)
@@ -270,6 +273,36 @@ func (p *Purgatory[K]) watch(key K, d *Delayed) {
 	p.entries.Add(1)
 }
 
+// unwatch removes the ended d from key's list, where it was just added.
+func (p *Purgatory[K]) unwatch(key K, d *Delayed) {
+	s := p.shard(key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wl := s.lists[key]
+	if wl == nil {
+		return // a sweep took it already
+	}
+	for i := len(wl.ops) - 1; i >= 0; i-- {
+		if wl.ops[i] == d {
+			wl.ops = slices.Delete(wl.ops, i, i+1)
+			p.entries.Add(-1)
+			p.stale.Add(-1)
+			break
+		}
+	}
+	if len(wl.ops) == 0 {
+		p.dropList(s, key, wl)
+	}
+}
+
+// dropList removes key's empty list, keeping it for reuse if it is small.
+func (p *Purgatory[K]) dropList(s *shard[K], key K, wl *watchList) {
+	delete(s.lists, key)
+	if len(s.spare) < maxSpareLists && cap(wl.ops) <= maxSpareCap {
+		s.spare = append(s.spare, wl)
+	}
+}
+
 // compact drops ended operations from wl (under s.mu) and the list itself
 // once it is empty.
 func (p *Purgatory[K]) compact(s *shard[K], key K, wl *watchList) {
@@ -287,10 +320,7 @@ func (p *Purgatory[K]) compact(s *shard[K], key K, wl *watchList) {
 		p.stale.Add(-int64(removed))
 	}
 	if len(kept) == 0 {
-		delete(s.lists, key)
-		if len(s.spare) < maxSpareLists && cap(wl.ops) <= maxSpareCap {
-			s.spare = append(s.spare, wl)
-		}
+		p.dropList(s, key, wl)
 	} else if cap(kept) > maxSpareCap && len(kept) < cap(kept)/4 {
 		wl.ops = append([]*Delayed(nil), kept...) // give back a list that was long
 	}

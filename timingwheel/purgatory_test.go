@@ -458,3 +458,32 @@ func TestPurgatoryConfigValidation(t *testing.T) {
 		t.Errorf("defaults: %d shards, purge interval %d", len(p.shards), p.purgeInterval)
 	}
 }
+
+// secondTry cannot complete when first asked, but can when asked again
+// after being watched, as when data arrives in between.
+type secondTry struct {
+	testOp
+}
+
+func (o *secondTry) TryComplete() bool {
+	o.testOp.TryComplete()
+	return o.tries.Load() >= 2
+}
+
+func TestPurgatoryCompletesOnSecondTry(t *testing.T) {
+	tw := New(time.Millisecond, 20)
+	defer tw.Stop()
+	p := newTestPurgatory[string](t, tw, PurgatoryConfig{})
+	op := &secondTry{}
+	d, done := p.TryCompleteElseWatch(op, time.Hour, "a", "b", "a")
+	if !done || !d.Done() || op.completes.Load() != 1 {
+		t.Fatalf("done %v completes %d", done, op.completes.Load())
+	}
+	if p.Watched() != 0 || p.Pending() != 0 || listedKeys(t, p) != 0 || p.stale.Load() != 0 {
+		t.Fatalf("watched %d pending %d keys %d stale %d", p.Watched(), p.Pending(), listedKeys(t, p), p.stale.Load())
+	}
+	if d.timer.b != nil || d.timer.tw != nil {
+		t.Fatal("a timer was armed for an operation that completed while being watched")
+	}
+	op.check(t)
+}
