@@ -1,0 +1,54 @@
+package logtest_test
+
+import (
+	"testing"
+
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/log/logtest"
+	"github.com/stretchr/testify/require"
+)
+
+func TestFixture(t *testing.T) {
+	for _, mem := range []bool{false, true} {
+		var opts []logtest.Option
+		if mem {
+			opts = append(opts, logtest.InMemory())
+		}
+		opts = append(opts, logtest.Topic("orders", 3),
+			logtest.Seed("orders", log.Record{Partition: 2, Value: []byte("a")}, log.Record{Partition: 2, Value: []byte("b")}),
+			logtest.Seed("events", log.Record{Value: []byte("x")}))
+		b := logtest.New(t, opts...)
+		require.Equal(t, []string{"events", "orders"}, b.Topics())
+		p, err := b.Partition("orders", 2)
+		require.NoError(t, err)
+		recs, err := p.Read(0, 1<<20)
+		require.NoError(t, err)
+		require.Len(t, recs, 2)
+		require.Equal(t, "b", string(recs[1].Value))
+		p, err = b.Partition("events", 0)
+		require.NoError(t, err)
+		require.EqualValues(t, 1, p.EndOffset())
+	}
+}
+
+func BenchmarkFixtureStartStop(b *testing.B) {
+	for b.Loop() {
+		tb := &fakeTB{TB: b}
+		logtest.New(tb, logtest.InMemory(), logtest.Topic("t", 1))
+		tb.cleanup()
+	}
+}
+
+// fakeTB runs the fixture's cleanups when the benchmark says, not at its end.
+type fakeTB struct {
+	testing.TB
+	fns []func()
+}
+
+func (f *fakeTB) Cleanup(fn func()) { f.fns = append(f.fns, fn) }
+func (f *fakeTB) cleanup() {
+	for i := len(f.fns) - 1; i >= 0; i-- {
+		f.fns[i]()
+	}
+	f.fns = nil
+}
