@@ -2,13 +2,9 @@ package vfs
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
-	"io"
 	"io/fs"
 	"math/rand/v2"
-	"os"
-	"slices"
 	"testing"
 )
 
@@ -480,122 +476,4 @@ func TestCrashWithTornWrites(t *testing.T) {
 		t.Fatalf("300 seeds did not cover every outcome: full=%v none=%v garbage=%v prefix=%v",
 			sawFull, sawNone, sawGarbage, sawCleanPrefix)
 	}
-}
-
-// TestMemFileModel runs random writes, truncates, syncs and crashes on one
-// file and checks its current and durable contents against a trivial model
-// that copies the whole file on every sync. Failures print a replayable seed.
-func TestMemFileModel(t *testing.T) {
-	seeds := uint64(50)
-	if os.Getenv("STRATA_SOAK") != "" {
-		seeds = 20000
-	}
-	for seed := range seeds {
-		runFileModel(t, seed, 300)
-	}
-}
-
-func runFileModel(t *testing.T, seed uint64, steps int) {
-	t.Helper()
-	rng := rand.New(rand.NewPCG(seed, 1))
-	m := NewMem()
-	f, err := m.Create("/f")
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.SyncDir("/")
-	var cur, durable, check []byte
-	var off int64
-	// Offsets range over a chunk boundary and favour the pages next to it.
-	const span = memChunkSize + 3*memPageSize
-	offset := func() int {
-		if rng.IntN(2) == 0 {
-			return memChunkSize - 2*memPageSize + rng.IntN(4*memPageSize)
-		}
-		return rng.IntN(span)
-	}
-	for step := range steps {
-		fail := func(format string, args ...any) {
-			t.Helper()
-			t.Fatalf("seed %d step %d: "+format, append([]any{seed, step}, args...)...)
-		}
-		switch op := rng.IntN(10); {
-		case op < 3: // WriteAt
-			p := randBytes(rng, rng.IntN(2*memPageSize+10))
-			at := offset()
-			f.WriteAt(p, int64(at))
-			cur = modelWriteAt(cur, p, at)
-		case op < 5 && off > span: // reopen: the offset starts again at 0
-			f.Close()
-			if f, err = m.OpenReadWrite("/f"); err != nil {
-				fail("reopen: %v", err)
-			}
-			off = 0
-		case op < 5: // Write at the shared offset
-			p := randBytes(rng, rng.IntN(2*memPageSize))
-			f.Write(p)
-			cur = modelWriteAt(cur, p, int(off))
-			off += int64(len(p))
-		case op < 6: // Truncate
-			size := offset()
-			f.Truncate(int64(size))
-			if size < len(cur) {
-				cur = cur[:size]
-			} else {
-				cur = append(cur, make([]byte, size-len(cur))...)
-			}
-		case op < 8:
-			f.Sync()
-			durable = slices.Clone(cur)
-		case op < 9: // Read back at a random place
-			at := offset()
-			buf := make([]byte, rng.IntN(2*memPageSize))
-			n, _ := f.ReadAt(buf, int64(at))
-			var want []byte
-			if at < len(cur) {
-				want = cur[at:min(len(cur), at+len(buf))]
-			}
-			if !bytes.Equal(buf[:n], want) {
-				fail("ReadAt(%d) differs from the model", at)
-			}
-		default:
-			if rng.IntN(2) == 0 {
-				m.Crash()
-			} else {
-				m = m.CrashClone()
-			}
-			cur = slices.Clone(durable)
-			f, err = m.OpenReadWrite("/f")
-			if err != nil {
-				fail("reopen: %v", err)
-			}
-			off = 0
-		}
-		// The current contents match after every step; the durable ones are
-		// checked by the crashes.
-		fi, err := f.Stat()
-		if err != nil || fi.Size() != int64(len(cur)) {
-			fail("Stat = %v, %v; want size %d", fi, err, len(cur))
-		}
-		check = slices.Grow(check[:0], len(cur))[:len(cur)]
-		if n, err := f.ReadAt(check, 0); n != len(cur) || (err != nil && err != io.EOF) || !bytes.Equal(check, cur) {
-			fail("contents differ from the model (%d bytes, %v)", n, err)
-		}
-	}
-}
-
-func modelWriteAt(cur, p []byte, at int) []byte {
-	if end := at + len(p); end > len(cur) {
-		cur = append(cur, make([]byte, end-len(cur))...)
-	}
-	copy(cur[at:], p)
-	return cur
-}
-
-func randBytes(rng *rand.Rand, n int) []byte {
-	b := make([]byte, n+8)
-	for i := 0; i < n; i += 8 {
-		binary.LittleEndian.PutUint64(b[i:], rng.Uint64())
-	}
-	return b[:n]
 }
