@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 )
 
@@ -112,5 +113,36 @@ func BenchmarkMemReadAt(b *testing.B) {
 			b.Fatal(err)
 		}
 		off = (off + 7*4096 + 13) % (size - 4096)
+	}
+}
+
+// TestMemAppendSyncCost checks, by bytes allocated rather than by time, that
+// appending and syncing costs O(bytes appended), not O(file size): 256
+// appends of 4 KiB to a 16 MiB file may allocate their own bytes and some
+// bookkeeping, not a copy of the file.
+func TestMemAppendSyncCost(t *testing.T) {
+	m := NewMem()
+	f, err := m.Create("/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(make([]byte, 16<<20)); err != nil {
+		t.Fatal(err)
+	}
+	f.Sync()
+	rec := make([]byte, 4096)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range 256 {
+		if _, err := f.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 2*256*4096 {
+		t.Fatalf("256 appends of 4 KiB allocated %d bytes", alloc)
 	}
 }
