@@ -64,6 +64,8 @@ type memNode struct {
 	file *memFile
 }
 
+var _ FS = (*MemFS)(nil)
+
 // NewMem returns an empty in-memory file system.
 func NewMem() *MemFS {
 	return &MemFS{root: newMemDir(), gen: new(memGen), locks: map[*memNode]bool{}}
