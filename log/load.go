@@ -144,6 +144,14 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		segs[0].Delete()
 		segs = segs[1:]
 	}
+	for _, s := range segs[:len(segs)-1] {
+		if s.Recovered() {
+			if err := s.Seal(); err != nil {
+				closeAll()
+				return fmt.Errorf("log: open %s: %w", p, err)
+			}
+		}
+	}
 	active := segs[len(segs)-1]
 	if err := active.ResizeIndexes(p.cfg.MaxIndexBytes); err != nil {
 		closeAll()

@@ -128,9 +128,6 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, err)
 	}
-	if h.Compression() != 0 {
-		return 0, 0, fmt.Errorf("log: append to %s: %w", p, batch.ErrCompressed)
-	}
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()

@@ -46,7 +46,8 @@ func appendDecoded(dst []Record, raw []byte, topic string, partition int, from, 
 		if to >= 0 && h.BaseOffset >= to {
 			return nil
 		}
-		_, err := batch.Decode(b, func(r *batch.Record) error {
+		// Batches validated b already.
+		return batch.Records(b, h, func(r *batch.Record) error {
 			if r.Offset < from || (to >= 0 && r.Offset >= to) {
 				return nil
 			}
@@ -64,7 +65,6 @@ func appendDecoded(dst []Record, raw []byte, topic string, partition int, from, 
 			dst = append(dst, rec)
 			return nil
 		})
-		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("log: decode records: %w", err)

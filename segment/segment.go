@@ -70,8 +70,9 @@ type Segment struct {
 	created         time.Time
 
 	// refs counts the owner's reference plus readers'; files close at zero.
-	refs   atomic.Int64
-	closed atomic.Bool
+	refs      atomic.Int64
+	closed    atomic.Bool
+	recovered bool // Open rebuilt the indexes from the .log
 }
 
 // Create creates a new, empty segment with base offset base in dir. The
@@ -125,6 +126,7 @@ func Open(fs vfs.FS, dir string, base int64, cfg Config, recover bool, maxBatchB
 			s.closeFiles()
 			return nil, 0, err
 		}
+		s.recovered = true
 	}
 	return s, truncated, nil
 }
@@ -212,6 +214,10 @@ func (s *Segment) load() error {
 	s.offsetOfMaxTs = offOfMax
 	return nil
 }
+
+// Recovered reports whether Open rebuilt the indexes from the .log: a
+// segment that is not the active one must then be sealed again.
+func (s *Segment) Recovered() bool { return s.recovered }
 
 // BaseOffset is the offset of the segment's first record.
 func (s *Segment) BaseOffset() int64 { return s.base }
