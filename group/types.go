@@ -1,7 +1,6 @@
 package group
 
 import (
-	"context"
 	"errors"
 	"time"
 )
@@ -28,6 +27,24 @@ var (
 	ErrClosed = errors.New("group: coordinator closed")
 	// ErrInvalidGroup: the group id is empty or too long.
 	ErrInvalidGroup = errors.New("group: invalid group id")
+	// ErrInvalidRequest: a request field is out of range (a negative
+	// rebalance timeout, a commit of a negative offset or partition, an empty
+	// or over-long topic name). The request changes nothing.
+	ErrInvalidRequest = errors.New("group: invalid request")
+	// ErrInvalidConfig: New was given a Config it cannot work with.
+	ErrInvalidConfig = errors.New("group: invalid config")
+	// ErrCorruptOffsetRecord: DecodeOffsetRecord was given bytes that are
+	// not a well-formed offset commit key and value.
+	ErrCorruptOffsetRecord = errors.New("group: corrupt offset record")
+	// ErrNotOffsetRecord: the key is a well-formed __consumer_offsets key of
+	// another kind (group metadata, key version 2 and up); skip the record.
+	ErrNotOffsetRecord = errors.New("group: not an offset commit record")
+)
+
+// Limits of names, as Kafka's.
+const (
+	// MaxNameLen is the longest group id and topic name accepted.
+	MaxNameLen = 249
 )
 
 // JoinRequest asks to join (or rejoin) a group.
@@ -40,6 +57,12 @@ type JoinRequest struct {
 	RebalanceTimeout time.Duration // 0 → 5 min (Kafka's max.poll.interval.ms)
 }
 
+// Kafka's client defaults for a JoinRequest's zero fields.
+const (
+	DefaultSessionTimeout   = 45 * time.Second
+	DefaultRebalanceTimeout = 5 * time.Minute
+)
+
 // JoinResponse is the outcome of a rebalance for one member.
 type JoinResponse struct {
 	MemberID   string
@@ -48,9 +71,41 @@ type JoinResponse struct {
 	Members    int              // group size in this generation
 }
 
-// OffsetStore makes commits durable.
+// OffsetStore makes commits durable. The broker appends the offsets, one
+// record per partition encoded by EncodeOffsetRecord, to __consumer_offsets
+// as one batch and returns once it is durable.
+//
+// Store is called for one group at a time (commits of a group are
+// serialized, so the order of Store calls is the order in which commits take
+// effect), with no lock of the Coordinator held; it must not call back into
+// the Coordinator. It must not modify offsets and may not retain it after it
+// returns. If it returns an error, the commit fails and changes nothing.
 type OffsetStore interface {
 	Store(group string, offsets map[TopicPartition]int64) error
 }
 
-var _ = context.Background
+// State is the state of a group, as Kafka names it.
+type State string
+
+const (
+	StateEmpty              State = "Empty"              // no members (it may hold committed offsets)
+	StatePreparingRebalance State = "PreparingRebalance" // waiting for members to (re)join
+	StateStable             State = "Stable"             // a generation is in effect
+)
+
+// Description is a snapshot of a group (Kafka's DescribeGroups).
+type Description struct {
+	Group      string
+	State      State
+	Generation int32
+	Members    []MemberDescription // sorted by ID
+}
+
+// MemberDescription is one member of a Description.
+type MemberDescription struct {
+	ID         string
+	ClientID   string
+	Topics     []string
+	Assignment []TopicPartition // in the current generation; nil for a member not yet in one
+	Joining    bool             // its Join is pending (a rebalance is in progress)
+}

@@ -1,0 +1,100 @@
+package group
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"time"
+)
+
+// Config configures a Coordinator. The zero value of every field but
+// Partitions means its default.
+type Config struct {
+	// Store makes commits durable; nil → commits live in memory only (a
+	// test fixture, or a broker that does not keep offsets).
+	Store OffsetStore
+	// Partitions returns the partition count of a topic. It is called by
+	// Join, before the request reaches the group and with no lock held; an
+	// error means the topic is unknown and nothing of it is assigned.
+	// Required.
+	Partitions func(topic string) (int, error)
+	// Initial holds the committed offsets the coordinator starts with, by
+	// group: what the broker read back from __consumer_offsets at open.
+	// Negative offsets (tombstones) are ignored. The maps are copied.
+	Initial map[string]map[TopicPartition]int64
+	// Clock measures session and rebalance timeouts; nil → the system clock.
+	Clock Clock
+	// MinSessionTimeout and MaxSessionTimeout bound a JoinRequest's
+	// SessionTimeout; 0 → 6 s and 30 min (Kafka's
+	// group.min.session.timeout.ms and group.max.session.timeout.ms).
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay holds the first rebalance of an empty group open
+	// for that long after each new member's join (up to the rebalance
+	// timeout), so that a fleet starting together forms one generation
+	// instead of several. 0 → none: Kafka's group.initial.rebalance.delay.ms
+	// is 3 s, but Strata's members usually start in-process, together, and a
+	// unit test should not wait 3 s for its first assignment.
+	InitialRebalanceDelay time.Duration
+	// Logger receives the coordinator's log lines (rebalances, removed
+	// members); nil → discard.
+	Logger *slog.Logger
+}
+
+// Clock is the time seam of a Coordinator: the system clock by default, a
+// fake one in tests (grouptest.Clock) or the broker's own.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f once d has passed, in a goroutine of its own (as
+	// time.AfterFunc does) or, for a fake clock, from the call that advances
+	// it — never from within AfterFunc itself: the Coordinator calls
+	// AfterFunc holding its lock, and f takes it.
+	AfterFunc(d time.Duration, f func()) Stopper
+}
+
+// Stopper stops a timer made by Clock.AfterFunc. Stop reports whether it
+// stopped the timer before f was called; after a true result f is never
+// called. *time.Timer is a Stopper.
+type Stopper interface {
+	Stop() bool
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                              { return time.Now() }
+func (systemClock) AfterFunc(d time.Duration, f func()) Stopper { return time.AfterFunc(d, f) }
+
+func (c Config) withDefaults() Config {
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	if c.MinSessionTimeout == 0 {
+		c.MinSessionTimeout = 6 * time.Second
+	}
+	if c.MaxSessionTimeout == 0 {
+		c.MaxSessionTimeout = 30 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Initial != nil {
+		initial := make(map[string]map[TopicPartition]int64, len(c.Initial))
+		for g, offs := range c.Initial {
+			initial[g] = maps.Clone(offs)
+		}
+		c.Initial = initial
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Partitions == nil:
+		return fmt.Errorf("%w: Partitions is required", ErrInvalidConfig)
+	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < 0 || c.InitialRebalanceDelay < 0:
+		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+	case c.MinSessionTimeout > c.MaxSessionTimeout:
+		return fmt.Errorf("%w: MinSessionTimeout %v > MaxSessionTimeout %v", ErrInvalidConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	return nil
+}

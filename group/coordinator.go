@@ -1,0 +1,480 @@
+package group
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Coordinator is the group coordinator of one broker: the driver of every
+// group's state machine. Its methods may be called from many goroutines at
+// once. It starts no goroutine of its own; its timers' callbacks (run by
+// the Clock) are tracked, and Close waits for them.
+//
+// Lock order: a group's commit lock (entry.commitLock), then mu. Store is
+// called holding only the commit lock; Partitions holding nothing.
+type Coordinator struct {
+	cfg   Config
+	log   *slog.Logger
+	clock Clock
+
+	mu        sync.Mutex
+	closed    bool
+	groups    map[string]*entry
+	waiters   map[uint64]chan joinResult // pending Join calls by token
+	lastToken uint64
+	timers    map[timerKey]*armedTimer
+	effs      []effect // scratch, reused by every step
+
+	callbacks sync.WaitGroup // armed timers whose callback has not returned
+	commits   sync.WaitGroup // Commit calls between their check and their end
+}
+
+// entry is one group: its state machine and the driver's per-group state.
+type entry struct {
+	st *groupState
+	// commitLock (a one-slot semaphore, so that waiting respects a ctx)
+	// serializes the commits of the group: check, Store, apply.
+	commitLock chan struct{}
+	committing int // Commit calls holding or waiting for commitLock
+}
+
+type joinResult struct {
+	resp JoinResponse
+	err  error
+}
+
+type timerKey struct {
+	group  string
+	member string // "" = the rebalance timer
+}
+
+type armedTimer struct {
+	at   time.Time
+	stop Stopper
+}
+
+// New returns a running Coordinator.
+func New(cfg Config) (*Coordinator, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c := &Coordinator{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		clock:   cfg.Clock,
+		groups:  make(map[string]*entry),
+		waiters: make(map[uint64]chan joinResult),
+		timers:  make(map[timerKey]*armedTimer),
+	}
+	for g, offsets := range cfg.Initial {
+		e := c.entry(g)
+		for tp, off := range offsets {
+			if off >= 0 {
+				e.st.offsets[tp] = off
+			}
+		}
+		c.forgetIfIdle(e)
+	}
+	return c, nil
+}
+
+// entry returns group g's entry, creating it if need be. mu is held.
+func (c *Coordinator) entry(g string) *entry {
+	e := c.groups[g]
+	if e == nil {
+		e = &entry{st: newGroupState(g, c.cfg.InitialRebalanceDelay), commitLock: make(chan struct{}, 1)}
+		c.groups[g] = e
+	}
+	return e
+}
+
+// forgetIfIdle drops a group that holds nothing. mu is held.
+func (c *Coordinator) forgetIfIdle(e *entry) {
+	if e.committing == 0 && e.st.idle() && c.groups[e.st.id] == e {
+		delete(c.groups, e.st.id)
+	}
+}
+
+func validGroup(g string) error {
+	if g == "" || len(g) > MaxNameLen {
+		return fmt.Errorf("%w: %q", ErrInvalidGroup, g)
+	}
+	return nil
+}
+
+// Join joins the member to the group, or rejoins it, and blocks until the
+// rebalance it starts or takes part in completes; then it returns the new
+// generation and the member's partitions. A first join has MemberID "":
+// the coordinator assigns an id (ClientID, a dash, a random UUID), which the
+// member keeps for every later request.
+//
+// The protocol is eager: every rebalance needs every member to call Join
+// again (a member learns of a rebalance from Heartbeat's
+// ErrRebalanceInProgress) and, before it does, to stop consuming and commit.
+// A member of a stable group that rejoins with an unchanged subscription
+// gets the current generation back at once.
+//
+// Errors: ErrInvalidGroup, ErrInvalidSessionTimeout, ErrInvalidRequest,
+// ErrUnknownMember (a MemberID the group does not know, or the member was
+// removed while its Join was pending), ErrRebalanceInProgress (a newer Join
+// of the same member superseded this one), ErrClosed, or ctx's error: the
+// Join is withdrawn (a member's first Join is forgotten; a known member
+// stays until its session or the rebalance times out).
+func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResponse, error) {
+	ev, err := c.joinEvent(req)
+	if err != nil {
+		return JoinResponse{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return JoinResponse{}, err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return JoinResponse{}, ErrClosed
+	}
+	c.lastToken++
+	ev.waiter = c.lastToken
+	ch := make(chan joinResult, 1)
+	c.waiters[ev.waiter] = ch
+	e := c.entry(req.Group)
+	if err := c.step(e, ev); err != nil {
+		delete(c.waiters, ev.waiter)
+		c.forgetIfIdle(e)
+		c.mu.Unlock()
+		return JoinResponse{}, err
+	}
+	c.mu.Unlock()
+
+	select {
+	case r := <-ch:
+		return r.resp, r.err
+	case <-ctx.Done():
+	}
+	c.mu.Lock()
+	if _, pending := c.waiters[ev.waiter]; !pending { // answered meanwhile: the answer wins
+		c.mu.Unlock()
+		r := <-ch
+		return r.resp, r.err
+	}
+	delete(c.waiters, ev.waiter)
+	if e := c.groups[req.Group]; e != nil {
+		_ = c.step(e, cancelJoinEvent{member: ev.member, waiter: ev.waiter})
+	}
+	c.mu.Unlock()
+	return JoinResponse{}, ctx.Err()
+}
+
+// joinEvent validates req, applies its defaults, assigns a member id to a
+// new member and looks up its topics' partition counts.
+func (c *Coordinator) joinEvent(req JoinRequest) (joinEvent, error) {
+	if err := validGroup(req.Group); err != nil {
+		return joinEvent{}, err
+	}
+	ev := joinEvent{
+		member:           req.MemberID,
+		clientID:         req.ClientID,
+		sessionTimeout:   req.SessionTimeout,
+		rebalanceTimeout: req.RebalanceTimeout,
+	}
+	if ev.sessionTimeout == 0 {
+		ev.sessionTimeout = DefaultSessionTimeout
+	}
+	if ev.sessionTimeout < c.cfg.MinSessionTimeout || ev.sessionTimeout > c.cfg.MaxSessionTimeout {
+		return joinEvent{}, fmt.Errorf("%w: %v is outside [%v, %v]", ErrInvalidSessionTimeout, ev.sessionTimeout, c.cfg.MinSessionTimeout, c.cfg.MaxSessionTimeout)
+	}
+	if ev.rebalanceTimeout == 0 {
+		ev.rebalanceTimeout = DefaultRebalanceTimeout
+	}
+	if ev.rebalanceTimeout < 0 {
+		return joinEvent{}, fmt.Errorf("%w: rebalance timeout %v", ErrInvalidRequest, ev.rebalanceTimeout)
+	}
+	ev.topics = slices.Compact(slices.Sorted(slices.Values(req.Topics)))
+	ev.partitions = make(map[string]int, len(ev.topics))
+	for _, t := range ev.topics {
+		if t == "" || len(t) > MaxNameLen {
+			return joinEvent{}, fmt.Errorf("%w: topic %q", ErrInvalidRequest, t)
+		}
+		n, err := c.cfg.Partitions(t)
+		if err != nil || n < 0 {
+			n = 0 // unknown: nothing of it is assigned
+		}
+		ev.partitions[t] = n
+	}
+	if ev.member == "" {
+		ev.member, ev.isNew = newMemberID(req.ClientID), true
+	}
+	return ev, nil
+}
+
+// newMemberID is Kafka's: the client id, a dash and a random UUID.
+func newMemberID(clientID string) string {
+	var u [16]byte
+	_, _ = rand.Read(u[:]) // never fails (crypto/rand)
+	u[6] = u[6]&0x0f | 0x40
+	u[8] = u[8]&0x3f | 0x80
+	var s [36]byte
+	hex.Encode(s[0:8], u[0:4])
+	hex.Encode(s[9:13], u[4:6])
+	hex.Encode(s[14:18], u[6:8])
+	hex.Encode(s[19:23], u[8:10])
+	hex.Encode(s[24:], u[10:])
+	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
+	return clientID + "-" + string(s[:])
+}
+
+// Heartbeat tells the coordinator that the member is alive, renewing its
+// session. It returns nil while the member's generation is current and
+// stable; ErrRebalanceInProgress when the member must commit and rejoin;
+// ErrIllegalGeneration when the group has moved to a newer generation
+// without it (rejoin); ErrUnknownMember when it is no longer in the group
+// (rejoin with no member id); ErrClosed.
+func (c *Coordinator) Heartbeat(ctx context.Context, group, memberID string, generation int32) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	e := c.groups[group]
+	if e == nil {
+		return fmt.Errorf("%w: %q in group %q", ErrUnknownMember, memberID, group)
+	}
+	return c.step(e, heartbeatEvent{member: memberID, generation: generation})
+}
+
+// Leave removes the member from the group at once (rather than when its
+// session times out); the others rebalance. ErrUnknownMember, ErrClosed.
+func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	e := c.groups[group]
+	if e == nil {
+		return fmt.Errorf("%w: %q in group %q", ErrUnknownMember, memberID, group)
+	}
+	err := c.step(e, leaveEvent{member: memberID})
+	c.forgetIfIdle(e)
+	return err
+}
+
+// Commit commits offsets (for each partition, the offset of the next record
+// to consume) for the group. It is accepted from a member of the group's
+// current generation, also while a rebalance is in progress so that a
+// member told to rejoin can commit first, and from a non-member (memberID ""
+// and generation -1) only while the group has no members. Otherwise it is
+// refused with ErrUnknownMember or ErrIllegalGeneration and changes nothing.
+//
+// The offsets are made durable by the Config's OffsetStore before Commit
+// returns and before Committed shows them; a Store error is returned
+// (wrapped) and changes nothing. Commits of one group take effect in the
+// order they reach the store. Commit renews the member's session. ctx bounds
+// the wait behind another commit of the group, not the Store call itself.
+// Bad offsets (a negative offset or partition, an empty or over-long topic)
+// are ErrInvalidRequest. An empty offsets map only checks the membership.
+func (c *Coordinator) Commit(ctx context.Context, group, memberID string, generation int32, offsets map[TopicPartition]int64) error {
+	if err := validGroup(group); err != nil {
+		return err
+	}
+	for tp, off := range offsets {
+		if tp.Topic == "" || len(tp.Topic) > MaxNameLen || tp.Partition < 0 || int64(tp.Partition) > 1<<31-1 || off < 0 {
+			return fmt.Errorf("%w: commit of offset %d for %s/%d", ErrInvalidRequest, off, tp.Topic, tp.Partition)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	e := c.entry(group)
+	e.committing++
+	c.commits.Add(1)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		e.committing--
+		c.forgetIfIdle(e)
+		c.mu.Unlock()
+		c.commits.Done()
+	}()
+
+	select {
+	case e.commitLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.commitLock }()
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	err := c.step(e, commitEvent{member: memberID, generation: generation})
+	c.mu.Unlock()
+	if err != nil || len(offsets) == 0 {
+		return err
+	}
+	offsets = maps.Clone(offsets) // neither the store nor the state keeps the caller's map
+	if c.cfg.Store != nil {
+		if err := c.cfg.Store.Store(group, offsets); err != nil {
+			return fmt.Errorf("group: store commit of group %q: %w", group, err)
+		}
+	}
+	c.mu.Lock()
+	e.st.applyCommit(offsets)
+	c.mu.Unlock()
+	return nil
+}
+
+// Committed returns the group's committed offsets of tps — only of those
+// that have one — or, for tps nil, all of the group's. It keeps working
+// after Close.
+func (c *Coordinator) Committed(group string, tps []TopicPartition) map[TopicPartition]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.groups[group]
+	if e == nil {
+		return map[TopicPartition]int64{}
+	}
+	if tps == nil {
+		return maps.Clone(e.st.offsets)
+	}
+	out := make(map[TopicPartition]int64, len(tps))
+	for _, tp := range tps {
+		if off, ok := e.st.offsets[tp]; ok {
+			out[tp] = off
+		}
+	}
+	return out
+}
+
+// Describe returns a snapshot of the group, and false if the coordinator
+// knows nothing of it (no members, no commits).
+func (c *Coordinator) Describe(group string) (Description, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.groups[group]
+	if e == nil {
+		return Description{}, false
+	}
+	return e.st.describe(), true
+}
+
+// Groups returns the ids of the groups the coordinator knows, sorted.
+func (c *Coordinator) Groups() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.groups))
+}
+
+// Close fails every pending Join with ErrClosed, stops the timers and waits
+// for the callbacks of those that already fired and for the Store calls in
+// progress. Later calls return ErrClosed. Close is idempotent.
+func (c *Coordinator) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	for token, ch := range c.waiters {
+		ch <- joinResult{err: ErrClosed}
+		delete(c.waiters, token)
+	}
+	for key, t := range c.timers {
+		if t.stop.Stop() {
+			c.callbacks.Done()
+		}
+		delete(c.timers, key)
+	}
+	c.mu.Unlock()
+	c.callbacks.Wait()
+	c.commits.Wait()
+	return nil
+}
+
+// step runs one event through e's state machine and carries out the
+// effects. mu is held and the coordinator is open.
+func (c *Coordinator) step(e *entry, ev event) error {
+	effs, err := e.st.step(c.clock.Now(), ev, c.effs[:0])
+	for i := range effs {
+		c.do(e.st, &effs[i])
+	}
+	clear(effs) // drop the responses' references
+	c.effs = effs[:0]
+	return err
+}
+
+func (c *Coordinator) do(g *groupState, f *effect) {
+	key := timerKey{group: g.id, member: f.timer}
+	switch f.kind {
+	case effReply:
+		if ch, ok := c.waiters[f.waiter]; ok {
+			delete(c.waiters, f.waiter)
+			ch <- joinResult{resp: f.resp, err: f.err}
+		}
+	case effArm:
+		c.arm(key, f.at)
+	case effCancel:
+		if t, ok := c.timers[key]; ok {
+			delete(c.timers, key)
+			if t.stop.Stop() {
+				c.callbacks.Done()
+			}
+		}
+	case effLog:
+		c.log.Info("group: "+f.msg, "group", g.id, "generation", g.generation, "state", g.phase.state(),
+			"member", f.member, "reason", f.reason)
+	}
+}
+
+// arm makes sure key's timer fires at or before at: an armed timer due no
+// later stays (the machine arms it again when it fires early). mu is held.
+func (c *Coordinator) arm(key timerKey, at time.Time) {
+	if t, ok := c.timers[key]; ok {
+		if !t.at.After(at) {
+			return
+		}
+		if t.stop.Stop() {
+			c.callbacks.Done()
+		}
+	}
+	t := &armedTimer{at: at}
+	c.callbacks.Add(1)
+	t.stop = c.clock.AfterFunc(at.Sub(c.clock.Now()), func() { c.fire(key, t) })
+	c.timers[key] = t
+}
+
+// fire is the callback of timer t of key.
+func (c *Coordinator) fire(key timerKey, t *armedTimer) {
+	defer c.callbacks.Done()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.timers[key] != t {
+		return // replaced by an earlier timer, cancelled, or closing
+	}
+	delete(c.timers, key)
+	if e := c.groups[key.group]; e != nil {
+		_ = c.step(e, timerEvent{member: key.member})
+		c.forgetIfIdle(e)
+	}
+}

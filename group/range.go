@@ -1,0 +1,58 @@
+package group
+
+import (
+	"cmp"
+	"slices"
+)
+
+// assignRange is Kafka's RangeAssignor. For each topic, the members
+// subscribed to it are sorted by member id and its partitions are split
+// into contiguous ranges in that order: each member gets
+// partitions/members of them and the first partitions%members members one
+// more. Topics are assigned independently of one another, so with several
+// topics the members that sort first get the extra partition of every one.
+//
+// subs maps a member id to its subscription; partitions maps a topic to its
+// partition count (a topic missing or with a count ≤ 0 is assigned to no
+// one). Every member of subs is in the result, with its partitions sorted
+// by topic, then partition; a member with none has an empty slice.
+func assignRange(subs map[string][]string, partitions map[string]int) map[string][]TopicPartition {
+	out := make(map[string][]TopicPartition, len(subs))
+	byTopic := make(map[string][]string)
+	for id, topics := range subs {
+		out[id] = []TopicPartition{}
+		for _, t := range topics {
+			byTopic[t] = append(byTopic[t], id)
+		}
+	}
+	for topic, members := range byTopic {
+		n := partitions[topic]
+		if n <= 0 {
+			continue
+		}
+		slices.Sort(members)
+		members = slices.Compact(members) // a topic listed twice by one member counts once
+		per, extra := n/len(members), n%len(members)
+		for i, id := range members {
+			start := per*i + min(i, extra)
+			length := per
+			if i < extra {
+				length++
+			}
+			for p := start; p < start+length; p++ {
+				out[id] = append(out[id], TopicPartition{Topic: topic, Partition: p})
+			}
+		}
+	}
+	for _, tps := range out {
+		slices.SortFunc(tps, compareTP)
+	}
+	return out
+}
+
+func compareTP(a, b TopicPartition) int {
+	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.Partition, b.Partition)
+}
