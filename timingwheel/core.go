@@ -15,6 +15,8 @@ const maxExp = math.MaxInt64 >> 1
 // bucket is a doubly linked list of timers sharing one expiration, linked
 // through the timers themselves (intrusive: adding or removing a timer
 // allocates nothing). root is the sentinel: root.next is the first timer.
+// A timer does not point back to its bucket (keeping Timer at 48 bytes), so
+// a bucket emptied by Stop stays in the heap until it expires, as in Kafka.
 type bucket struct {
 	root    Timer
 	exp     int64 // the bucket's expiration tick while it is in the heap
@@ -38,14 +40,14 @@ func (b *bucket) pushBack(t *Timer) {
 	t.next = &b.root
 	last.next = t
 	b.root.prev = t
-	t.b = b
 }
 
-// unlink takes t out of the list holding it.
+// unlink takes t out of the list holding it. t.next == nil means t is in
+// no list.
 func unlink(t *Timer) {
 	t.prev.next = t.next
 	t.next.prev = t.prev
-	t.next, t.prev, t.b = nil, nil, nil
+	t.next, t.prev = nil, nil
 }
 
 // level is one wheel: size buckets, each tick wide (in base ticks).
@@ -53,7 +55,9 @@ type level struct {
 	tick int64 // width of a bucket in base ticks: size^index
 	span int64 // tick*size, saturated at math.MaxInt64
 	cur  int64 // the level's current time, a multiple of tick
-	bkts []bucket
+	// cur/tick and its slot, kept so that add divides at most once.
+	curVid, curIdx int64
+	bkts           []bucket
 }
 
 // wheel is the hierarchy of levels plus the bucket heap and the ready list.
@@ -61,16 +65,15 @@ type level struct {
 // a timer does not fit the levels below, as in Kafka.
 //
 // Invariants (checked by checkInvariants in the tests):
-//   - a bucket is in the heap if and only if it holds at least one timer;
+//   - a bucket that holds a timer is in the heap (an empty one may be too);
 //   - a timer in a bucket of level L with expiration e satisfies
 //     b.exp <= e < b.exp+tick(L), and b.exp is a multiple of tick(L);
 //   - timers in ready are due: their expiration <= cur.
 type wheel struct {
 	size   int64
 	levels []*level
-	heap   []*bucket // min-heap of non-empty buckets by exp
+	heap   []*bucket // min-heap of buckets by exp
 	ready  bucket    // due timers waiting for the executor
-	nready int
 }
 
 func newWheel(size int) *wheel {
@@ -88,7 +91,8 @@ func (w *wheel) addLevel(tick, cur int64) *level {
 	if tick <= math.MaxInt64/w.size {
 		span = tick * w.size
 	}
-	lv := &level{tick: tick, span: span, cur: cur - cur%tick, bkts: make([]bucket, w.size)}
+	lv := &level{tick: tick, span: span, bkts: make([]bucket, w.size)}
+	w.setCur(lv, cur)
 	for i := range lv.bkts {
 		lv.bkts[i].init(len(w.levels))
 	}
@@ -97,9 +101,10 @@ func (w *wheel) addLevel(tick, cur int64) *level {
 }
 
 // add puts t (t.exp set, in no list) where it belongs: in the ready list if it
-// is due, else in the bucket of the finest level whose span covers it. It
-// reports the bucket if that bucket has just entered the heap (its expiration
-// may be earlier than what the driver sleeps for), else nil.
+// is due (then it returns &w.ready), else in the bucket of the finest level
+// whose span covers it. It returns that bucket if it has just entered the
+// heap (its expiration may be earlier than what the driver sleeps for), else
+// nil.
 func (w *wheel) add(t *Timer) *bucket {
 	if t.exp > maxExp {
 		t.exp = maxExp
@@ -107,8 +112,7 @@ func (w *wheel) add(t *Timer) *bucket {
 	lv := w.levels[0]
 	if t.exp <= lv.cur {
 		w.ready.pushBack(t)
-		w.nready++
-		return nil
+		return &w.ready
 	}
 	for i := 0; ; i++ {
 		if i == len(w.levels) {
@@ -119,14 +123,21 @@ func (w *wheel) add(t *Timer) *bucket {
 		}
 		// t.exp > cur at every level (cur only decreases upwards), so this
 		// difference cannot overflow.
-		if t.exp-lv.cur < lv.span {
-			vid := t.exp / lv.tick
-			b := &lv.bkts[vid%w.size]
+		if off := t.exp - lv.cur; off < lv.span {
+			slots := off // buckets ahead of the current one; < size
+			if i > 0 {
+				slots = off / lv.tick
+			}
+			idx := lv.curIdx + slots
+			if idx >= w.size {
+				idx -= w.size
+			}
+			b := &lv.bkts[idx]
 			b.pushBack(t)
 			if b.heapIdx >= 0 {
 				return nil
 			}
-			b.exp = vid * lv.tick
+			b.exp = (lv.curVid + slots) * lv.tick
 			w.heapPush(b)
 			return b
 		}
@@ -136,16 +147,10 @@ func (w *wheel) add(t *Timer) *bucket {
 // remove takes t out of the wheel or the ready list. It reports whether t was
 // there (false: it already went to the executor, or was never added).
 func (w *wheel) remove(t *Timer) bool {
-	b := t.b
-	if b == nil {
+	if t.next == nil {
 		return false
 	}
 	unlink(t)
-	if b == &w.ready {
-		w.nready--
-	} else if b.empty() {
-		w.heapRemove(b)
-	}
 	return true
 }
 
@@ -155,9 +160,16 @@ func (w *wheel) remove(t *Timer) bool {
 func (w *wheel) advanceClock(now int64) {
 	for _, lv := range w.levels {
 		if now-lv.cur >= lv.tick {
-			lv.cur = now - now%lv.tick
+			w.setCur(lv, now)
 		}
 	}
+}
+
+// setCur sets lv's current time to now rounded down to its tick.
+func (w *wheel) setCur(lv *level, now int64) {
+	lv.curVid = now / lv.tick
+	lv.cur = lv.curVid * lv.tick
+	lv.curIdx = lv.curVid % w.size
 }
 
 // advance moves the core to time now: each bucket that expires at or before
@@ -165,7 +177,7 @@ func (w *wheel) advanceClock(now int64) {
 // expiration, and its timers are re-added, falling into finer levels or into
 // the ready list. It returns how many timers entered the ready list.
 func (w *wheel) advance(now int64) int {
-	before := w.nready
+	n := 0
 	for len(w.heap) > 0 && w.heap[0].exp <= now {
 		b := w.heapPop()
 		w.advanceClock(b.exp)
@@ -173,13 +185,15 @@ func (w *wheel) advance(now int64) int {
 		b.root.next, b.root.prev = &b.root, &b.root
 		for t != &b.root {
 			next := t.next
-			t.next, t.prev, t.b = nil, nil, nil
-			w.add(t)
+			t.next, t.prev = nil, nil
+			if w.add(t) == &w.ready {
+				n++
+			}
 			t = next
 		}
 	}
 	w.advanceClock(now)
-	return w.nready - before
+	return n
 }
 
 // next reports the expiration of the earliest bucket.
@@ -197,20 +211,5 @@ func (w *wheel) popReady() *Timer {
 		return nil
 	}
 	unlink(t)
-	w.nready--
 	return t
-}
-
-// where tells which level and bucket hold t: the level, and the bucket's
-// range [start, end) in ticks. level is -1 for the ready list and -2 when t is
-// in no list.
-func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
-	switch b := t.b; {
-	case b == nil:
-		return -2, 0, 0
-	case b == &w.ready:
-		return -1, 0, 0
-	default:
-		return b.level, b.exp, b.exp + w.levels[b.level].tick
-	}
 }

@@ -12,9 +12,41 @@ import (
 
 func newCoreTimer(exp int64) *Timer { return &Timer{exp: exp} }
 
-// checkInvariants verifies the core's structure: every bucket is in the heap
-// exactly when it is non-empty, timers lie inside their bucket's range, the
-// heap is ordered, and the ready list holds only due timers.
+// where tells which level and bucket hold t: the level and the bucket's
+// range [start, end) in ticks; level -1 is the ready list, -2 no list.
+func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
+	if t.next == nil {
+		return -2, 0, 0
+	}
+	for x := w.ready.root.next; x != &w.ready.root; x = x.next {
+		if x == t {
+			return -1, 0, 0
+		}
+	}
+	for li, lv := range w.levels {
+		for bi := range lv.bkts {
+			b := &lv.bkts[bi]
+			for x := b.root.next; x != &b.root; x = x.next {
+				if x == t {
+					return li, b.exp, b.exp + lv.tick
+				}
+			}
+		}
+	}
+	panic("timer linked into no list of the wheel")
+}
+
+func (w *wheel) readyLen() int {
+	n := 0
+	for x := w.ready.root.next; x != &w.ready.root; x = x.next {
+		n++
+	}
+	return n
+}
+
+// checkInvariants verifies the core's structure: every non-empty bucket is in
+// the heap, timers lie inside their bucket's range, the heap is ordered, and
+// the ready list holds only due timers.
 func checkInvariants(t *testing.T, w *wheel) {
 	t.Helper()
 	inHeap := 0
@@ -27,10 +59,10 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if b.level != li {
 				t.Fatalf("bucket %d of level %d says level %d", bi, li, b.level)
 			}
-			if b.empty() != (b.heapIdx < 0) {
-				t.Fatalf("level %d bucket %d: empty=%v heapIdx=%d", li, bi, b.empty(), b.heapIdx)
+			if !b.empty() && b.heapIdx < 0 {
+				t.Fatalf("level %d bucket %d: holds timers, not in the heap", li, bi)
 			}
-			if b.empty() {
+			if b.heapIdx < 0 {
 				continue
 			}
 			inHeap++
@@ -40,9 +72,12 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if b.exp%lv.tick != 0 || int(b.exp/lv.tick%w.size) != bi {
 				t.Fatalf("level %d bucket %d: exp %d does not belong to this slot", li, bi, b.exp)
 			}
+			if b.exp <= w.now() && len(w.heap) > 0 {
+				t.Fatalf("level %d bucket %d: expired (%d) at %d but still in the heap", li, bi, b.exp, w.now())
+			}
 			prev := &b.root
 			for tm := b.root.next; tm != &b.root; tm = tm.next {
-				if tm.b != b || tm.prev != prev {
+				if tm.prev != prev {
 					t.Fatalf("level %d bucket %d: broken links", li, bi)
 				}
 				if tm.exp < b.exp || tm.exp-b.exp >= lv.tick {
@@ -63,15 +98,15 @@ func checkInvariants(t *testing.T, w *wheel) {
 			t.Fatalf("heap out of order at %d", i)
 		}
 	}
-	n := 0
+	prev := &w.ready.root
 	for tm := w.ready.root.next; tm != &w.ready.root; tm = tm.next {
 		if tm.exp > w.now() {
 			t.Fatalf("timer exp %d in ready list at time %d", tm.exp, w.now())
 		}
-		n++
-	}
-	if n != w.nready {
-		t.Fatalf("ready list has %d timers, nready=%d", n, w.nready)
+		if tm.prev != prev {
+			t.Fatal("ready list: broken links")
+		}
+		prev = tm
 	}
 }
 
@@ -126,7 +161,7 @@ func TestWorkedExample(t *testing.T) {
 			if next, _ := w.next(); next != s.start {
 				t.Fatalf("at %d ms: next wake-up %d, want %d", s.at, next, s.start)
 			}
-			if w.nready != 0 {
+			if !w.ready.empty() {
 				t.Fatalf("at %d ms: fired early", s.at)
 			}
 		}
@@ -189,31 +224,34 @@ func TestCoreRemove(t *testing.T) {
 	if w.remove(a) {
 		t.Fatal("second remove = true")
 	}
-	if len(w.heap) != 1 {
-		t.Fatal("bucket left the heap while it still holds a timer")
-	}
 	if !w.remove(b) {
 		t.Fatal("remove b = false")
 	}
-	if len(w.heap) != 0 {
-		t.Fatal("emptied bucket still in the heap")
+	checkInvariants(t, w)
+	// The emptied bucket stays queued until it expires, then leaves with
+	// nothing to fire.
+	if next, ok := w.next(); !ok || next != 5 {
+		t.Fatalf("next = %d %v, want the emptied bucket at 5", next, ok)
+	}
+	if n := w.advance(5); n != 0 || len(w.heap) != 0 {
+		t.Fatalf("advance over an emptied bucket: %d fired, heap %d", n, len(w.heap))
 	}
 	checkInvariants(t, w)
 
 	// A due timer can still be removed before the executor takes it.
-	c := newCoreTimer(3)
+	c := newCoreTimer(7)
 	w.add(c)
-	w.advance(3)
-	if w.nready != 1 {
-		t.Fatalf("nready = %d", w.nready)
+	w.advance(7)
+	if w.readyLen() != 1 {
+		t.Fatalf("ready = %d", w.readyLen())
 	}
-	if !w.remove(c) || w.nready != 0 {
+	if !w.remove(c) || !w.ready.empty() {
 		t.Fatal("remove from ready list")
 	}
 	// After the executor took it, remove reports false.
-	d := newCoreTimer(4)
+	d := newCoreTimer(9)
 	w.add(d)
-	w.advance(4)
+	w.advance(9)
 	if got := drainReady(w); len(got) != 1 {
 		t.Fatalf("ready = %d timers", len(got))
 	}
@@ -228,7 +266,7 @@ func TestCoreDueOnAdd(t *testing.T) {
 	w.advance(100)
 	for _, exp := range []int64{100, 99, 0, -5} {
 		tm := newCoreTimer(exp)
-		if b := w.add(tm); b != nil {
+		if b := w.add(tm); b != &w.ready {
 			t.Fatalf("exp %d at time 100 went to a bucket", exp)
 		}
 		if lvl, _, _ := w.where(tm); lvl != -1 {

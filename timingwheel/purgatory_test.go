@@ -147,7 +147,7 @@ func TestPurgatoryCompletedByKey(t *testing.T) {
 	if p.Watched() != 0 || p.Pending() != 0 || listedKeys(t, p) != 0 {
 		t.Fatalf("after completion: watched %d pending %d keys %d", p.Watched(), p.Pending(), listedKeys(t, p))
 	}
-	if d.timer.b != nil {
+	if d.timer.next != nil {
 		t.Fatal("completed operation's timer still in the wheel")
 	}
 	if n := p.CheckAndComplete("a"); n != 0 || op.tries.Load() != 4 {
@@ -482,7 +482,7 @@ func TestPurgatoryCompletesOnSecondTry(t *testing.T) {
 	if p.Watched() != 0 || p.Pending() != 0 || listedKeys(t, p) != 0 || p.stale.Load() != 0 {
 		t.Fatalf("watched %d pending %d keys %d stale %d", p.Watched(), p.Pending(), listedKeys(t, p), p.stale.Load())
 	}
-	if d.timer.b != nil || d.timer.tw != nil {
+	if d.timer.next != nil || d.timer.tw != nil {
 		t.Fatal("a timer was armed for an operation that completed while being watched")
 	}
 	op.check(t)

@@ -244,7 +244,10 @@ func TestSlowCallbackDoesNotStallClock(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		tw.mu.Lock()
-		queued := tw.w.nready
+		queued := 0
+		for t := tw.w.ready.root.next; t != &tw.w.ready.root; t = t.next {
+			queued++
+		}
 		tw.mu.Unlock()
 		if queued != 10 || ran.Load() != 0 {
 			t.Fatalf("queued %d ran %d, want 10 queued, 0 run", queued, ran.Load())
