@@ -110,30 +110,49 @@ func (p *Partition) load(clean bool, st partitionState) error {
 			s.Close()
 		}
 	}
+	// dropFrom deletes the files of the segments from bases[i] on.
+	dropFrom := func(i int, why string, args ...any) error {
+		p.logger.Warn(why, append([]any{"partition", p.String(), "deleted", len(bases) - i}, args...)...)
+		for _, later := range bases[i:] {
+			for _, ext := range []string{".log", ".index", ".timeindex"} {
+				p.fs.Remove(filepath.Join(p.dir, segment.Name(later, ext)))
+			}
+		}
+		if err := p.fs.SyncDir(p.dir); err != nil {
+			return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+		}
+		return nil
+	}
 	for i, base := range bases {
-		seg, truncated, err := segment.Open(p.fs, p.dir, base, p.segCfg, i >= firstRecover, maxRecoverBatch, now)
+		recover := i >= firstRecover
+		if recover && i > 0 && base != segs[i-1].NextOffset() {
+			// After the recovery point, segments must follow one another:
+			// a gap means the end of an earlier segment was lost while a
+			// later one's unsynced bytes survived. The log ends at the gap.
+			if err := dropFrom(i, "segment does not follow the one before it; deleting it and those after it",
+				"segment", base, "expected", segs[i-1].NextOffset()); err != nil {
+				closeAll()
+				return err
+			}
+			break
+		}
+		seg, truncated, err := segment.Open(p.fs, p.dir, base, p.segCfg, recover, maxRecoverBatch, now)
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("log: open %s: %w", p, err)
 		}
 		segs = append(segs, seg)
+		if truncated > 0 {
+			p.logger.Warn("truncated torn or corrupt tail", "partition", p.String(), "segment", base, "bytes", truncated)
+		}
 		if truncated > 0 && i+1 < len(bases) {
 			// Kafka's rule: a torn or corrupt segment ends the log; what
 			// follows it was never acknowledged as durable.
-			p.logger.Warn("truncated corrupt segment; deleting the segments after it",
-				"partition", p.String(), "segment", base, "bytes", truncated, "deleted", len(bases)-i-1)
-			for _, later := range bases[i+1:] {
-				for _, ext := range []string{".log", ".index", ".timeindex"} {
-					p.fs.Remove(filepath.Join(p.dir, segment.Name(later, ext)))
-				}
-			}
-			if err := p.fs.SyncDir(p.dir); err != nil {
+			if err := dropFrom(i+1, "deleting the segments after a truncated one"); err != nil {
 				closeAll()
-				return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+				return err
 			}
 			break
-		} else if truncated > 0 {
-			p.logger.Warn("truncated torn tail", "partition", p.String(), "segment", base, "bytes", truncated)
 		}
 	}
 

@@ -152,6 +152,10 @@ type Producer struct {
 	nextID   uint64
 	closed   bool
 
+	// waiters are Send's, reused. Per Producer, not per package: a channel
+	// made inside a testing/synctest bubble must stay in it.
+	waiters sync.Pool
+
 	kick      chan struct{} // wakes the timer goroutine
 	stop      chan struct{} // closed by Close: the timer goroutine returns
 	closeDone chan struct{} // closed when Close has finished
@@ -218,8 +222,6 @@ type sendWaiter struct {
 	err error
 }
 
-var sendWaiters = sync.Pool{New: func() any { return &sendWaiter{ch: make(chan struct{}, 1)} }}
-
 // NewProducer returns a Producer that sends through c. It fails with an
 // error wrapping ErrInvalidConfig for a configuration that cannot work,
 // and with ErrIdempotenceUnsupported when cfg.Idempotent is set.
@@ -240,6 +242,7 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 		stop:      make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
+	p.waiters.New = func() any { return &sendWaiter{ch: make(chan struct{}, 1)} }
 	p.wg.Add(1)
 	go p.lingerLoop()
 	return p, nil
@@ -257,17 +260,17 @@ func (p *Producer) Send(ctx context.Context, r Record) (Record, error) {
 	if p.cfg.Acks == AcksNone {
 		return p.enqueue(ctx, r, nil, nil)
 	}
-	w := sendWaiters.Get().(*sendWaiter)
+	w := p.waiters.Get().(*sendWaiter)
 	out, err := p.enqueue(ctx, r, nil, w)
 	if err != nil {
-		sendWaiters.Put(w)
+		p.waiters.Put(w)
 		return out, err
 	}
 	select {
 	case <-w.ch:
 		out, err = w.rec, w.err
 		w.rec, w.err = Record{}, nil
-		sendWaiters.Put(w)
+		p.waiters.Put(w)
 		return out, err
 	case <-ctx.Done():
 		// The sender still holds w: leave it to the garbage collector.

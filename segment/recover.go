@@ -98,8 +98,14 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		pos += int64(n)
 	}
 	if pos < size {
+		// The cut must be durable before anything is appended after it:
+		// otherwise a second crash could bring the torn tail back in the
+		// middle of the log.
 		if err := s.log.Truncate(pos); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.path(".log"), pos, err)
+		}
+		if err := s.log.Sync(); err != nil {
+			return 0, fmt.Errorf("segment: sync %s: %w", s.path(".log"), err)
 		}
 	}
 	s.size.Store(pos)

@@ -291,12 +291,18 @@ func (s *Segment) index(h batch.Header, pos int64) error {
 		s.maxTs.Store(h.MaxTimestamp)
 		s.offsetOfMaxTs = h.LastOffset()
 	}
+	// A full index only happens while rebuilding one (appends roll the
+	// segment first): a rebuilt index may be sparser than the original.
 	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
-		if err := s.oi.Append(h.LastOffset(), pos); err != nil {
-			return fmt.Errorf("segment: %w", err)
+		if !s.oi.IsFull() {
+			if err := s.oi.Append(h.LastOffset(), pos); err != nil {
+				return fmt.Errorf("segment: %w", err)
+			}
 		}
-		if err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
-			return fmt.Errorf("segment: %w", err)
+		if !s.ti.IsFull() {
+			if err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
+				return fmt.Errorf("segment: %w", err)
+			}
 		}
 		s.bytesSinceIndex = 0
 	}
@@ -309,7 +315,8 @@ func (s *Segment) index(h batch.Header, pos int64) error {
 // trimmed to their entries.
 func (s *Segment) Seal() error {
 	if s.maxTs.Load() >= 0 {
-		if err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true); err != nil {
+		err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true)
+		if err != nil && !errors.Is(err, index.ErrIndexFull) {
 			return fmt.Errorf("segment: seal: %w", err)
 		}
 	}
