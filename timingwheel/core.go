@@ -42,6 +42,17 @@ func (b *bucket) pushBack(t *Timer) {
 	b.root.prev = t
 }
 
+// splice moves all of src's timers, in order, to the end of b.
+func (b *bucket) splice(src *bucket) {
+	first, last := src.root.next, src.root.prev
+	src.root.next, src.root.prev = &src.root, &src.root
+	tail := b.root.prev
+	tail.next = first
+	first.prev = tail
+	last.next = &b.root
+	b.root.prev = last
+}
+
 // unlink takes t out of the list holding it. t.next == nil means t is in
 // no list.
 func unlink(t *Timer) {
@@ -175,25 +186,35 @@ func (w *wheel) setCur(lv *level, now int64) {
 // advance moves the core to time now: each bucket that expires at or before
 // now is taken from the heap in order, the clock is advanced to its
 // expiration, and its timers are re-added, falling into finer levels or into
-// the ready list. It returns how many timers entered the ready list.
-func (w *wheel) advance(now int64) int {
-	n := 0
+// the ready list. A bucket of the finest level holds only timers due at its
+// expiration: it is spliced onto the ready list whole. advance reports
+// whether any timer entered the ready list.
+func (w *wheel) advance(now int64) bool {
+	readied := false
 	for len(w.heap) > 0 && w.heap[0].exp <= now {
 		b := w.heapPop()
 		w.advanceClock(b.exp)
+		if b.empty() {
+			continue
+		}
+		if b.level == 0 {
+			w.ready.splice(b)
+			readied = true
+			continue
+		}
 		t := b.root.next
 		b.root.next, b.root.prev = &b.root, &b.root
 		for t != &b.root {
 			next := t.next
 			t.next, t.prev = nil, nil
 			if w.add(t) == &w.ready {
-				n++
+				readied = true
 			}
 			t = next
 		}
 	}
 	w.advanceClock(now)
-	return n
+	return readied
 }
 
 // next reports the expiration of the earliest bucket.

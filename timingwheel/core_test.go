@@ -233,8 +233,8 @@ func TestCoreRemove(t *testing.T) {
 	if next, ok := w.next(); !ok || next != 5 {
 		t.Fatalf("next = %d %v, want the emptied bucket at 5", next, ok)
 	}
-	if n := w.advance(5); n != 0 || len(w.heap) != 0 {
-		t.Fatalf("advance over an emptied bucket: %d fired, heap %d", n, len(w.heap))
+	if readied := w.advance(5); readied || len(w.heap) != 0 {
+		t.Fatalf("advance over an emptied bucket: readied %v, heap %d", readied, len(w.heap))
 	}
 	checkInvariants(t, w)
 

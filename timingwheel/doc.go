@@ -11,8 +11,10 @@
 // timers themselves, so [TimingWheel.AfterFunc] allocates one small [Timer]
 // and [Timer.Stop] unlinks it in O(1). A priority queue holds the non-empty
 // buckets (never the timers) by expiration: the driver goroutine sleeps until
-// the earliest bucket expires, so it wakes once per non-empty bucket, not once
-// per tick. When a bucket of a coarse level expires, its timers are added
+// the earliest bucket expires, so it wakes once per bucket that was given a
+// timer, not once per tick. (A bucket emptied by Stop stays queued until it
+// expires, as in Kafka; a Timer does not point back to its bucket, which keeps
+// it at 48 bytes.) When a bucket of a coarse level expires, its timers are added
 // again and fall into finer levels, until the finest level hands them to the
 // workers.
 //

@@ -267,7 +267,7 @@ func (tw *TimingWheel) drive(sleeper ClockTimer) {
 		tw.mu.Lock()
 		e := tw.elapsed()
 		now := int64(e / tw.tick)
-		n := tw.w.advance(now)
+		readied := tw.w.advance(now)
 		tw.nextTick = time.Duration(now+1) * tw.tick
 		next, ok := tw.w.next()
 		if ok {
@@ -276,7 +276,7 @@ func (tw *TimingWheel) drive(sleeper ClockTimer) {
 			tw.armed = math.MaxInt64
 		}
 		tw.mu.Unlock()
-		if n > 0 {
+		if readied {
 			tw.work.Broadcast()
 		}
 		if ok {
