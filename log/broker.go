@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/timingwheel"
 	"github.com/strata-log/strata/vfs"
 )
@@ -39,6 +40,7 @@ type Broker struct {
 
 	wheel   *timingwheel.TimingWheel
 	fetches *timingwheel.Purgatory[TopicPartition]
+	groups  *group.Coordinator
 
 	wakeCh chan struct{}
 	stop   chan struct{}
@@ -114,7 +116,11 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		lock.Close()
 		return nil, err
 	}
-	if err := b.load(); err != nil {
+	err = b.load()
+	if err == nil {
+		err = b.startGroups()
+	}
+	if err != nil {
 		for _, t := range b.topics {
 			for _, p := range t.parts {
 				p.close()
@@ -252,6 +258,9 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := ValidTopicName(name); err != nil {
 		return nil, err
 	}
+	if name == OffsetsTopic {
+		return nil, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
+	}
 	cfg = cfg.merge(b.cfg.DefaultTopic).WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -264,6 +273,11 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if b.closed {
 		return nil, fmt.Errorf("log: create topic %s: %w", name, ErrClosed)
 	}
+	return b.createTopicLocked(name, cfg)
+}
+
+// createTopicLocked creates a topic from a complete, valid cfg. Holds b.mu.
+func (b *Broker) createTopicLocked(name string, cfg TopicConfig) (*Topic, error) {
 	if _, ok := b.topics[name]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
 	}
@@ -320,13 +334,16 @@ func (b *Broker) Partition(topic string, i int) (*Partition, error) {
 	return t.Partition(i)
 }
 
-// Topics returns the names of the topics, sorted.
+// Topics returns the names of the topics, sorted; internal topics
+// (OffsetsTopic) are not listed.
 func (b *Broker) Topics() []string {
 	b.mu.RLock()
 	defer b.mu.RUnlock()
 	names := make([]string, 0, len(b.topics))
 	for name := range b.topics {
-		names = append(names, name)
+		if name != OffsetsTopic {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names
@@ -337,6 +354,9 @@ func (b *Broker) Topics() []string {
 func (b *Broker) DeleteTopic(name string) error {
 	if err := ValidTopicName(name); err != nil {
 		return err
+	}
+	if name == OffsetsTopic {
+		return fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -388,6 +408,7 @@ func (b *Broker) Close() error {
 	b.mu.Unlock()
 	close(b.stop)
 	b.wg.Wait()
+	b.groups.Close()
 
 	var first error
 	keep := func(err error) {

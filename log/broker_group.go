@@ -3,35 +3,151 @@ package log
 import (
 	"context"
 	"errors"
+	"fmt"
+	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/segment/batch"
 )
 
-// errGroupsNotWired is returned until the group coordinator is wired in.
-// TODO(issue 4): replace with the group.Coordinator.
-var errGroupsNotWired = errors.New("log: consumer groups are not wired in yet")
+// OffsetsTopic is the internal topic that holds committed offsets, as in
+// Kafka: one record per commit of a (group, topic, partition), keyed and
+// encoded as Kafka encodes them. It is created on the first commit, is not
+// listed by Topics and cannot be created or deleted by users.
+const OffsetsTopic = "__consumer_offsets"
 
-// JoinGroup joins a consumer group (see Client).
+// offsetsTopicConfig: commits are fsynced before they are acknowledged and
+// kept forever (until compaction is built, the topic only grows).
+var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1, Cleanup: CleanupCompact}
+
+// startGroups reads the committed offsets back from OffsetsTopic and starts
+// the group coordinator.
+func (b *Broker) startGroups() error {
+	initial, err := b.loadOffsets()
+	if err != nil {
+		return err
+	}
+	c, err := group.New(group.Config{
+		Store:                 offsetStore{b},
+		Partitions:            b.Partitions,
+		Initial:               initial,
+		Logger:                b.logger,
+		MinSessionTimeout:     b.cfg.GroupMinSessionTimeout,
+		InitialRebalanceDelay: b.cfg.GroupInitialRebalanceDelay,
+	})
+	if err != nil {
+		return fmt.Errorf("log: start group coordinator: %w", err)
+	}
+	b.groups = c
+	return nil
+}
+
+// loadOffsets replays OffsetsTopic: the last commit of each (group, topic,
+// partition) wins; a tombstone removes it.
+func (b *Broker) loadOffsets() (map[string]map[TopicPartition]int64, error) {
+	out := map[string]map[TopicPartition]int64{}
+	t, ok := b.topics[OffsetsTopic]
+	if !ok {
+		return out, nil
+	}
+	for _, p := range t.parts {
+		for off := p.StartOffset(); off < p.EndOffset(); {
+			raw, err := p.ReadBatches(off, 1<<20, p.EndOffset())
+			if err != nil {
+				return nil, fmt.Errorf("log: read %s: %w", p, err)
+			}
+			err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
+				off = h.NextOffset()
+				return batch.Records(bt, h, func(r *batch.Record) error {
+					g, tp, o, err := group.DecodeOffsetRecord(r.Key, r.Value)
+					switch {
+					case errors.Is(err, group.ErrNotOffsetRecord):
+						return nil
+					case err != nil:
+						return fmt.Errorf("offset %d: %w", r.Offset, err)
+					case out[g] == nil:
+						out[g] = map[TopicPartition]int64{}
+					}
+					if o < 0 {
+						delete(out[g], tp)
+					} else {
+						out[g][tp] = o
+					}
+					return nil
+				})
+			})
+			if err != nil {
+				return nil, fmt.Errorf("log: read %s: %w", p, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// offsetStore appends commits to OffsetsTopic.
+type offsetStore struct{ b *Broker }
+
+func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) error {
+	p, err := s.b.offsetsPartition()
+	if err != nil {
+		return err
+	}
+	bd := builders.Get().(*batch.Builder)
+	defer builders.Put(bd)
+	now := time.Now()
+	bd.Reset(now.UnixMilli())
+	for tp, off := range offsets {
+		k, v := group.EncodeOffsetRecord(groupID, tp, off, now)
+		bd.Append(now.UnixMilli(), k, v, nil)
+	}
+	_, _, err = p.AppendBatch(bd.Bytes())
+	return err
+}
+
+// offsetsPartition returns the partition of OffsetsTopic, creating the
+// topic on first use.
+func (b *Broker) offsetsPartition() (*Partition, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		return nil, fmt.Errorf("log: commit: %w", ErrClosed)
+	}
+	t, ok := b.topics[OffsetsTopic]
+	if !ok {
+		var err error
+		if t, err = b.createTopicLocked(OffsetsTopic, offsetsTopicConfig.WithDefaults()); err != nil {
+			return nil, err
+		}
+	}
+	return t.parts[0], nil
+}
+
+// JoinGroup joins a consumer group (see Client and group.Coordinator.Join).
 func (b *Broker) JoinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResponse, error) {
-	return group.JoinResponse{}, errGroupsNotWired
+	return b.groups.Join(ctx, req)
 }
 
-// Heartbeat keeps a group member alive (see Client).
+// Heartbeat keeps a group member alive.
 func (b *Broker) Heartbeat(ctx context.Context, groupID, memberID string, generation int32) error {
-	return errGroupsNotWired
+	return b.groups.Heartbeat(ctx, groupID, memberID, generation)
 }
 
-// LeaveGroup removes a member from its group (see Client).
+// LeaveGroup removes a member from its group.
 func (b *Broker) LeaveGroup(ctx context.Context, groupID, memberID string) error {
-	return errGroupsNotWired
+	return b.groups.Leave(ctx, groupID, memberID)
 }
 
-// CommitOffsets commits a member's positions (see Client).
+// CommitOffsets commits a member's positions, durably, for its current
+// generation.
 func (b *Broker) CommitOffsets(ctx context.Context, groupID, memberID string, generation int32, offsets map[TopicPartition]int64) error {
-	return errGroupsNotWired
+	return b.groups.Commit(ctx, groupID, memberID, generation, offsets)
 }
 
-// FetchOffsets returns a group's committed offsets (see Client).
+// FetchOffsets returns a group's committed offsets for the partitions that
+// have one.
 func (b *Broker) FetchOffsets(ctx context.Context, groupID string, tps []TopicPartition) (map[TopicPartition]int64, error) {
-	return nil, errGroupsNotWired
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return b.groups.Committed(groupID, tps), nil
 }

@@ -160,7 +160,7 @@ func TestBadInput(t *testing.T) {
 			_, err = b.Topic(name)
 			require.Error(t, err)
 		}
-		for _, name := range []string{"a", "A.b_c-9", strings.Repeat("x", 249), "...", "__consumer_offsets"} {
+		for _, name := range []string{"a", "A.b_c-9", strings.Repeat("x", 249), "...", "__internal_x"} {
 			_, err := b.CreateTopic(name, TopicConfig{})
 			require.NoError(t, err, "%q", name)
 		}

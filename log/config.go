@@ -23,6 +23,13 @@ type Config struct {
 	FS vfs.FS
 	// Logger receives the broker's log lines; nil → discard.
 	Logger *stdlog.Logger
+	// GroupMinSessionTimeout is the shortest session timeout a consumer
+	// group member may ask for; 0 → 6 s (Kafka's
+	// group.min.session.timeout.ms).
+	GroupMinSessionTimeout time.Duration
+	// GroupInitialRebalanceDelay holds a new group's first rebalance open
+	// that long for more members; 0 → none (Kafka's default is 3 s).
+	GroupInitialRebalanceDelay time.Duration
 	// DefaultTopic is the configuration whose non-zero fields fill the zero
 	// fields of every TopicConfig given to CreateTopic.
 	DefaultTopic TopicConfig
