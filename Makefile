@@ -1,0 +1,38 @@
+# Habits, automated. CI runs .ci/run (gofmt, vet, test, race, bench module build).
+.PHONY: test race vet lint bench fuzz soak ci
+
+test:
+	go test ./...
+
+race:
+	go test -race ./...
+
+vet:
+	go vet ./...
+
+lint: vet
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+
+# Storage, timer and client benchmarks of the main module (see README for the figures).
+bench:
+	go test -run '^$$' -bench . -benchmem ./log/ ./segment/... ./index/ ./timingwheel/
+
+# Side-by-side against tidwall/wal, NATS JetStream, kfake, time.AfterFunc (nested module).
+bench-peers:
+	cd bench && go run . -quick
+
+# Every fuzz target for FUZZTIME each (default 30s).
+FUZZTIME ?= 30s
+fuzz:
+	@for pkg in ./segment/batch ./segment ./index ./group ./vfs; do \
+	  for f in $$(go test -list 'Fuzz.*' $$pkg | grep ^Fuzz); do \
+	    echo "== $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+# Long randomized runs: STRATA_SOAK=1 enlarges the randomized tests.
+soak:
+	STRATA_SOAK=1 go test -count=1 -timeout 60m ./...
+
+ci:
+	bash .ci/run
