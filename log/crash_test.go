@@ -46,8 +46,11 @@ func value(rng *rand.Rand, off int) []byte {
 func TestCrashAtRandomPoints(t *testing.T) {
 	s := seed(t)
 	iters := 40
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		iters = 10
+	case os.Getenv("STRATA_SOAK") != "":
+		iters = 2000
 	}
 	for it := 0; it < iters; it++ {
 		rng := rand.New(rand.NewPCG(s, uint64(it)))

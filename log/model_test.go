@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -17,8 +18,11 @@ import (
 func TestRandomOpsAgainstModel(t *testing.T) {
 	s := seed(t)
 	runs, steps := 12, 300
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		runs = 4
+	case os.Getenv("STRATA_SOAK") != "":
+		runs, steps = 300, 1000
 	}
 	for run := 0; run < runs; run++ {
 		rng := rand.New(rand.NewPCG(s, uint64(run)))
