@@ -4,22 +4,23 @@ import "math"
 
 // This file is the pure core: hierarchical wheels of buckets, the bucket
 // priority queue and the list of due timers. It does no IO, starts no
-// goroutine, takes no lock and reads no clock; time is an int64 count of ticks
-// that the caller passes in. The driver in timingwheel.go owns the lock, the
-// clock and the goroutines.
+// goroutine, takes no lock and reads no clock; time is an int64 count of
+// units (the driver uses nanoseconds since the wheel started) that the caller
+// passes in. The driver in timingwheel.go owns the lock, the clock and the
+// goroutines.
 
-// maxExp caps expirations (in ticks) so that additions of a level's span
-// never overflow.
+// maxExp caps expirations so that additions of a level's span never
+// overflow.
 const maxExp = math.MaxInt64 >> 1
 
-// bucket is a doubly linked list of timers sharing one expiration, linked
-// through the timers themselves (intrusive: adding or removing a timer
-// allocates nothing). root is the sentinel: root.next is the first timer.
-// A timer does not point back to its bucket (keeping Timer at 48 bytes), so
-// a bucket emptied by Stop stays in the heap until it expires, as in Kafka.
+// bucket is a doubly linked list of timers, linked through the timers
+// themselves (intrusive: adding or removing a timer allocates nothing). root
+// is the sentinel: root.next is the first timer. A timer does not point back
+// to its bucket (keeping Timer at 48 bytes), so a bucket emptied by Stop
+// stays in the heap until it expires, as in Kafka.
 type bucket struct {
 	root    Timer
-	exp     int64 // the bucket's expiration tick while it is in the heap
+	exp     int64 // when the bucket expires, while it is in the heap
 	heapIdx int   // position in the heap; -1 when not in it
 	level   int   // wheel level that owns the bucket; -1 for the ready list
 }
@@ -61,12 +62,12 @@ func unlink(t *Timer) {
 	t.next, t.prev = nil, nil
 }
 
-// level is one wheel: size buckets, each tick wide (in base ticks).
+// level is one wheel: size buckets, each tick wide.
 type level struct {
-	tick int64 // width of a bucket in base ticks: size^index
+	tick int64 // width of a bucket: the finest tick times size^index
 	span int64 // tick*size, saturated at math.MaxInt64
-	cur  int64 // the level's current time, a multiple of tick
-	// cur/tick and its slot, kept so that add divides at most once.
+	cur  int64 // the level's current time, rounded down to a multiple of tick
+	// cur/tick and its slot, kept so that add divides at most once a level.
 	curVid, curIdx int64
 	bkts           []bucket
 }
@@ -75,35 +76,42 @@ type level struct {
 // Level 0 is created up front; each overflow level is created the first time
 // a timer does not fit the levels below, as in Kafka.
 //
+// Timers keep their exact expiration. A bucket of a coarse level expires at
+// its start, as in Kafka, and its timers move down. A bucket of the finest
+// level expires when its latest timer is due (never before any of its
+// timers, less than one tick after the earliest) and all its timers fire.
+//
 // Invariants (checked by checkInvariants in the tests):
 //   - a bucket that holds a timer is in the heap (an empty one may be too);
-//   - a timer in a bucket of level L with expiration e satisfies
-//     b.exp <= e < b.exp+tick(L), and b.exp is a multiple of tick(L);
-//   - timers in ready are due: their expiration <= cur.
+//   - a timer with expiration e in a bucket of level L starting at s
+//     satisfies s <= e < s+tick(L); at level 0, e <= b.exp < s+tick(0) (e
+//     may be past while the bucket waits for its latest timer); at the
+//     others b.exp == s and clock < e;
+//   - every bucket in the heap expires after clock;
+//   - timers in ready are due: expiration <= clock.
 type wheel struct {
 	size   int64
+	clock  int64 // current time: the last time advanced to
 	levels []*level
 	heap   []*bucket // min-heap of buckets by exp
 	ready  bucket    // due timers waiting for the executor
 }
 
-func newWheel(size int) *wheel {
+// newWheel returns a core whose finest level has size buckets of tick units.
+func newWheel(size int, tick int64) *wheel {
 	w := &wheel{size: int64(size)}
 	w.ready.init(-1)
-	w.addLevel(1, 0)
+	w.addLevel(tick)
 	return w
 }
 
-// now is the core's current time in ticks.
-func (w *wheel) now() int64 { return w.levels[0].cur }
-
-func (w *wheel) addLevel(tick, cur int64) *level {
+func (w *wheel) addLevel(tick int64) *level {
 	span := int64(math.MaxInt64)
 	if tick <= math.MaxInt64/w.size {
 		span = tick * w.size
 	}
 	lv := &level{tick: tick, span: span, bkts: make([]bucket, w.size)}
-	w.setCur(lv, cur)
+	w.setCur(lv, w.clock)
 	for i := range lv.bkts {
 		lv.bkts[i].init(len(w.levels))
 	}
@@ -120,38 +128,42 @@ func (w *wheel) add(t *Timer) *bucket {
 	if t.exp > maxExp {
 		t.exp = maxExp
 	}
-	lv := w.levels[0]
-	if t.exp <= lv.cur {
+	if t.exp <= w.clock {
 		w.ready.pushBack(t)
 		return &w.ready
 	}
 	for i := 0; ; i++ {
+		var lv *level
 		if i == len(w.levels) {
-			below := w.levels[i-1]
-			lv = w.addLevel(below.span, w.levels[0].cur)
+			lv = w.addLevel(w.levels[i-1].span)
 		} else {
 			lv = w.levels[i]
 		}
-		// t.exp > cur at every level (cur only decreases upwards), so this
-		// difference cannot overflow.
-		if off := t.exp - lv.cur; off < lv.span {
-			slots := off // buckets ahead of the current one; < size
-			if i > 0 {
-				slots = off / lv.tick
-			}
-			idx := lv.curIdx + slots
-			if idx >= w.size {
-				idx -= w.size
-			}
-			b := &lv.bkts[idx]
-			b.pushBack(t)
-			if b.heapIdx >= 0 {
-				return nil
-			}
+		// t.exp > clock >= cur at every level, so this cannot overflow.
+		off := t.exp - lv.cur
+		if off >= lv.span {
+			continue
+		}
+		slots := off / lv.tick // buckets ahead of the current one; < size
+		idx := lv.curIdx + slots
+		if idx >= w.size {
+			idx -= w.size
+		}
+		b := &lv.bkts[idx]
+		b.pushBack(t)
+		switch {
+		case b.heapIdx < 0:
 			b.exp = (lv.curVid + slots) * lv.tick
+			if i == 0 {
+				b.exp = t.exp
+			}
 			w.heapPush(b)
 			return b
+		case i == 0 && t.exp > b.exp:
+			b.exp = t.exp // later: the driver need not wake sooner
+			w.heapFix(b.heapIdx)
 		}
+		return nil
 	}
 }
 
@@ -165,10 +177,14 @@ func (w *wheel) remove(t *Timer) bool {
 	return true
 }
 
-// advanceClock moves every level's current time to now (rounded down to the
-// level's tick). Buckets must not be left in the heap with exp <= now:
-// advance pops them first.
-func (w *wheel) advanceClock(now int64) {
+// setClock moves the current time forward to now, and every level's current
+// time with it (rounded down to the level's tick). Buckets must not be left
+// in the heap with exp <= now: advance pops them first.
+func (w *wheel) setClock(now int64) {
+	if now <= w.clock {
+		return
+	}
+	w.clock = now
 	for _, lv := range w.levels {
 		if now-lv.cur >= lv.tick {
 			w.setCur(lv, now)
@@ -176,7 +192,6 @@ func (w *wheel) advanceClock(now int64) {
 	}
 }
 
-// setCur sets lv's current time to now rounded down to its tick.
 func (w *wheel) setCur(lv *level, now int64) {
 	lv.curVid = now / lv.tick
 	lv.cur = lv.curVid * lv.tick
@@ -184,16 +199,16 @@ func (w *wheel) setCur(lv *level, now int64) {
 }
 
 // advance moves the core to time now: each bucket that expires at or before
-// now is taken from the heap in order, the clock is advanced to its
-// expiration, and its timers are re-added, falling into finer levels or into
-// the ready list. A bucket of the finest level holds only timers due at its
-// expiration: it is spliced onto the ready list whole. advance reports
-// whether any timer entered the ready list.
+// now is taken from the heap in order and the clock moved to its expiration.
+// A finest-level bucket's timers are all due: the list is spliced onto the
+// ready list whole. A coarser bucket's timers are added again and fall into
+// finer levels, or into the ready list. advance reports whether any timer
+// entered the ready list.
 func (w *wheel) advance(now int64) bool {
 	readied := false
 	for len(w.heap) > 0 && w.heap[0].exp <= now {
 		b := w.heapPop()
-		w.advanceClock(b.exp)
+		w.setClock(b.exp)
 		if b.empty() {
 			continue
 		}
@@ -213,11 +228,11 @@ func (w *wheel) advance(now int64) bool {
 			t = next
 		}
 	}
-	w.advanceClock(now)
+	w.setClock(now)
 	return readied
 }
 
-// next reports the expiration of the earliest bucket.
+// next reports when the earliest bucket expires.
 func (w *wheel) next() (int64, bool) {
 	if len(w.heap) == 0 {
 		return 0, false

@@ -12,6 +12,10 @@ import (
 
 func newCoreTimer(exp int64) *Timer { return &Timer{exp: exp} }
 
+// tickEnd is the end of the finest-level tick holding e: by then a timer due
+// at e must have fired.
+func tickEnd(e, tick int64) int64 { return e/tick*tick + tick }
+
 // where tells which level and bucket hold t: the level and the bucket's
 // range [start, end) in ticks; level -1 is the ready list, -2 no list.
 func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
@@ -28,7 +32,8 @@ func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
 			b := &lv.bkts[bi]
 			for x := b.root.next; x != &b.root; x = x.next {
 				if x == t {
-					return li, b.exp, b.exp + lv.tick
+					start := b.exp / lv.tick * lv.tick
+					return li, start, start + lv.tick
 				}
 			}
 		}
@@ -51,8 +56,11 @@ func checkInvariants(t *testing.T, w *wheel) {
 	t.Helper()
 	inHeap := 0
 	for li, lv := range w.levels {
-		if lv.cur%lv.tick != 0 || lv.cur > w.now() {
-			t.Fatalf("level %d: cur %d not a multiple of tick %d or ahead of level 0 (%d)", li, lv.cur, lv.tick, w.now())
+		if lv.cur%lv.tick != 0 || lv.cur > w.clock || w.clock-lv.cur >= lv.tick {
+			t.Fatalf("level %d: cur %d is not the clock %d rounded down to tick %d", li, lv.cur, w.clock, lv.tick)
+		}
+		if lv.curVid*lv.tick != lv.cur || lv.curIdx != lv.curVid%w.size {
+			t.Fatalf("level %d: curVid %d curIdx %d disagree with cur %d", li, lv.curVid, lv.curIdx, lv.cur)
 		}
 		for bi := range lv.bkts {
 			b := &lv.bkts[bi]
@@ -69,22 +77,23 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if w.heap[b.heapIdx] != b {
 				t.Fatalf("level %d bucket %d: heap[%d] is another bucket", li, bi, b.heapIdx)
 			}
-			if b.exp%lv.tick != 0 || int(b.exp/lv.tick%w.size) != bi {
+			start := b.exp / lv.tick * lv.tick
+			if (li > 0 && b.exp != start) || int(start/lv.tick%w.size) != bi {
 				t.Fatalf("level %d bucket %d: exp %d does not belong to this slot", li, bi, b.exp)
 			}
-			if b.exp <= w.now() && len(w.heap) > 0 {
-				t.Fatalf("level %d bucket %d: expired (%d) at %d but still in the heap", li, bi, b.exp, w.now())
+			if b.exp <= w.clock {
+				t.Fatalf("level %d bucket %d: expired (%d) at %d but still in the heap", li, bi, b.exp, w.clock)
 			}
 			prev := &b.root
 			for tm := b.root.next; tm != &b.root; tm = tm.next {
 				if tm.prev != prev {
 					t.Fatalf("level %d bucket %d: broken links", li, bi)
 				}
-				if tm.exp < b.exp || tm.exp-b.exp >= lv.tick {
-					t.Fatalf("timer exp %d outside bucket [%d, %d) of level %d", tm.exp, b.exp, b.exp+lv.tick, li)
+				if tm.exp < start || tm.exp-start >= lv.tick || (li == 0 && tm.exp > b.exp) {
+					t.Fatalf("timer exp %d outside bucket [%d, %d) (exp %d) of level %d", tm.exp, start, start+lv.tick, b.exp, li)
 				}
-				if tm.exp <= w.now() {
-					t.Fatalf("timer exp %d still in level %d at time %d", tm.exp, li, w.now())
+				if tm.exp <= w.clock && li > 0 {
+					t.Fatalf("timer exp %d still in level %d at time %d", tm.exp, li, w.clock)
 				}
 				prev = tm
 			}
@@ -100,8 +109,8 @@ func checkInvariants(t *testing.T, w *wheel) {
 	}
 	prev := &w.ready.root
 	for tm := w.ready.root.next; tm != &w.ready.root; tm = tm.next {
-		if tm.exp > w.now() {
-			t.Fatalf("timer exp %d in ready list at time %d", tm.exp, w.now())
+		if tm.exp > w.clock {
+			t.Fatalf("timer exp %d in ready list at time %d", tm.exp, w.clock)
 		}
 		if tm.prev != prev {
 			t.Fatal("ready list: broken links")
@@ -121,7 +130,7 @@ func drainReady(w *wheel) []*Timer {
 // TestWorkedExample is the example of the design notes, in Kafka's
 // arithmetic: 1 ms tick, 20 buckets, a timer due at 8903 ms.
 func TestWorkedExample(t *testing.T) {
-	w := newWheel(20)
+	w := newWheel(20, 1)
 	tm := newCoreTimer(8903)
 	w.add(tm)
 	checkInvariants(t, w)
@@ -178,7 +187,7 @@ func TestWorkedExample(t *testing.T) {
 }
 
 func TestOverflowLevelsCreatedOnDemand(t *testing.T) {
-	w := newWheel(20)
+	w := newWheel(20, 1)
 	if len(w.levels) != 1 {
 		t.Fatalf("new wheel has %d levels", len(w.levels))
 	}
@@ -211,7 +220,7 @@ func TestOverflowLevelsCreatedOnDemand(t *testing.T) {
 }
 
 func TestCoreRemove(t *testing.T) {
-	w := newWheel(8)
+	w := newWheel(8, 1)
 	a, b := newCoreTimer(5), newCoreTimer(5)
 	w.add(a)
 	w.add(b)
@@ -262,7 +271,7 @@ func TestCoreRemove(t *testing.T) {
 }
 
 func TestCoreDueOnAdd(t *testing.T) {
-	w := newWheel(20)
+	w := newWheel(20, 1)
 	w.advance(100)
 	for _, exp := range []int64{100, 99, 0, -5} {
 		tm := newCoreTimer(exp)
@@ -282,7 +291,7 @@ func TestCoreDueOnAdd(t *testing.T) {
 
 // TestCoreManyTimersOneBucket: the driver wakes per bucket, not per timer.
 func TestCoreManyTimersOneBucket(t *testing.T) {
-	w := newWheel(20)
+	w := newWheel(20, 1)
 	timers := make([]*Timer, 10000)
 	for i := range timers {
 		timers[i] = newCoreTimer(50)
@@ -311,11 +320,12 @@ func TestCoreManyTimersOneBucket(t *testing.T) {
 
 // runCoreModel applies a random sequence of adds, removes and advances to the
 // core and to a trivial model (a set of due times), checking after each step
-// that exactly the timers due by now have fired, none early, none twice.
-func runCoreModel(t *testing.T, seed uint64, size, steps int) {
+// that no timer fired early or twice, and every timer whose finest tick has
+// passed has fired.
+func runCoreModel(t *testing.T, seed uint64, size int, tick int64, steps int) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	w := newWheel(size)
+	w := newWheel(size, tick)
 	pending := map[*Timer]bool{}
 	var live []*Timer
 	now := int64(0)
@@ -326,9 +336,9 @@ func runCoreModel(t *testing.T, seed uint64, size, steps int) {
 			var d int64
 			switch rng.IntN(4) {
 			case 0:
-				d = rng.Int64N(int64(size)) // finest level (or due now)
+				d = rng.Int64N(int64(size) * tick) // finest level (or due now)
 			case 1:
-				d = rng.Int64N(int64(size * size * size))
+				d = rng.Int64N(int64(size*size*size) * tick)
 			case 2:
 				d = rng.Int64N(1 << 40)
 			default:
@@ -354,9 +364,9 @@ func runCoreModel(t *testing.T, seed uint64, size, steps int) {
 		default: // advance, sometimes far
 			switch rng.IntN(3) {
 			case 0:
-				now++
+				now += 1 + rng.Int64N(tick)
 			case 1:
-				now += rng.Int64N(int64(size * size))
+				now += rng.Int64N(int64(size*size) * tick)
 			default:
 				now += rng.Int64N(1 << 30)
 			}
@@ -372,7 +382,7 @@ func runCoreModel(t *testing.T, seed uint64, size, steps int) {
 				fired++
 			}
 			for tm := range pending {
-				if min(tm.exp, maxExp) <= now {
+				if tm.exp <= 0 || tickEnd(tm.exp, tick) <= now {
 					t.Fatalf("seed %d step %d: timer due %d not fired at %d", seed, step, tm.exp, now)
 				}
 			}
@@ -393,15 +403,16 @@ func TestCoreRandomAgainstModel(t *testing.T) {
 	for i := range rounds {
 		seed := base + uint64(i)
 		size := []int{2, 3, 8, 20, 64}[i%5]
-		t.Logf("seed %d size %d", seed, size) // replay: runCoreModel(t, seed, size, steps)
-		runCoreModel(t, seed, size, steps)
+		tick := []int64{1, 7, 1000}[i%3]
+		t.Logf("seed %d size %d tick %d", seed, size, tick) // replay: runCoreModel(t, seed, size, tick, steps)
+		runCoreModel(t, seed, size, tick, steps)
 	}
 }
 
 // TestCoreNeverEarlyTickByTick advances one tick at a time and checks that
 // each timer fires exactly at its due tick.
 func TestCoreNeverEarlyTickByTick(t *testing.T) {
-	w := newWheel(20)
+	w := newWheel(20, 1)
 	rng := rand.New(rand.NewPCG(1, 2))
 	due := map[*Timer]int64{}
 	for range 5000 {
@@ -432,7 +443,8 @@ func FuzzCore(f *testing.F) {
 	f.Add([]byte{3, 200, 0, 250, 0, 1, 2, 0, 2, 255, 2, 255, 1, 1})
 	f.Add([]byte{0, 1, 0, 2, 0, 3, 1, 1, 2, 2, 0, 9, 2, 100, 1, 0})
 	f.Fuzz(func(t *testing.T, ops []byte) {
-		w := newWheel(4)
+		const tick = 3
+		w := newWheel(4, tick)
 		var live []*Timer
 		pending := map[*Timer]bool{}
 		now := int64(0)
@@ -463,7 +475,7 @@ func FuzzCore(f *testing.F) {
 					delete(pending, tm)
 				}
 				for tm := range pending {
-					if tm.exp <= now {
+					if tickEnd(tm.exp, tick) <= now {
 						t.Fatalf("timer due %d not fired at %d", tm.exp, now)
 					}
 				}
@@ -484,9 +496,9 @@ func FuzzCore(f *testing.F) {
 			exps = append(exps, tm.exp)
 		}
 		slices.Sort(exps)
-		for _, e := range exps {
-			w.advance(max(e, now))
-			now = max(e, now)
+		for _, e := range exps { // by the end of its tick every timer fired
+			now = max(tickEnd(e, tick), now)
+			w.advance(now)
 		}
 		for _, tm := range drainReady(w) {
 			delete(pending, tm)

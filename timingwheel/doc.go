@@ -27,9 +27,13 @@
 //
 // Guarantees:
 //
-//   - A timer never fires early: it fires at the first tick boundary at or
-//     after its due time (the due time is rounded up to a tick, as the
-//     clock is read when AfterFunc is called), plus scheduling latency.
+//   - A timer never fires early, and less than a tick late plus scheduling
+//     latency. Timers keep their exact due time (the clock is read when
+//     AfterFunc is called); a bucket of a coarse level expires at its start
+//     and its timers move down, while a bucket of the finest level expires
+//     when its latest timer is due, so timers due within one tick fire
+//     together. (Kafka fires a finest bucket at its start, up to a tick
+//     early.)
 //   - Callbacks run on a fixed pool of workers ([Config].Workers), never one
 //     goroutine per timer. The driver only moves due timers to the workers'
 //     queue, which never blocks it, so a slow callback delays other

@@ -27,9 +27,14 @@ func (w *wheel) heapRemove(b *bucket) {
 	w.heap = w.heap[:last]
 	b.heapIdx = -1
 	if i != last {
-		if !w.heapDown(i) {
-			w.heapUp(i)
-		}
+		w.heapFix(i)
+	}
+}
+
+// heapFix restores the order after the key of the bucket at i changed.
+func (w *wheel) heapFix(i int) {
+	if !w.heapDown(i) {
+		w.heapUp(i)
 	}
 }
 

@@ -24,8 +24,10 @@ const (
 // Config configures a [TimingWheel]. The zero value means the defaults.
 type Config struct {
 	// Tick is the width of a bucket of the finest wheel, the wheel's
-	// resolution: a timer fires at the first tick boundary at or after its
-	// due time, never before. 0 means 1 ms (Kafka's tickMs).
+	// resolution: timers due within the same tick fire together, when the
+	// latest of them is due, so a timer fires less than a tick after its
+	// due time (plus scheduling latency) and never before. 0 means 1 ms
+	// (Kafka's tickMs).
 	Tick time.Duration
 	// WheelSize is the number of buckets of each level; the finest level
 	// spans Tick × WheelSize and each overflow level WheelSize times the one
@@ -69,16 +71,13 @@ func (c Config) validate() error {
 type TimingWheel struct {
 	tick  time.Duration
 	clock Clock     // nil: the system clock (fast path for reading it)
-	start time.Time // tick 0
+	start time.Time // time 0 of the core
 
-	mu    sync.Mutex
-	w     *wheel
-	armed int64 // the tick the driver sleeps until; math.MaxInt64 when idle
-	// nextTick is when (since start) the core's clock is one tick behind:
-	// schedule advances it only then, saving a division per call.
-	nextTick time.Duration
-	stopped  bool
-	work     sync.Cond // workers wait here for due timers (L = &mu)
+	mu      sync.Mutex
+	w       *wheel
+	armed   int64 // when the driver wakes (ns since start); MaxInt64 when idle
+	stopped bool
+	work    sync.Cond // workers wait here for due timers (L = &mu)
 
 	wake chan struct{} // cap 1: an earlier bucket than armed entered the heap
 	quit chan struct{} // closed by Stop
@@ -91,7 +90,7 @@ type TimingWheel struct {
 type Timer struct {
 	next, prev *Timer // the list holding the timer; nil once fired or stopped
 	tw         *TimingWheel
-	exp        int64 // due tick, counted from the wheel's start
+	exp        int64 // when it is due, in ns since the wheel's start
 	task       runner
 }
 
@@ -127,7 +126,7 @@ func Start(cfg Config) (*TimingWheel, error) {
 	tw := &TimingWheel{
 		tick:  cfg.Tick,
 		clock: cfg.Clock,
-		w:     newWheel(cfg.WheelSize),
+		w:     newWheel(cfg.WheelSize, int64(cfg.Tick)),
 		armed: math.MaxInt64,
 		wake:  make(chan struct{}, 1),
 		quit:  make(chan struct{}),
@@ -155,9 +154,9 @@ func Start(cfg Config) (*TimingWheel, error) {
 // Tick returns the wheel's resolution.
 func (tw *TimingWheel) Tick() time.Duration { return tw.tick }
 
-// AfterFunc calls f on one of the wheel's workers once d has passed, at the
-// first tick boundary at or after that moment, never before. d <= 0 means as
-// soon as a worker is free. Callbacks may run concurrently with each other.
+// AfterFunc calls f on one of the wheel's workers once d has passed, never
+// before, and less than a tick after (plus scheduling latency). d <= 0 means
+// as soon as a worker is free. Callbacks may run concurrently with each other.
 // The returned Timer cancels the call with Stop. After the wheel is stopped,
 // AfterFunc returns a timer that never fires.
 func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
@@ -182,11 +181,9 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
 	e := tw.elapsed()
 	exp := int64(-1) // d <= 0: due now
 	if d > 0 {
-		due := e + d
-		if due < e || due > math.MaxInt64-tw.tick {
-			exp = maxExp // saturate: effectively never
-		} else {
-			exp = int64((due + tw.tick - 1) / tw.tick) // round up: never early
+		exp = int64(e + d)
+		if exp < int64(e) {
+			exp = maxExp // overflow: effectively never
 		}
 	}
 	t.tw, t.exp, t.task = tw, exp, task
@@ -200,12 +197,8 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
 	// Keep the core's clock fresh while the driver sleeps, so the timer
 	// lands in the finest level that can hold it. Only when no bucket is
 	// due: those are the driver's to pop first.
-	if e >= tw.nextTick {
-		now := int64(e / tw.tick)
-		if len(w.heap) == 0 || w.heap[0].exp > now {
-			w.advanceClock(now)
-			tw.nextTick = time.Duration(now+1) * tw.tick
-		}
+	if len(w.heap) == 0 || w.heap[0].exp > int64(e) {
+		w.setClock(int64(e))
 	}
 	b := w.add(t)
 	ready := b == &w.ready
@@ -266,9 +259,7 @@ func (tw *TimingWheel) drive(sleeper ClockTimer) {
 	for {
 		tw.mu.Lock()
 		e := tw.elapsed()
-		now := int64(e / tw.tick)
-		readied := tw.w.advance(now)
-		tw.nextTick = time.Duration(now+1) * tw.tick
+		readied := tw.w.advance(int64(e))
 		next, ok := tw.w.next()
 		if ok {
 			tw.armed = next
@@ -280,11 +271,7 @@ func (tw *TimingWheel) drive(sleeper ClockTimer) {
 			tw.work.Broadcast()
 		}
 		if ok {
-			wait := time.Duration(math.MaxInt64)
-			if next <= int64(math.MaxInt64/tw.tick) {
-				wait = time.Duration(next)*tw.tick - e
-			}
-			sleeper.Reset(max(wait, 0))
+			sleeper.Reset(max(time.Duration(next)-e, 0))
 		} else {
 			sleeper.Stop()
 		}

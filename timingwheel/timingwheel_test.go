@@ -15,12 +15,22 @@ import (
 // only when every goroutine of the bubble is blocked, and a time.Sleep there
 // costs no real time. synctest.Test also fails if a goroutine is left behind.
 
-// roundUp is when a timer of delay d, set at the wheel's start, must fire.
-func roundUp(d, tick time.Duration) time.Duration {
-	return (d + tick - 1) / tick * tick
+// fireTimes is when each timer, all set at the wheel's start with the given
+// delays and never stopped, fires: timers due within the same tick of the
+// finest level fire together, when the latest of them is due.
+func fireTimes(delays []time.Duration, tick time.Duration) []time.Duration {
+	latest := map[time.Duration]time.Duration{}
+	for _, d := range delays {
+		latest[d/tick] = max(latest[d/tick], d)
+	}
+	out := make([]time.Duration, len(delays))
+	for i, d := range delays {
+		out[i] = latest[d/tick]
+	}
+	return out
 }
 
-func TestFiresAtTickBoundary(t *testing.T) {
+func TestFiresWhenDue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const tick = time.Millisecond
 		tw := New(tick, 20)
@@ -41,10 +51,15 @@ func TestFiresAtTickBoundary(t *testing.T) {
 		for range delays {
 			<-done
 		}
+		want := fireTimes(delays, tick)
 		for i, d := range delays {
-			if want := roundUp(d, tick); got[i] != want {
-				t.Errorf("delay %v fired after %v, want %v", d, got[i], want)
+			if got[i] != want[i] {
+				t.Errorf("delay %v fired after %v, want %v", d, got[i], want[i])
 			}
+		}
+		// The two timers sharing the tick [1ms, 2ms) fire together.
+		if want[1] != tick+1 {
+			t.Fatalf("fireTimes: %v", want)
 		}
 	})
 }
@@ -69,19 +84,28 @@ func TestNeverEarly(t *testing.T) {
 	})
 }
 
-func TestNeverEarlyMidTick(t *testing.T) {
+// TestSameTickFiresTogether: timers due within one tick of the finest level
+// fire together when the latest is due; the tick grid starts with the wheel.
+func TestSameTickFiresTogether(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const tick = 10 * time.Millisecond
 		tw := New(tick, 8)
 		defer tw.Stop()
-		time.Sleep(3 * time.Millisecond) // the clock is not on a tick boundary
-		set := time.Now()
-		var at atomic.Int64
-		tw.AfterFunc(25*time.Millisecond, func() { at.Store(int64(time.Since(set))) })
+		start := time.Now()
+		time.Sleep(3 * time.Millisecond) // off the tick grid
+		var a, b, c atomic.Int64
+		tw.AfterFunc(18*time.Millisecond, func() { a.Store(int64(time.Since(start))) }) // due 21 ms
+		tw.AfterFunc(25*time.Millisecond, func() { b.Store(int64(time.Since(start))) }) // due 28 ms
+		tw.AfterFunc(28*time.Millisecond, func() { c.Store(int64(time.Since(start))) }) // due 31 ms
 		time.Sleep(time.Second)
-		// due at 28 ms since start; the next boundary is 30 ms: 27 ms after set.
-		if got := time.Duration(at.Load()); got != 27*time.Millisecond {
-			t.Fatalf("fired %v after AfterFunc, want 27ms (due 25ms, rounded up to a tick)", got)
+		for _, x := range []struct {
+			name string
+			got  *atomic.Int64
+			want time.Duration
+		}{{"due 21ms", &a, 28 * time.Millisecond}, {"due 28ms", &b, 28 * time.Millisecond}, {"due 31ms", &c, 31 * time.Millisecond}} {
+			if got := time.Duration(x.got.Load()); got != x.want {
+				t.Errorf("timer %s fired at %v, want %v", x.name, got, x.want)
+			}
 		}
 	})
 }
@@ -294,8 +318,8 @@ func TestManyTimersVirtual(t *testing.T) {
 			switch {
 			case stopped[i] && got >= 0:
 				t.Fatalf("stopped timer %d fired", i)
-			case !stopped[i] && got != roundUp(delays[i], tick):
-				t.Fatalf("timer %d (delay %v) fired at %v, want %v", i, delays[i], got, roundUp(delays[i], tick))
+			case !stopped[i] && (got < delays[i] || got >= delays[i]/tick*tick+tick):
+				t.Fatalf("timer %d (delay %v) fired at %v, want within its tick [%v, %v)", i, delays[i], got, delays[i], delays[i]/tick*tick+tick)
 			}
 		}
 	})
@@ -311,32 +335,35 @@ func TestClockSeam(t *testing.T) {
 		}
 		defer tw.Stop()
 		var a, b atomic.Bool
-		tw.AfterFunc(35*time.Millisecond, func() { a.Store(true) })   // due tick 4: 40 ms
+		tw.AfterFunc(35*time.Millisecond, func() { a.Store(true) })
 		tw.AfterFunc(8903*time.Millisecond, func() { b.Store(true) }) // level 2 at first
-		fc.Advance(39 * time.Millisecond)
+		fc.Advance(35*time.Millisecond - 1)
 		synctest.Wait()
 		if a.Load() {
-			t.Fatal("fired at 39ms, due 35ms rounded to the 40ms tick")
+			t.Fatal("fired 1ns before 35ms")
 		}
-		fc.Advance(time.Millisecond)
+		fc.Advance(1)
 		synctest.Wait()
 		if !a.Load() {
-			t.Fatal("not fired at 40ms")
+			t.Fatal("not fired at 35ms")
 		}
-		fc.Advance(8859 * time.Millisecond) // 8899 ms
+		fc.Advance(8868*time.Millisecond - 1) // 1ns before 8903 ms
 		synctest.Wait()
 		if b.Load() {
-			t.Fatal("fired at 8899ms")
+			t.Fatal("fired 1ns before 8903ms")
 		}
-		fc.Advance(time.Millisecond) // 8900: the 8903 timer is due at tick 891 = 8910 ms
-		synctest.Wait()
-		if b.Load() {
-			t.Fatal("fired at 8900ms, due 8903ms")
-		}
-		fc.Advance(10 * time.Millisecond)
+		fc.Advance(1)
 		synctest.Wait()
 		if !b.Load() {
-			t.Fatal("not fired at 8910ms")
+			t.Fatal("not fired at 8903ms")
+		}
+		// One jump far ahead cascades through every level at once.
+		var c atomic.Bool
+		tw.AfterFunc(time.Hour, func() { c.Store(true) })
+		fc.Advance(2 * time.Hour)
+		synctest.Wait()
+		if !c.Load() {
+			t.Fatal("an hour's timer did not fire after a jump of two hours")
 		}
 	})
 }
