@@ -116,8 +116,8 @@ func New(tick time.Duration, wheelSize int) *TimingWheel {
 }
 
 // Start returns a running timing wheel configured by cfg: one driver goroutine
-// that sleeps until the earliest non-empty bucket expires, and cfg.Workers
-// goroutines that run callbacks. Stop ends them.
+// that sleeps until the earliest bucket expires, and cfg.Workers goroutines
+// that run callbacks. Stop ends them.
 func Start(cfg Config) (*TimingWheel, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
