@@ -102,5 +102,5 @@
 // STRATA_SOAK=1 makes the randomized and concurrent tests run many more
 // rounds. Benchmarks compare the wheel with time.AfterFunc in the same run:
 //
-//	go test -run '^$' -bench . -benchtime 3x ./timingwheel/
+//	go test -run '^$' -bench . ./timingwheel/
 package timingwheel
