@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -602,4 +605,145 @@ func TestMachineDescribe(t *testing.T) {
 		{ID: "a", ClientID: "c", Topics: []string{"t0"}, Assignment: tps("t0/0 t0/1 t0/2")},
 		{ID: "b", ClientID: "c", Topics: []string{"t0"}, Joining: true},
 	}}, d)
+}
+
+// TestMachineRandom runs random operation sequences (replayable: the seed
+// is logged; STRATA_SEED=n replays one) through the machine, checking its
+// invariants after every step, then its liveness: once every member rejoins
+// the rebalance completes, and once everyone falls silent the group
+// empties, every Join ever sent having been answered or withdrawn.
+func TestMachineRandom(t *testing.T) {
+	seed := rand.Uint64()
+	if s := os.Getenv("STRATA_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+	}
+	t.Logf("seed %d (STRATA_SEED=%d to replay)", seed, seed)
+	r := rand.New(rand.NewPCG(seed, 1))
+	runs := 200
+	if os.Getenv("STRATA_SOAK") != "" {
+		runs = 20000
+	}
+	for run := range runs {
+		h := newHarness(t, time.Duration(r.IntN(3))*2*time.Second)
+		gen := map[string]int32{} // what each client knows: its generation
+		pendingJoin := map[string]uint64{}
+		var token uint64
+		var nextID int
+		topics := func() []string {
+			return [][]string{{"t0"}, {"t1"}, {"t0", "t1"}}[r.IntN(3)]
+		}
+		ids := func() []string { return slices.Sorted(maps.Keys(gen)) }
+		pick := func() (string, bool) {
+			if len(gen) == 0 {
+				return "", false
+			}
+			all := ids()
+			return all[r.IntN(len(all))], true
+		}
+		send := func(ev event) error {
+			err := h.send(ev)
+			if err != nil && !errors.Is(err, ErrUnknownMember) && !errors.Is(err, ErrIllegalGeneration) &&
+				!errors.Is(err, ErrRebalanceInProgress) {
+				t.Fatalf("run %d: %T: unexpected error %v", run, ev, err)
+			}
+			return err
+		}
+		// learn updates the clients' knowledge from the replies so far.
+		learn := func() {
+			for id, w := range pendingJoin {
+				if s, ok := h.replies[w]; ok {
+					delete(pendingJoin, id)
+					var g, n int32
+					if _, err := fmt.Sscanf(s, "gen %d of %d", &g, &n); err == nil {
+						gen[id] = g
+					} else if h.g.members[id] == nil {
+						delete(gen, id) // removed: the client starts over
+					}
+				}
+			}
+		}
+		for range 60 {
+			switch op := r.IntN(100); {
+			case op < 15: // a new member
+				token++
+				nextID++
+				id := fmt.Sprintf("m%02d", nextID)
+				ev := join(id, token, topics()...)
+				ev.isNew = true
+				send(ev)
+				gen[id], pendingJoin[id] = -1, token
+			case op < 35: // a member rejoins
+				if id, ok := pick(); ok {
+					token++
+					ev := join(id, token, h.memberTopics(id)...)
+					if r.IntN(5) == 0 {
+						ev = join(id, token, topics()...)
+					}
+					if send(ev) == nil {
+						pendingJoin[id] = token
+					} else {
+						delete(gen, id)
+					}
+				}
+			case op < 40: // a pending join is withdrawn
+				if id, ok := pick(); ok && pendingJoin[id] != 0 {
+					send(cancel(id, pendingJoin[id]))
+					delete(pendingJoin, id)
+					if h.g.members[id] == nil {
+						delete(gen, id)
+					}
+				}
+			case op < 65:
+				if id, ok := pick(); ok {
+					if errors.Is(send(hb(id, gen[id])), ErrUnknownMember) {
+						delete(gen, id)
+					}
+				}
+			case op < 75:
+				if id, ok := pick(); ok {
+					send(commit(id, gen[id]))
+				}
+			case op < 80:
+				if id, ok := pick(); ok {
+					send(leave(id))
+					delete(gen, id)
+					delete(pendingJoin, id)
+				}
+			default:
+				h.advance(h.now.Add(time.Duration(r.IntN(15000)) * time.Millisecond))
+			}
+			learn()
+		}
+
+		// Every member rejoins: the rebalance completes at once.
+		for _, id := range slices.Sorted(maps.Keys(h.g.members)) {
+			if !h.g.members[id].joining {
+				token++
+				require.NoError(t, h.send(join(id, token, h.memberTopics(id)...)), "run %d", run)
+				pendingJoin[id] = token
+			}
+		}
+		if len(h.g.members) > 0 {
+			h.advance(h.now.Add(7 * time.Second)) // past any initial delay
+			require.Equal(t, phaseStable, h.g.phase, "run %d: everyone rejoined, no generation", run)
+		}
+		// Everyone falls silent: the group empties and every Join was
+		// answered or withdrawn.
+		h.advance(h.now.Add(time.Hour))
+		require.Equal(t, phaseEmpty, h.g.phase, "run %d", run)
+		require.Empty(t, h.timers, "run %d: timers left", run)
+		for w := range h.waiters {
+			_, answered := h.replies[w]
+			require.True(t, answered || h.gone[w], "run %d: join %d never answered", run, w)
+		}
+	}
+}
+
+func (h *harness) memberTopics(id string) []string {
+	if m := h.g.members[id]; m != nil {
+		return slices.Clone(m.topics)
+	}
+	return []string{"t0"}
 }
