@@ -258,23 +258,23 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 // written. Errors are those of SendAsync.
 func (p *Producer) Send(ctx context.Context, r Record) (Record, error) {
 	if p.cfg.Acks == AcksNone {
-		return p.enqueue(ctx, r, nil, nil)
+		err := p.enqueue(ctx, &r, nil, nil)
+		return r, err
 	}
 	w := p.waiters.Get().(*sendWaiter)
-	out, err := p.enqueue(ctx, r, nil, w)
-	if err != nil {
+	if err := p.enqueue(ctx, &r, nil, w); err != nil {
 		p.waiters.Put(w)
-		return out, err
+		return r, err
 	}
 	select {
 	case <-w.ch:
-		out, err = w.rec, w.err
+		out, err := w.rec, w.err
 		w.rec, w.err = Record{}, nil
 		p.waiters.Put(w)
 		return out, err
 	case <-ctx.Done():
 		// The sender still holds w: leave it to the garbage collector.
-		return out, ctx.Err()
+		return r, ctx.Err()
 	}
 }
 
@@ -296,9 +296,8 @@ func (p *Producer) Send(ctx context.Context, r Record) (Record, error) {
 // Timeout. Records of one partition sent by one goroutine are written in
 // the order of the calls.
 func (p *Producer) SendAsync(r Record, done func(Record, error)) {
-	out, err := p.enqueue(context.Background(), r, done, nil)
-	if err != nil && done != nil {
-		done(out, err)
+	if err := p.enqueue(context.Background(), &r, done, nil); err != nil && done != nil {
+		done(r, err)
 	}
 }
 
@@ -336,9 +335,9 @@ func (p *Producer) Close() error {
 	return nil
 }
 
-// enqueue adds r to its partition's batch and returns it with Partition and
-// Timestamp set and Offset -1. Exactly one of done and w may be set.
-func (p *Producer) enqueue(ctx context.Context, r Record, done func(Record, error), w *sendWaiter) (Record, error) {
+// enqueue adds r to its partition's batch and sets its Partition and
+// Timestamp, and Offset to -1. At most one of done and w is set.
+func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, error), w *sendWaiter) error {
 	r.Offset = -1
 	var ms int64
 	if r.Timestamp.IsZero() {
@@ -347,7 +346,7 @@ func (p *Producer) enqueue(ctx context.Context, r Record, done func(Record, erro
 		ms = r.Timestamp.UnixMilli()
 	}
 	r.Timestamp = time.UnixMilli(ms)
-	size := recordMemory(&r)
+	size := recordMemory(r)
 
 	p.mu.Lock()
 	t, err := p.topicLocked(r.Topic)
@@ -359,21 +358,21 @@ func (p *Producer) enqueue(ctx context.Context, r Record, done func(Record, erro
 	}
 	var part int
 	if err == nil {
-		part, err = p.partitionLocked(t, &r)
+		part, err = p.partitionLocked(t, r)
 	}
 	if err != nil {
 		p.mu.Unlock()
-		return r, err
+		return err
 	}
 	ps := t.parts[part]
-	if b := ps.open; b != nil && !p.fits(b, ms, &r) {
+	if b := ps.open; b != nil && !p.fits(b, ms, r) {
 		p.closeOpenLocked(ps, true)
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
 			part = t.sticky
 			ps = t.parts[part]
-			if b := ps.open; b != nil && !p.fits(b, ms, &r) {
+			if b := ps.open; b != nil && !p.fits(b, ms, r) {
 				p.closeOpenLocked(ps, false)
 			}
 		}
@@ -394,7 +393,7 @@ func (p *Producer) enqueue(ctx context.Context, r Record, done func(Record, erro
 		p.startSenderLocked(ps)
 	}
 	p.mu.Unlock()
-	return r, nil
+	return nil
 }
 
 // fits reports whether the record fits in b within BatchBytes.

@@ -866,6 +866,24 @@ func TestProducerDoneMaySend(t *testing.T) {
 	})
 }
 
+func TestProducerAcksAndFlushPolicy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, c := prodBroker(t, TopicConfig{FlushMessages: 1, MinInSyncReplicas: 2})
+		// AcksAll needs two in-sync replicas here; a standalone broker has one.
+		all := newProd(t, c, ProducerConfig{})
+		_, err := all.Send(t.Context(), Record{Topic: "t", Value: val(0)})
+		require.ErrorIs(t, err, ErrNotEnoughReplicas)
+		leader := newProd(t, c, ProducerConfig{Acks: AcksLeader})
+		for i := 0; i < 3; i++ {
+			r, err := leader.Send(t.Context(), Record{Topic: "t", Value: val(i)})
+			require.NoError(t, err)
+			part, err := b.Partition("t", 0)
+			require.NoError(t, err)
+			require.Greater(t, part.RecoveryPoint(), r.Offset, "with FlushMessages 1, Send returns after the fsync")
+		}
+	})
+}
+
 func TestProducerConfig(t *testing.T) {
 	_, err := NewProducer(nil, ProducerConfig{})
 	require.ErrorIs(t, err, ErrInvalidConfig)
