@@ -1,0 +1,291 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// The event loop: one goroutine that, while this member is the Raft leader,
+// holds the working image (the committed image plus everything proposed
+// since), decides each request on it, applies the resulting records to it
+// at once, and proposes them — the records of every request waiting at that
+// moment in one Raft entry. A second goroutine, the completer, waits for
+// the entries in log order and answers the requests. Broker session
+// deadlines live here too, as soft state of the active controller.
+
+const maxBatch = 1024 // requests per Raft entry
+
+type request struct {
+	op   op
+	done chan reply // buffered: the answer never blocks its sender
+}
+
+type reply struct {
+	out outcome
+	err error
+}
+
+type proposal struct {
+	future raft.ApplyFuture
+	reqs   []*request
+	outs   []outcome
+}
+
+// leaderState is what only the active controller has.
+type leaderState struct {
+	img       *Image
+	deadlines map[int]time.Time // session expiry of each broker
+	fence     <-chan time.Time  // fires at the earliest expiry
+}
+
+func (c *Controller) run() {
+	defer c.loopDone.Done()
+	var st *leaderState
+	var fence <-chan time.Time
+	for {
+		if st != nil {
+			fence = st.fence
+		} else {
+			fence = nil
+		}
+		select {
+		case <-c.stop:
+			return
+		case isLeader := <-c.raft.LeaderCh():
+			st = nil
+			if isLeader {
+				st = c.becomeLeader()
+			}
+		case <-c.failed:
+			st = nil // rebuilt from the committed image on the next request
+		case <-fence:
+			c.fenceExpired(st)
+		case req := <-c.reqs:
+			if st == nil && c.raft.State() == raft.Leader {
+				st = c.becomeLeader()
+			}
+			if st == nil {
+				req.done <- reply{err: c.notController()}
+				continue
+			}
+			batch := []*request{req}
+		drain:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-c.reqs:
+					batch = append(batch, r)
+				default:
+					break drain
+				}
+			}
+			if !c.decideAndPropose(st, batch) {
+				st = nil
+			}
+		}
+	}
+}
+
+// becomeLeader waits until this member has applied every committed entry,
+// then takes the image as its working image and gives every live broker a
+// full session from now.
+func (c *Controller) becomeLeader() *leaderState {
+	if err := c.raft.Barrier(0).Error(); err != nil {
+		c.log.Debug("controller: not taking over", "err", err)
+		return nil
+	}
+	st := &leaderState{img: c.fsm.working(), deadlines: make(map[int]time.Time)}
+	now := c.cfg.Clock.Now()
+	for _, id := range st.img.liveBrokers() {
+		st.deadlines[id] = now.Add(c.cfg.SessionTimeout)
+	}
+	c.armFence(st)
+	c.log.Info("controller: active", "version", st.img.Version(), "brokers", len(st.img.brokers), "topics", len(st.img.topics))
+	return st
+}
+
+// armFence sets the fence timer to the earliest session expiry, or a full
+// session from now when no broker is live. Deadlines only move later, so
+// the timer never fires late.
+func (c *Controller) armFence(st *leaderState) {
+	now := c.cfg.Clock.Now()
+	next := now.Add(c.cfg.SessionTimeout)
+	for _, id := range st.img.liveBrokers() {
+		if d, ok := st.deadlines[id]; ok && d.Before(next) {
+			next = d
+		}
+	}
+	st.fence = c.cfg.Clock.At(next)
+}
+
+func (c *Controller) fenceExpired(st *leaderState) {
+	now := c.cfg.Clock.Now()
+	if recs := decideFenceExpired(st.img, st.deadlines, now); len(recs) > 0 {
+		for _, r := range recs {
+			if r, ok := r.(fenceBrokerRecord); ok {
+				c.log.Info("controller: fencing broker, session expired", "broker", r.ID, "epoch", r.Epoch)
+			}
+		}
+		if err := c.applyWorking(st, recs); err == nil {
+			c.propose(recs, nil, nil)
+		}
+	}
+	c.armFence(st)
+}
+
+// decideAndPropose decides each request on the working image and proposes
+// the records of all of them as one entry. It returns false if the working
+// image can no longer be trusted.
+func (c *Controller) decideAndPropose(st *leaderState, batch []*request) bool {
+	var recs []record
+	var reqs []*request
+	var outs []outcome
+	ok := true
+	for i, req := range batch {
+		if !ok {
+			// The working image is gone; these were not decided. Retryable.
+			for _, rest := range batch[i:] {
+				rest.done <- reply{err: &NotControllerError{}}
+			}
+			break
+		}
+		r, out, err := c.decide(st, req.op)
+		if err == nil && len(r) > 0 {
+			if aerr := c.applyWorking(st, r); aerr != nil {
+				err, ok = aerr, false
+			}
+		}
+		if err == nil && req.op.Kind != opHeartbeat {
+			out = c.result(st, req.op, out)
+		}
+		switch {
+		case err != nil:
+			req.done <- reply{err: err}
+		case len(r) == 0:
+			req.done <- reply{out: out}
+		default:
+			recs = append(recs, r...)
+			reqs = append(reqs, req)
+			outs = append(outs, out)
+		}
+	}
+	if len(recs) > 0 {
+		c.propose(recs, reqs, outs)
+	}
+	return ok
+}
+
+// decide runs the decision for one request, and updates the session
+// deadline of the broker it is from.
+func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
+	img := st.img
+	switch o.Kind {
+	case opRegister:
+		recs, err := decideRegisterBroker(img, o.Register)
+		if err == nil {
+			st.deadlines[o.Register.ID] = c.cfg.Clock.Now().Add(c.cfg.SessionTimeout)
+		}
+		return recs, outcome{}, err
+	case opHeartbeat:
+		recs, resp, err := decideHeartbeat(img, o.Heartbeat)
+		if err == nil {
+			st.deadlines[o.Heartbeat.BrokerID] = c.cfg.Clock.Now().Add(c.cfg.SessionTimeout)
+		}
+		return recs, outcome{Heartbeat: resp}, err
+	case opCreateTopic:
+		recs, err := decideCreateTopic(img, o.Topic, o.Spec, c.cfg.Rand)
+		return recs, outcome{}, err
+	case opCreatePartitions:
+		recs, err := decideCreatePartitions(img, o.Topic, o.Total)
+		return recs, outcome{}, err
+	case opDeleteTopic:
+		recs, err := decideDeleteTopic(img, o.Topic)
+		return recs, outcome{}, err
+	case opAlterPartition:
+		recs, err := decideAlterPartition(img, o.Alter)
+		return recs, outcome{}, err
+	}
+	return nil, outcome{}, fmt.Errorf("%w: unknown operation %q", ErrInvalidRequest, o.Kind)
+}
+
+// result reads what a request yields from the working image, after its
+// records were applied.
+func (c *Controller) result(st *leaderState, o op, out outcome) outcome {
+	switch o.Kind {
+	case opRegister:
+		out.Epoch = st.img.brokers[o.Register.ID].Epoch
+	case opCreateTopic, opCreatePartitions:
+		out.Topic, _ = st.img.Topic(o.Topic)
+	case opAlterPartition:
+		out.Partition, _ = st.img.Partition(o.Alter.Topic, o.Alter.Partition)
+	}
+	return out
+}
+
+func (c *Controller) applyWorking(st *leaderState, recs []record) error {
+	for _, r := range recs {
+		if err := st.img.apply(r); err != nil {
+			// A decision produced a record its own image rejects: a bug.
+			// Drop the working image; the next request rebuilds it.
+			c.log.Error("controller: decision does not apply to the working image", "err", err)
+			return fmt.Errorf("controller: internal error: %w", err)
+		}
+	}
+	return nil
+}
+
+// propose appends recs to the Raft log as one entry; the completer answers
+// reqs once it is committed and applied (or has failed).
+func (c *Controller) propose(recs []record, reqs []*request, outs []outcome) {
+	// The completer runs until this loop has ended, so this send completes.
+	c.proposals <- proposal{future: c.raft.Apply(encodeEntry(nil, recs), 0), reqs: reqs, outs: outs}
+}
+
+// complete answers proposals in log order until the event loop has ended,
+// then drains what is left.
+func (c *Controller) complete() {
+	defer c.completerDone.Done()
+	for {
+		select {
+		case p := <-c.proposals:
+			c.finish(p)
+		case <-c.loopEnded:
+			for {
+				select {
+				case p := <-c.proposals:
+					c.finish(p)
+				default:
+					return
+				}
+			}
+		}
+	}
+}
+
+func (c *Controller) finish(p proposal) {
+	err := p.future.Error()
+	if err == nil {
+		if ferr, ok := p.future.Response().(error); ok && ferr != nil {
+			err = fmt.Errorf("controller: internal error: %w", ferr)
+		}
+	}
+	if err != nil {
+		select {
+		case c.failed <- struct{}{}:
+		default:
+		}
+		switch {
+		case errors.Is(err, raft.ErrNotLeader):
+			err = c.notController() // never appended: safe to retry
+		case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrAbortedByRestore):
+			err = fmt.Errorf("%w: %v", ErrLeadershipLost, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			err = ErrClosed
+		}
+	}
+	for i, req := range p.reqs {
+		req.done <- reply{out: p.outs[i], err: err}
+	}
+}

@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Network is how a member listens on its RaftAddr and reaches its peers:
+// the transport seam. TCPNetwork is the real one; controllertest.Network
+// wraps loopback TCP so that tests can cut links.
+type Network interface {
+	Listen(addr string) (net.Listener, error)
+	Dial(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// TCPNetwork is the Network of the operating system.
+type TCPNetwork struct{}
+
+func (TCPNetwork) Listen(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+func (TCPNetwork) Dial(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+// Every connection to a member starts with one byte saying who it is for:
+// Raft's NetworkTransport, or the controller's request forwarding. One
+// address per member, one set of links for tests to cut.
+const (
+	streamRaft byte = 'R'
+	streamRPC  byte = 'C'
+
+	preambleTimeout = 5 * time.Second
+)
+
+// mux accepts connections on a member's address and routes them by their
+// first byte. It owns every connection accepted or dialed through it and
+// closes them all in close.
+type mux struct {
+	ln       net.Listener
+	network  Network
+	log      *slog.Logger
+	serveRPC func(net.Conn) // serves one forwarding connection until it ends
+
+	raftConns chan net.Conn
+	done      chan struct{}
+	wg        sync.WaitGroup
+
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	closed bool
+}
+
+func newMux(ln net.Listener, network Network, log *slog.Logger, serveRPC func(net.Conn)) *mux {
+	m := &mux{
+		ln: ln, network: network, log: log, serveRPC: serveRPC,
+		raftConns: make(chan net.Conn),
+		done:      make(chan struct{}),
+		conns:     make(map[net.Conn]struct{}),
+	}
+	m.wg.Add(1)
+	go m.acceptLoop()
+	return m
+}
+
+func (m *mux) acceptLoop() {
+	defer m.wg.Done()
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			m.log.Warn("controller: accept failed", "err", err)
+			select {
+			case <-m.done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			continue
+		}
+		if !m.track(conn) {
+			conn.Close()
+			return
+		}
+		m.wg.Add(1)
+		go m.route(conn)
+	}
+}
+
+func (m *mux) route(conn net.Conn) {
+	defer m.wg.Done()
+	var kind [1]byte
+	_ = conn.SetReadDeadline(time.Now().Add(preambleTimeout))
+	if _, err := conn.Read(kind[:]); err != nil {
+		m.untrackClose(conn)
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	switch kind[0] {
+	case streamRaft:
+		select {
+		case m.raftConns <- &trackedConn{Conn: conn, m: m}:
+		case <-m.done:
+			m.untrackClose(conn)
+		}
+	case streamRPC:
+		m.serveRPC(conn)
+		m.untrackClose(conn)
+	default:
+		m.untrackClose(conn)
+	}
+}
+
+// dial opens a connection of the given kind to addr.
+func (m *mux) dial(ctx context.Context, addr string, kind byte) (net.Conn, error) {
+	conn, err := m.network.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if !m.track(conn) {
+		conn.Close()
+		return nil, net.ErrClosed
+	}
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetWriteDeadline(d)
+	}
+	if _, err := conn.Write([]byte{kind}); err != nil {
+		m.untrackClose(conn)
+		return nil, err
+	}
+	_ = conn.SetWriteDeadline(time.Time{})
+	return &trackedConn{Conn: conn, m: m}, nil
+}
+
+func (m *mux) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.conns[c] = struct{}{}
+	return true
+}
+
+func (m *mux) untrackClose(c net.Conn) {
+	m.mu.Lock()
+	delete(m.conns, c)
+	m.mu.Unlock()
+	c.Close()
+}
+
+// close stops accepting, closes every connection and waits for the
+// goroutines serving them.
+func (m *mux) close() {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
+	m.closed = true
+	close(m.done)
+	m.ln.Close()
+	for c := range m.conns {
+		c.Close()
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+}
+
+// trackedConn is a dialed connection that leaves the mux's set when closed.
+type trackedConn struct {
+	net.Conn
+	m    *mux
+	once sync.Once
+}
+
+func (c *trackedConn) Close() error {
+	c.once.Do(func() { c.m.untrackClose(c.Conn) })
+	return nil
+}
+
+// streamLayer is the raft.StreamLayer over the mux.
+type streamLayer struct {
+	m      *mux
+	addr   net.Addr
+	closed chan struct{}
+	once   sync.Once
+}
+
+var _ raft.StreamLayer = (*streamLayer)(nil)
+
+func (s *streamLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-s.m.raftConns:
+		return c, nil
+	case <-s.closed:
+		return nil, net.ErrClosed
+	case <-s.m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops Accept; the connections are closed with the mux.
+func (s *streamLayer) Close() error {
+	s.once.Do(func() { close(s.closed) })
+	return nil
+}
+
+func (s *streamLayer) Addr() net.Addr { return s.addr }
+
+func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := s.m.dial(ctx, string(addr), streamRaft)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", addr, err)
+	}
+	return conn, nil
+}
+
+// advertised is a net.Addr for an address as configured.
+type advertised string
+
+func (a advertised) Network() string { return "tcp" }
+func (a advertised) String() string  { return string(a) }

@@ -1,0 +1,195 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"time"
+)
+
+// The forwarding RPC: a member that is not the active controller sends the
+// request to the one that is, over a fresh connection to its RaftAddr
+// (first byte streamRPC). Frames are a 4-byte big-endian length and a JSON
+// body: requests are rare (registrations, heartbeats every few seconds,
+// admin operations), so readable beats compact here. A member answers only
+// for itself; it never forwards a forwarded request.
+
+const (
+	maxFrame = 4 << 20
+	rpcAck   = 'A'
+)
+
+// Operation kinds.
+const (
+	opRegister         = "register_broker"
+	opHeartbeat        = "heartbeat"
+	opCreateTopic      = "create_topic"
+	opCreatePartitions = "create_partitions"
+	opDeleteTopic      = "delete_topic"
+	opAlterPartition   = "alter_partition"
+)
+
+// op is one request to the active controller.
+type op struct {
+	Kind      string                `json:"kind"`
+	TimeoutMS int64                 `json:"timeout_ms,omitzero"`
+	Register  BrokerRegistration    `json:"register,omitzero"`
+	Heartbeat HeartbeatRequest      `json:"heartbeat,omitzero"`
+	Topic     string                `json:"topic,omitzero"`
+	Spec      TopicSpec             `json:"spec,omitzero"`
+	Total     int                   `json:"total,omitzero"`
+	Alter     AlterPartitionRequest `json:"alter,omitzero"`
+}
+
+// outcome is what an op yields.
+type outcome struct {
+	Epoch     int64             `json:"epoch,omitzero"`
+	Heartbeat HeartbeatResponse `json:"heartbeat,omitzero"`
+	Topic     TopicInfo         `json:"topic,omitzero"`
+	Partition PartitionState    `json:"partition,omitzero"`
+}
+
+type rpcResponse struct {
+	Code       string  `json:"code,omitzero"` // "" on success, else errorCode
+	Message    string  `json:"message,omitzero"`
+	LeaderID   int     `json:"leader_id,omitzero"`
+	LeaderAddr string  `json:"leader_addr,omitzero"`
+	Outcome    outcome `json:"outcome,omitzero"`
+}
+
+func writeFrame(w io.Writer, v any) error {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(body) > maxFrame {
+		return fmt.Errorf("%w: frame of %d bytes", ErrInvalidRequest, len(body))
+	}
+	buf := make([]byte, 4, 4+len(body))
+	binary.BigEndian.PutUint32(buf, uint32(len(body)))
+	_, err = w.Write(append(buf, body...))
+	return err
+}
+
+func readFrame(r io.Reader, v any) error {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxFrame {
+		return fmt.Errorf("%w: frame of %d bytes", ErrCorrupt, n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("%w: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+// serveRPC answers forwarded requests on conn until it closes.
+func (c *Controller) serveRPC(conn net.Conn) {
+	// The ack byte tells the caller its request will be read: a caller that
+	// does not get it knows the request never arrived, and may retry.
+	if _, err := conn.Write([]byte{rpcAck}); err != nil {
+		return
+	}
+	r := bufio.NewReader(conn)
+	for {
+		var o op
+		if err := readFrame(r, &o); err != nil {
+			return
+		}
+		ctx, cancel := c.requestContext(context.Background(), o.TimeoutMS)
+		out, err := c.handleLocal(ctx, o)
+		cancel()
+		resp := rpcResponse{Outcome: out}
+		if err != nil {
+			resp = rpcResponse{Code: errorCode(err), Message: err.Error()}
+			var nc *NotControllerError
+			if errors.As(err, &nc) {
+				resp.LeaderID, resp.LeaderAddr = nc.LeaderID, nc.LeaderAddr
+			}
+		}
+		if err := writeFrame(conn, resp); err != nil {
+			return
+		}
+	}
+}
+
+// requestContext bounds a forwarded request by its timeout and by Close.
+func (c *Controller) requestContext(parent context.Context, timeoutMS int64) (context.Context, context.CancelFunc) {
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if timeoutMS > 0 {
+		ctx, cancel = context.WithTimeout(parent, time.Duration(timeoutMS)*time.Millisecond)
+	} else {
+		ctx, cancel = context.WithCancel(parent)
+	}
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// errUnreachable marks a forwarding failure before the request was sent:
+// safe to retry.
+var errUnreachable = errors.New("controller: active controller unreachable")
+
+// forward sends o to the member at addr and returns its answer.
+func (c *Controller) forward(ctx context.Context, addr string, o op) (outcome, error) {
+	conn, err := c.mux.dial(ctx, addr, streamRPC)
+	if err != nil {
+		if ctx.Err() != nil {
+			return outcome{}, ctx.Err()
+		}
+		return outcome{}, fmt.Errorf("%w: %s: %v", errUnreachable, addr, err)
+	}
+	defer conn.Close()
+	if d, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(d)
+		o.TimeoutMS = max(1, time.Until(d).Milliseconds())
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+
+	r := bufio.NewReader(conn)
+	if ack, err := r.ReadByte(); err != nil || ack != rpcAck {
+		if ctx.Err() != nil {
+			return outcome{}, ctx.Err()
+		}
+		return outcome{}, fmt.Errorf("%w: %s did not accept the connection: %v", errUnreachable, addr, err)
+	}
+	var resp rpcResponse
+	if err := writeFrame(conn, o); err != nil {
+		return outcome{}, c.forwardError(ctx, addr, err)
+	}
+	if err := readFrame(r, &resp); err != nil {
+		return outcome{}, c.forwardError(ctx, addr, err)
+	}
+	if resp.Code == "" {
+		return resp.Outcome, nil
+	}
+	if resp.Code == errorCode(ErrNotController) {
+		return outcome{}, &NotControllerError{LeaderID: resp.LeaderID, LeaderAddr: resp.LeaderAddr}
+	}
+	if s := errorForCode(resp.Code); s != nil {
+		return outcome{}, &remoteError{msg: resp.Message, sentinel: s}
+	}
+	return outcome{}, errors.New(resp.Message)
+}
+
+// forwardError: the request may have reached the active controller, so the
+// caller cannot know whether it took effect.
+func (c *Controller) forwardError(ctx context.Context, addr string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return fmt.Errorf("controller: forward to %s: %w", addr, err)
+}
