@@ -168,6 +168,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResponse, 
 	delete(c.waiters, ev.waiter)
 	if e := c.groups[req.Group]; e != nil {
 		_ = c.step(e, cancelJoinEvent{member: ev.member, waiter: ev.waiter})
+		c.forgetIfIdle(e)
 	}
 	c.mu.Unlock()
 	return JoinResponse{}, ctx.Err()

@@ -736,11 +736,14 @@ func requireGoroutines(t *testing.T, n int) {
 
 func TestJoinContextCancelled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c := newCoordinator(t, group.Config{})
+		c := newCoordinator(t, group.Config{InitialRebalanceDelay: time.Second})
 		ctx := context.Background()
 		ra := req("a", "a")
-		a, err := c.Join(ctx, ra)
-		require.NoError(t, err)
+		chA := joinAsync(ctx, c, ra)
+		time.Sleep(time.Second)
+		ja := ready(t, chA)
+		require.NoError(t, ja.err)
+		a := ja.resp
 
 		// A first join withdrawn: the member is forgotten.
 		bctx, cancelB := context.WithCancel(ctx)
@@ -751,10 +754,21 @@ func TestJoinContextCancelled(t *testing.T) {
 		d, _ := c.Describe("g")
 		require.Len(t, d.Members, 1)
 		require.Equal(t, group.StatePreparingRebalance, d.State) // a must still rejoin
-		a, err = c.Join(ctx, rejoin(ra, a))
+		a, err := c.Join(ctx, rejoin(ra, a))
 		require.NoError(t, err)
 		require.Equal(t, int32(2), a.Generation)
 		require.Equal(t, 1, a.Members)
+
+		// The only member's first join, withdrawn: nothing is left.
+		solo, cancelSolo := context.WithCancel(ctx)
+		r := req("s", "a")
+		r.Group = "solo"
+		chS := joinAsync(solo, c, r)
+		pending(t, chS) // (the initial delay below holds it)
+		cancelSolo()
+		require.ErrorIs(t, ready(t, chS).err, context.Canceled)
+		_, ok := c.Describe("solo")
+		require.False(t, ok)
 
 		// A Join with a context already done does nothing.
 		done, cancel := context.WithCancel(ctx)

@@ -1,3 +1,128 @@
 // Package group is Strata's consumer-group coordinator: membership,
-// generations, partition assignment and committed offsets.
+// generations, partition assignment and committed offsets, in process.
+//
+// A broker (log.Broker) owns one Coordinator, built with New from a Config
+// that says how to count a topic's partitions, where commits are made
+// durable (an OffsetStore that appends to the internal topic
+// __consumer_offsets) and which offsets were committed before (Initial,
+// read back from that topic at open). Consumers reach it through
+// log.Client's JoinGroup, Heartbeat, LeaveGroup, CommitOffsets and
+// FetchOffsets, which call Join, Heartbeat, Leave, Commit and Committed.
+//
+// # Joining and generations
+//
+// A member joins with Join and no member id; the coordinator gives it one,
+// as Kafka does: its client id, a dash and a random UUID. Every later
+// request carries that id. Join blocks until the rebalance it starts (or
+// joins) completes, then returns the generation — a number that grows with
+// every rebalance — and the member's partitions in it.
+//
+// A group is in one of three states, Kafka's: Empty (no members; it may
+// hold committed offsets), PreparingRebalance (waiting for its members to
+// join) and Stable (a generation is in effect). A rebalance starts when a
+// member joins for the first time, changes its subscription (or, rejoining,
+// sees a different partition count for one of its topics), leaves, or is
+// removed because its session timed out. It completes as soon as every
+// member has joined again, or when the rebalance timeout passes — the
+// longest RebalanceTimeout of the members (default 5 min, Kafka's
+// max.poll.interval.ms) — and then the members that did not rejoin are
+// removed. Completing increments the generation and answers every pending
+// Join at once; with no members left the group goes back to Empty.
+//
+// The protocol is eager, Kafka's classic one: in every rebalance every
+// member gives up all its partitions and rejoins. A member learns that a
+// rebalance has started from Heartbeat's ErrRebalanceInProgress; it should
+// stop consuming, commit what it has processed, and call Join again with its
+// member id. Records it polled but did not commit are delivered again to the
+// partition's next owner: delivery is at least once.
+//
+// The coordinator computes the assignment itself (the consumers send no
+// SyncGroup and there is no group leader; in that the coordinator resembles
+// the server-side assignment of KIP-848). The assignor is Kafka's
+// RangeAssignor: for each topic, the members subscribed to it are sorted by
+// member id and the partitions split into contiguous ranges in that order,
+// the first partitions%members members getting one more. Two members of a
+// topic of three partitions get [0 1] and [2]; with two such topics, the
+// first member gets [0 1] of each. Partition counts are looked up (with
+// Config.Partitions) when a member joins; a topic that is unknown then is
+// assigned to no one.
+//
+// InitialRebalanceDelay (Kafka's group.initial.rebalance.delay.ms, 3 s
+// there, 0 here) holds an empty group's first rebalance open until no new
+// member has joined for that long, so that members starting together form
+// one generation rather than a succession of them.
+//
+// # Heartbeats and sessions
+//
+// A member must call Heartbeat (or Join, or Commit) at least once per
+// SessionTimeout (default 45 s, Kafka's session.timeout.ms; it must lie
+// within the Config's [MinSessionTimeout, MaxSessionTimeout], 6 s to 30 min
+// by default); a member that does not is removed and the others rebalance.
+// Kafka's consumers heartbeat every 3 s (heartbeat.interval.ms), no more
+// than a third of the session. A member whose Join is pending is alive
+// whatever its session. Heartbeat answers:
+//
+//	nil                    the member's generation is current and stable
+//	ErrRebalanceInProgress commit, then rejoin with the member id
+//	ErrIllegalGeneration   the group moved on without it: rejoin
+//	ErrUnknownMember       it was removed: rejoin with no member id
+//
+// Leave removes a member at once, sparing the others a session timeout's
+// wait.
+//
+// # Commits and their durability
+//
+// Commit records, for some partitions, the offset of the next record the
+// group should consume. It is accepted from a member of the current
+// generation — also while a rebalance is in progress, so that a member told
+// to rejoin can commit first — and refused with ErrIllegalGeneration when
+// it carries an older generation (its partitions may belong to someone else
+// now) or ErrUnknownMember from a non-member. A commit with no member id and
+// generation -1 is accepted only while the group has no members, for
+// consumers that assign partitions themselves, as Kafka does. A refused
+// commit changes nothing.
+//
+// An accepted commit is made durable by the OffsetStore before it takes
+// effect: Commit returns, and Committed shows the offsets, only after Store
+// has returned without error; a Store error fails the commit and changes
+// nothing. The commits of one group are serialized, so they take effect in
+// the order they were stored and a restart reads back what Committed showed.
+//
+// The broker stores each committed offset as a record of __consumer_offsets
+// whose key and value are Kafka's (EncodeOffsetRecord; DecodeOffsetRecord
+// reads them back, and also older value versions). All integers are
+// big-endian; a string is an int16 length and that many bytes:
+//
+//	key (OffsetCommitKey, version 1)       value (OffsetCommitValue, version 3)
+//	int16  version = 1                     int16  version = 3
+//	string group                           int64  offset
+//	string topic                           int32  leader epoch = -1
+//	int32  partition                       string metadata = ""
+//	                                       int64  commit timestamp (ms since the epoch)
+//
+// A record with a null value is a tombstone: the partition's commit was
+// deleted. A key whose version is 2 or more is not a commit (Kafka's group
+// metadata) and decodes as ErrNotOffsetRecord. A broker rebuilds
+// Config.Initial by reading the topic from the start, the last record of a
+// (group, topic, partition) winning.
+//
+// Only offsets are persisted, not membership: after a restart every member
+// joins as a new one (Kafka also writes group metadata records, and restores
+// its groups from them). Committed offsets never expire
+// (offsets.retention.minutes is not implemented).
+//
+// # Concurrency and time
+//
+// All methods may be called from any number of goroutines. The Coordinator
+// starts no goroutine of its own: session and rebalance deadlines are timers
+// of its Clock (the system clock, or grouptest.Clock in tests), one per
+// member and one per rebalancing group, and Close stops them and waits for
+// any callback already running, and for Store calls in progress. Pending
+// Joins fail with ErrClosed.
+//
+// The logic of a group is a state machine without IO (machine.go): each
+// request or timer is an event applied at a time, giving effects — replies
+// to Joins, timers to arm — that the Coordinator carries out. It is tested
+// with scripted and random event sequences in virtual time; STRATA_SEED=n
+// replays a random run and STRATA_SOAK=1 runs many more of them.
 package group

@@ -414,8 +414,8 @@ func (g *groupState) nextRebalanceTimer(now time.Time) time.Time {
 }
 
 func (g *groupState) maybeComplete(now time.Time, out []effect) []effect {
-	if g.phase != phasePreparing || now.Before(g.delayUntil) {
-		return out
+	if g.phase != phasePreparing || len(g.members) > 0 && now.Before(g.delayUntil) {
+		return out // (with no members left, there is no one to wait for)
 	}
 	for _, m := range g.members {
 		if !m.joining {

@@ -524,6 +524,17 @@ func TestMachine(t *testing.T) {
 		generation: 1,
 		members:    map[string]string{"a": "t0/0", "b": "t0/1", "c": "t0/2"},
 	}, {
+		name:         "the only join withdrawn during the initial delay: the group empties at once",
+		initialDelay: 3 * time.Second,
+		steps: []step{
+			{at: 0, ev: newJoin("a", 1, "t0")},
+			{at: time.Second, ev: cancel("a", 1)},
+		},
+		replies:    map[uint64]string{},
+		phase:      phaseEmpty,
+		generation: 1,
+		members:    map[string]string{},
+	}, {
 		name:         "the initial delay does not outlast the rebalance timeout",
 		initialDelay: 40 * time.Second,
 		steps: []step{

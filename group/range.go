@@ -2,6 +2,7 @@ package group
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -25,7 +26,10 @@ func assignRange(subs map[string][]string, partitions map[string]int) map[string
 			byTopic[t] = append(byTopic[t], id)
 		}
 	}
-	for topic, members := range byTopic {
+	// Topics in order, each member's partitions ascending within a topic:
+	// every member's list comes out sorted.
+	for _, topic := range slices.Sorted(maps.Keys(byTopic)) {
+		members := byTopic[topic]
 		n := partitions[topic]
 		if n <= 0 {
 			continue
@@ -43,9 +47,6 @@ func assignRange(subs map[string][]string, partitions map[string]int) map[string
 				out[id] = append(out[id], TopicPartition{Topic: topic, Partition: p})
 			}
 		}
-	}
-	for _, tps := range out {
-		slices.SortFunc(tps, compareTP)
 	}
 	return out
 }
