@@ -1,0 +1,863 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/segment/batch"
+)
+
+// Errors of the Consumer. Test for them with errors.Is.
+var (
+	// ErrNoGroup is returned by Commit of a consumer without a Group: there
+	// is no group to hold its offsets.
+	ErrNoGroup = errors.New("log: consumer has no group: nothing to commit to")
+	// ErrNotAssigned is returned by Seek of a partition that is not in the
+	// consumer's assignment.
+	ErrNotAssigned = errors.New("log: partition not assigned to this consumer")
+)
+
+// errConsumerClosed is the error of a Poll, Commit or Seek after Close.
+var errConsumerClosed = fmt.Errorf("log: consumer: %w", ErrClosed)
+
+// errRejoin is the cause with which the heartbeat ends a parked fetch: the
+// group is rebalancing and Poll must rejoin.
+var errRejoin = errors.New("log: consumer: rejoin the group")
+
+// OffsetReset says where a consumer starts reading a partition that has no
+// committed offset, or whose position fell out of the log.
+type OffsetReset int
+
+const (
+	// ResetEarliest starts at the log start offset: everything still kept.
+	// It is the zero value, so a consumer misses nothing by default; note
+	// that Kafka's default (auto.offset.reset) is latest.
+	ResetEarliest OffsetReset = iota
+	// ResetLatest starts at the end: only records appended from then on.
+	ResetLatest
+)
+
+func (r OffsetReset) String() string {
+	switch r {
+	case ResetEarliest:
+		return "earliest"
+	case ResetLatest:
+		return "latest"
+	}
+	return fmt.Sprintf("OffsetReset(%d)", int(r))
+}
+
+// ConsumerConfig configures a Consumer. The zero value of every field but
+// Topics means Kafka's default.
+type ConsumerConfig struct {
+	// Group is the consumer group; "" → no group: the consumer reads every
+	// partition of its topics and cannot commit.
+	Group string
+	// Topics are the topics to read; at least one, each existing.
+	Topics []string
+	// Reset says where to start a partition without a committed offset
+	// (ResetEarliest, the zero value, or ResetLatest), and where to go when
+	// a position falls out of the log (retention deleted it, say).
+	Reset OffsetReset
+	// MinBytes is how many bytes a Poll waits for (fetch.min.bytes); 0 → 1.
+	MinBytes int
+	// MaxWait is how long a Poll waits for MinBytes (fetch.max.wait.ms);
+	// 0 → 500 ms. Then it returns what there is, possibly nothing.
+	MaxWait time.Duration
+	// MaxBytes bounds the bytes of one Poll (fetch.max.bytes); 0 → 50 MiB.
+	// A record batch larger than that still comes, alone.
+	MaxBytes int
+	// PartitionMaxBytes bounds the bytes of one partition in one Poll
+	// (max.partition.fetch.bytes); 0 → 1 MiB.
+	PartitionMaxBytes int
+	// SessionTimeout: a member whose heartbeats stop for that long is
+	// removed from its group (session.timeout.ms); 0 → 45 s. The broker
+	// bounds it (by default to [6 s, 30 min]).
+	SessionTimeout time.Duration
+	// RebalanceTimeout is how long a rebalance waits for this member to
+	// rejoin, and the longest time between two Polls before the consumer
+	// leaves its group so that its partitions move to a live member
+	// (max.poll.interval.ms); 0 → 5 min.
+	RebalanceTimeout time.Duration
+	// HeartbeatInterval is how often the consumer tells its group it is
+	// alive (heartbeat.interval.ms); 0 → 3 s. It must be shorter than
+	// SessionTimeout.
+	HeartbeatInterval time.Duration
+	// ClientID prefixes the member id the group gives the consumer; may be
+	// "".
+	ClientID string
+	// Logger receives a line when a position is reset, when the consumer
+	// leaves its group for not polling, and when a heartbeat fails;
+	// nil → discard.
+	Logger *stdlog.Logger
+}
+
+// Kafka's consumer defaults.
+const (
+	defaultConsumerMaxWait    = 500 * time.Millisecond
+	defaultConsumerMaxBytes   = 50 << 20
+	defaultPartitionMaxBytes  = 1 << 20
+	defaultHeartbeatInterval  = 3 * time.Second
+	defaultConsumerMinBytes   = 1
+	consumerJoinRetries       = 3
+	consumerHeaderArenaMinCap = 64
+)
+
+func (c ConsumerConfig) withDefaults() ConsumerConfig {
+	c.Topics = slices.Compact(slices.Sorted(slices.Values(c.Topics))) // a copy: never the caller's slice
+	if c.MinBytes == 0 {
+		c.MinBytes = defaultConsumerMinBytes
+	}
+	if c.MaxWait == 0 {
+		c.MaxWait = defaultConsumerMaxWait
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = defaultConsumerMaxBytes
+	}
+	if c.PartitionMaxBytes == 0 {
+		c.PartitionMaxBytes = defaultPartitionMaxBytes
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = group.DefaultSessionTimeout
+	}
+	if c.RebalanceTimeout == 0 {
+		c.RebalanceTimeout = group.DefaultRebalanceTimeout
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = defaultHeartbeatInterval
+	}
+	if c.Logger == nil {
+		c.Logger = stdlog.New(stdlog.DiscardHandler)
+	}
+	return c
+}
+
+func (c ConsumerConfig) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: consumer: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case len(c.Topics) == 0:
+		return bad("no topics")
+	case c.Topics[0] == "":
+		return bad("empty topic name")
+	case len(c.Group) > group.MaxNameLen:
+		return bad("group id of %d bytes, at most %d", len(c.Group), group.MaxNameLen)
+	case c.Reset != ResetEarliest && c.Reset != ResetLatest:
+		return bad("unknown reset %d", int(c.Reset))
+	case c.MinBytes < 0 || c.MaxBytes < 0 || c.PartitionMaxBytes < 0:
+		return bad("negative byte count (MinBytes %d, MaxBytes %d, PartitionMaxBytes %d)", c.MinBytes, c.MaxBytes, c.PartitionMaxBytes)
+	case c.MaxWait < 0 || c.SessionTimeout < 0 || c.RebalanceTimeout < 0 || c.HeartbeatInterval < 0:
+		return bad("negative duration")
+	case c.HeartbeatInterval >= c.SessionTimeout:
+		return bad("heartbeat interval %v must be shorter than the session timeout %v", c.HeartbeatInterval, c.SessionTimeout)
+	}
+	return nil
+}
+
+// A Consumer reads records from the partitions of its topics: all of them
+// without a Group, or the share a consumer group assigns it.
+//
+// In a group the protocol is Kafka's eager one, with the range assignment
+// the broker's coordinator computes. The consumer joins in its first Poll; a
+// goroutine of its own heartbeats every HeartbeatInterval. When the group
+// rebalances (a member joins or leaves, or one's session times out), the
+// heartbeat ends a parked Poll and Poll rejoins before it fetches again.
+// After every join the positions of the assigned partitions start from the
+// group's committed offsets (else from Reset): records polled but not
+// committed before a rebalance are delivered again, to their partition's
+// new owner — delivery is at least once. Commit after processing each Poll
+// to keep the repeats few.
+//
+// Poll, Commit, Seek and Assignment may be called from several goroutines,
+// but Polls run one at a time; Close may be called from any goroutine and
+// ends a parked Poll.
+type Consumer struct {
+	client Client
+	cfg    ConsumerConfig
+	log    *stdlog.Logger
+
+	pollMu sync.Mutex // held by Poll; Close takes it to wait for a Poll to end
+	// Owned by Poll (pollMu): the fetch request and its partitions.
+	fetchReq   []FetchPartition
+	fetchParts []*partitionPosition
+
+	mu         sync.Mutex
+	closed     bool
+	parts      []*partitionPosition // the assignment, sorted
+	byTP       map[TopicPartition]*partitionPosition
+	epoch      uint64 // bumped when parts is replaced
+	next       int    // the index in parts of the partition fetched first by the next Poll
+	cancelPoll context.CancelCauseFunc
+	fetching   bool // the running Poll is fetching (not joining)
+	polling    bool
+	lastPoll   time.Time // when the last Poll ended
+	// Group membership (Group != ""): memberID is "" when not a member.
+	memberID   string
+	generation int32
+	joining    bool
+	rejoin     bool // the group rebalances (or dropped us): the next Poll joins
+
+	stop     chan struct{} // closed by Close: the heartbeat goroutine returns
+	hbCtx    context.Context
+	hbCancel context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// partitionPosition is where the consumer reads an assigned partition.
+type partitionPosition struct {
+	tp        TopicPartition
+	pos       int64 // the offset of the next record Poll returns
+	committed int64 // what the group holds for it; -1: nothing
+}
+
+// NewConsumer returns a consumer of cfg.Topics, which must exist
+// (ErrUnknownTopic). Without a Group it reads every partition, from Reset,
+// resolved now: with ResetLatest, records appended after NewConsumer returns
+// are read. With a Group it joins in the first Poll and starts its heartbeat
+// goroutine, which Close stops.
+func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	counts := make([]int, len(cfg.Topics))
+	for i, t := range cfg.Topics {
+		n, err := c.Partitions(t)
+		if err != nil {
+			return nil, fmt.Errorf("log: consumer: topic %q: %w", t, err)
+		}
+		counts[i] = n
+	}
+	cons := &Consumer{
+		client:   c,
+		cfg:      cfg,
+		log:      cfg.Logger,
+		byTP:     map[TopicPartition]*partitionPosition{},
+		lastPoll: time.Now(),
+	}
+	if cfg.Group == "" {
+		var tps []TopicPartition
+		for i, t := range cfg.Topics {
+			for p := range counts[i] {
+				tps = append(tps, TopicPartition{Topic: t, Partition: p})
+			}
+		}
+		parts, err := cons.positions(tps, nil)
+		if err != nil {
+			return nil, err
+		}
+		cons.assign(parts)
+		return cons, nil
+	}
+	cons.rejoin = true
+	cons.stop = make(chan struct{})
+	cons.hbCtx, cons.hbCancel = context.WithCancel(context.Background())
+	cons.wg.Add(1)
+	go cons.heartbeats()
+	return cons, nil
+}
+
+// positions returns the positions of tps: the committed offset if any, else
+// where Reset says.
+func (c *Consumer) positions(tps []TopicPartition, committed map[TopicPartition]int64) ([]*partitionPosition, error) {
+	parts := make([]*partitionPosition, len(tps))
+	for i, tp := range tps {
+		p := &partitionPosition{tp: tp, committed: -1}
+		if off, ok := committed[tp]; ok {
+			p.pos, p.committed = off, off
+		} else {
+			var err error
+			if p.pos, err = c.resetOffset(tp); err != nil {
+				return nil, err
+			}
+		}
+		parts[i] = p
+	}
+	return parts, nil
+}
+
+// assign makes parts the assignment. mu is held, or c is not shared yet.
+func (c *Consumer) assign(parts []*partitionPosition) {
+	slices.SortFunc(parts, func(a, b *partitionPosition) int { return compareTP(a.tp, b.tp) })
+	c.parts = parts
+	c.byTP = make(map[TopicPartition]*partitionPosition, len(parts))
+	for _, p := range parts {
+		c.byTP[p.tp] = p
+	}
+	c.epoch++
+	c.next = 0
+}
+
+func compareTP(a, b TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return a.Partition - b.Partition
+}
+
+// Poll returns the next records of the assigned partitions: up to MaxBytes
+// in all and PartitionMaxBytes per partition, whole record batches, each
+// record with its Topic and Partition set, in offset order per partition.
+// Which partition is read first rotates from Poll to Poll, so a busy one
+// cannot starve the others. With fewer than MinBytes available Poll waits:
+// an append to an assigned partition ends the wait at once; otherwise it
+// returns what there is (maybe nothing) after MaxWait. Cancelling ctx ends
+// it with ctx.Err(). Keys, values and header values are the consumer's to
+// keep.
+//
+// The positions advance past the records returned. A position that fell out
+// of the log is moved per Reset. In a group, Poll first joins (or rejoins)
+// when needed, which waits for the rebalance to complete. Any other error
+// (a corrupt batch, a deleted topic) is returned with no records, and no
+// position moves. After Close, Poll returns ErrClosed.
+func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.pollMu.Lock()
+	defer c.pollMu.Unlock()
+	deadline := time.Now().Add(c.cfg.MaxWait)
+	defer c.pollEnded()
+	for {
+		pctx, cancel := context.WithCancelCause(ctx)
+		join, err := c.pollPhase(cancel)
+		if err != nil {
+			cancel(nil)
+			return nil, err
+		}
+		var recs []Record
+		if join {
+			err = c.join(pctx)
+		} else {
+			recs, err = c.fetch(pctx, time.Until(deadline))
+		}
+		c.mu.Lock()
+		c.cancelPoll, c.fetching, c.joining = nil, false, false
+		c.mu.Unlock()
+		cause := context.Cause(pctx)
+		cancel(nil)
+		switch {
+		case err == nil && join:
+			continue // joined: now fetch
+		case err == nil:
+			return recs, nil
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case errors.Is(cause, ErrClosed):
+			return nil, errConsumerClosed
+		case errors.Is(cause, errRejoin):
+			continue
+		}
+		return nil, err
+	}
+}
+
+// pollPhase starts a phase of Poll: a join if one is needed, else a fetch.
+// cancel ends the phase early (Close, or a rebalance while fetching).
+func (c *Consumer) pollPhase(cancel context.CancelCauseFunc) (join bool, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false, errConsumerClosed
+	}
+	c.polling, c.cancelPoll = true, cancel
+	join = c.cfg.Group != "" && c.rejoin
+	c.joining, c.fetching = join, !join
+	return join, nil
+}
+
+func (c *Consumer) pollEnded() {
+	c.mu.Lock()
+	c.polling, c.lastPoll = false, time.Now()
+	c.mu.Unlock()
+}
+
+// join joins the group and takes the assignment it gets: the positions of
+// its partitions start from the group's committed offsets, else from Reset.
+// A rejoin that finds the same generation (nothing changed) keeps them.
+func (c *Consumer) join(ctx context.Context) error {
+	c.mu.Lock()
+	member, gen := c.memberID, c.generation
+	c.mu.Unlock()
+	var resp group.JoinResponse
+	var err error
+	for range consumerJoinRetries {
+		resp, err = c.client.JoinGroup(ctx, group.JoinRequest{
+			Group:            c.cfg.Group,
+			MemberID:         member,
+			ClientID:         c.cfg.ClientID,
+			Topics:           c.cfg.Topics,
+			SessionTimeout:   c.cfg.SessionTimeout,
+			RebalanceTimeout: c.cfg.RebalanceTimeout,
+		})
+		if errors.Is(err, ErrUnknownMember) && member != "" {
+			member = "" // removed meanwhile: join as a new member
+			c.mu.Lock()
+			c.memberID = ""
+			c.mu.Unlock()
+			continue
+		}
+		if errors.Is(err, ErrRebalanceInProgress) && ctx.Err() == nil {
+			continue // superseded by a newer join of ours: ask again
+		}
+		break
+	}
+	if err != nil {
+		return fmt.Errorf("log: consumer: join group %q: %w", c.cfg.Group, err)
+	}
+	// The member id now, so that Close leaves even if what follows fails;
+	// the generation with the assignment, below.
+	c.mu.Lock()
+	c.memberID = resp.MemberID
+	c.mu.Unlock()
+	if resp.MemberID == member && member != "" && resp.Generation == gen {
+		c.mu.Lock()
+		c.rejoin = false // the same generation: nothing changed
+		c.mu.Unlock()
+		return nil
+	}
+	committed, err := c.client.FetchOffsets(ctx, c.cfg.Group, resp.Assignment)
+	if err != nil {
+		return fmt.Errorf("log: consumer: fetch committed offsets of group %q: %w", c.cfg.Group, err)
+	}
+	parts, err := c.positions(resp.Assignment, committed)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.generation = resp.Generation
+	c.assign(parts)
+	c.rejoin = false
+	return nil
+}
+
+// fetch reads the assigned partitions once, waiting up to wait for
+// MinBytes, and advances the positions past the records it returns.
+func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, error) {
+	c.mu.Lock()
+	epoch, n := c.epoch, len(c.parts)
+	c.fetchReq, c.fetchParts = c.fetchReq[:0], c.fetchParts[:0]
+	for i := range n {
+		p := c.parts[(c.next+i)%n]
+		c.fetchReq = append(c.fetchReq, FetchPartition{TopicPartition: p.tp, Offset: p.pos})
+		c.fetchParts = append(c.fetchParts, p)
+	}
+	if n > 0 {
+		c.next = (c.next + 1) % n
+	}
+	c.mu.Unlock()
+	wait = max(wait, time.Nanosecond) // 0 would mean the default
+	if n == 0 {
+		return nil, idle(ctx, wait) // nothing assigned: wait for a rebalance
+	}
+	resp, err := c.client.Fetch(ctx, FetchRequest{
+		Partitions:        c.fetchReq,
+		MinBytes:          c.cfg.MinBytes,
+		MaxBytes:          c.cfg.MaxBytes,
+		PartitionMaxBytes: c.cfg.PartitionMaxBytes,
+		MaxWait:           wait,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("log: consumer: fetch: %w", err)
+	}
+	if len(resp.Partitions) != n {
+		return nil, fmt.Errorf("log: consumer: fetch of %d partitions answered %d", n, len(resp.Partitions))
+	}
+
+	// Decode straight into one slice sized for every record fetched.
+	total := 0
+	for i := range resp.Partitions {
+		total += countRecords(resp.Partitions[i].Records)
+	}
+	recs := make([]Record, 0, total)
+	var (
+		ends   = make([]int, 0, n) // where each partition's records end in recs
+		nexts  = make([]int64, n)  // each partition's position after the fetch
+		resets []int               // partitions whose position fell out of the log
+		hdrs   []Header            // the headers of every record
+	)
+	for i := range resp.Partitions {
+		fp := &resp.Partitions[i]
+		from := c.fetchReq[i].Offset
+		nexts[i] = from
+		switch {
+		case errors.Is(fp.Err, ErrOffsetOutOfRange):
+			resets = append(resets, i)
+		case fp.Err != nil:
+			return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
+		default:
+			recs, nexts[i], err = decodeFrom(recs, &hdrs, fp.Records, fp.TopicPartition, from)
+			if err != nil {
+				return nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
+			}
+		}
+		ends = append(ends, len(recs))
+	}
+	resetTo := make([]int64, len(resets))
+	for j, i := range resets {
+		if resetTo[j], err = c.resetOffset(c.fetchReq[i].TopicPartition); err != nil {
+			return nil, err
+		}
+	}
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.epoch != epoch {
+		return nil, nil // the assignment changed under the fetch: its records are not ours
+	}
+	for j, i := range resets {
+		if p := c.fetchParts[i]; p.pos == c.fetchReq[i].Offset {
+			c.log.Info("log: consumer: position out of range, reset", "topic", p.tp.Topic, "partition", p.tp.Partition,
+				"position", p.pos, "reset", c.cfg.Reset.String(), "to", resetTo[j])
+			p.pos = resetTo[j]
+		}
+	}
+	out, start := recs[:0], 0
+	for i, end := range ends {
+		p := c.fetchParts[i]
+		if p.pos != c.fetchReq[i].Offset { // moved by Seek or a reset meanwhile: drop
+			start = end
+			continue
+		}
+		p.pos = max(p.pos, nexts[i])
+		if len(out) != start {
+			out = append(out, recs[start:end]...)
+		} else {
+			out = recs[:end]
+		}
+		start = end
+	}
+	clear(recs[len(out):]) // drop the references of records not returned
+	return out, nil
+}
+
+// idle waits for d or for ctx.
+func idle(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// resetOffset is where Reset moves a partition.
+func (c *Consumer) resetOffset(tp TopicPartition) (int64, error) {
+	at := EarliestOffset
+	if c.cfg.Reset == ResetLatest {
+		at = LatestOffset
+	}
+	off, err := c.client.ListOffset(tp, at)
+	if err != nil {
+		return 0, fmt.Errorf("log: consumer: reset %s-%d to %s: %w", tp.Topic, tp.Partition, c.cfg.Reset, err)
+	}
+	return off, nil
+}
+
+// countRecords is the number of records in the whole batches of raw, read
+// from their headers: what decodeFrom will return at most.
+func countRecords(raw []byte) int {
+	n := 0
+	for len(raw) >= batch.HeaderSize {
+		size, err := batch.PeekSize(raw)
+		if err != nil || size > len(raw) {
+			break
+		}
+		h, err := batch.ParseHeader(raw)
+		if err != nil {
+			break
+		}
+		n += max(int(h.NumRecords), 0)
+		raw = raw[size:]
+	}
+	return n
+}
+
+// decodeFrom appends to dst the records of the batches in raw whose offsets
+// are at least from, and returns the offset that follows the last batch
+// (from if none follows it). It allocates nothing per record: headers go
+// to the arena *hdrs, grown by doubling. Control batches (transaction
+// markers) are skipped, as Kafka's consumer skips them.
+func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
+	next, prevEnd := from, int64(-1)
+	err := batch.Batches(raw, func(b []byte, h batch.Header) error {
+		if h.BaseOffset < prevEnd { // the base offset is outside the CRC
+			return fmt.Errorf("%w: batch at offset %d follows one that ends at %d", ErrCorrupt, h.BaseOffset, prevEnd)
+		}
+		prevEnd = h.NextOffset()
+		if prevEnd <= from {
+			return nil
+		}
+		next = max(next, prevEnd)
+		if h.Control() {
+			return nil
+		}
+		return batch.Records(b, h, func(r *batch.Record) error {
+			if r.Offset < from {
+				return nil
+			}
+			dst = append(dst, Record{
+				Topic:     tp.Topic,
+				Partition: tp.Partition,
+				Offset:    r.Offset,
+				Timestamp: time.UnixMilli(r.Timestamp),
+				Key:       r.Key,
+				Value:     r.Value,
+			})
+			if k := len(r.Headers); k > 0 {
+				a := *hdrs
+				if cap(a)-len(a) < k {
+					a = make([]Header, 0, max(2*cap(a), k, consumerHeaderArenaMinCap))
+				}
+				a = append(a, r.Headers...)
+				dst[len(dst)-1].Headers = a[len(a)-k : len(a) : len(a)]
+				*hdrs = a
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return dst, from, fmt.Errorf("decode records: %w", err)
+	}
+	return dst, next, nil
+}
+
+// Commit commits to the group the position of every assigned partition:
+// the offset after the last record Poll returned (or where Seek or Reset
+// put it), for the consumer's current generation. It returns once the
+// broker has made the commit durable. Positions the group already holds are
+// not sent again.
+//
+// The group refuses a commit from a member that a rebalance left behind
+// (ErrIllegalGeneration, ErrUnknownMember, ErrRebalanceInProgress): then the
+// next Poll rejoins, and the records polled since the last commit will be
+// delivered again to the partitions' new owners. Without a Group, Commit
+// returns ErrNoGroup; after Close, ErrClosed.
+func (c *Consumer) Commit(ctx context.Context) error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("log: commit: %w", errConsumerClosed)
+	}
+	if c.cfg.Group == "" {
+		c.mu.Unlock()
+		return ErrNoGroup
+	}
+	member, gen := c.memberID, c.generation
+	offsets := map[TopicPartition]int64{}
+	for _, p := range c.parts {
+		if p.pos != p.committed {
+			offsets[p.tp] = p.pos
+		}
+	}
+	c.mu.Unlock()
+	if member == "" {
+		if len(offsets) == 0 {
+			return nil // not joined yet: nothing to commit
+		}
+		return fmt.Errorf("log: commit to group %q: %w: the consumer left the group or was removed from it; "+
+			"the next Poll rejoins, and records polled since the last commit will be delivered again", c.cfg.Group, ErrUnknownMember)
+	}
+	err := c.client.CommitOffsets(ctx, c.cfg.Group, member, gen, offsets)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil {
+		if c.memberID == member && c.generation == gen && c.lostMembership(err) {
+			return fmt.Errorf("log: commit to group %q refused for generation %d: %w; the next Poll rejoins, "+
+				"and records polled since the last commit will be delivered again to the partitions' next owners", c.cfg.Group, gen, err)
+		}
+		return fmt.Errorf("log: commit to group %q: %w", c.cfg.Group, err)
+	}
+	for tp, off := range offsets {
+		if p := c.byTP[tp]; p != nil && c.memberID == member && c.generation == gen {
+			p.committed = off
+		}
+	}
+	return nil
+}
+
+// lostMembership reacts to a group error: a rebalance (or a newer
+// generation) means rejoin; an unknown member means rejoin as a new member.
+// It ends a parked fetch so that Poll rejoins at once, and reports whether
+// err was such an error. mu is held.
+func (c *Consumer) lostMembership(err error) bool {
+	switch {
+	case errors.Is(err, ErrUnknownMember):
+		c.memberID = ""
+	case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
+	default:
+		return false
+	}
+	c.rejoin = true
+	if c.fetching && c.cancelPoll != nil {
+		c.cancelPoll(errRejoin)
+	}
+	return true
+}
+
+// Seek moves the position of an assigned partition (ErrNotAssigned
+// otherwise): the next Poll reads it from offset, which must be within the
+// log, [start offset, end offset] (an *OffsetOutOfRangeError matching
+// ErrOffsetOutOfRange otherwise). A Poll in progress drops what it read of
+// that partition. The position holds until the next rebalance; Commit
+// commits it.
+func (c *Consumer) Seek(topic string, partition int, offset int64) error {
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	c.mu.Lock()
+	p, closed := c.byTP[tp], c.closed
+	c.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("log: seek: %w", errConsumerClosed)
+	case p == nil:
+		return fmt.Errorf("%w: %s-%d", ErrNotAssigned, topic, partition)
+	}
+	start, err := c.client.ListOffset(tp, EarliestOffset)
+	if err != nil {
+		return fmt.Errorf("log: seek %s-%d: %w", topic, partition, err)
+	}
+	end, err := c.client.ListOffset(tp, LatestOffset)
+	if err != nil {
+		return fmt.Errorf("log: seek %s-%d: %w", topic, partition, err)
+	}
+	if offset < start || offset > end {
+		return &OffsetOutOfRangeError{Topic: topic, Partition: partition, Requested: offset, Start: start, End: end}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byTP[tp] != p {
+		return fmt.Errorf("%w: %s-%d (a rebalance took it)", ErrNotAssigned, topic, partition)
+	}
+	p.pos = offset
+	return nil
+}
+
+// Position returns the position of an assigned partition: the offset of
+// the next record Poll returns from it.
+func (c *Consumer) Position(topic string, partition int) (int64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.byTP[TopicPartition{Topic: topic, Partition: partition}]
+	if p == nil {
+		return 0, fmt.Errorf("%w: %s-%d", ErrNotAssigned, topic, partition)
+	}
+	return p.pos, nil
+}
+
+// Assignment returns the partitions the consumer reads, sorted: every
+// partition of its topics without a group; in a group, those of its current
+// generation (none before its first Poll).
+func (c *Consumer) Assignment() []TopicPartition {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]TopicPartition, len(c.parts))
+	for i, p := range c.parts {
+		out[i] = p.tp
+	}
+	return out
+}
+
+// Close ends a parked Poll, stops the heartbeat goroutine and waits for it,
+// and leaves the group, so that the others rebalance at once rather than
+// after the session timeout. It commits nothing: Commit first to keep the
+// positions. Later Polls, Commits and Seeks return ErrClosed; Close is
+// idempotent.
+func (c *Consumer) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	c.closed = true
+	if c.cancelPoll != nil {
+		c.cancelPoll(errConsumerClosed)
+	}
+	c.mu.Unlock()
+	c.pollMu.Lock() // wait for the Poll in progress
+	c.pollMu.Unlock()
+	if c.cfg.Group == "" {
+		return nil
+	}
+	close(c.stop)
+	c.hbCancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	member := c.memberID
+	c.memberID = ""
+	c.mu.Unlock()
+	if member == "" {
+		return nil
+	}
+	// After a session timeout the group drops the member anyway: wait no
+	// longer than that.
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.SessionTimeout)
+	defer cancel()
+	if err := c.client.LeaveGroup(ctx, c.cfg.Group, member); err != nil && !errors.Is(err, ErrUnknownMember) {
+		return fmt.Errorf("log: consumer: leave group %q: %w", c.cfg.Group, err)
+	}
+	return nil
+}
+
+// heartbeats is the consumer's goroutine in a group: a heartbeat every
+// HeartbeatInterval, until Close.
+func (c *Consumer) heartbeats() {
+	defer c.wg.Done()
+	t := time.NewTicker(c.cfg.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C:
+		}
+		c.heartbeat()
+	}
+}
+
+// heartbeat sends one heartbeat, or leaves the group when the application
+// has not polled for RebalanceTimeout (Kafka's max.poll.interval.ms): a
+// stuck consumer must not hold its partitions.
+func (c *Consumer) heartbeat() {
+	c.mu.Lock()
+	member, gen := c.memberID, c.generation
+	if member == "" || c.joining {
+		c.mu.Unlock()
+		return // not a member, or joining (a pending join keeps the member alive)
+	}
+	if !c.polling && time.Since(c.lastPoll) > c.cfg.RebalanceTimeout {
+		c.memberID, c.rejoin = "", true
+		c.mu.Unlock()
+		c.log.Warn("log: consumer: no Poll within the rebalance timeout, leaving the group",
+			"group", c.cfg.Group, "member", member, "timeout", c.cfg.RebalanceTimeout)
+		if err := c.client.LeaveGroup(c.hbCtx, c.cfg.Group, member); err != nil && !errors.Is(err, ErrUnknownMember) {
+			c.log.Warn("log: consumer: leave group", "group", c.cfg.Group, "member", member, "err", err)
+		}
+		return
+	}
+	c.mu.Unlock()
+	err := c.client.Heartbeat(c.hbCtx, c.cfg.Group, member, gen)
+	if err == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.memberID != member || c.generation != gen {
+		return // rejoined meanwhile
+	}
+	if !c.lostMembership(err) && c.hbCtx.Err() == nil {
+		c.log.Warn("log: consumer: heartbeat failed", "group", c.cfg.Group, "member", member, "err", err)
+	}
+}
