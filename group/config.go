@@ -42,7 +42,10 @@ type Config struct {
 }
 
 // Clock is the time seam of a Coordinator: the system clock by default, a
-// fake one in tests (grouptest.Clock) or the broker's own.
+// fake one in tests (grouptest.Clock) or the broker's own (a timing wheel,
+// say). Its timers must keep working until the Coordinator's Close returns:
+// Close waits for every timer it armed either to be stopped or to have run
+// its f, so close the Coordinator before stopping the clock.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f once d has passed, in a goroutine of its own (as
@@ -54,7 +57,9 @@ type Clock interface {
 
 // Stopper stops a timer made by Clock.AfterFunc. Stop reports whether it
 // stopped the timer before f was called; after a true result f is never
-// called. *time.Timer is a Stopper.
+// called, after a false one f is running or has run. Stop must not wait
+// for a running f (the Coordinator calls it holding the lock f takes).
+// *time.Timer and *timingwheel.Timer are Stoppers.
 type Stopper interface {
 	Stop() bool
 }
