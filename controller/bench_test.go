@@ -20,7 +20,7 @@ import (
 // event loop puts every waiting request in one entry) and Raft batches
 // entries (BatchApplyCh).
 func BenchmarkMetadataWrites(b *testing.B) {
-	for _, writers := range []int{1, 16, 256} {
+	for _, writers := range []int{1, 16, 256, 1024} {
 		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
 			benchWrites(b, writers)
 		})

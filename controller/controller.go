@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -40,6 +41,8 @@ type Controller struct {
 	// proposals carries the loop's proposals to the completer, in log order.
 	proposals chan proposal
 	failed    chan struct{} // completer → loop: a proposal failed, rebuild
+	settled   chan struct{} // completer → loop: a proposal was answered
+	inflight  atomic.Int64  // proposals not yet answered
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced on every leader observation
@@ -70,6 +73,7 @@ func Start(cfg Config) (*Controller, error) {
 		reqs:          make(chan *request),
 		proposals:     make(chan proposal, 1024),
 		failed:        make(chan struct{}, 1),
+		settled:       make(chan struct{}, 1),
 		leaderChanged: make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
