@@ -908,6 +908,73 @@ func TestRecoverTruncates(t *testing.T) {
 	})
 }
 
+// TestRecoverIntoFullIndexes: a rebuild can need more index entries than
+// the appends wrote — after a clean reopen the appends count the interval
+// from zero again, and the configuration may have shrunk MaxIndexBytes —
+// and must then keep the indexes sparse, not fail the open. The segment
+// stays whole and readable, lookups by offset and time stay right, and it
+// can be sealed.
+func TestRecoverIntoFullIndexes(t *testing.T) {
+	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
+		one := len(encode(0, simple(1, 1, 20)))
+		// 24 bytes: 3 offset entries, 2 time entries (1 before it is full).
+		cfg := Config{IndexIntervalBytes: one + one/2, MaxIndexBytes: 24}
+		check := func(t *testing.T, base int64, cfg Config, ws []written) {
+			t.Helper()
+			s, truncated := open(t, fs, dir, base, cfg, true)
+			defer s.Close()
+			require.Zero(t, truncated)
+			last := ws[len(ws)-1]
+			require.Equal(t, last.h.NextOffset(), s.NextOffset())
+			require.Equal(t, last.pos+int64(len(last.b)), s.Size())
+			require.Equal(t, logBytes(ws), readAll(t, s, 1<<20))
+			for _, w := range ws {
+				pos, h, err := s.Locate(w.h.BaseOffset)
+				require.NoError(t, err)
+				require.Equal(t, w.pos, pos)
+				require.Equal(t, w.h, h)
+				off, ok, err := s.OffsetForTime(w.h.MaxTimestamp, base)
+				require.NoError(t, err)
+				require.True(t, ok)
+				require.LessOrEqual(t, off, w.h.LastOffset())
+			}
+			require.NoError(t, s.Seal())
+		}
+		for reopenAfter := 1; reopenAfter <= 4; reopenAfter++ {
+			t.Run(fmt.Sprintf("reopened after %d batches", reopenAfter), func(t *testing.T) {
+				base := int64(reopenAfter * 1000)
+				s := create(t, fs, dir, base, cfg)
+				var ws []written
+				for i := range reopenAfter {
+					ws = append(ws, appendRecs(t, s, simple(1, int64(i), 20)))
+				}
+				require.NoError(t, s.Close())
+				s, _ = open(t, fs, dir, base, cfg, false)
+				require.NoError(t, s.ResizeIndexes(cfg.MaxIndexBytes))
+				for i := reopenAfter; ; i++ {
+					b := encode(0, simple(1, int64(i), 20))
+					if s.ShouldRoll(len(b), s.NextOffset(), int64(i), math.MaxInt64, time.Hour, t0) {
+						break
+					}
+					ws = append(ws, appendB(t, s, b))
+				}
+				require.NoError(t, s.Close())
+				check(t, base, cfg, ws)
+			})
+		}
+		t.Run("smaller MaxIndexBytes", func(t *testing.T) {
+			const base = 99_000
+			big := Config{IndexIntervalBytes: 1, MaxIndexBytes: 4096}
+			s := create(t, fs, dir, base, big)
+			ts := int64(0)
+			ws := fill(t, s, rand.New(rand.NewPCG(25, 26)), 40, &ts)
+			require.Greater(t, s.oi.Entries(), 3)
+			require.NoError(t, s.Close())
+			check(t, base, Config{IndexIntervalBytes: 1, MaxIndexBytes: 24}, ws)
+		})
+	})
+}
+
 // TestRecoverRelativeOffsetLimit: a batch whose last offset is more than
 // 2^31-1 past the segment's base offset does not belong to the segment;
 // recovery ends the segment before it. One that ends exactly there is kept.
