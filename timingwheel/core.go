@@ -185,6 +185,9 @@ func (w *wheel) setClock(now int64) {
 		return
 	}
 	w.clock = now
+	if now-w.levels[0].cur < w.levels[0].tick {
+		return // no level's tick boundary crossed (each is a multiple)
+	}
 	for _, lv := range w.levels {
 		if now-lv.cur >= lv.tick {
 			w.setCur(lv, now)
