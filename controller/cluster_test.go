@@ -394,7 +394,9 @@ func TestKillControllerElectsAnotherWithoutLosingMetadata(t *testing.T) {
 
 func TestRestartedMemberRejoinsFromItsDir(t *testing.T) {
 	ctx := testContext(t)
-	c := newCluster(t, 3)
+	// Snapshots keep only 2 entries of log: a member that missed more needs
+	// the leader's snapshot (InstallSnapshot, then Restore).
+	c := newCluster(t, 3, func(_ int, cfg *controller.Config) { cfg.Raft.TrailingLogs = 2 })
 	lead := c.member(c.leader(ctx, c.nodes[0]))
 	liveBrokers(ctx, t, lead, 1, 2, 3)
 	createTopic(ctx, t, lead, "a", controller.TopicSpec{Partitions: 4, ReplicationFactor: 2})
@@ -411,7 +413,12 @@ func TestRestartedMemberRejoinsFromItsDir(t *testing.T) {
 	c.stop(back)
 	createTopic(ctx, t, lead, "c", controller.TopicSpec{Partitions: 1, ReplicationFactor: 1})
 	deleteTopic(ctx, t, lead, "a")
+	registerBroker(ctx, t, lead, 5)
+	registerBroker(ctx, t, lead, 6)
 	want := c.converge(ctx, c.version())[0]
+	for _, m := range c.running() {
+		require.NoError(t, m.Snapshot())
+	}
 
 	c.start(back)
 	got, err := c.nodes[back].Wait(ctx, want.Version()-1)
@@ -434,7 +441,7 @@ func TestRestartedMemberRejoinsFromItsDir(t *testing.T) {
 			b, _ := img.Topic(name)
 			require.Equal(t, a, b)
 		}
-		require.Len(t, img.Brokers(), 4)
+		require.Len(t, img.Brokers(), 6)
 	}
 }
 
@@ -540,6 +547,7 @@ func TestCutOffMemberCannotCommit(t *testing.T) {
 		_, err := old.CreateTopic(short, "lost", controller.TopicSpec{})
 		cancel()
 		require.Error(t, err, "an isolated controller committed a change")
+		require.True(t, errors.Is(err, controller.ErrLeadershipLost) || errors.Is(err, controller.ErrNotController), "%v", err)
 
 		// The majority elects a controller of its own and commits.
 		var majority []*controller.Controller
@@ -587,7 +595,16 @@ func TestCutOffMemberCannotCommit(t *testing.T) {
 		short, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		_, err := cut.CreateTopic(short, "lost", controller.TopicSpec{})
 		cancel()
-		require.Error(t, err)
+		require.ErrorIs(t, err, controller.ErrNotController)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		var nc *controller.NotControllerError
+		require.ErrorAs(t, err, &nc)
+		// It names the leader it could not reach, or none once its Raft
+		// heartbeat timeout made it a candidate.
+		if nc.LeaderID != 0 {
+			require.Equal(t, lead.ID(), nc.LeaderID, "%v", err)
+			require.Equal(t, lead.Addr(), nc.LeaderAddr)
+		}
 		require.Equal(t, before, cut.Image().Version())
 		createTopic(ctx, t, lead, "kept", controller.TopicSpec{})
 		img, err := lead.Wait(ctx, 0)

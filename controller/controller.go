@@ -316,7 +316,8 @@ func (c *Controller) AlterPartition(ctx context.Context, req AlterPartitionReque
 
 // call delivers o to the active controller — this member or another — and
 // retries while that is safe: no leader known, the member asked was not
-// the leader, or it could not be reached. It gives up when ctx ends.
+// the leader, or it could not be reached. It gives up when ctx ends, with
+// the last *NotControllerError joined to the context's error.
 func (c *Controller) call(ctx context.Context, o op) (outcome, error) {
 	select {
 	case <-c.stop:
@@ -329,7 +330,7 @@ func (c *Controller) call(ctx context.Context, o op) (outcome, error) {
 	for {
 		changed := c.leaderWatch()
 		out, err := c.callOnce(ctx, o)
-		if err == nil || !(errors.Is(err, ErrNotController) || errors.Is(err, errUnreachable)) {
+		if err == nil || !errors.Is(err, ErrNotController) {
 			return out, c.closedOr(err)
 		}
 		t := time.NewTimer(backoff)
@@ -363,7 +364,7 @@ func (c *Controller) callOnce(ctx context.Context, o op) (outcome, error) {
 	case id == c.cfg.NodeID:
 		return c.handleLocal(ctx, o)
 	default:
-		return c.forward(ctx, addr, o)
+		return c.forward(ctx, id, addr, o)
 	}
 }
 

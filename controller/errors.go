@@ -54,23 +54,32 @@ var (
 // it is applied (skipped) identically on every member.
 var errInapplicable = errors.New("controller: record does not apply to the metadata image")
 
-// NotControllerError is returned when a request reached a member that is not
-// the active controller and could not be forwarded. LeaderID is 0 and
-// LeaderAddr empty when no leader is known.
+// NotControllerError is returned when a request could not be brought to
+// the active controller: none is known (LeaderID 0), or the one this member
+// knows could not be reached (Err says why), or it answered that it is not
+// the controller any more. It names the leader as this member sees it.
 type NotControllerError struct {
 	LeaderID   int
 	LeaderAddr string
+	Err        error // the cause, if any
 }
 
 func (e *NotControllerError) Error() string {
-	if e.LeaderID == 0 {
-		return "controller: not the active controller (no leader known)"
+	msg := "controller: not the active controller (no leader known)"
+	if e.LeaderID != 0 {
+		msg = fmt.Sprintf("controller: not the active controller (leader is %d at %s)", e.LeaderID, e.LeaderAddr)
 	}
-	return fmt.Sprintf("controller: not the active controller (leader is %d at %s)", e.LeaderID, e.LeaderAddr)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
 }
 
 // Is makes errors.Is(err, ErrNotController) true.
 func (e *NotControllerError) Is(target error) bool { return target == ErrNotController }
+
+// Unwrap returns the cause.
+func (e *NotControllerError) Unwrap() error { return e.Err }
 
 // errorCode names a sentinel on the wire of the forwarding RPC.
 func errorCode(err error) string {

@@ -70,15 +70,20 @@ func (c *Controller) run() {
 		case isLeader := <-c.raft.LeaderCh():
 			st = nil
 			if isLeader {
-				st = c.becomeLeader()
+				st = c.becomeLeader(nil)
 			}
 		case <-c.failed:
-			st = nil // rebuilt from the committed image on the next request
+			// The working image has a change that did not commit. Rebuild it
+			// from the committed image now, if still leader, so that the
+			// session timer keeps running even if no request comes.
+			st = c.rebuild(st)
 		case <-fence:
-			c.fenceExpired(st)
+			if !c.fenceExpired(st) {
+				st = c.rebuild(st)
+			}
 		case req := <-reqs:
 			if st == nil && c.raft.State() == raft.Leader {
-				st = c.becomeLeader()
+				st = c.becomeLeader(nil)
 			}
 			if st == nil {
 				req.done <- reply{err: c.notController()}
@@ -95,24 +100,42 @@ func (c *Controller) run() {
 				}
 			}
 			if !c.decideAndPropose(st, batch) {
-				st = nil
+				st = c.rebuild(st)
 			}
 		}
 	}
 }
 
+// rebuild replaces a working image that holds a change that did not
+// commit, if this member is still the leader, keeping the broker sessions.
+func (c *Controller) rebuild(prev *leaderState) *leaderState {
+	if c.raft.State() != raft.Leader {
+		return nil
+	}
+	var deadlines map[int]time.Time
+	if prev != nil {
+		deadlines = prev.deadlines
+	}
+	return c.becomeLeader(deadlines)
+}
+
 // becomeLeader waits until this member has applied every committed entry,
-// then takes the image as its working image and gives every live broker a
-// full session from now.
-func (c *Controller) becomeLeader() *leaderState {
+// then takes the image as its working image. Every live broker without a
+// session in deadlines gets a full one from now.
+func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
 	if err := c.raft.Barrier(0).Error(); err != nil {
 		c.log.Debug("controller: not taking over", "err", err)
 		return nil
 	}
-	st := &leaderState{img: c.fsm.working(), deadlines: make(map[int]time.Time)}
+	if deadlines == nil {
+		deadlines = make(map[int]time.Time)
+	}
+	st := &leaderState{img: c.fsm.working(), deadlines: deadlines}
 	now := c.cfg.Clock.Now()
 	for _, id := range st.img.liveBrokers() {
-		st.deadlines[id] = now.Add(c.cfg.SessionTimeout)
+		if _, ok := st.deadlines[id]; !ok {
+			st.deadlines[id] = now.Add(c.cfg.SessionTimeout)
+		}
 	}
 	c.armFence(st)
 	c.log.Info("controller: active", "version", st.img.Version(), "brokers", len(st.img.brokers), "topics", len(st.img.topics))
@@ -133,7 +156,9 @@ func (c *Controller) armFence(st *leaderState) {
 	st.fence = c.cfg.Clock.At(next)
 }
 
-func (c *Controller) fenceExpired(st *leaderState) {
+// fenceExpired fences the brokers whose sessions have expired; false means
+// the working image can no longer be trusted.
+func (c *Controller) fenceExpired(st *leaderState) bool {
 	now := c.cfg.Clock.Now()
 	if recs := decideFenceExpired(st.img, st.deadlines, now); len(recs) > 0 {
 		for _, r := range recs {
@@ -141,11 +166,13 @@ func (c *Controller) fenceExpired(st *leaderState) {
 				c.log.Info("controller: fencing broker, session expired", "broker", r.ID, "epoch", r.Epoch)
 			}
 		}
-		if err := c.applyWorking(st, recs); err == nil {
-			c.propose(recs, nil, nil)
+		if err := c.applyWorking(st, recs); err != nil {
+			return false
 		}
+		c.propose(recs, nil, nil)
 	}
 	c.armFence(st)
+	return true
 }
 
 // decideAndPropose decides each request on the working image and proposes
@@ -241,7 +268,7 @@ func (c *Controller) applyWorking(st *leaderState, recs []record) error {
 	for _, r := range recs {
 		if err := st.img.apply(r); err != nil {
 			// A decision produced a record its own image rejects: a bug.
-			// Drop the working image; the next request rebuilds it.
+			// The caller rebuilds the working image.
 			c.log.Error("controller: decision does not apply to the working image", "err", err)
 			return fmt.Errorf("controller: internal error: %w", err)
 		}

@@ -138,18 +138,18 @@ func (c *Controller) requestContext(parent context.Context, timeoutMS int64) (co
 	return ctx, func() { stop(); cancel() }
 }
 
-// errUnreachable marks a forwarding failure before the request was sent:
-// safe to retry.
-var errUnreachable = errors.New("controller: active controller unreachable")
-
-// forward sends o to the member at addr and returns its answer.
-func (c *Controller) forward(ctx context.Context, addr string, o op) (outcome, error) {
+// forward sends o to member id at addr and returns its answer. A failure
+// before the request was sent is a *NotControllerError (safe to retry).
+func (c *Controller) forward(ctx context.Context, id int, addr string, o op) (outcome, error) {
+	unreachable := func(err error) error {
+		return &NotControllerError{LeaderID: id, LeaderAddr: addr, Err: fmt.Errorf("unreachable: %w", err)}
+	}
 	conn, err := c.mux.dial(ctx, addr, streamRPC)
 	if err != nil {
 		if ctx.Err() != nil {
 			return outcome{}, ctx.Err()
 		}
-		return outcome{}, fmt.Errorf("%w: %s: %v", errUnreachable, addr, err)
+		return outcome{}, unreachable(err)
 	}
 	defer conn.Close()
 	if d, ok := ctx.Deadline(); ok {
@@ -164,7 +164,10 @@ func (c *Controller) forward(ctx context.Context, addr string, o op) (outcome, e
 		if ctx.Err() != nil {
 			return outcome{}, ctx.Err()
 		}
-		return outcome{}, fmt.Errorf("%w: %s did not accept the connection: %v", errUnreachable, addr, err)
+		if err == nil {
+			err = fmt.Errorf("bad ack byte %q", ack)
+		}
+		return outcome{}, unreachable(err)
 	}
 	var resp rpcResponse
 	if err := writeFrame(conn, o); err != nil {
