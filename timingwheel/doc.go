@@ -9,8 +9,8 @@
 // the whole span of the level below, is created the first time a timer does
 // not fit, and so on up. A bucket is a doubly linked list threaded through the
 // timers themselves, so [TimingWheel.AfterFunc] allocates one small [Timer]
-// and [Timer.Stop] unlinks it in O(1). A priority queue holds the non-empty
-// buckets (never the timers) by expiration: the driver goroutine sleeps until
+// and [Timer.Stop] unlinks it in O(1). A priority queue holds the buckets
+// that were given timers (never the timers) by expiration: the driver goroutine sleeps until
 // the earliest bucket expires, so it wakes once per bucket that was given a
 // timer, not once per tick. (A bucket emptied by Stop stays queued until it
 // expires, as in Kafka; a Timer does not point back to its bucket, which keeps
@@ -42,15 +42,15 @@
 //     the callbacks that are running); no callback starts after it returns.
 //
 // The core (levels, buckets, the bucket queue, advancing to a time; core.go
-// and heap.go) is pure: no goroutines, no locks, no clock; time is a count of
-// ticks passed in. The driver (timingwheel.go) owns the lock, the clock, one
+// and heap.go) is pure: no goroutines, no locks, no clock; time is a number
+// passed in (the driver passes nanoseconds since the wheel started). The driver (timingwheel.go) owns the lock, the clock, one
 // sleeping timer and the goroutines. Time comes through [Clock], so a broker
 // running on a fake clock runs its wheel on it too; tests also run the
 // system-clock driver in virtual time with testing/synctest.
 //
 // # The purgatory
 //
-// A [Purgatory] holds [Operation]s. [Purgatory.TryCompleteElseWatch] completes
+// A [Purgatory] holds operations (each an [Operation]). [Purgatory.TryCompleteElseWatch] completes
 // an operation at once if it can, or else watches it under its keys (for a
 // fetch, its topic-partition) and arms its timeout on the wheel;
 // [Purgatory.CheckAndComplete] retries the operations watched under a key
