@@ -1,0 +1,94 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/log/logtest"
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// fixtureVariants: a unit-test fixture with one topic of one partition,
+// started and stopped, again and again.
+func fixtureVariants(e *env) []variant {
+	n := e.pick(2_000, 300, 10)
+	return []variant{{
+		label: "fixture start + stop, 1 topic", unit: "starts", cpuNote: "start",
+		systems: []system{
+			{name: "strata logtest.New(InMemory) + Cleanup", baseline: true, durability: "– (in-memory FS)",
+				run: func(e *env) (sample, error) { return repeat(n, strataFixture) }},
+			{name: "kfake.NewCluster(1 broker) + Close", durability: "– (in memory; listens on 127.0.0.1)",
+				run: func(e *env) (sample, error) { return repeat(n, kfakeFixture) }},
+		},
+	}}
+}
+
+func repeat(n int, f func() error) (sample, error) {
+	runtime.GC()
+	cpu0, start := processCPU(), time.Now()
+	for range n {
+		if err := f(); err != nil {
+			return sample{}, err
+		}
+	}
+	return sample{Records: int64(n), Elapsed: time.Since(start), CPU: processCPU() - cpu0}, nil
+}
+
+func strataFixture() error {
+	tb := &fixtureTB{}
+	err := tb.run(func() { logtest.New(tb, logtest.InMemory(), logtest.Topic("t", 1)) })
+	return err
+}
+
+func kfakeFixture() error {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "t"))
+	if err != nil {
+		return err
+	}
+	c.Close()
+	return nil
+}
+
+// fixtureTB is the part of testing.TB that logtest.New uses, so that the
+// fixture can be started outside a test: Fatal ends the run with an error
+// and Cleanup functions run when it ends, last first, as in a test.
+type fixtureTB struct {
+	testing.TB // nil: any other method panics
+	cleanups   []func()
+	errs       []string
+}
+
+type fatal struct{}
+
+func (t *fixtureTB) Helper()          {}
+func (t *fixtureTB) Name() string     { return "bench" }
+func (t *fixtureTB) Cleanup(f func()) { t.cleanups = append(t.cleanups, f) }
+func (t *fixtureTB) Errorf(format string, args ...any) {
+	t.errs = append(t.errs, fmt.Sprintf(format, args...))
+}
+func (t *fixtureTB) Fatalf(format string, args ...any) {
+	t.Errorf(format, args...)
+	panic(fatal{})
+}
+
+// run calls f as a test body, then the cleanups, and returns what failed.
+func (t *fixtureTB) run(f func()) (err error) {
+	defer func() {
+		for _, c := range slices.Backward(t.cleanups) {
+			c()
+		}
+		if r := recover(); r != nil {
+			if _, ok := r.(fatal); !ok {
+				panic(r)
+			}
+		}
+		if len(t.errs) > 0 {
+			err = fmt.Errorf("fixture: %v", t.errs)
+		}
+	}()
+	f()
+	return nil
+}
