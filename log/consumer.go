@@ -179,15 +179,21 @@ func (c ConsumerConfig) validate() error {
 // Poll, Commit, Seek and Assignment may be called from several goroutines,
 // but Polls run one at a time; Close may be called from any goroutine and
 // ends a parked Poll.
+//
+// Lock order: pollMu, then mu. No lock is held across a call to the Client
+// except that Poll holds pollMu.
 type Consumer struct {
 	client Client
 	cfg    ConsumerConfig
 	log    *stdlog.Logger
 
 	pollMu sync.Mutex // held by Poll; Close takes it to wait for a Poll to end
-	// Owned by Poll (pollMu): the fetch request and its partitions.
+	// Owned by Poll (pollMu): the fetch request, its partitions, and per
+	// partition where its records end in the result and its next position.
 	fetchReq   []FetchPartition
 	fetchParts []*partitionPosition
+	fetchEnds  []int
+	fetchNexts []int64
 
 	mu         sync.Mutex
 	closed     bool
@@ -221,8 +227,8 @@ type partitionPosition struct {
 // NewConsumer returns a consumer of cfg.Topics, which must exist
 // (ErrUnknownTopic). Without a Group it reads every partition, from Reset,
 // resolved now: with ResetLatest, records appended after NewConsumer returns
-// are read. With a Group it joins in the first Poll and starts its heartbeat
-// goroutine, which Close stops.
+// are read. With a Group it starts its heartbeat goroutine now (Close stops
+// it) and joins the group in its first Poll.
 func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -486,10 +492,10 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 	}
 	recs := make([]Record, 0, total)
 	var (
-		ends   = make([]int, 0, n) // where each partition's records end in recs
-		nexts  = make([]int64, n)  // each partition's position after the fetch
-		resets []int               // partitions whose position fell out of the log
-		hdrs   []Header            // the headers of every record
+		ends   = c.fetchEnds[:0]
+		nexts  = slices.Grow(c.fetchNexts[:0], n)[:n]
+		resets []int    // partitions whose position fell out of the log
+		hdrs   []Header // the headers of every record
 	)
 	for i := range resp.Partitions {
 		fp := &resp.Partitions[i]
@@ -508,6 +514,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		}
 		ends = append(ends, len(recs))
 	}
+	c.fetchEnds, c.fetchNexts = ends, nexts // kept for the next Poll
 	resetTo := make([]int64, len(resets))
 	for j, i := range resets {
 		if resetTo[j], err = c.resetOffset(c.fetchReq[i].TopicPartition); err != nil {
