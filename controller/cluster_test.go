@@ -459,6 +459,7 @@ func TestSilentBrokerIsFenced(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, led, "broker 2 leads something")
+	created := c.version() // broker 2 is unfenced in every image from here on
 
 	// Time goes by in steps of one second; brokers 1 and 3 heartbeat at
 	// every step, broker 2 stays silent. Its session (9 s) expires first.
@@ -476,7 +477,7 @@ func TestSilentBrokerIsFenced(t *testing.T) {
 		// Broker 2's session has expired: watch the metadata for its fence.
 		// (Only if leadership moved, and the new controller gave every
 		// broker a fresh session, does this wait time out; then time goes on.)
-		if img = waitFenced(ctx, t, m, 2); img != nil {
+		if img = waitFenced(ctx, t, m, 2, created); img != nil {
 			break
 		}
 	}
@@ -507,12 +508,16 @@ func TestSilentBrokerIsFenced(t *testing.T) {
 	require.False(t, heartbeat(ctx, t, m, 2, epochs[2]).Fenced)
 }
 
-// waitFenced watches m's metadata until broker id is fenced, for up to two
-// seconds; it returns nil if that did not happen.
-func waitFenced(ctx context.Context, t testing.TB, m *controller.Controller, id int) *controller.Image {
+// waitFenced watches m's metadata from version from on until broker id is
+// fenced, for up to two seconds; it returns nil if that did not happen.
+func waitFenced(ctx context.Context, t testing.TB, m *controller.Controller, id int, from uint64) *controller.Image {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	img := m.Image()
+	img, err := m.Wait(ctx, from-1)
+	if err != nil {
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		return nil
+	}
 	for {
 		if b, _ := img.Broker(id); b.Fenced {
 			return img
@@ -607,9 +612,16 @@ func TestCutOffMemberCannotCommit(t *testing.T) {
 		}
 		require.Equal(t, before, cut.Image().Version())
 		createTopic(ctx, t, lead, "kept", controller.TopicSpec{})
-		img, err := lead.Wait(ctx, 0)
-		require.NoError(t, err)
-		require.Equal(t, []string{"kept"}, img.Topics())
+		v := c.version()
+		for _, m := range c.running() {
+			if m == cut {
+				continue
+			}
+			img, err := m.Wait(ctx, v-1)
+			require.NoError(t, err)
+			require.Equal(t, []string{"kept"}, img.Topics())
+		}
+		require.Equal(t, before, cut.Image().Version(), "the cut-off member applied something")
 	})
 }
 
