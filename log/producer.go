@@ -151,6 +151,10 @@ type Producer struct {
 	changed  chan struct{} // closed when a batch completes, if not nil
 	nextID   uint64
 	closed   bool
+	clock    time.Time // the anchor of nowMsLocked, with its monotonic reading
+	clockNs  int64     // clock.UnixNano()
+	lastMs   int64     // the timestamp of the previous record...
+	lastTime time.Time // ...as a Time: most records share their ms
 
 	// waiters are Send's, reused. Per Producer, not per package: a channel
 	// made inside a testing/synctest bubble must stay in it.
@@ -193,8 +197,12 @@ type pbatch struct {
 	created  time.Time
 	deadline time.Time // created + Timeout
 	bytes    int       // estimated memory, counted in Producer.buffered
+	raw      []byte    // the finished batch (bd.Bytes), once finish is called
 	next     *pbatch
 }
+
+// finish completes the encoding of a batch that takes no more records.
+func (b *pbatch) finish() { b.raw = b.bd.Bytes() }
 
 // slot is one record of a batch: what its callback gets back.
 type slot struct {
@@ -242,6 +250,7 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 		stop:      make(chan struct{}),
 		closeDone: make(chan struct{}),
 	}
+	p.anchorLocked(time.Now())
 	p.waiters.New = func() any { return &sendWaiter{ch: make(chan struct{}, 1)} }
 	p.wg.Add(1)
 	go p.lingerLoop()
@@ -251,7 +260,8 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 // Send sends r and waits until it is acknowledged (as ProducerConfig.Acks
 // says), then returns r with Partition, Offset and Timestamp set (a zero
 // Timestamp becomes the time of the send, to the millisecond). With
-// AcksNone it returns once r is queued, with Offset -1.
+// AcksNone it returns once r is queued, with Offset -1; a later failure
+// goes to the Logger.
 //
 // Send waits up to Linger for its batch to fill, then for the broker.
 // Cancelling ctx ends the wait, not the send: the record may still be
@@ -339,16 +349,19 @@ func (p *Producer) Close() error {
 // Timestamp, and Offset to -1. At most one of done and w is set.
 func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, error), w *sendWaiter) error {
 	r.Offset = -1
-	var ms int64
-	if r.Timestamp.IsZero() {
-		ms = time.Now().UnixMilli()
-	} else {
-		ms = r.Timestamp.UnixMilli()
-	}
-	r.Timestamp = time.UnixMilli(ms)
 	size := recordMemory(r)
 
 	p.mu.Lock()
+	var ms int64
+	if r.Timestamp.IsZero() {
+		ms = p.nowMsLocked()
+	} else {
+		ms = r.Timestamp.UnixMilli()
+	}
+	if ms != p.lastMs || p.lastTime.IsZero() {
+		p.lastMs, p.lastTime = ms, time.UnixMilli(ms)
+	}
+	r.Timestamp = p.lastTime
 	t, err := p.topicLocked(r.Topic)
 	if err == nil {
 		err = p.admitLocked(ctx, size)
@@ -366,6 +379,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	}
 	ps := t.parts[part]
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
+		b.finish()
 		p.closeOpenLocked(ps, true)
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
@@ -373,6 +387,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 			part = t.sticky
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
+				b.finish()
 				p.closeOpenLocked(ps, false)
 			}
 		}
@@ -388,12 +403,35 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	p.buffered += size
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
+		// Full: encode the header and CRC here, on the sending goroutine,
+		// which has time to spare, rather than on the partition's sender.
+		b.finish()
 		p.closeOpenLocked(ps, true)
 	case p.linger == 0 && !ps.running:
 		p.startSenderLocked(ps)
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// nowMsLocked is the wall clock in ms. It reads only the monotonic clock
+// (one clock read instead of time.Now's two) and adds it to the wall time
+// of an anchor taken with time.Now at most clockRefresh ago, so a step of
+// the wall clock shows within clockRefresh.
+func (p *Producer) nowMsLocked() int64 {
+	if d := time.Since(p.clock); d < clockRefresh {
+		return (p.clockNs + int64(d)) / int64(time.Millisecond)
+	}
+	return p.anchorLocked(time.Now()).UnixMilli()
+}
+
+// clockRefresh bounds the age of the anchor of nowMsLocked.
+const clockRefresh = 100 * time.Millisecond
+
+// anchorLocked makes now the anchor of nowMsLocked and returns it.
+func (p *Producer) anchorLocked(now time.Time) time.Time {
+	p.clock, p.clockNs = now, now.UnixNano()
+	return now
 }
 
 // fits reports whether the record fits in b within BatchBytes.
@@ -516,7 +554,7 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 	} else {
 		b = new(pbatch)
 	}
-	now := time.Now()
+	now := p.anchorLocked(time.Now())
 	b.bd.Reset(ms)
 	p.nextID++
 	b.id = p.nextID
@@ -661,7 +699,7 @@ func (p *Producer) sendLoop(ps *partState) {
 
 		p.send(ps, b)
 		clear(b.slots)
-		b.slots = b.slots[:0]
+		b.slots, b.raw = b.slots[:0], nil
 
 		p.mu.Lock()
 		ps.doneSeq = b.seq
@@ -676,7 +714,10 @@ func (p *Producer) sendLoop(ps *partState) {
 
 // send produces b and completes its records.
 func (p *Producer) send(ps *partState, b *pbatch) {
-	raw := b.bd.Bytes()
+	raw := b.raw
+	if raw == nil {
+		raw = b.bd.Bytes()
+	}
 	base, err := p.produce(ps.tp, raw, b.deadline)
 	if errors.Is(err, ErrRecordTooLarge) && len(b.slots) > 1 {
 		p.sendSplit(ps, b, raw)
@@ -759,13 +800,18 @@ func (p *Producer) complete(ps *partState, slots []slot, base int64, err error) 
 			}
 		}
 	}
+	var lastMs int64
+	var lastTime time.Time
 	for i := range slots {
 		s := &slots[i]
+		if s.ts != lastMs || lastTime.IsZero() {
+			lastMs, lastTime = s.ts, time.UnixMilli(s.ts)
+		}
 		rec := Record{
 			Topic:     ps.tp.Topic,
 			Partition: ps.tp.Partition,
 			Offset:    -1,
-			Timestamp: time.UnixMilli(s.ts),
+			Timestamp: lastTime,
 			Key:       s.key,
 			Value:     s.value,
 			Headers:   s.headers,

@@ -884,6 +884,20 @@ func TestProducerAcksAndFlushPolicy(t *testing.T) {
 	})
 }
 
+func TestProducerClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := prodBroker(t, TopicConfig{})
+		p := newProd(t, c, ProducerConfig{})
+		for _, d := range []time.Duration{0, time.Microsecond, 999 * time.Microsecond, 37 * time.Millisecond, clockRefresh, 2 * time.Second, 1} {
+			time.Sleep(d)
+			p.mu.Lock()
+			got := p.nowMsLocked()
+			p.mu.Unlock()
+			require.Equal(t, time.Now().UnixMilli(), got, "after %v", d)
+		}
+	})
+}
+
 func TestProducerConfig(t *testing.T) {
 	_, err := NewProducer(nil, ProducerConfig{})
 	require.ErrorIs(t, err, ErrInvalidConfig)
