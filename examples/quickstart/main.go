@@ -1,9 +1,11 @@
-// Command quickstart opens a Strata data directory, creates a topic, appends
-// a few records and reads them back. Run it twice: the records of the first
-// run are still there.
+// Command quickstart is Strata in a few lines: it opens a data directory,
+// creates a topic, produces records, consumes them as a member of a consumer
+// group and commits its position. Run it twice: the second run's consumer
+// resumes after the first run's commit and sees only the new records.
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -16,48 +18,78 @@ import (
 func main() {
 	dir := flag.String("dir", "./strata-data", "data directory")
 	flag.Parse()
-	if err := run(*dir); err != nil {
+	if err := run(context.Background(), *dir); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string) error {
+func run(ctx context.Context, dir string) error {
+	// A standalone broker: one process, one data directory, durable.
 	b, err := log.Open(dir, log.Config{})
 	if err != nil {
 		return err
 	}
 	defer b.Close()
+	fmt.Printf("opened %s (topics: %v)\n", dir, b.Topics())
 
-	t, err := b.Topic("greetings")
-	if errors.Is(err, log.ErrUnknownTopic) {
-		t, err = b.CreateTopic("greetings", log.TopicConfig{Partitions: 1})
-		fmt.Printf("created topic %q in %s\n", t.Name(), dir)
+	if _, err := b.CreateTopic("greetings", log.TopicConfig{Partitions: 3}); errors.Is(err, log.ErrTopicExists) {
+		n, _ := b.Partitions("greetings")
+		fmt.Printf("topic \"greetings\" exists: %d partitions\n", n)
+	} else if err != nil {
+		return err
+	} else {
+		fmt.Println("created topic \"greetings\": 3 partitions")
 	}
+
+	// Produce: a key always lands on the same partition (Kafka's murmur2).
+	prod, err := log.NewProducer(b, log.ProducerConfig{})
 	if err != nil {
 		return err
 	}
-	p, err := t.Partition(0)
+	names := []string{"alice", "bob", "carol", "dave", "erin"}
+	for _, name := range names {
+		r, err := prod.Send(ctx, log.Record{Topic: "greetings", Key: []byte(name), Value: []byte("hello, " + name)})
+		if err != nil {
+			return err
+		}
+		fmt.Printf("produced %-6s -> partition %d, offset %d\n", name, r.Partition, r.Offset)
+	}
+	if err := prod.Close(); err != nil {
+		return err
+	}
+
+	// Consume as a member of group "quickstart": it starts after the
+	// group's last commit (or at the earliest record the first time).
+	cons, err := log.NewConsumer(b, log.ConsumerConfig{
+		Group:   "quickstart",
+		Topics:  []string{"greetings"},
+		Reset:   log.ResetEarliest,
+		MaxWait: 100 * time.Millisecond,
+	})
 	if err != nil {
 		return err
 	}
-	start := p.EndOffset()
-	base, err := p.Append(
-		log.Record{Key: []byte("alice"), Value: []byte("hello")},
-		log.Record{Key: []byte("bob"), Value: []byte("hi there")},
-		log.Record{Key: []byte("carol"), Value: []byte("good " + time.Now().Format("Monday"))},
-	)
-	if err != nil {
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	seen := 0
+	for {
+		recs, err := cons.Poll(ctx)
+		if err != nil {
+			return err
+		}
+		if len(recs) == 0 {
+			break // caught up
+		}
+		for _, r := range recs {
+			fmt.Printf("consumed partition %d offset %d: %s\n", r.Partition, r.Offset, r.Value)
+		}
+		seen += len(recs)
+	}
+	if err := cons.Commit(ctx); err != nil {
 		return err
 	}
-	fmt.Printf("appended 3 records at offsets %d..%d\n", base, p.EndOffset()-1)
-	recs, err := p.Read(p.StartOffset(), 1<<20)
-	if err != nil {
-		return err
-	}
-	fmt.Printf("the log holds %d records (%d from earlier runs):\n", len(recs), start-p.StartOffset())
-	for _, r := range recs[max(0, len(recs)-6):] {
-		fmt.Printf("  offset %3d  %-6s %s\n", r.Offset, r.Key, r.Value)
-	}
+	fmt.Printf("consumed %d records and committed; run again to see the group resume after them\n", seen)
 	return nil
 }
