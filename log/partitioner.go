@@ -39,6 +39,28 @@ func (p Partitioner) String() string {
 	return fmt.Sprintf("Partitioner(%d)", int(p))
 }
 
+// partitionLocked chooses r's partition.
+func (p *Producer) partitionLocked(t *topicState, r *Record) (int, error) {
+	switch p.cfg.Partitioner {
+	case PartitionerManual:
+		if r.Partition < 0 || r.Partition >= t.n {
+			return 0, fmt.Errorf("%w: produce to %s: it has %d partitions, not %d", ErrUnknownPartition, t.name, t.n, r.Partition)
+		}
+		return r.Partition, nil
+	case PartitionerRoundRobin:
+		i := int(t.rr % uint(t.n))
+		t.rr++
+		return i, nil
+	}
+	if r.Key != nil {
+		return KeyPartition(r.Key, t.n), nil
+	}
+	if t.sticky < 0 {
+		t.sticky = nextSticky(-1, t.n)
+	}
+	return t.sticky, nil
+}
+
 // KeyPartition returns the partition, among n > 0, that Kafka's default
 // partitioner gives to a record with this key:
 // toPositive(murmur2(key)) % n, with Kafka's seed 0x9747b28c

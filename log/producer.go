@@ -489,28 +489,6 @@ func (p *Producer) topicLocked(name string) (*topicState, error) {
 	return t, nil
 }
 
-// partitionLocked chooses r's partition.
-func (p *Producer) partitionLocked(t *topicState, r *Record) (int, error) {
-	switch p.cfg.Partitioner {
-	case PartitionerManual:
-		if r.Partition < 0 || r.Partition >= t.n {
-			return 0, fmt.Errorf("%w: produce to %s: it has %d partitions, not %d", ErrUnknownPartition, t.name, t.n, r.Partition)
-		}
-		return r.Partition, nil
-	case PartitionerRoundRobin:
-		i := int(t.rr % uint(t.n))
-		t.rr++
-		return i, nil
-	}
-	if r.Key != nil {
-		return KeyPartition(r.Key, t.n), nil
-	}
-	if t.sticky < 0 {
-		t.sticky = nextSticky(-1, t.n)
-	}
-	return t.sticky, nil
-}
-
 // admitLocked waits until the buffer has room for size more bytes, up to
 // Timeout.
 func (p *Producer) admitLocked(ctx context.Context, size int) error {
