@@ -3,14 +3,20 @@ package segment
 import (
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 )
 
+// headerBufs recycles the buffers header reads into: a buffer passed to
+// File.ReadAt (an interface) escapes, and headers are read on every lookup.
+var headerBufs = sync.Pool{New: func() any { return new([batch.HeaderSize]byte) }}
+
 // header reads and parses the batch header at pos, which must be below end.
 func (s *Segment) header(pos, end int64) (batch.Header, error) {
-	var buf [batch.HeaderSize]byte
+	buf := headerBufs.Get().(*[batch.HeaderSize]byte)
+	defer headerBufs.Put(buf)
 	if end-pos < batch.HeaderSize {
 		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, batch.ErrShort)
 	}
