@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	stdlog "log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -336,15 +337,31 @@ func (p *Partition) checkRange(offset int64) error {
 // get an *OffsetOutOfRangeError. Corrupt data is an error (ErrCorrupt),
 // never records.
 func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
-	raw, err := p.ReadBatches(offset, maxBytes, p.HighWatermark())
+	return p.ReadAppend(nil, offset, maxBytes)
+}
+
+// ReadAppend is Read appending to dst, so that a reader going through a
+// partition can reuse one slice (dst[:0]) instead of allocating one per
+// call. On error dst is returned unchanged.
+func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Record, error) {
+	hw := p.HighWatermark()
+	raw, err := p.ReadBatches(offset, maxBytes, hw)
 	if err != nil || len(raw) == 0 {
-		return nil, err
+		return dst, err
 	}
-	recs, err := appendDecoded(nil, raw, p.topic, p.id, offset, p.HighWatermark())
+	n := len(dst)
+	var hdrs []Header
+	recs, _, err := decodeFrom(slices.Grow(dst, countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
 	if err != nil {
-		return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+		clear(recs[n:])
+		return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
 	}
-	return recs, nil
+	// Only committed records: none at or past the high watermark.
+	i := len(recs)
+	for i > n && recs[i-1].Offset >= hw {
+		i--
+	}
+	return recs[:i], nil
 }
 
 // ReadBatches returns the raw record batches from the one holding offset on,

@@ -2,6 +2,8 @@ package log
 
 import (
 	"fmt"
+	"hash/crc32"
+	"slices"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -27,49 +29,15 @@ type Header = batch.RecordHeader
 // as Kafka's fetch responses carry them). Topic and Partition are left empty:
 // the bytes do not say. Key, Value and header values alias raw. A torn or
 // corrupt batch is an error (errors.Is ErrCorrupt, or batch.ErrShort for a
-// truncated one), never records.
+// truncated one), never records. Control batches (transaction markers) are
+// skipped.
 func DecodeRecords(raw []byte) ([]Record, error) {
-	return appendDecoded(nil, raw, "", 0, 0, -1)
-}
-
-// appendDecoded appends the records of the batches in raw whose offsets are
-// in [from, to) (to < 0: no bound) to dst.
-func appendDecoded(dst []Record, raw []byte, topic string, partition int, from, to int64) ([]Record, error) {
-	next := int64(-1)
-	err := batch.Batches(raw, func(b []byte, h batch.Header) error {
-		// The base offset is outside the CRC: check that batches follow
-		// one another.
-		if h.BaseOffset < next {
-			return fmt.Errorf("%w: batch at offset %d follows one that ends at %d", ErrCorrupt, h.BaseOffset, next)
-		}
-		next = h.NextOffset()
-		if to >= 0 && h.BaseOffset >= to {
-			return nil
-		}
-		// Batches validated b already.
-		return batch.Records(b, h, func(r *batch.Record) error {
-			if r.Offset < from || (to >= 0 && r.Offset >= to) {
-				return nil
-			}
-			rec := Record{
-				Topic:     topic,
-				Partition: partition,
-				Offset:    r.Offset,
-				Timestamp: time.UnixMilli(r.Timestamp),
-				Key:       r.Key,
-				Value:     r.Value,
-			}
-			if len(r.Headers) > 0 {
-				rec.Headers = append([]Header(nil), r.Headers...)
-			}
-			dst = append(dst, rec)
-			return nil
-		})
-	})
+	var hdrs []Header
+	recs, _, err := decodeFrom(make([]Record, 0, countRecords(raw)), &hdrs, raw, TopicPartition{}, 0)
 	if err != nil {
-		return nil, fmt.Errorf("log: decode records: %w", err)
+		return nil, fmt.Errorf("log: %w", err)
 	}
-	return dst, nil
+	return recs, nil
 }
 
 // timestampMs is the record's timestamp in ms, or now for a zero time.
@@ -78,4 +46,128 @@ func timestampMs(t time.Time, now int64) int64 {
 		return now
 	}
 	return t.UnixMilli()
+}
+
+// minRecordBytes is the size of the smallest record: a length varint and
+// six one-byte fields (attributes, timestamp and offset deltas, key and
+// value lengths, header count).
+const minRecordBytes = 7
+
+// countRecords is the number of records in the whole batches of raw, read
+// from their headers: what decodeFrom will return at most.
+func countRecords(raw []byte) int {
+	n := 0
+	for len(raw) >= batch.HeaderSize {
+		size, err := batch.PeekSize(raw)
+		if err != nil || size > len(raw) {
+			break
+		}
+		h, err := batch.ParseHeader(raw)
+		if err != nil {
+			break
+		}
+		// A record takes at least minRecordBytes: a count beyond what the
+		// bytes can hold (a corrupt header, refused by the decoding) must
+		// not size the slice.
+		n += min(max(int(h.NumRecords), 0), (size-batch.HeaderSize)/minRecordBytes)
+		raw = raw[size:]
+	}
+	return n
+}
+
+// crcStart is where a record batch's CRC-32C coverage starts (the
+// attributes field), fixed by Kafka's RecordBatch v2 format.
+const crcStart = 21
+
+// castagnoli is the CRC-32C table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// decodeFrom appends to dst the records of the batches in raw whose offsets
+// are at least from, and returns the offset that follows the last batch
+// (from if none follows it). It allocates nothing per record: headers go
+// to the arena *hdrs, grown by doubling. Control batches (transaction
+// markers) are skipped, as Kafka's consumer skips them.
+//
+// Each batch's CRC is checked, as Kafka's consumer does (check.crcs), but
+// its records are parsed once, by batch.Records, not also by a validation
+// walk (batch.Validate): the broker validated the batch in full when it was
+// appended, and the CRC shows these are the same bytes. A record Records
+// finds malformed all the same is an error, and no record of its batch is
+// returned.
+func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
+	next, prevEnd := from, int64(-1)
+	for pos := 0; pos < len(raw); {
+		h, b, err := nextBatch(raw[pos:])
+		if err != nil {
+			return dst, from, fmt.Errorf("decode records: batch at byte %d: %w", pos, err)
+		}
+		pos += len(b)
+		if h.BaseOffset < prevEnd { // the base offset is outside the CRC
+			return dst, from, fmt.Errorf("decode records: %w: batch at offset %d follows one that ends at %d", ErrCorrupt, h.BaseOffset, prevEnd)
+		}
+		prevEnd = h.NextOffset()
+		if prevEnd <= from {
+			continue
+		}
+		next = max(next, prevEnd)
+		if h.Control() {
+			continue
+		}
+		n := len(dst)
+		err = batch.Records(b, h, func(r *batch.Record) error {
+			if r.Offset < from {
+				return nil
+			}
+			if len(dst) == cap(dst) { // not pre-sized: grow
+				dst = slices.Grow(dst, 1)
+			}
+			// Fill the fields in place: the slice is zeroed, Headers stays
+			// nil unless set below.
+			dst = dst[:len(dst)+1]
+			out := &dst[len(dst)-1]
+			out.Topic, out.Partition, out.Offset = tp.Topic, tp.Partition, r.Offset
+			out.Timestamp = time.UnixMilli(r.Timestamp)
+			out.Key, out.Value = r.Key, r.Value
+			if k := len(r.Headers); k > 0 {
+				a := *hdrs
+				if cap(a)-len(a) < k {
+					a = make([]Header, 0, max(2*cap(a), k, consumerHeaderArenaMinCap))
+				}
+				a = append(a, r.Headers...)
+				out.Headers = a[len(a)-k : len(a) : len(a)]
+				*hdrs = a
+			}
+			return nil
+		})
+		if err != nil {
+			clear(dst[n:])
+			return dst[:n], from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
+		}
+	}
+	return dst, next, nil
+}
+
+// nextBatch returns the header and the bytes of the batch that starts raw,
+// after checking its CRC and what of its header the decoding relies on.
+func nextBatch(raw []byte) (batch.Header, []byte, error) {
+	size, err := batch.PeekSize(raw)
+	if err != nil {
+		return batch.Header{}, nil, err
+	}
+	if size > len(raw) {
+		return batch.Header{}, nil, fmt.Errorf("%w: %d bytes, the batch needs %d", batch.ErrShort, len(raw), size)
+	}
+	b := raw[:size:size]
+	h, err := batch.ParseHeader(b)
+	switch {
+	case err != nil:
+		return h, nil, err
+	case crc32.Checksum(b[crcStart:], castagnoli) != h.CRC:
+		return h, nil, fmt.Errorf("%w: crc mismatch", ErrCorrupt)
+	case h.BaseOffset < 0 || h.LastOffsetDelta < 0 || h.NumRecords < 0:
+		return h, nil, fmt.Errorf("%w: base offset %d, last offset delta %d, %d records", ErrCorrupt, h.BaseOffset, h.LastOffsetDelta, h.NumRecords)
+	case h.Compression() != 0:
+		return h, nil, fmt.Errorf("%w (codec %d)", batch.ErrCompressed, h.Compression())
+	}
+	return h, b, nil
 }
