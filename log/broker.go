@@ -42,6 +42,9 @@ type Broker struct {
 	fetches *timingwheel.Purgatory[TopicPartition]
 	groups  *group.Coordinator
 
+	ckptMu sync.Mutex        // serializes checkpoint writes
+	ckpts  map[string]string // checkpoint file → contents last written
+
 	wakeCh chan struct{}
 	stop   chan struct{}
 	wg     sync.WaitGroup
@@ -442,13 +445,28 @@ func (b *Broker) writeCheckpoints() error {
 	starts := map[topicPartition]int64{}
 	for _, p := range b.partitions() {
 		tp := topicPartition{p.topic, p.id}
-		rps[tp] = p.RecoveryPoint()
+		rps[tp] = p.checkpointRecoveryPoint()
 		starts[tp] = p.StartOffset()
 	}
-	if err := writeCheckpoint(b.fs, filepath.Join(b.dir, recoveryPointFile), rps); err != nil {
-		return err
+	b.ckptMu.Lock()
+	defer b.ckptMu.Unlock()
+	if b.ckpts == nil {
+		b.ckpts = map[string]string{}
 	}
-	return writeCheckpoint(b.fs, filepath.Join(b.dir, logStartFile), starts)
+	for _, c := range []struct {
+		name    string
+		offsets map[topicPartition]int64
+	}{{recoveryPointFile, rps}, {logStartFile, starts}} {
+		data := formatCheckpoint(c.offsets)
+		if b.ckpts[c.name] == string(data) {
+			continue // unchanged since this broker last wrote it
+		}
+		if err := writeCheckpoint(b.fs, filepath.Join(b.dir, c.name), data); err != nil {
+			return err
+		}
+		b.ckpts[c.name] = string(data)
+	}
+	return nil
 }
 
 func (b *Broker) wakeLoop() {

@@ -27,9 +27,8 @@ type topicPartition struct {
 	partition int
 }
 
-// writeCheckpoint writes offsets to name atomically (temp file, fsync,
-// rename, directory fsync).
-func writeCheckpoint(fs vfs.FS, name string, offsets map[topicPartition]int64) error {
+// formatCheckpoint renders offsets in the checkpoint format, sorted.
+func formatCheckpoint(offsets map[topicPartition]int64) []byte {
 	tps := make([]topicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
@@ -45,7 +44,13 @@ func writeCheckpoint(fs vfs.FS, name string, offsets map[topicPartition]int64) e
 	for _, tp := range tps {
 		fmt.Fprintf(&buf, "%s %d %d\n", tp.topic, tp.partition, offsets[tp])
 	}
-	if err := vfs.WriteFileAtomic(fs, name, buf.Bytes()); err != nil {
+	return buf.Bytes()
+}
+
+// writeCheckpoint replaces name with data atomically (temp file, fsync,
+// rename, directory fsync).
+func writeCheckpoint(fs vfs.FS, name string, data []byte) error {
+	if err := vfs.WriteFileAtomic(fs, name, data); err != nil {
 		return fmt.Errorf("log: write checkpoint %s: %w", name, err)
 	}
 	return nil

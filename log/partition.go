@@ -47,6 +47,7 @@ type Partition struct {
 	recoveryPoint atomic.Int64                       // offsets below it are durable
 	lastFlush     atomic.Int64                       // unix ns of the last flush
 	needFlush     atomic.Bool                        // a sealed segment awaits its fsync
+	dirDirty      atomic.Bool                        // a segment was created since the last directory fsync
 	bytesIn       atomic.Int64                       // bytes appended since open: wakes parked fetches
 
 	// Group commit: one fsync at a time; appenders that need one wait for
@@ -113,7 +114,16 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 		r := &recs[i]
 		bd.Append(timestampMs(r.Timestamp, now), r.Key, r.Value, r.Headers)
 	}
-	base, _, err := p.AppendBatch(bd.Bytes())
+	b := bd.Bytes()
+	if len(b) > p.cfg.MaxMessageBytes {
+		return 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
+	}
+	// The batch was just built here: its header is all that needs reading.
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return 0, fmt.Errorf("log: append to %s: %w", p, err)
+	}
+	base, _, err := p.appendValid(b, h)
 	return base, err
 }
 
@@ -129,6 +139,11 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, err)
 	}
+	return p.appendValid(b, h)
+}
+
+// appendValid appends a batch known to be valid, with header h.
+func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
@@ -164,7 +179,7 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 		p.appended(p)
 	}
 	if fm := p.cfg.FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
-		if err := p.syncTo(next); err != nil {
+		if err := p.syncTo(next, false); err != nil {
 			return 0, 0, err
 		}
 	}
@@ -182,26 +197,24 @@ func (p *Partition) fail(err error) {
 func (p *Partition) closedErr() error { return fmt.Errorf("log: %s: %w", p, ErrClosed) }
 
 // roll seals the active segment and starts a new one at the end offset.
-// Holds mu.
+// Nothing here waits for the disk: the sealed segment's fsyncs and the
+// directory's are left to the next flush, which the background loop is woken
+// for, and which any append that needs durability waits for. Holds mu.
 func (p *Partition) roll(now time.Time) error {
-	old := p.active
-	if err := old.Seal(); err != nil {
+	if err := p.active.Seal(); err != nil {
 		return err
 	}
 	seg, err := segment.Create(p.fs, p.dir, p.leo.Load(), p.segCfg, now)
 	if err != nil {
 		return err
 	}
-	if err := p.fs.SyncDir(p.dir); err != nil {
-		seg.Delete()
-		return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
-	}
-	old2 := *p.segs.Load()
-	segs := make([]*segment.Segment, len(old2), len(old2)+1)
-	copy(segs, old2)
+	old := *p.segs.Load()
+	segs := make([]*segment.Segment, len(old), len(old)+1)
+	copy(segs, old)
 	segs = append(segs, seg)
 	p.segs.Store(&segs)
 	p.active = seg
+	p.dirDirty.Store(true)
 	p.needFlush.Store(true)
 	if p.wake != nil {
 		p.wake()
@@ -231,11 +244,13 @@ func (p *Partition) Roll() error {
 }
 
 // syncTo returns once every offset below target is durable, sharing fsyncs
-// with concurrent callers (group commit).
-func (p *Partition) syncTo(target int64) error {
+// with concurrent callers (group commit). With force it runs at least one
+// flush of its own even if target is already covered (to make a roll
+// durable).
+func (p *Partition) syncTo(target int64, force bool) error {
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
-	for p.recoveryPoint.Load() < target {
+	for force || p.recoveryPoint.Load() < target {
 		if p.closed.Load() {
 			return p.closedErr()
 		}
@@ -252,6 +267,7 @@ func (p *Partition) syncTo(target int64) error {
 		if err != nil {
 			return err
 		}
+		force = false
 	}
 	return nil
 }
@@ -261,18 +277,33 @@ func (p *Partition) Flush() error {
 	if p.closed.Load() {
 		return p.closedErr()
 	}
-	return p.syncTo(p.leo.Load())
+	return p.syncTo(p.leo.Load(), p.needFlush.Load())
 }
 
-// flush fsyncs every segment that holds records at or above the recovery
-// point, up to the end offset read on entry, and moves the recovery point
-// there. Only syncTo calls it, so flushes do not overlap.
+// flush makes durable everything appended before it started: the directory
+// (if segments were created), the indexes of sealed segments, and the .log
+// of every segment holding records at or above the recovery point; then it
+// moves the recovery point to the end offset it read first. Only syncTo
+// calls it, so flushes do not overlap.
 func (p *Partition) flush() error {
 	upTo := p.leo.Load()
 	rp := p.recoveryPoint.Load()
 	p.needFlush.Store(false)
-	for _, s := range *p.segs.Load() {
-		if s.NextOffset() <= rp || s.BaseOffset() >= upTo {
+	fail := func(err error) error {
+		p.mu.Lock()
+		p.fail(err)
+		p.mu.Unlock()
+		return fmt.Errorf("log: flush %s: %w", p, err)
+	}
+	if p.dirDirty.Swap(false) {
+		if err := p.fs.SyncDir(p.dir); err != nil {
+			return fail(err)
+		}
+	}
+	segs := *p.segs.Load()
+	for i, s := range segs {
+		sealedDirty := i < len(segs)-1 && s.IndexesDirty()
+		if !sealedDirty && (s.NextOffset() <= rp || s.BaseOffset() >= upTo) {
 			continue
 		}
 		if !s.Acquire() {
@@ -282,12 +313,12 @@ func (p *Partition) flush() error {
 			continue // deleted by retention
 		}
 		err := s.Sync()
+		if err == nil && sealedDirty {
+			err = s.FlushIndexes()
+		}
 		s.Release()
 		if err != nil {
-			p.mu.Lock()
-			p.fail(err)
-			p.mu.Unlock()
-			return fmt.Errorf("log: flush %s: %w", p, err)
+			return fail(err)
 		}
 	}
 	if upTo > rp {
@@ -295,6 +326,20 @@ func (p *Partition) flush() error {
 	}
 	p.lastFlush.Store(time.Now().UnixNano())
 	return nil
+}
+
+// checkpointRecoveryPoint is the recovery point to write to the checkpoint:
+// never past a sealed segment whose indexes are not durable yet, so that a
+// crash recovers that segment rather than trusting its indexes.
+func (p *Partition) checkpointRecoveryPoint() int64 {
+	rp := p.recoveryPoint.Load()
+	segs := *p.segs.Load()
+	for _, s := range segs[:len(segs)-1] {
+		if s.IndexesDirty() {
+			return min(rp, s.BaseOffset())
+		}
+	}
+	return rp
 }
 
 // segmentFor returns, acquired, the segment that holds offset: the last one
@@ -446,9 +491,14 @@ func (p *Partition) close() error {
 	segs := *p.segs.Load()
 	if p.err == nil {
 		rp := p.recoveryPoint.Load()
+		if p.dirDirty.Load() {
+			if err := p.fs.SyncDir(p.dir); err != nil {
+				first = fmt.Errorf("log: close %s: %w", p, err)
+			}
+		}
 		for _, s := range segs {
-			if s.NextOffset() <= rp && s != p.active {
-				continue
+			if s.NextOffset() <= rp && !s.IndexesDirty() {
+				continue // nothing new since the last flush
 			}
 			if err := s.Flush(); err != nil && first == nil {
 				first = fmt.Errorf("log: close %s: %w", p, err)

@@ -70,9 +70,10 @@ type Segment struct {
 	created         time.Time
 
 	// refs counts the owner's reference plus readers'; files close at zero.
-	refs      atomic.Int64
-	closed    atomic.Bool
-	recovered bool // Open rebuilt the indexes from the .log
+	refs         atomic.Int64
+	closed       atomic.Bool
+	recovered    bool        // Open rebuilt the indexes from the .log
+	indexesDirty atomic.Bool // sealed, indexes not yet fsynced
 }
 
 // Create creates a new, empty segment with base offset base in dir. The
@@ -298,6 +299,7 @@ func (s *Segment) index(h batch.Header, pos int64) error {
 			if err := s.oi.Append(h.LastOffset(), pos); err != nil {
 				return fmt.Errorf("segment: %w", err)
 			}
+			s.indexesDirty.Store(true)
 		}
 		if !s.ti.IsFull() {
 			if err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
@@ -312,7 +314,8 @@ func (s *Segment) index(h batch.Header, pos int64) error {
 
 // Seal is called when the segment stops being the active one: the time
 // index gets a final entry for the largest timestamp, and both indexes are
-// trimmed to their entries.
+// trimmed to their entries. The indexes are not fsynced here (a roll must
+// not stall appends): IndexesDirty reports it until FlushIndexes.
 func (s *Segment) Seal() error {
 	if s.maxTs.Load() >= 0 {
 		err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true)
@@ -326,13 +329,25 @@ func (s *Segment) Seal() error {
 	if err := s.ti.TrimToValidSize(); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
-	// The indexes are final: make them durable now, so that once the .log
-	// is synced too the segment never needs recovery.
+	s.indexesDirty.Store(true)
+	return nil
+}
+
+// IndexesDirty reports whether the indexes changed (an entry was added, or
+// the segment was sealed) since they were last made durable by FlushIndexes
+// or Flush.
+func (s *Segment) IndexesDirty() bool { return s.indexesDirty.Load() }
+
+// FlushIndexes makes the indexes durable.
+func (s *Segment) FlushIndexes() error {
+	s.indexesDirty.Store(false)
 	if err := s.oi.Flush(); err != nil {
-		return fmt.Errorf("segment: seal: %w", err)
+		s.indexesDirty.Store(true)
+		return fmt.Errorf("segment: %w", err)
 	}
 	if err := s.ti.Flush(); err != nil {
-		return fmt.Errorf("segment: seal: %w", err)
+		s.indexesDirty.Store(true)
+		return fmt.Errorf("segment: %w", err)
 	}
 	return nil
 }
@@ -364,16 +379,13 @@ func (s *Segment) Flush() error {
 	if s.closed.Load() {
 		return ErrClosed
 	}
-	if err := s.log.Sync(); err != nil {
-		return fmt.Errorf("segment: sync %s: %w", s.path(".log"), err)
+	if err := s.Sync(); err != nil {
+		return err
 	}
-	if err := s.oi.Flush(); err != nil {
-		return fmt.Errorf("segment: %w", err)
+	if !s.indexesDirty.Load() {
+		return nil
 	}
-	if err := s.ti.Flush(); err != nil {
-		return fmt.Errorf("segment: %w", err)
-	}
-	return nil
+	return s.FlushIndexes()
 }
 
 // Acquire takes a reader's reference; false if the segment is closed.
