@@ -390,6 +390,9 @@ func (s *Segment) Flush() error {
 
 // Acquire takes a reader's reference; false if the segment is closed.
 func (s *Segment) Acquire() bool {
+	if s.closed.Load() {
+		return false
+	}
 	for {
 		n := s.refs.Load()
 		if n <= 0 {

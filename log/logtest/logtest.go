@@ -68,9 +68,9 @@ func Seed(name string, recs ...log.Record) Option {
 }
 
 // fixtureTopic is what the fixture's topics default to: small preallocated
-// indexes, so that a fixture starts in well under a millisecond per
-// partition.
-var fixtureTopic = log.TopicConfig{MaxIndexBytes: 64 << 10, SegmentBytes: 64 << 20}
+// indexes (a segment rolls after about 2 MiB of records), so that a fixture
+// starts in well under a millisecond per partition.
+var fixtureTopic = log.TopicConfig{MaxIndexBytes: 4 << 10, SegmentBytes: 64 << 20}
 
 // New starts a broker for the test and closes it in t.Cleanup (failing the
 // test if Close fails). It fails the test at once if the broker cannot start.
