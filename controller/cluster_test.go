@@ -664,3 +664,13 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		require.ErrorIs(t, err, controller.ErrInvalidConfig, name)
 	}
 }
+
+func TestSecondStartOnSameDirFails(t *testing.T) {
+	dir := t.TempDir()
+	cfg := controller.Config{NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Raft: controller.LoopbackRaft(), Logger: testLogger()}
+	first, err := controller.Start(cfg)
+	require.NoError(t, err)
+	defer first.Close()
+	_, err = controller.Start(cfg)
+	require.Error(t, err, "two members on one Dir")
+}

@@ -102,6 +102,8 @@ func (c *Controller) open() (err error) {
 		}
 	}()
 
+	// The bbolt timeout makes a second Start on the same Dir fail rather
+	// than block forever on the file lock.
 	store, err := raftboltdb.New(raftboltdb.Options{
 		Path:        filepath.Join(cfg.Dir, "raft.db"),
 		BoltOptions: &bbolt.Options{Timeout: time.Second},
