@@ -11,6 +11,26 @@
 //	recs, err := p.Read(off, 1<<20)
 //	err = b.Close()
 //
+// # Producers and consumers
+//
+// A Producer ([NewProducer]) batches records per partition (Linger,
+// BatchBytes) and sends each batch as one RecordBatch through a [Client] —
+// a *Broker here, a cluster member later. Keyed records go to the partition
+// Kafka's Java client would pick (murmur2); records without a key stick to
+// one partition until its batch is sent.
+//
+// A Consumer ([NewConsumer]) polls its partitions with long polls: a
+// [Broker.Fetch] with too little data parks in the timing wheel's purgatory
+// until an append to one of its partitions completes it, or MaxWait passes.
+// With a Group, the broker's coordinator (package group) shares the topics'
+// partitions among the members (Kafka's range assignment, eager
+// rebalances, generations) and keeps committed offsets as Kafka does: as
+// records of the internal topic __consumer_offsets, fsynced, replayed at
+// Open. Delivery is at least once: records polled but not committed are
+// delivered again to the partition's next owner.
+//
+// The package log/logtest starts a Broker as a unit-test fixture.
+//
 // # Data directory
 //
 //	<dir>/.lock                              held while a Broker has the dir open
@@ -19,6 +39,7 @@
 //	<dir>/log-start-offset-checkpoint        per partition: the first readable offset
 //	<dir>/.strata_cleanshutdown              present only after a clean Close
 //	<dir>/<topic>-<partition>/               the partition's segments (package segment)
+//	<dir>/__consumer_offsets-0/              committed offsets of consumer groups
 //
 // Checkpoints use Kafka's text format and are replaced atomically (temp file,
 // fsync, rename, directory fsync).
