@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -233,4 +234,29 @@ func TestOpenFileAsDir(t *testing.T) {
 		_, err = Open(name, Config{FS: fs})
 		require.Error(t, err)
 	})
+}
+
+// TestAppendBatchRefusesBadBatches: a produced batch that is corrupt, or
+// followed by extra bytes, is refused and changes nothing.
+func TestAppendBatchRefusesBadBatches(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	var bd batch.Builder
+	bd.Reset(1000)
+	bd.Append(1000, []byte("k"), []byte("v"), nil)
+	good := bd.Bytes()
+
+	_, _, err := p.AppendBatch(append(append([]byte(nil), good...), good...))
+	require.ErrorIs(t, err, ErrCorrupt, "two batches in one produce")
+	bad := append([]byte(nil), good...)
+	bad[len(bad)-1] ^= 1
+	_, _, err = p.AppendBatch(bad)
+	require.ErrorIs(t, err, ErrCorrupt, "bad CRC")
+	require.EqualValues(t, 0, p.EndOffset())
+
+	base, next, err := p.AppendBatch(append([]byte(nil), good...))
+	require.NoError(t, err)
+	require.EqualValues(t, 0, base)
+	require.EqualValues(t, 1, next)
 }

@@ -130,7 +130,8 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 // AppendBatch appends one encoded record batch (as a producer sends it): it
 // is validated, given offsets from the end of the log, and written. It
 // returns the batch's first and next offsets. b is modified in place (its base
-// offset).
+// offset). b must be exactly one batch: anything else is refused and changes
+// nothing.
 func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if len(b) > p.cfg.MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
@@ -138,6 +139,9 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	h, err := batch.Validate(b)
 	if err != nil {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, err)
+	}
+	if h.Size() != len(b) {
+		return 0, 0, fmt.Errorf("log: append to %s: %w: %d bytes after the batch", p, ErrCorrupt, len(b)-h.Size())
 	}
 	return p.appendValid(b, h)
 }
