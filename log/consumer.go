@@ -594,7 +594,8 @@ func (c *Consumer) Close() error {
 		c.cancelPoll(errConsumerClosed)
 	}
 	c.mu.Unlock()
-	c.pollMu.Lock() // wait for the Poll in progress
+	c.pollMu.Lock()
+	//lint:ignore SA2001 taking the lock was the point: it waits for the Poll in progress to end
 	c.pollMu.Unlock()
 	if c.cfg.Group == "" {
 		return nil

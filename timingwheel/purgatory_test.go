@@ -168,7 +168,7 @@ func TestPurgatoryExpires(t *testing.T) {
 		if d.Done() || op.completes.Load() != 0 {
 			t.Fatal("expired early")
 		}
-		time.Sleep(1)
+		time.Sleep(time.Nanosecond)
 		synctest.Wait()
 		if !d.Done() || op.completes.Load() != 1 || op.expires.Load() != 1 {
 			t.Fatalf("at the timeout: Done %v completes %d expires %d", d.Done(), op.completes.Load(), op.expires.Load())
