@@ -12,6 +12,7 @@ vet:
 
 lint: vet
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt:"; echo "$$out"; exit 1; fi
+	go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 # Storage, timer and client benchmarks of the main module (see README for the figures).
 bench:

@@ -377,6 +377,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	}
 	for _, p := range t.parts {
 		p.close()
+		b.appended(p) // parked fetches re-read, and find the partition gone
 		if err := b.fs.RemoveAll(p.dir); err != nil {
 			b.logger.Warn("delete topic: files left behind (removed at next open)", "dir", p.dir, "err", err)
 		}

@@ -141,7 +141,7 @@ func fetchFailed(resp FetchResponse) bool {
 
 // fetchOp is a fetch parked in the purgatory: it completes once the bytes
 // appended to its partitions since it parked, plus what it already had,
-// reach MinBytes.
+// reach MinBytes, or one of its partitions is closed (its topic deleted).
 type fetchOp struct {
 	parts []*Partition
 	seen  []int64 // each partition's bytesIn when the fetch parked
@@ -154,6 +154,9 @@ func (o *fetchOp) TryComplete() bool {
 	n := int64(o.have)
 	for i, p := range o.parts {
 		if p != nil {
+			if p.closed.Load() {
+				return true // deleted: answer now, with its error
+			}
 			n += p.bytesIn.Load() - o.seen[i]
 		}
 	}

@@ -118,3 +118,28 @@ func testFetchCancelAndClose(t *testing.T) {
 	err := <-errc
 	require.True(t, errors.Is(err, ErrClosed), "%v", err)
 }
+
+// TestFetchOnDeletedTopic: a fetch parked on a topic that is deleted returns
+// at once, with the partition's error.
+func TestFetchOnDeletedTopic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openT(t, vfs.NewMem(), "/d")
+		defer b.Close()
+		createT(t, b, "t", TopicConfig{})
+		got := make(chan FetchResponse)
+		go func() {
+			resp, err := b.Fetch(context.Background(), FetchRequest{
+				Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t"}, Offset: 0}}, MaxWait: time.Hour})
+			if err != nil {
+				t.Error(err)
+			}
+			got <- resp
+		}()
+		synctest.Wait()
+		start := time.Now()
+		require.NoError(t, b.DeleteTopic("t"))
+		resp := <-got
+		require.Zero(t, time.Since(start))
+		require.Error(t, resp.Partitions[0].Err)
+	})
+}
