@@ -33,6 +33,7 @@ type mmapFile struct {
 	name      string
 	f         vfs.File
 	entrySize int
+	maxBytes  int  // the size reset preallocates to (before rounding to entries)
 	mapped    bool // data is a mapping of f; otherwise a heap copy
 
 	mu     sync.RWMutex
@@ -76,6 +77,7 @@ func openFile(fsys vfs.FS, name string, entrySize, maxBytes int) (*mmapFile, err
 	}
 	m := &mmapFile{fs: fsys, name: name, f: f, entrySize: entrySize}
 	_, m.mapped = f.(vfs.Fder)
+	m.maxBytes = maxBytes
 	if err := m.load(created, maxBytes); err != nil {
 		f.Close()
 		if created {
@@ -373,4 +375,44 @@ func (m *mmapFile) remove() error {
 		return fmt.Errorf("index: delete %s: %w", m.name, err)
 	}
 	return cerr
+}
+
+// reset drops every entry and preallocates the file to maxBytes again, ready
+// for a rebuild.
+func (m *mmapFile) reset() error {
+	if m.closed {
+		return ErrClosed
+	}
+	if err := m.truncate(0); err != nil {
+		return err
+	}
+	return m.resize(m.maxBytes / m.entrySize * m.entrySize)
+}
+
+// preallocate resizes the file to maxBytes rounded down to whole entries and
+// makes that the size reset preallocates to. maxBytes below the valid
+// entries is ErrInvalidArgument.
+func (m *mmapFile) preallocate(maxBytes int) error {
+	if m.closed {
+		return ErrClosed
+	}
+	size := maxBytes / m.entrySize * m.entrySize
+	if n := int(m.entries.Load()); maxBytes < 0 || size < n*m.entrySize {
+		return fmt.Errorf("%w: %s: size %d cannot hold its %d entries", ErrInvalidArgument, m.name, maxBytes, n)
+	}
+	if err := m.resize(size); err != nil {
+		return err
+	}
+	if maxBytes >= m.entrySize {
+		m.maxBytes = maxBytes
+	}
+	return nil
+}
+
+// trim shrinks the file to its entries.
+func (m *mmapFile) trim() error {
+	if m.closed {
+		return ErrClosed
+	}
+	return m.resize(int(m.entries.Load()) * m.entrySize)
 }

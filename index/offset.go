@@ -31,10 +31,9 @@ type OffsetEntry struct {
 // sorted array of 8-byte entries in the .index file. See the package
 // documentation for the layout, the lifecycle and the concurrency contract.
 type OffsetIndex struct {
-	m        *mmapFile
-	base     int64
-	maxBytes int         // the size Reset preallocates to
-	last     OffsetEntry // the writer's copy of the last entry
+	m    *mmapFile
+	base int64
+	last OffsetEntry // the writer's copy of the last entry
 }
 
 // OpenOffsetIndex opens or creates the offset index name of the segment whose
@@ -53,7 +52,7 @@ func OpenOffsetIndex(fsys vfs.FS, name string, baseOffset int64, maxBytes int) (
 	if err != nil {
 		return nil, err
 	}
-	x := &OffsetIndex{m: m, base: baseOffset, maxBytes: maxBytes}
+	x := &OffsetIndex{m: m, base: baseOffset}
 	x.last = x.entryOrEmpty(int(m.entries.Load()) - 1)
 	return x, nil
 }
@@ -198,41 +197,19 @@ func (x *OffsetIndex) Reset() error {
 	if x.m.closed {
 		return ErrClosed
 	}
-	if err := x.m.truncate(0); err != nil {
-		return err
-	}
-	x.last = x.entryOrEmpty(-1)
-	return x.m.resize(x.maxBytes / offsetEntrySize * offsetEntrySize)
+	err := x.m.reset()
+	x.last = x.entryOrEmpty(x.Entries() - 1)
+	return err
 }
 
 // Resize preallocates the file to maxBytes rounded down to a multiple of 8,
 // as for the active segment of a reopened log, and makes that the size Reset
 // preallocates to. maxBytes below the valid entries is ErrInvalidArgument.
-func (x *OffsetIndex) Resize(maxBytes int) error {
-	if x.m.closed {
-		return ErrClosed
-	}
-	size := maxBytes / offsetEntrySize * offsetEntrySize
-	if maxBytes < 0 || size < x.Entries()*offsetEntrySize {
-		return fmt.Errorf("%w: %s: size %d cannot hold its %d entries", ErrInvalidArgument, x.m.name, maxBytes, x.Entries())
-	}
-	if err := x.m.resize(size); err != nil {
-		return err
-	}
-	if maxBytes >= offsetEntrySize {
-		x.maxBytes = maxBytes
-	}
-	return nil
-}
+func (x *OffsetIndex) Resize(maxBytes int) error { return x.m.preallocate(maxBytes) }
 
 // TrimToValidSize shrinks the file to its entries, as on roll; afterwards the
 // index is full.
-func (x *OffsetIndex) TrimToValidSize() error {
-	if x.m.closed {
-		return ErrClosed
-	}
-	return x.m.resize(x.Entries() * offsetEntrySize)
-}
+func (x *OffsetIndex) TrimToValidSize() error { return x.m.trim() }
 
 // SanityCheck reports, as an ErrCorruptIndex naming the file and the reason,
 // an index that cannot be trusted: a file size that is not a multiple of 8,

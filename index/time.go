@@ -29,10 +29,9 @@ type TimeEntry struct {
 // non-decreasing in offset. See the package documentation for the layout, the
 // lifecycle and the concurrency contract.
 type TimeIndex struct {
-	m        *mmapFile
-	base     int64
-	maxBytes int       // the size Reset preallocates to
-	last     TimeEntry // the writer's copy of the last entry
+	m    *mmapFile
+	base int64
+	last TimeEntry // the writer's copy of the last entry
 }
 
 // OpenTimeIndex opens or creates the time index name of the segment whose
@@ -47,7 +46,7 @@ func OpenTimeIndex(fsys vfs.FS, name string, baseOffset int64, maxBytes int) (*T
 	if err != nil {
 		return nil, err
 	}
-	x := &TimeIndex{m: m, base: baseOffset, maxBytes: maxBytes}
+	x := &TimeIndex{m: m, base: baseOffset}
 	x.last = x.entryOrEmpty(int(m.entries.Load()) - 1)
 	return x, nil
 }
@@ -199,41 +198,19 @@ func (x *TimeIndex) Reset() error {
 	if x.m.closed {
 		return ErrClosed
 	}
-	if err := x.m.truncate(0); err != nil {
-		return err
-	}
-	x.last = x.entryOrEmpty(-1)
-	return x.m.resize(x.maxBytes / timeEntrySize * timeEntrySize)
+	err := x.m.reset()
+	x.last = x.entryOrEmpty(x.Entries() - 1)
+	return err
 }
 
 // Resize preallocates the file to maxBytes rounded down to a multiple of 12
 // and makes that the size Reset preallocates to. maxBytes below the valid
 // entries is ErrInvalidArgument.
-func (x *TimeIndex) Resize(maxBytes int) error {
-	if x.m.closed {
-		return ErrClosed
-	}
-	size := maxBytes / timeEntrySize * timeEntrySize
-	if maxBytes < 0 || size < x.Entries()*timeEntrySize {
-		return fmt.Errorf("%w: %s: size %d cannot hold its %d entries", ErrInvalidArgument, x.m.name, maxBytes, x.Entries())
-	}
-	if err := x.m.resize(size); err != nil {
-		return err
-	}
-	if maxBytes >= timeEntrySize {
-		x.maxBytes = maxBytes
-	}
-	return nil
-}
+func (x *TimeIndex) Resize(maxBytes int) error { return x.m.preallocate(maxBytes) }
 
 // TrimToValidSize shrinks the file to its entries, as on roll; afterwards the
 // index is full.
-func (x *TimeIndex) TrimToValidSize() error {
-	if x.m.closed {
-		return ErrClosed
-	}
-	return x.m.resize(x.Entries() * timeEntrySize)
-}
+func (x *TimeIndex) TrimToValidSize() error { return x.m.trim() }
 
 // SanityCheck reports, as an ErrCorruptIndex naming the file and the reason,
 // a time index that cannot be trusted: a file size that is not a multiple of
