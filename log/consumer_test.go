@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -58,23 +57,6 @@ func newConsumerT(t *testing.T, c Client, cfg ConsumerConfig) *Consumer {
 	return cons
 }
 
-// noConsumerLeaks fails the test if goroutines started during it outlive
-// it. Call it first: its check runs after every other cleanup.
-func noConsumerLeaks(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		for range 200 {
-			if runtime.NumGoroutine() <= before {
-				return
-			}
-			runtime.Gosched()
-			time.Sleep(5 * time.Millisecond)
-		}
-		buf := make([]byte, 1<<16)
-		t.Errorf("goroutines leaked: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-	})
-}
-
 // pollN polls until it has n records (failing after 100 Polls).
 func pollN(t *testing.T, c *Consumer, n int) []Record {
 	t.Helper()
@@ -110,7 +92,7 @@ func byPartition(t *testing.T, recs []Record) map[int][]int64 {
 }
 
 func TestConsumerConfig(t *testing.T) {
-	noConsumerLeaks(t)
+	noLeaks(t)
 	b := consBroker(t, 2)
 	for _, cfg := range []ConsumerConfig{
 		{},
@@ -140,7 +122,7 @@ func TestConsumerConfig(t *testing.T) {
 // TestConsumerNoGroup reads every partition, from the earliest or from the
 // latest offset.
 func TestConsumerNoGroup(t *testing.T) {
-	noConsumerLeaks(t)
+	noLeaks(t)
 	b := consBroker(t, 3)
 	for p := range 3 {
 		consAppend(t, b, p, 5+p)
@@ -347,7 +329,7 @@ func TestConsumerFairness(t *testing.T) {
 
 // TestConsumerSeek: in range, out of range, unassigned.
 func TestConsumerSeek(t *testing.T) {
-	noConsumerLeaks(t)
+	noLeaks(t)
 	b := consBroker(t, 2)
 	consAppend(t, b, 0, 10)
 	c := newConsumerT(t, b, ConsumerConfig{Topics: []string{"t"}, MaxWait: time.Millisecond})
@@ -712,7 +694,7 @@ func TestConsumerGroupPollTimeout(t *testing.T) {
 // the group starts after the commit, and so does one after the broker is
 // reopened.
 func TestConsumerCommitResume(t *testing.T) {
-	noConsumerLeaks(t)
+	noLeaks(t)
 	fs := vfs.NewMem()
 	b, err := Open("/d", consBrokerConfig(fs))
 	require.NoError(t, err)

@@ -122,23 +122,6 @@ func newProd(t *testing.T, c Client, cfg ProducerConfig) *Producer {
 	return p
 }
 
-// noProducerLeaks fails the test if goroutines started during it outlive
-// it. Call it first: its check runs after every other cleanup.
-func noProducerLeaks(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		for i := 0; i < 200; i++ {
-			if runtime.NumGoroutine() <= before {
-				return
-			}
-			runtime.Gosched()
-			time.Sleep(5 * time.Millisecond)
-		}
-		buf := make([]byte, 1<<16)
-		t.Errorf("goroutines leaked: %d before, %d after\n%s", before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-	})
-}
-
 // readAll returns the records of topic t's partition i.
 func readAll(t *testing.T, b *Broker, i int) []Record {
 	t.Helper()
@@ -334,7 +317,7 @@ func TestProducerBatchBytes(t *testing.T) {
 }
 
 func TestProducerCallbacksInOffsetOrder(t *testing.T) {
-	noProducerLeaks(t)
+	noLeaks(t)
 	b, err := Open(t.TempDir(), Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -464,7 +447,7 @@ func TestProducerCloseFlushesThenRefuses(t *testing.T) {
 }
 
 func TestProducerConcurrentClose(t *testing.T) {
-	noProducerLeaks(t)
+	noLeaks(t)
 	_, c := prodBroker(t, TopicConfig{Partitions: 2})
 	p, err := NewProducer(c, ProducerConfig{})
 	require.NoError(t, err)
@@ -928,7 +911,7 @@ func TestProducerConfig(t *testing.T) {
 }
 
 func TestProducerGoroutines(t *testing.T) {
-	noProducerLeaks(t)
+	noLeaks(t)
 	_, c := prodBroker(t, TopicConfig{Partitions: 8})
 	before := runtime.NumGoroutine()
 	p, err := NewProducer(c, ProducerConfig{Linger: -1})
