@@ -12,6 +12,7 @@ import (
 // TestGroupCommitsAreDurable: commits go to __consumer_offsets and come back
 // after a reopen; the internal topic is neither listed nor user-creatable.
 func TestGroupCommitsAreDurable(t *testing.T) {
+	noLeaks(t)
 	fs := vfs.NewMem()
 	ctx := context.Background()
 	b := openT(t, fs, "/d")

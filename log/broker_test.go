@@ -34,6 +34,7 @@ func rec(i int) Record {
 
 func TestAppendReadReopen(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
+		noLeaks(t) // the broker's loop and timing wheel end with Close
 		b := openT(t, fs, dir)
 		tp, err := b.CreateTopic("orders", TopicConfig{Partitions: 2})
 		require.NoError(t, err)
@@ -118,6 +119,7 @@ func TestTopicConfigPersists(t *testing.T) {
 
 func TestDeleteTopic(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
+		noLeaks(t)
 		b := openT(t, fs, dir)
 		tp, err := b.CreateTopic("gone", TopicConfig{Partitions: 2})
 		require.NoError(t, err)
