@@ -97,8 +97,8 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 		return 0, nil
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed.Load() {
+		p.mu.Unlock()
 		return 0, p.closedErr()
 	}
 	segs := *p.segs.Load()
@@ -121,6 +121,7 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 		}
 	}
 	if k == 0 {
+		p.mu.Unlock()
 		return 0, nil
 	}
 	kept := append([]*segment.Segment(nil), segs[k:]...)
@@ -128,6 +129,10 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 		p.start.Store(start)
 	}
 	p.segs.Store(&kept)
+	p.mu.Unlock()
+
+	// The segments are out of the list: removing their files (readers that
+	// hold one keep it open) and syncing the directory need no lock.
 	var first error
 	for _, s := range segs[:k] {
 		if err := s.Delete(); err != nil && first == nil {
