@@ -2,10 +2,8 @@ package log
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"sync"
 	"testing"
@@ -859,7 +857,7 @@ func fixCRCs(raw []byte) []byte {
 			break
 		}
 		b := raw[pos : pos+size]
-		binary.BigEndian.PutUint32(b[17:], crc32.Checksum(b[crcStart:], castagnoli))
+		batch.SetCRC(b)
 		pos += size
 	}
 	return raw

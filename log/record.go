@@ -2,7 +2,6 @@ package log
 
 import (
 	"fmt"
-	"hash/crc32"
 	"slices"
 	"time"
 
@@ -75,13 +74,6 @@ func countRecords(raw []byte) int {
 	return n
 }
 
-// crcStart is where a record batch's CRC-32C coverage starts (the
-// attributes field), fixed by Kafka's RecordBatch v2 format.
-const crcStart = 21
-
-// castagnoli is the CRC-32C table.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // decodeFrom appends to dst the records of the batches in raw whose offsets
 // are at least from, and returns the offset that follows the last batch
 // (from if none follows it). It allocates nothing per record: headers go
@@ -148,26 +140,12 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 }
 
 // nextBatch returns the header and the bytes of the batch that starts raw,
-// after checking its CRC and what of its header the decoding relies on.
+// after checking its framing, CRC and header (batch.Check).
 func nextBatch(raw []byte) (batch.Header, []byte, error) {
-	size, err := batch.PeekSize(raw)
+	h, err := batch.Check(raw)
 	if err != nil {
-		return batch.Header{}, nil, err
-	}
-	if size > len(raw) {
-		return batch.Header{}, nil, fmt.Errorf("%w: %d bytes, the batch needs %d", batch.ErrShort, len(raw), size)
-	}
-	b := raw[:size:size]
-	h, err := batch.ParseHeader(b)
-	switch {
-	case err != nil:
 		return h, nil, err
-	case crc32.Checksum(b[crcStart:], castagnoli) != h.CRC:
-		return h, nil, fmt.Errorf("%w: crc mismatch", ErrCorrupt)
-	case h.BaseOffset < 0 || h.LastOffsetDelta < 0 || h.NumRecords < 0:
-		return h, nil, fmt.Errorf("%w: base offset %d, last offset delta %d, %d records", ErrCorrupt, h.BaseOffset, h.LastOffsetDelta, h.NumRecords)
-	case h.Compression() != 0:
-		return h, nil, fmt.Errorf("%w (codec %d)", batch.ErrCompressed, h.Compression())
 	}
-	return h, b, nil
+	size := h.Size()
+	return h, raw[:size:size], nil
 }

@@ -154,6 +154,12 @@ func (bd *Builder) Bytes() []byte {
 	be.PutUint64(b[offProducerID:], uint64(id))
 	be.PutUint16(b[offProducerEpoch:], uint16(epoch))
 	be.PutUint32(b[offBaseSequence:], uint32(seq))
-	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
+	SetCRC(b)
 	return b
+}
+
+// SetCRC computes the CRC-32C of the batch at the start of b (attributes to
+// the end of the batch) and stores it in the header.
+func SetCRC(b []byte) {
+	binary.BigEndian.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
 }
