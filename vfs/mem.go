@@ -117,21 +117,32 @@ func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
 
+// openOrCreate returns the file name, creating it (empty) if it does not
+// exist; created says which. A directory is EISDIR. Holds m.mu.
+func (m *MemFS) openOrCreate(name string) (n *memNode, created bool, err error) {
+	parent, base, n, err := m.walk(name)
+	switch {
+	case err != nil:
+		return nil, false, pathErr("open", name, err)
+	case n == nil:
+		n = newMemFileNode(nil)
+		parent.children[base] = n
+		return n, true, nil
+	case n.dir:
+		return nil, false, pathErr("open", name, syscall.EISDIR)
+	}
+	return n, false, nil
+}
+
 // Create implements [FS.Create].
 func (m *MemFS) Create(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	parent, base, n, err := m.walk(name)
+	n, created, err := m.openOrCreate(name)
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, err
 	}
-	switch {
-	case n == nil:
-		n = newMemFileNode(nil)
-		parent.children[base] = n
-	case n.dir:
-		return nil, pathErr("open", name, syscall.EISDIR)
-	default:
+	if !created {
 		n.file.mu.Lock()
 		n.file.truncate(0)
 		n.file.mu.Unlock()
@@ -158,15 +169,9 @@ func (m *MemFS) Open(name string) (File, error) {
 func (m *MemFS) OpenReadWrite(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	parent, base, n, err := m.walk(name)
+	n, _, err := m.openOrCreate(name)
 	if err != nil {
-		return nil, pathErr("open", name, err)
-	}
-	if n == nil {
-		n = newMemFileNode(nil)
-		parent.children[base] = n
-	} else if n.dir {
-		return nil, pathErr("open", name, syscall.EISDIR)
+		return nil, err
 	}
 	return m.newHandle(n, name, true), nil
 }
@@ -340,15 +345,9 @@ func (n *memNode) sync() {
 func (m *MemFS) Lock(name string) (io.Closer, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	parent, base, n, err := m.walk(name)
+	n, _, err := m.openOrCreate(name)
 	if err != nil {
-		return nil, pathErr("open", name, err)
-	}
-	if n == nil {
-		n = newMemFileNode(nil)
-		parent.children[base] = n
-	} else if n.dir {
-		return nil, pathErr("open", name, syscall.EISDIR)
+		return nil, err
 	}
 	if m.locks[n] {
 		return nil, ErrLocked
