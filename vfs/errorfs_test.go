@@ -229,3 +229,27 @@ func TestOpString(t *testing.T) {
 		t.Errorf("Op(99).String() = %q", got)
 	}
 }
+
+// TestWriteFileAtomicFailureLeavesOldContents: a failed atomic write keeps
+// the old file and removes its temporary file.
+func TestWriteFileAtomicFailureLeavesOldContents(t *testing.T) {
+	mem := NewMem()
+	if err := WriteFileAtomic(mem, "/ckpt", []byte("old")); err != nil {
+		t.Fatal(err)
+	}
+	failing := WithErrors(mem, func(op Op, path string) error {
+		if op == OpSync && path == "/ckpt.tmp" {
+			return ErrInjected
+		}
+		return nil
+	})
+	if err := WriteFileAtomic(failing, "/ckpt", []byte("new")); !errors.Is(err, ErrInjected) {
+		t.Fatalf("WriteFileAtomic: %v, want ErrInjected", err)
+	}
+	if got, err := ReadFile(mem, "/ckpt"); err != nil || string(got) != "old" {
+		t.Fatalf("after a failed write: %q, %v; want the old contents", got, err)
+	}
+	if _, err := mem.Stat("/ckpt.tmp"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("temporary file left behind: %v", err)
+	}
+}

@@ -139,25 +139,31 @@ func (osFS) Lock(name string) (io.Closer, error) {
 // fsynced. A crash leaves either the old contents or the new, never a mix.
 func WriteFileAtomic(fs FS, name string, data []byte) error {
 	tmp := name + ".tmp"
-	f, err := fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := writeSynced(fs, tmp, data); err != nil {
+		fs.Remove(tmp) // best effort: a later write replaces it anyway
 		return err
 	}
 	if err := fs.Rename(tmp, name); err != nil {
+		fs.Remove(tmp)
 		return err
 	}
 	return fs.SyncDir(filepath.Dir(name))
+}
+
+// writeSynced creates name with data and fsyncs it.
+func writeSynced(fs FS, name string, data []byte) error {
+	f, err := fs.Create(name)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // ReadFile reads the whole of name.
