@@ -159,12 +159,12 @@ func (b *Broker) load() error {
 	rps, err := readCheckpoint(b.fs, filepath.Join(b.dir, recoveryPointFile))
 	if err != nil {
 		b.logger.Warn("ignoring unreadable checkpoint: recovering every segment", "err", err)
-		rps, clean = map[topicPartition]int64{}, false
+		rps, clean = map[TopicPartition]int64{}, false
 	}
 	starts, err := readCheckpoint(b.fs, filepath.Join(b.dir, logStartFile))
 	if err != nil {
 		b.logger.Warn("ignoring unreadable checkpoint", "err", err)
-		starts = map[topicPartition]int64{}
+		starts = map[TopicPartition]int64{}
 	}
 	if !clean {
 		b.logger.Info("unclean shutdown: recovering partitions", "dir", b.dir)
@@ -178,10 +178,10 @@ func (b *Broker) load() error {
 		for i := 0; i < cfg.Partitions; i++ {
 			p := newPartition(b, name, i, cfg)
 			st := partitionState{recoveryPoint: -1, startOffset: -1}
-			if off, ok := rps[topicPartition{name, i}]; ok {
+			if off, ok := rps[TopicPartition{Topic: name, Partition: i}]; ok {
 				st.recoveryPoint = off
 			}
-			if off, ok := starts[topicPartition{name, i}]; ok {
+			if off, ok := starts[TopicPartition{Topic: name, Partition: i}]; ok {
 				st.startOffset = off
 			}
 			if err := p.load(clean, st); err != nil {
@@ -442,10 +442,10 @@ func (b *Broker) Close() error {
 
 // writeCheckpoints writes the recovery points and log start offsets.
 func (b *Broker) writeCheckpoints() error {
-	rps := map[topicPartition]int64{}
-	starts := map[topicPartition]int64{}
+	rps := map[TopicPartition]int64{}
+	starts := map[TopicPartition]int64{}
 	for _, p := range b.partitions() {
-		tp := topicPartition{p.topic, p.id}
+		tp := TopicPartition{Topic: p.topic, Partition: p.id}
 		rps[tp] = p.checkpointRecoveryPoint()
 		starts[tp] = p.StartOffset()
 	}
@@ -456,7 +456,7 @@ func (b *Broker) writeCheckpoints() error {
 	}
 	for _, c := range []struct {
 		name    string
-		offsets map[topicPartition]int64
+		offsets map[TopicPartition]int64
 	}{{recoveryPointFile, rps}, {logStartFile, starts}} {
 		data := formatCheckpoint(c.offsets)
 		if b.ckpts[c.name] == string(data) {

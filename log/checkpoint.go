@@ -22,27 +22,22 @@ const (
 	checkpointVersion = 0
 )
 
-type topicPartition struct {
-	topic     string
-	partition int
-}
-
 // formatCheckpoint renders offsets in the checkpoint format, sorted.
-func formatCheckpoint(offsets map[topicPartition]int64) []byte {
-	tps := make([]topicPartition, 0, len(offsets))
+func formatCheckpoint(offsets map[TopicPartition]int64) []byte {
+	tps := make([]TopicPartition, 0, len(offsets))
 	for tp := range offsets {
 		tps = append(tps, tp)
 	}
 	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].topic != tps[j].topic {
-			return tps[i].topic < tps[j].topic
+		if tps[i].Topic != tps[j].Topic {
+			return tps[i].Topic < tps[j].Topic
 		}
-		return tps[i].partition < tps[j].partition
+		return tps[i].Partition < tps[j].Partition
 	})
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(tps))
 	for _, tp := range tps {
-		fmt.Fprintf(&buf, "%s %d %d\n", tp.topic, tp.partition, offsets[tp])
+		fmt.Fprintf(&buf, "%s %d %d\n", tp.Topic, tp.Partition, offsets[tp])
 	}
 	return buf.Bytes()
 }
@@ -57,10 +52,10 @@ func writeCheckpoint(fs vfs.FS, name string, data []byte) error {
 }
 
 // readCheckpoint reads a checkpoint file; a missing file is an empty one.
-func readCheckpoint(fs vfs.FS, name string) (map[topicPartition]int64, error) {
+func readCheckpoint(fs vfs.FS, name string) (map[TopicPartition]int64, error) {
 	data, err := vfs.ReadFile(fs, name)
 	if isNotExist(err) {
-		return map[topicPartition]int64{}, nil
+		return map[TopicPartition]int64{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("log: read checkpoint %s: %w", name, err)
@@ -74,7 +69,7 @@ func readCheckpoint(fs vfs.FS, name string) (map[topicPartition]int64, error) {
 	if err != nil || n != len(lines)-2 {
 		return nil, bad("entry count does not match")
 	}
-	out := make(map[topicPartition]int64, n)
+	out := make(map[TopicPartition]int64, n)
 	for _, line := range lines[2:] {
 		f := strings.Fields(line)
 		if len(f) != 3 {
@@ -85,7 +80,7 @@ func readCheckpoint(fs vfs.FS, name string) (map[topicPartition]int64, error) {
 		if err1 != nil || err2 != nil || part < 0 || off < 0 {
 			return nil, bad("malformed line " + strconv.Quote(line))
 		}
-		out[topicPartition{f[0], part}] = off
+		out[TopicPartition{Topic: f[0], Partition: part}] = off
 	}
 	return out, nil
 }
