@@ -3,7 +3,7 @@ package log
 import (
 	"bytes"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,12 +28,7 @@ func formatCheckpoint(offsets map[TopicPartition]int64) []byte {
 	for tp := range offsets {
 		tps = append(tps, tp)
 	}
-	sort.Slice(tps, func(i, j int) bool {
-		if tps[i].Topic != tps[j].Topic {
-			return tps[i].Topic < tps[j].Topic
-		}
-		return tps[i].Partition < tps[j].Partition
-	})
+	slices.SortFunc(tps, compareTP)
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(tps))
 	for _, tp := range tps {
