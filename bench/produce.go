@@ -134,29 +134,42 @@ func kfakeProduceConsume(e *env, size, n int) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
 	defer cancel()
 	value := payload(size)
-	var prodErrs atomic.Int64
-	consumed := make(chan error, 1)
+	return timeProduceConsume(ctx, cancel, "kgo", n, size,
+		func(failed *atomic.Int64) {
+			prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+			})
+		},
+		prod.Flush,
+		func(ctx context.Context) error { return kgoConsume(ctx, cons, n) })
+}
 
+// timeProduceConsume times one produce+consume run: n calls of send (which
+// counts failed records in failed), flush, and consume (reading the n
+// records, run concurrently from the start). cancel ends consume if flush
+// fails.
+func timeProduceConsume(ctx context.Context, cancel context.CancelFunc, system string, n, size int,
+	send func(failed *atomic.Int64), flush func(context.Context) error, consume func(context.Context) error) (sample, error) {
+	var failed atomic.Int64
+	consumed := make(chan error, 1)
 	sw := startStopwatch()
-	go func() { consumed <- kgoConsume(ctx, cons, n) }()
+	go func() { consumed <- consume(ctx) }()
 	for range n {
-		prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-			if err != nil {
-				prodErrs.Add(1)
-			}
-		})
+		send(&failed)
 	}
-	if err := prod.Flush(ctx); err != nil {
+	if err := flush(ctx); err != nil {
 		cancel()
 		<-consumed
-		return sample{}, fmt.Errorf("kgo: flush: %w", err)
+		return sample{}, fmt.Errorf("%s: flush: %w", system, err)
 	}
 	if err := <-consumed; err != nil {
 		return sample{}, err
 	}
 	smp := sw.sample(int64(n), size)
-	if k := prodErrs.Load(); k > 0 {
-		return sample{}, fmt.Errorf("kgo: %d produces failed", k)
+	if k := failed.Load(); k > 0 {
+		return sample{}, fmt.Errorf("%s: %d sends failed", system, k)
 	}
 	return smp, nil
 }

@@ -38,31 +38,16 @@ func strataProduceConsume(e *env, size, n int) (sample, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
 	defer cancel()
 	value := payload(size)
-	var sendErrs atomic.Int64
-	consumed := make(chan error, 1)
-
-	sw := startStopwatch()
-	go func() { consumed <- strataConsume(ctx, cons, n) }()
-	for range n {
-		prod.SendAsync(log.Record{Topic: "bench", Value: value}, func(_ log.Record, err error) {
-			if err != nil {
-				sendErrs.Add(1)
-			}
-		})
-	}
-	if err := prod.Flush(ctx); err != nil {
-		cancel()
-		<-consumed
-		return sample{}, fmt.Errorf("strata: flush: %w", err)
-	}
-	if err := <-consumed; err != nil {
-		return sample{}, err
-	}
-	smp := sw.sample(int64(n), size)
-	if k := sendErrs.Load(); k > 0 {
-		return sample{}, fmt.Errorf("strata: %d sends failed", k)
-	}
-	return smp, nil
+	return timeProduceConsume(ctx, cancel, "strata", n, size,
+		func(failed *atomic.Int64) {
+			prod.SendAsync(log.Record{Topic: "bench", Value: value}, func(_ log.Record, err error) {
+				if err != nil {
+					failed.Add(1)
+				}
+			})
+		},
+		prod.Flush,
+		func(ctx context.Context) error { return strataConsume(ctx, cons, n) })
 }
 
 // strataConsume polls cons until it has n records.
