@@ -115,7 +115,11 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		p.logger.Warn(why, append([]any{"partition", p.String(), "deleted", len(bases) - i}, args...)...)
 		for _, later := range bases[i:] {
 			for _, ext := range []string{".log", ".index", ".timeindex"} {
-				p.fs.Remove(filepath.Join(p.dir, segment.Name(later, ext)))
+				name := filepath.Join(p.dir, segment.Name(later, ext))
+				if err := p.fs.Remove(name); err != nil && !isNotExist(err) {
+					// The next open finds it again and drops it again.
+					p.logger.Warn("could not delete a segment file past the end of the log", "file", name, "err", err)
+				}
 			}
 		}
 		if err := p.fs.SyncDir(p.dir); err != nil {
