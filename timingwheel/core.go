@@ -13,54 +13,46 @@ import "math"
 // overflow.
 const maxExp = math.MaxInt64 >> 1
 
-// bucket is a doubly linked list of timers, linked through the timers
-// themselves (intrusive: adding or removing a timer allocates nothing). root
-// is the sentinel: root.next is the first timer. A timer does not point back
-// to its bucket (keeping Timer at 48 bytes), so a bucket emptied by Stop
-// stays in the heap until it expires, as in Kafka.
+// Timer states. [Timer.Stop] and the executor taking a due timer race for the
+// one transition out of timerPending, an atomic compare-and-swap; the loser
+// does nothing. A stopped timer is not unlinked at once (that would need the
+// wheel's lock and two cache misses on its neighbours): it stays in its
+// bucket, inert, until the bucket expires or a sweep drops it.
+const (
+	timerIdle    uint32 = iota // never scheduled, or AfterFunc on a stopped wheel
+	timerPending               // in the wheel, waiting
+	timerStopped               // stopped before it fired
+	timerFired                 // taken by the executor
+)
+
+// bucket holds the timers of one slot of a level, in a slice: adding a
+// timer appends a pointer, and expiring the bucket walks memory in order.
+// Stopped timers stay in the slice until the bucket expires or is swept.
 type bucket struct {
-	root    Timer
+	timers  []*Timer
 	exp     int64 // when the bucket expires, while it is in the heap
 	heapIdx int   // position in the heap; -1 when not in it
 	level   int   // wheel level that owns the bucket; -1 for the ready list
 }
 
 func (b *bucket) init(level int) {
-	b.root.next = &b.root
-	b.root.prev = &b.root
 	b.heapIdx = -1
 	b.level = level
 }
 
-func (b *bucket) empty() bool { return b.root.next == &b.root }
-
-// pushBack appends t, which must not be in any list.
-func (b *bucket) pushBack(t *Timer) {
-	last := b.root.prev
-	t.prev = last
-	t.next = &b.root
-	last.next = t
-	b.root.prev = t
+// reset empties b, dropping its references; a large slice is let go rather
+// than kept for the next round.
+func (b *bucket) reset() {
+	if cap(b.timers) > maxKeptCap {
+		b.timers = nil
+		return
+	}
+	clear(b.timers)
+	b.timers = b.timers[:0]
 }
 
-// splice moves all of src's timers, in order, to the end of b.
-func (b *bucket) splice(src *bucket) {
-	first, last := src.root.next, src.root.prev
-	src.root.next, src.root.prev = &src.root, &src.root
-	tail := b.root.prev
-	tail.next = first
-	first.prev = tail
-	last.next = &b.root
-	b.root.prev = last
-}
-
-// unlink takes t out of the list holding it. t.next == nil means t is in
-// no list.
-func unlink(t *Timer) {
-	t.prev.next = t.next
-	t.next.prev = t.prev
-	t.next, t.prev = nil, nil
-}
+// maxKeptCap is the largest slice an emptied bucket keeps for reuse.
+const maxKeptCap = 4096
 
 // level is one wheel: size buckets, each tick wide.
 type level struct {
@@ -88,13 +80,17 @@ type level struct {
 //     may be past while the bucket waits for its latest timer); at the
 //     others b.exp == s and clock < e;
 //   - every bucket in the heap expires after clock;
-//   - timers in ready are due: expiration <= clock.
+//   - timers in ready are due: expiration <= clock;
+//   - n counts the timers in buckets and in ready, stopped ones included.
 type wheel struct {
-	size   int64
-	clock  int64 // current time: the last time advanced to
-	levels []*level
-	heap   []*bucket // min-heap of buckets by exp
-	ready  bucket    // due timers waiting for the executor
+	size      int64
+	clock     int64 // current time: the last time advanced to
+	levels    []*level
+	heap      []*bucket // min-heap of buckets by exp
+	ready     bucket    // due timers waiting for the executor, from readyHead
+	readyHead int
+	n         int
+	dropped   int // stopped timers let go of, ever
 }
 
 // newWheel returns a core whose finest level has size buckets of tick units.
@@ -119,17 +115,23 @@ func (w *wheel) addLevel(tick int64) *level {
 	return lv
 }
 
-// add puts t (t.exp set, in no list) where it belongs: in the ready list if it
-// is due (then it returns &w.ready), else in the bucket of the finest level
-// whose span covers it. It returns that bucket if it has just entered the
-// heap (its expiration may be earlier than what the driver sleeps for), else
-// nil.
+// add puts t (t.exp set, state timerPending) where it belongs: in the ready
+// list if it is due (then it returns &w.ready), else in the bucket of the
+// finest level whose span covers it. It returns that bucket if it has just
+// entered the heap (its expiration may be earlier than what the driver sleeps
+// for), else nil.
 func (w *wheel) add(t *Timer) *bucket {
+	w.n++
+	return w.place(t)
+}
+
+// place is add for a timer already counted in n.
+func (w *wheel) place(t *Timer) *bucket {
 	if t.exp > maxExp {
 		t.exp = maxExp
 	}
 	if t.exp <= w.clock {
-		w.ready.pushBack(t)
+		w.ready.timers = append(w.ready.timers, t)
 		return &w.ready
 	}
 	for i := 0; ; i++ {
@@ -150,7 +152,7 @@ func (w *wheel) add(t *Timer) *bucket {
 			idx -= w.size
 		}
 		b := &lv.bkts[idx]
-		b.pushBack(t)
+		b.timers = append(b.timers, t)
 		switch {
 		case b.heapIdx < 0:
 			b.exp = (lv.curVid + slots) * lv.tick
@@ -167,14 +169,11 @@ func (w *wheel) add(t *Timer) *bucket {
 	}
 }
 
-// remove takes t out of the wheel or the ready list. It reports whether t was
-// there (false: it already went to the executor, or was never added).
+// remove stops t: it reports whether t was pending (false: it already went
+// to the executor, or was stopped, or never added). t stays where it is
+// until its bucket expires or a sweep drops it.
 func (w *wheel) remove(t *Timer) bool {
-	if t.next == nil {
-		return false
-	}
-	unlink(t)
-	return true
+	return t.state.CompareAndSwap(timerPending, timerStopped)
 }
 
 // setClock moves the current time forward to now, and every level's current
@@ -203,33 +202,42 @@ func (w *wheel) setCur(lv *level, now int64) {
 
 // advance moves the core to time now: each bucket that expires at or before
 // now is taken from the heap in order and the clock moved to its expiration.
-// A finest-level bucket's timers are all due: the list is spliced onto the
-// ready list whole. A coarser bucket's timers are added again and fall into
-// finer levels, or into the ready list. advance reports whether any timer
-// entered the ready list.
+// A finest-level bucket's timers are all due and go to the ready list whole.
+// A coarser bucket's timers are placed again and fall into finer levels, or
+// into the ready list; stopped ones are dropped. advance reports whether any
+// timer entered the ready list.
 func (w *wheel) advance(now int64) bool {
 	readied := false
 	for len(w.heap) > 0 && w.heap[0].exp <= now {
 		b := w.heapPop()
 		w.setClock(b.exp)
-		if b.empty() {
+		if len(b.timers) == 0 {
 			continue
 		}
 		if b.level == 0 {
-			w.ready.splice(b)
+			if w.readyHead == len(w.ready.timers) {
+				// Nothing queued: take b's slice, give it the old one.
+				w.ready.timers, b.timers = b.timers, w.ready.timers
+				w.readyHead = 0
+			} else {
+				w.ready.timers = append(w.ready.timers, b.timers...)
+			}
+			b.reset()
 			readied = true
 			continue
 		}
-		t := b.root.next
-		b.root.next, b.root.prev = &b.root, &b.root
-		for t != &b.root {
-			next := t.next
-			t.next, t.prev = nil, nil
-			if w.add(t) == &w.ready {
+		for i, t := range b.timers {
+			b.timers[i] = nil
+			if t.state.Load() == timerStopped {
+				w.n--
+				w.dropped++
+				continue
+			}
+			if w.place(t) == &w.ready {
 				readied = true
 			}
-			t = next
 		}
+		b.reset()
 	}
 	w.setClock(now)
 	return readied
@@ -243,12 +251,64 @@ func (w *wheel) next() (int64, bool) {
 	return w.heap[0].exp, true
 }
 
-// popReady takes the first due timer, or returns nil.
+// hasReady reports whether the ready list may hold a due timer (it may
+// also hold only stopped ones: then popReady returns nil).
+func (w *wheel) hasReady() bool { return w.readyHead < len(w.ready.timers) }
+
+// popReady takes the first due timer that is still pending, moving it to
+// timerFired, or returns nil. Stopped timers it passes are dropped.
 func (w *wheel) popReady() *Timer {
-	t := w.ready.root.next
-	if t == &w.ready.root {
-		return nil
+	for w.readyHead < len(w.ready.timers) {
+		t := w.ready.timers[w.readyHead]
+		w.ready.timers[w.readyHead] = nil
+		w.readyHead++
+		w.n--
+		if t.state.CompareAndSwap(timerPending, timerFired) {
+			return t
+		}
+		w.dropped++
 	}
-	unlink(t)
-	return t
+	w.ready.reset()
+	w.readyHead = 0
+	return nil
+}
+
+// sweep drops the stopped timers from every bucket and the ready list and
+// returns how many timers are left. Buckets it empties stay in the heap
+// until they expire, as if their timers had been stopped one by one.
+func (w *wheel) sweep() int {
+	q := w.ready.timers[w.readyHead:]
+	kept := sweepTimers(q)
+	clear(w.ready.timers[:w.readyHead])
+	clear(q[kept:])
+	w.ready.timers = w.ready.timers[:w.readyHead+kept]
+	n := kept
+	for _, lv := range w.levels {
+		for i := range lv.bkts {
+			b := &lv.bkts[i]
+			k := sweepTimers(b.timers)
+			clear(b.timers[k:])
+			b.timers = b.timers[:k]
+			n += k
+		}
+	}
+	w.dropped += w.n - n
+	w.n = n
+	return n
+}
+
+// sweepTimers moves the timers of ts that are not stopped to its front, in
+// order, and returns how many there are.
+func sweepTimers(ts []*Timer) int {
+	k := 0
+	for i, t := range ts {
+		if t.state.Load() == timerStopped {
+			continue
+		}
+		if k != i {
+			ts[k] = t
+		}
+		k++
+	}
+	return k
 }

@@ -10,41 +10,45 @@ import (
 
 // Deterministic tests of the pure core: time is a tick count the test passes.
 
-func newCoreTimer(exp int64) *Timer { return &Timer{exp: exp} }
+func newCoreTimer(exp int64) *Timer {
+	t := &Timer{exp: exp}
+	t.state.Store(timerPending)
+	return t
+}
 
 // tickEnd is the end of the finest-level tick holding e: by then a timer due
 // at e must have fired.
 func tickEnd(e, tick int64) int64 { return e/tick*tick + tick }
 
-// where tells which level and bucket hold t: the level and the bucket's
-// range [start, end) in ticks; level -1 is the ready list, -2 no list.
+// where tells which level and bucket hold pending timer t: the level and the
+// bucket's range [start, end) in ticks; level -1 is the ready list, -2 not
+// pending (stopped, fired, or never added).
 func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
-	if t.next == nil {
+	if t.state.Load() != timerPending {
 		return -2, 0, 0
 	}
-	for x := w.ready.root.next; x != &w.ready.root; x = x.next {
-		if x == t {
-			return -1, 0, 0
-		}
+	if slices.Contains(w.ready.timers[w.readyHead:], t) {
+		return -1, 0, 0
 	}
 	for li, lv := range w.levels {
 		for bi := range lv.bkts {
 			b := &lv.bkts[bi]
-			for x := b.root.next; x != &b.root; x = x.next {
-				if x == t {
-					start := b.exp / lv.tick * lv.tick
-					return li, start, start + lv.tick
-				}
+			if slices.Contains(b.timers, t) {
+				start := b.exp / lv.tick * lv.tick
+				return li, start, start + lv.tick
 			}
 		}
 	}
-	panic("timer linked into no list of the wheel")
+	panic("pending timer in no list of the wheel")
 }
 
+// readyLen counts the pending timers in the ready list.
 func (w *wheel) readyLen() int {
 	n := 0
-	for x := w.ready.root.next; x != &w.ready.root; x = x.next {
-		n++
+	for _, x := range w.ready.timers[w.readyHead:] {
+		if x.state.Load() == timerPending {
+			n++
+		}
 	}
 	return n
 }
@@ -54,7 +58,7 @@ func (w *wheel) readyLen() int {
 // the ready list holds only due timers.
 func checkInvariants(t *testing.T, w *wheel) {
 	t.Helper()
-	inHeap := 0
+	inHeap, held := 0, 0
 	for li, lv := range w.levels {
 		if lv.cur%lv.tick != 0 || lv.cur > w.clock || w.clock-lv.cur >= lv.tick {
 			t.Fatalf("level %d: cur %d is not the clock %d rounded down to tick %d", li, lv.cur, w.clock, lv.tick)
@@ -67,7 +71,7 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if b.level != li {
 				t.Fatalf("bucket %d of level %d says level %d", bi, li, b.level)
 			}
-			if !b.empty() && b.heapIdx < 0 {
+			if len(b.timers) > 0 && b.heapIdx < 0 {
 				t.Fatalf("level %d bucket %d: holds timers, not in the heap", li, bi)
 			}
 			if b.heapIdx < 0 {
@@ -84,18 +88,14 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if b.exp <= w.clock {
 				t.Fatalf("level %d bucket %d: expired (%d) at %d but still in the heap", li, bi, b.exp, w.clock)
 			}
-			prev := &b.root
-			for tm := b.root.next; tm != &b.root; tm = tm.next {
-				if tm.prev != prev {
-					t.Fatalf("level %d bucket %d: broken links", li, bi)
-				}
+			held += len(b.timers)
+			for _, tm := range b.timers {
 				if tm.exp < start || tm.exp-start >= lv.tick || (li == 0 && tm.exp > b.exp) {
 					t.Fatalf("timer exp %d outside bucket [%d, %d) (exp %d) of level %d", tm.exp, start, start+lv.tick, b.exp, li)
 				}
 				if tm.exp <= w.clock && li > 0 {
 					t.Fatalf("timer exp %d still in level %d at time %d", tm.exp, li, w.clock)
 				}
-				prev = tm
 			}
 		}
 	}
@@ -107,15 +107,18 @@ func checkInvariants(t *testing.T, w *wheel) {
 			t.Fatalf("heap out of order at %d", i)
 		}
 	}
-	prev := &w.ready.root
-	for tm := w.ready.root.next; tm != &w.ready.root; tm = tm.next {
+	for _, tm := range w.ready.timers[w.readyHead:] {
 		if tm.exp > w.clock {
 			t.Fatalf("timer exp %d in ready list at time %d", tm.exp, w.clock)
 		}
-		if tm.prev != prev {
-			t.Fatal("ready list: broken links")
+	}
+	for _, tm := range w.ready.timers[:w.readyHead] {
+		if tm != nil {
+			t.Fatal("ready list: a taken timer is still referenced")
 		}
-		prev = tm
+	}
+	if held += len(w.ready.timers) - w.readyHead; held != w.n {
+		t.Fatalf("wheel holds %d timers, n = %d", held, w.n)
 	}
 }
 
@@ -170,7 +173,7 @@ func TestWorkedExample(t *testing.T) {
 			if next, _ := w.next(); next != s.start {
 				t.Fatalf("at %d ms: next wake-up %d, want %d", s.at, next, s.start)
 			}
-			if !w.ready.empty() {
+			if w.readyLen() != 0 {
 				t.Fatalf("at %d ms: fired early", s.at)
 			}
 		}
@@ -242,8 +245,10 @@ func TestCoreRemove(t *testing.T) {
 	if next, ok := w.next(); !ok || next != 5 {
 		t.Fatalf("next = %d %v, want the emptied bucket at 5", next, ok)
 	}
-	if readied := w.advance(5); readied || len(w.heap) != 0 {
-		t.Fatalf("advance over an emptied bucket: readied %v, heap %d", readied, len(w.heap))
+	// Its stopped timers reach the ready list and go no further.
+	w.advance(5)
+	if len(w.heap) != 0 || w.readyLen() != 0 || w.popReady() != nil || w.n != 0 {
+		t.Fatalf("advance over a bucket of stopped timers: heap %d, ready %d, held %d", len(w.heap), w.readyLen(), w.n)
 	}
 	checkInvariants(t, w)
 
@@ -254,7 +259,7 @@ func TestCoreRemove(t *testing.T) {
 	if w.readyLen() != 1 {
 		t.Fatalf("ready = %d", w.readyLen())
 	}
-	if !w.remove(c) || !w.ready.empty() {
+	if !w.remove(c) || w.readyLen() != 0 {
 		t.Fatal("remove from ready list")
 	}
 	// After the executor took it, remove reports false.
@@ -268,6 +273,64 @@ func TestCoreRemove(t *testing.T) {
 		t.Fatal("remove after fire = true")
 	}
 	checkInvariants(t, w)
+}
+
+// TestCoreSweep: stopped timers stay where they are until a sweep (or their
+// bucket's expiry) drops them; the sweep keeps the others, in order.
+func TestCoreSweep(t *testing.T) {
+	w := newWheel(20, 1)
+	var all []*Timer
+	for i := range 3000 {
+		tm := newCoreTimer(int64(1 + i%9000*3)) // levels 0 to 2
+		w.add(tm)
+		all = append(all, tm)
+	}
+	w.advance(0)
+	due := newCoreTimer(0) // in the ready list
+	w.add(due)
+	all = append(all, due)
+	var kept []*Timer
+	for i, tm := range all {
+		if i%3 == 0 {
+			if !w.remove(tm) {
+				t.Fatal("remove of a pending timer = false")
+			}
+		} else {
+			kept = append(kept, tm)
+		}
+	}
+	if w.n != len(all) {
+		t.Fatalf("before the sweep the wheel holds %d, want %d (stopped ones stay)", w.n, len(all))
+	}
+	if left := w.sweep(); left != len(kept) || w.dropped != len(all)-len(kept) {
+		t.Fatalf("sweep left %d dropped %d, want %d and %d", left, w.dropped, len(kept), len(all)-len(kept))
+	}
+	checkInvariants(t, w)
+	for _, lv := range w.levels {
+		for i := range lv.bkts {
+			b := &lv.bkts[i]
+			for j, tm := range b.timers {
+				if tm.state.Load() != timerPending {
+					t.Fatal("a stopped timer survived the sweep")
+				}
+				if j > 0 && b.timers[j-1].exp > tm.exp && lv == w.levels[0] {
+					t.Fatal("sweep reordered a bucket")
+				}
+			}
+			if got := b.timers[len(b.timers):cap(b.timers)]; len(got) > 0 && slices.ContainsFunc(got, func(x *Timer) bool { return x != nil }) {
+				t.Fatal("a swept slot still points at its timer")
+			}
+		}
+	}
+	// Every kept timer fires, each once, and nothing else does.
+	w.advance(1 << 20)
+	got := drainReady(w)
+	if len(got) != len(kept) {
+		t.Fatalf("fired %d timers, want %d", len(got), len(kept))
+	}
+	if w.n != 0 || len(w.heap) != 0 {
+		t.Fatalf("after firing everything: held %d, heap %d", w.n, len(w.heap))
+	}
 }
 
 func TestCoreDueOnAdd(t *testing.T) {
@@ -361,6 +424,12 @@ func runCoreModel(t *testing.T, seed uint64, size int, tick int64, steps int) {
 			delete(pending, tm)
 			live[i] = live[len(live)-1]
 			live = live[:len(live)-1]
+		case r == 7 && rng.IntN(4) == 0: // sweep the stopped timers out
+			before := w.n
+			left := w.sweep()
+			if inWheel := len(pending); left != inWheel || w.n != left || w.n > before {
+				t.Fatalf("seed %d step %d: sweep left %d (n %d, was %d), %d pending", seed, step, left, w.n, before, inWheel)
+			}
 		default: // advance, sometimes far
 			switch rng.IntN(3) {
 			case 0:
@@ -465,6 +534,11 @@ func FuzzCore(f *testing.F) {
 					t.Fatal("remove disagrees with model")
 				}
 				delete(pending, tm)
+				if arg%2 == 1 {
+					if left := w.sweep(); left != len(pending) {
+						t.Fatalf("sweep left %d, %d pending", left, len(pending))
+					}
+				}
 			case 2:
 				now += arg
 				w.advance(now)

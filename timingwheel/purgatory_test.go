@@ -147,8 +147,8 @@ func TestPurgatoryCompletedByKey(t *testing.T) {
 	if p.Watched() != 0 || p.Pending() != 0 || listedKeys(t, p) != 0 {
 		t.Fatalf("after completion: watched %d pending %d keys %d", p.Watched(), p.Pending(), listedKeys(t, p))
 	}
-	if d.timer.next != nil {
-		t.Fatal("completed operation's timer still in the wheel")
+	if d.timer.state.Load() != timerStopped {
+		t.Fatal("completed operation's timer not stopped")
 	}
 	if n := p.CheckAndComplete("a"); n != 0 || op.tries.Load() != 4 {
 		t.Fatalf("CheckAndComplete after completion = %d, tries %d", n, op.tries.Load())
@@ -482,7 +482,7 @@ func TestPurgatoryCompletesOnSecondTry(t *testing.T) {
 	if p.Watched() != 0 || p.Pending() != 0 || listedKeys(t, p) != 0 || p.stale.Load() != 0 {
 		t.Fatalf("watched %d pending %d keys %d stale %d", p.Watched(), p.Pending(), listedKeys(t, p), p.stale.Load())
 	}
-	if d.timer.next != nil || d.timer.tw != nil {
+	if d.timer.state.Load() != timerIdle {
 		t.Fatal("a timer was armed for an operation that completed while being watched")
 	}
 	op.check(t)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -77,21 +78,29 @@ type TimingWheel struct {
 	w       *wheel
 	armed   int64 // when the driver wakes (ns since start); MaxInt64 when idle
 	stopped bool
-	work    sync.Cond // workers wait here for due timers (L = &mu)
+	free    []Timer // zero Timers for AfterFunc, handed out from the front
+	// stops counts successful Timer.Stops, for the sweep (the core counts
+	// the stopped timers it let go of); on its own cache line, as Stop
+	// does not take mu.
+	stops struct {
+		_ [64]byte
+		n atomic.Int64
+		_ [56]byte
+	}
+	work sync.Cond // workers wait here for due timers (L = &mu)
 
 	wake chan struct{} // cap 1: an earlier bucket than armed entered the heap
 	quit chan struct{} // closed by Stop
 	wg   sync.WaitGroup
 }
 
-// Timer is a pending call made by [TimingWheel.AfterFunc]. It is linked into a
-// bucket of the wheel through its own fields, so scheduling one allocates
-// only the Timer (48 bytes).
+// Timer is a pending call made by [TimingWheel.AfterFunc]: 40 bytes, which
+// the wheel's buckets point to.
 type Timer struct {
-	next, prev *Timer // the list holding the timer; nil once fired or stopped
-	tw         *TimingWheel
-	exp        int64 // when it is due, in ns since the wheel's start
-	task       runner
+	tw    *TimingWheel // set when scheduled
+	exp   int64        // when it is due, in ns since the wheel's start
+	task  runner
+	state atomic.Uint32 // timerIdle, timerPending, then timerStopped or timerFired
 }
 
 // runner is what a timer runs when it fires.
@@ -163,9 +172,7 @@ func (tw *TimingWheel) AfterFunc(d time.Duration, f func()) *Timer {
 	if f == nil {
 		panic("timingwheel: AfterFunc with nil func")
 	}
-	t := &Timer{}
-	tw.schedule(t, d, funcTask(f))
-	return t
+	return tw.schedule(nil, d, funcTask(f))
 }
 
 // elapsed reads the clock: the time since the wheel started.
@@ -176,8 +183,9 @@ func (tw *TimingWheel) elapsed() time.Duration {
 	return tw.clock.Now().Sub(tw.start)
 }
 
-// schedule links t (zero or idle) into the wheel to run task after d.
-func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
+// schedule links t (zero or idle; nil: a new one) into the wheel to run task
+// after d, and returns it.
+func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) *Timer {
 	e := tw.elapsed()
 	exp := int64(-1) // d <= 0: due now
 	if d > 0 {
@@ -186,14 +194,21 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
 			exp = maxExp // overflow: effectively never
 		}
 	}
-	t.tw, t.exp, t.task = tw, exp, task
 
 	tw.mu.Lock()
+	if t == nil {
+		t = tw.newTimer()
+	}
+	t.tw, t.exp, t.task = tw, exp, task
 	if tw.stopped {
 		tw.mu.Unlock()
-		return
+		return t
 	}
+	t.state.Store(timerPending)
 	w := tw.w
+	if z := int(tw.stops.n.Load()) - w.dropped; z >= sweepMin && 2*z >= w.n {
+		w.sweep()
+	}
 	// Keep the core's clock fresh while the driver sleeps, so the timer
 	// lands in the finest level that can hold it. Only when no bucket is
 	// due: those are the driver's to pop first.
@@ -216,22 +231,45 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) {
 	if ready {
 		tw.work.Signal()
 	}
+	return t
+}
+
+// timerChunk is how many Timers newTimer allocates at once.
+const timerChunk = 32
+
+// newTimer returns a zero Timer. Timers are allocated timerChunk at a time,
+// which makes AfterFunc's allocation a fraction of one per timer; the price
+// is that a Timer the caller keeps keeps its chunk's memory alive, at most
+// timerChunk × 32 bytes. tw.mu must be held.
+func (tw *TimingWheel) newTimer() *Timer {
+	if len(tw.free) == 0 {
+		tw.free = make([]Timer, timerChunk)
+	}
+	t := &tw.free[0]
+	tw.free = tw.free[1:]
+	return t
 }
 
 // Stop cancels the timer. It reports whether it stopped the call before it
 // began: false if the callback has already started (or finished), or the timer
 // was already stopped. Stop does not wait for a callback that has started.
-// It is O(1).
+// It is O(1) and takes no lock: it marks the timer, and the wheel lets go of
+// it when its bucket expires or in a sweep (see sweepMin).
 func (t *Timer) Stop() bool {
-	tw := t.tw
-	if tw == nil {
+	if !t.state.CompareAndSwap(timerPending, timerStopped) {
 		return false
 	}
-	tw.mu.Lock()
-	ok := tw.w.remove(t)
-	tw.mu.Unlock()
-	return ok
+	t.tw.stops.n.Add(1)
+	return true
 }
+
+// sweepMin sets when schedule sweeps stopped timers out of the wheel: when
+// at least sweepMin of the timers it holds, and at least half of them, are
+// stopped. A sweep costs O(timers held) and removes at least half of them,
+// which makes it O(1) per Stop; between sweeps stopped timers are never more
+// than the pending ones (plus sweepMin), which bounds the memory they keep
+// (the Timer and what its callback refers to).
+const sweepMin = 1024
 
 // Stop stops the wheel and waits for its goroutines: the driver, and the
 // workers after the callbacks they are running return. No callback starts
@@ -289,7 +327,7 @@ func (tw *TimingWheel) worker() {
 	defer tw.wg.Done()
 	tw.mu.Lock()
 	for {
-		for tw.w.ready.empty() && !tw.stopped {
+		for !tw.w.hasReady() && !tw.stopped {
 			tw.work.Wait()
 		}
 		if tw.stopped {
@@ -297,6 +335,9 @@ func (tw *TimingWheel) worker() {
 			return
 		}
 		t := tw.w.popReady()
+		if t == nil {
+			continue // only stopped timers were queued
+		}
 		task := t.task
 		tw.mu.Unlock()
 		task.run()

@@ -268,10 +268,7 @@ func TestSlowCallbackDoesNotStallClock(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		tw.mu.Lock()
-		queued := 0
-		for t := tw.w.ready.root.next; t != &tw.w.ready.root; t = t.next {
-			queued++
-		}
+		queued := tw.w.readyLen()
 		tw.mu.Unlock()
 		if queued != 10 || ran.Load() != 0 {
 			t.Fatalf("queued %d ran %d, want 10 queued, 0 run", queued, ran.Load())
@@ -323,6 +320,86 @@ func TestManyTimersVirtual(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestStoppedTimersAreSwept: Stop only marks a timer, and the wheel lets go
+// of stopped timers in sweeps, so a caller that keeps scheduling and stopping
+// long timers does not make the wheel grow.
+func TestStoppedTimersAreSwept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tw := New(time.Millisecond, 20)
+		defer tw.Stop()
+		f := func() {}
+		const live = 100
+		for range live {
+			tw.AfterFunc(time.Hour, f)
+		}
+		peak := 0
+		for range 100 * sweepMin {
+			if !tw.AfterFunc(time.Hour, f).Stop() {
+				t.Fatal("Stop of a pending timer = false")
+			}
+			tw.mu.Lock()
+			peak = max(peak, tw.w.n)
+			tw.mu.Unlock()
+		}
+		// A sweep starts once sweepMin stopped timers are at least half of
+		// those held: at most 2·sweepMin, or 2·live, plus the one just added.
+		if limit := 2*max(sweepMin, live) + 1; peak > limit {
+			t.Fatalf("the wheel held up to %d timers, want at most %d", peak, limit)
+		}
+		tw.mu.Lock()
+		dropped := tw.w.dropped
+		tw.mu.Unlock()
+		if dropped < 99*sweepMin {
+			t.Fatalf("sweeps dropped %d stopped timers, want most of %d", dropped, 100*sweepMin)
+		}
+	})
+}
+
+// TestStopRacesFire: when Stop races the executor for a due timer, exactly
+// one wins: Stop reports true and the callback never runs, or Stop reports
+// false and the callback runs once.
+func TestStopRacesFire(t *testing.T) {
+	tw := New(50*time.Microsecond, 20)
+	const n, stoppers = 4000, 4
+	fired := make([]atomic.Int32, n)
+	done := make(chan int, n)
+	timers := make([]*Timer, n)
+	for i := range n {
+		timers[i] = tw.AfterFunc(time.Duration(i%40)*25*time.Microsecond, func() {
+			fired[i].Add(1)
+			done <- i
+		})
+	}
+	stopped := make([]bool, n)
+	var wg sync.WaitGroup
+	for g := range stoppers {
+		wg.Go(func() {
+			for i := g; i < n; i += stoppers {
+				stopped[i] = timers[i].Stop()
+			}
+		})
+	}
+	wg.Wait()
+	want := 0
+	for i := range n {
+		if !stopped[i] {
+			want++
+		}
+	}
+	for range want {
+		<-done
+	}
+	tw.Stop() // nothing fires after it returns
+	if len(done) != 0 {
+		t.Fatalf("%d more callbacks ran than Stops failed", len(done))
+	}
+	for i := range n {
+		if w := map[bool]int32{true: 0, false: 1}[stopped[i]]; fired[i].Load() != w {
+			t.Fatalf("timer %d: Stop = %v, callback ran %d times", i, stopped[i], fired[i].Load())
+		}
+	}
 }
 
 // TestClockSeam runs the wheel on a fake clock that moves only on Advance.
