@@ -146,22 +146,31 @@ func (m *mmapFile) mapData(size int) ([]byte, error) {
 	return nil, err
 }
 
-// allocChunk is how much of a mapped file reserve allocates at a time: a
-// fallocate call every 8192 offset entries.
+// allocChunk is how much of a mapped file reserve backs at a time: one
+// write every 8192 offset entries.
 const allocChunk = 64 << 10
 
-// reserve makes sure the disk blocks under slot i are allocated before the
-// writer fills it through the mapping. A write to a hole of a mapped file
-// that the file system cannot fill (a full disk) is a SIGBUS that kills the
-// process; allocating first turns it into an error from Append. Writer side;
-// a no-op for a heap copy and on systems without fallocate.
+// zeroChunk is what reserve writes.
+var zeroChunk [allocChunk]byte
+
+// reserve makes sure the disk blocks under slot i are allocated, and its page
+// is in the page cache, before the writer fills it through the mapping: it
+// writes zeros over the unused slots from i to the next allocChunk boundary
+// with an ordinary write. A write to a hole of a mapped file that the file
+// system cannot fill (a full disk) is a SIGBUS that kills the process; this
+// turns it into an error from Append. (fallocate would allocate too, but
+// leaves unwritten extents whose first write through the mapping is as slow
+// as a hole's.) Writer side; a no-op for a heap copy.
 func (m *mmapFile) reserve(i int) error {
 	end := (i + 1) * m.entrySize
 	if !m.mapped || end <= m.allocated {
 		return nil
 	}
 	next := min(len(m.data), max(end, m.allocated+allocChunk))
-	if err := preallocate(int(m.f.(vfs.Fder).Fd()), int64(m.allocated), int64(next-m.allocated)); err != nil {
+	// Slots from i on are unused (i is the next entry): writing zeros there
+	// changes nothing a reader can see.
+	from := max(m.allocated, i*m.entrySize)
+	if _, err := m.f.WriteAt(zeroChunk[:next-from], int64(from)); err != nil {
 		return fmt.Errorf("index: allocate %s: %w", m.name, err)
 	}
 	m.allocated = next

@@ -388,6 +388,12 @@ func TestOffsetIndexReopen(t *testing.T) {
 		if z.Entries() != 38 || z.LastEntry() != (OffsetEntry{2000, 5000}) {
 			t.Fatalf("second reopen: %d entries, last %+v", z.Entries(), z.LastEntry())
 		}
+		// Backing the slots past the old entries (reserve) left them alone.
+		for i, e := range want {
+			if got, _ := z.Entry(i); got != e {
+				t.Fatalf("second reopen: entry %d = %+v, want %+v", i, got, e)
+			}
+		}
 	})
 }
 

@@ -109,7 +109,13 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	bd := builders.Get().(*batch.Builder)
 	defer builders.Put(bd)
 	now := time.Now().UnixMilli()
-	bd.Reset(timestampMs(recs[0].Timestamp, now))
+	// Where the batch will most likely go, so that the builder can align it
+	// with its place in the page cache (a concurrent append or a roll only
+	// makes the copy slower).
+	p.mu.Lock()
+	pos := p.active.Size()
+	p.mu.Unlock()
+	bd.ResetAt(timestampMs(recs[0].Timestamp, now), pos)
 	for i := range recs {
 		r := &recs[i]
 		bd.Append(timestampMs(r.Timestamp, now), r.Key, r.Value, r.Headers)

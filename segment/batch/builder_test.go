@@ -3,6 +3,7 @@ package batch
 import (
 	"bytes"
 	"testing"
+	"unsafe"
 )
 
 func TestBuilderSizeAndLen(t *testing.T) {
@@ -107,6 +108,44 @@ func TestBuilderReusesBuffer(t *testing.T) {
 	b := fill()
 	if &a[0] != &b[0] {
 		t.Fatal("second batch did not reuse the first one's buffer")
+	}
+}
+
+// TestBuilderResetAt: a batch started with ResetAt(ts, pos) has the same
+// bytes as one started with Reset(ts), and sits in memory at pos's offset
+// modulo 64 — also after the buffer grew, after a plain Reset, and in steady
+// state without allocating.
+func TestBuilderResetAt(t *testing.T) {
+	var plain, bd Builder
+	value := make([]byte, 100)
+	fill := func(b *Builder, n int) []byte {
+		for i := range n {
+			b.Append(int64(i), nil, value[:i%len(value)], nil)
+		}
+		return b.Bytes()
+	}
+	for i, pos := range []int64{0, 1, 13, 63, 64, 65, 4095, 1 << 40, 1<<40 + 37, 7} {
+		n := 1 + i*i*40 // growing batches: the buffer moves to larger arrays
+		plain.Reset(5)
+		want := fill(&plain, n)
+		if i == 5 {
+			bd.Reset(5) // a plain Reset in between changes nothing
+			fill(&bd, 3)
+		}
+		bd.ResetAt(5, pos)
+		got := fill(&bd, n)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("pos %d: ResetAt batch differs from Reset's", pos)
+		}
+		// After a growth the batch may sit anywhere; the next ResetAt aligns it.
+		bd.ResetAt(5, pos)
+		got = fill(&bd, n)
+		if addr := uint64(uintptr(unsafe.Pointer(&got[0]))); addr%alignTo != uint64(pos)%alignTo {
+			t.Fatalf("pos %d: batch at address %#x, want %d modulo %d", pos, addr, pos%alignTo, alignTo)
+		}
+	}
+	if n := testing.AllocsPerRun(20, func() { bd.ResetAt(5, 99); fill(&bd, 100) }); n != 0 {
+		t.Fatalf("ResetAt in steady state: %v allocations per batch", n)
 	}
 }
 
