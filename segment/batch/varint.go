@@ -17,6 +17,10 @@ func readVarint32(b []byte, i int) (v int32, next int, ok bool) {
 }
 
 func readVarint32Slow(b []byte, i int) (v int32, next int, ok bool) {
+	if i >= 0 && i+1 < len(b) && b[i] >= 0x80 && b[i+1] < 0x80 { // two bytes: lengths up to 8191
+		u := uint32(b[i]&0x7f) | uint32(b[i+1])<<7
+		return int32(u>>1) ^ -int32(u&1), i + 2, true
+	}
 	var u uint32
 	for s := uint(0); s < 35; s += 7 {
 		if i >= len(b) {
@@ -45,6 +49,10 @@ func readVarint64(b []byte, i int) (v int64, next int, ok bool) {
 }
 
 func readVarint64Slow(b []byte, i int) (v int64, next int, ok bool) {
+	if i >= 0 && i+1 < len(b) && b[i] >= 0x80 && b[i+1] < 0x80 { // two bytes
+		u := uint64(b[i]&0x7f) | uint64(b[i+1])<<7
+		return int64(u>>1) ^ -int64(u&1), i + 2, true
+	}
 	var u uint64
 	for s := uint(0); s < 70; s += 7 {
 		if i >= len(b) {

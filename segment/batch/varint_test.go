@@ -64,3 +64,26 @@ func TestVarintMalformed(t *testing.T) {
 		}
 	}
 }
+
+// TestVarintTwoBytesExhaustive checks the two-byte fast path against the
+// standard library's decoder for every pair of bytes, at the end of a slice
+// and followed by more bytes.
+func TestVarintTwoBytesExhaustive(t *testing.T) {
+	for x := range 1 << 16 {
+		b := []byte{byte(x), byte(x >> 8), 0x80}
+		for _, in := range [][]byte{b[:2], b} {
+			want, wn := binary.Varint(in)
+			v64, n64, ok64 := readVarint64(in, 0)
+			v32, n32, ok32 := readVarint32(in, 0)
+			if wn <= 0 {
+				if ok64 || ok32 {
+					t.Fatalf("% x: decoded (%d, %d) where the standard decoder fails", in, v64, v32)
+				}
+				continue
+			}
+			if !ok64 || v64 != want || n64 != wn || !ok32 || int64(v32) != want || n32 != wn {
+				t.Fatalf("% x: got (%d, %d, %v) (%d, %d, %v), want %d in %d bytes", in, v64, n64, ok64, v32, n32, ok32, want, wn)
+			}
+		}
+	}
+}
