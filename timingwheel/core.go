@@ -25,14 +25,26 @@ const (
 	timerFired                 // taken by the executor
 )
 
-// bucket holds the timers of one slot of a level, in a slice: adding a
-// timer appends a pointer, and expiring the bucket walks memory in order.
-// Stopped timers stay in the slice until the bucket expires or is swept.
+// bucket holds the timers of one slot of a level in a chain of blocks of
+// blockLen pointers: adding a timer stores a pointer, growing never copies,
+// a whole bucket moves to the ready list in O(1), and expiring it walks memory
+// in order. Stopped timers stay until the bucket expires or is swept. Blocks
+// come from, and go back to, the wheel's free list.
 type bucket struct {
-	timers  []*Timer
-	exp     int64 // when the bucket expires, while it is in the heap
-	heapIdx int   // position in the heap; -1 when not in it
-	level   int   // wheel level that owns the bucket; -1 for the ready list
+	head, tail *block
+	exp        int64 // when the bucket expires, while it is in the heap
+	heapIdx    int   // position in the heap; -1 when not in it
+	level      int   // wheel level that owns the bucket; -1 for the ready list
+}
+
+// blockLen is the number of timers a block holds.
+const blockLen = 64
+
+// block is a piece of a bucket: t[:n] are its timers.
+type block struct {
+	next *block
+	n    int
+	t    [blockLen]*Timer
 }
 
 func (b *bucket) init(level int) {
@@ -40,19 +52,62 @@ func (b *bucket) init(level int) {
 	b.level = level
 }
 
-// reset empties b, dropping its references; a large slice is let go rather
-// than kept for the next round.
-func (b *bucket) reset() {
-	if cap(b.timers) > maxKeptCap {
-		b.timers = nil
-		return
+func (b *bucket) empty() bool { return b.head == nil }
+
+// push appends t, taking a block from w when the last one is full.
+func (b *bucket) push(w *wheel, t *Timer) {
+	bl := b.tail
+	if bl == nil || bl.n == blockLen {
+		nb := w.newBlock()
+		if bl == nil {
+			b.head = nb
+		} else {
+			bl.next = nb
+		}
+		b.tail, bl = nb, nb
 	}
-	clear(b.timers)
-	b.timers = b.timers[:0]
+	bl.t[bl.n] = t
+	bl.n++
 }
 
-// maxKeptCap is the largest slice an emptied bucket keeps for reuse.
-const maxKeptCap = 4096
+// take moves src's timers, in order, to the end of b.
+func (b *bucket) take(src *bucket) {
+	if src.head == nil {
+		return
+	}
+	if b.head == nil {
+		b.head = src.head
+	} else {
+		b.tail.next = src.head
+	}
+	b.tail = src.tail
+	src.head, src.tail = nil, nil
+}
+
+// maxFreeBlocks bounds the wheel's free list: 1024 blocks of 64 timers
+// (about 0.5 MiB) are kept for reuse, more go to the garbage collector.
+const maxFreeBlocks = 1024
+
+func (w *wheel) newBlock() *block {
+	bl := w.free
+	if bl == nil {
+		return new(block)
+	}
+	w.free, bl.next = bl.next, nil
+	w.nfree--
+	return bl
+}
+
+// freeBlock returns bl, whose timer pointers must be nil, to the free list.
+func (w *wheel) freeBlock(bl *block) {
+	if w.nfree == maxFreeBlocks {
+		return
+	}
+	bl.n = 0
+	bl.next = w.free
+	w.free = bl
+	w.nfree++
+}
 
 // level is one wheel: size buckets, each tick wide.
 type level struct {
@@ -88,9 +143,11 @@ type wheel struct {
 	levels    []*level
 	heap      []*bucket // min-heap of buckets by exp
 	ready     bucket    // due timers waiting for the executor, from readyHead
-	readyHead int
+	readyHead int       // ready.head.t[:readyHead] are taken (nil)
 	n         int
-	dropped   int // stopped timers let go of, ever
+	dropped   int    // stopped timers let go of, ever
+	free      *block // spare blocks, a list through next
+	nfree     int
 }
 
 // newWheel returns a core whose finest level has size buckets of tick units.
@@ -131,7 +188,7 @@ func (w *wheel) place(t *Timer) *bucket {
 		t.exp = maxExp
 	}
 	if t.exp <= w.clock {
-		w.ready.timers = append(w.ready.timers, t)
+		w.ready.push(w, t)
 		return &w.ready
 	}
 	for i := 0; ; i++ {
@@ -152,7 +209,7 @@ func (w *wheel) place(t *Timer) *bucket {
 			idx -= w.size
 		}
 		b := &lv.bkts[idx]
-		b.timers = append(b.timers, t)
+		b.push(w, t)
 		switch {
 		case b.heapIdx < 0:
 			b.exp = (lv.curVid + slots) * lv.tick
@@ -211,33 +268,32 @@ func (w *wheel) advance(now int64) bool {
 	for len(w.heap) > 0 && w.heap[0].exp <= now {
 		b := w.heapPop()
 		w.setClock(b.exp)
-		if len(b.timers) == 0 {
+		if b.empty() {
 			continue
 		}
 		if b.level == 0 {
-			if w.readyHead == len(w.ready.timers) {
-				// Nothing queued: take b's slice, give it the old one.
-				w.ready.timers, b.timers = b.timers, w.ready.timers
-				w.readyHead = 0
-			} else {
-				w.ready.timers = append(w.ready.timers, b.timers...)
-			}
-			b.reset()
+			w.ready.take(b)
 			readied = true
 			continue
 		}
-		for i, t := range b.timers {
-			b.timers[i] = nil
-			if t.state.Load() == timerStopped {
-				w.n--
-				w.dropped++
-				continue
+		bl := b.head
+		b.head, b.tail = nil, nil
+		for bl != nil {
+			for i, t := range bl.t[:bl.n] {
+				bl.t[i] = nil
+				if t.state.Load() == timerStopped {
+					w.n--
+					w.dropped++
+					continue
+				}
+				if w.place(t) == &w.ready {
+					readied = true
+				}
 			}
-			if w.place(t) == &w.ready {
-				readied = true
-			}
+			next := bl.next
+			w.freeBlock(bl)
+			bl = next
 		}
-		b.reset()
 	}
 	w.setClock(now)
 	return readied
@@ -253,23 +309,29 @@ func (w *wheel) next() (int64, bool) {
 
 // hasReady reports whether the ready list may hold a due timer (it may
 // also hold only stopped ones: then popReady returns nil).
-func (w *wheel) hasReady() bool { return w.readyHead < len(w.ready.timers) }
+func (w *wheel) hasReady() bool { return w.ready.head != nil }
 
 // popReady takes the first due timer that is still pending, moving it to
 // timerFired, or returns nil. Stopped timers it passes are dropped.
 func (w *wheel) popReady() *Timer {
-	for w.readyHead < len(w.ready.timers) {
-		t := w.ready.timers[w.readyHead]
-		w.ready.timers[w.readyHead] = nil
-		w.readyHead++
-		w.n--
-		if t.state.CompareAndSwap(timerPending, timerFired) {
-			return t
+	for bl := w.ready.head; bl != nil; bl = w.ready.head {
+		for w.readyHead < bl.n {
+			t := bl.t[w.readyHead]
+			bl.t[w.readyHead] = nil
+			w.readyHead++
+			w.n--
+			if t.state.CompareAndSwap(timerPending, timerFired) {
+				return t
+			}
+			w.dropped++
 		}
-		w.dropped++
+		w.ready.head = bl.next
+		if w.ready.head == nil {
+			w.ready.tail = nil
+		}
+		w.readyHead = 0
+		w.freeBlock(bl)
 	}
-	w.ready.reset()
-	w.readyHead = 0
 	return nil
 }
 
@@ -277,19 +339,10 @@ func (w *wheel) popReady() *Timer {
 // returns how many timers are left. Buckets it empties stay in the heap
 // until they expire, as if their timers had been stopped one by one.
 func (w *wheel) sweep() int {
-	q := w.ready.timers[w.readyHead:]
-	kept := sweepTimers(q)
-	clear(w.ready.timers[:w.readyHead])
-	clear(q[kept:])
-	w.ready.timers = w.ready.timers[:w.readyHead+kept]
-	n := kept
+	n := w.sweepBucket(&w.ready, w.readyHead)
 	for _, lv := range w.levels {
 		for i := range lv.bkts {
-			b := &lv.bkts[i]
-			k := sweepTimers(b.timers)
-			clear(b.timers[k:])
-			b.timers = b.timers[:k]
-			n += k
+			n += w.sweepBucket(&lv.bkts[i], 0)
 		}
 	}
 	w.dropped += w.n - n
@@ -297,18 +350,41 @@ func (w *wheel) sweep() int {
 	return n
 }
 
-// sweepTimers moves the timers of ts that are not stopped to its front, in
-// order, and returns how many there are.
-func sweepTimers(ts []*Timer) int {
-	k := 0
-	for i, t := range ts {
-		if t.state.Load() == timerStopped {
-			continue
-		}
-		if k != i {
-			ts[k] = t
-		}
-		k++
+// sweepBucket moves the timers of b that are not stopped, from index from of
+// its first block on, to the front of that range, in order, frees the blocks
+// left empty, and returns how many timers it kept.
+func (w *wheel) sweepBucket(b *bucket, from int) int {
+	if b.head == nil {
+		return 0
 	}
-	return k
+	kept := 0
+	dst, di := b.head, from // where the next kept timer goes
+	for src, si := b.head, from; src != nil; src, si = src.next, 0 {
+		for ; si < src.n; si++ {
+			t := src.t[si]
+			src.t[si] = nil
+			if t.state.Load() == timerStopped {
+				continue
+			}
+			if di == blockLen {
+				dst, di = dst.next, 0
+			}
+			dst.t[di] = t
+			di++
+			kept++
+		}
+	}
+	// dst holds the last kept timer (or, kept == 0, is the head): cut after it.
+	rest := dst.next
+	dst.next, dst.n, b.tail = nil, di, dst
+	for rest != nil {
+		next := rest.next
+		w.freeBlock(rest)
+		rest = next
+	}
+	if kept == 0 && from == 0 {
+		w.freeBlock(b.head)
+		b.head, b.tail = nil, nil
+	}
+	return kept
 }

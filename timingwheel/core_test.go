@@ -27,13 +27,13 @@ func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
 	if t.state.Load() != timerPending {
 		return -2, 0, 0
 	}
-	if slices.Contains(w.ready.timers[w.readyHead:], t) {
+	if slices.Contains(w.readyTimers(), t) {
 		return -1, 0, 0
 	}
 	for li, lv := range w.levels {
 		for bi := range lv.bkts {
 			b := &lv.bkts[bi]
-			if slices.Contains(b.timers, t) {
+			if slices.Contains(b.all(0), t) {
 				start := b.exp / lv.tick * lv.tick
 				return li, start, start + lv.tick
 			}
@@ -42,10 +42,59 @@ func (w *wheel) where(t *Timer) (lvl int, start, end int64) {
 	panic("pending timer in no list of the wheel")
 }
 
+// all returns b's timers, from index from of its first block on.
+func (b *bucket) all(from int) []*Timer {
+	var out []*Timer
+	for bl := b.head; bl != nil; bl, from = bl.next, 0 {
+		out = append(out, bl.t[from:bl.n]...)
+	}
+	return out
+}
+
+// each yields b's timers, from index from of its first block on, without
+// allocating (checkInvariants runs after every step of the model tests).
+func (b *bucket) each(from int) func(func(*Timer) bool) {
+	return func(yield func(*Timer) bool) {
+		for bl := b.head; bl != nil; bl, from = bl.next, 0 {
+			for _, t := range bl.t[from:bl.n] {
+				if !yield(t) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// readyTimers returns the timers in the ready list, not yet taken.
+func (w *wheel) readyTimers() []*Timer { return w.ready.all(w.readyHead) }
+
+// checkBlocks verifies b's chain of blocks: the tail is the last block,
+// every slot past a block's n is nil, and every slot below it a timer.
+func checkBlocks(t *testing.T, b *bucket, from int) {
+	// No t.Helper: it costs a stack walk, and this runs for every bucket
+	// after every step of the model tests.
+	if (b.head == nil) != (b.tail == nil) {
+		t.Fatalf("bucket head %p tail %p", b.head, b.tail)
+	}
+	for bl := b.head; bl != nil; bl, from = bl.next, 0 {
+		if bl.next == nil && bl != b.tail {
+			t.Fatal("the last block is not the bucket's tail")
+		}
+		if bl.n < 0 || bl.n > blockLen {
+			t.Fatalf("block holds %d", bl.n)
+		}
+		for i, x := range bl.t {
+			if (i >= from && i < bl.n) != (x != nil) {
+				t.Fatalf("block slot %d of [%d, %d): %v", i, from, bl.n, x)
+			}
+		}
+	}
+}
+
 // readyLen counts the pending timers in the ready list.
 func (w *wheel) readyLen() int {
 	n := 0
-	for _, x := range w.ready.timers[w.readyHead:] {
+	for _, x := range w.readyTimers() {
 		if x.state.Load() == timerPending {
 			n++
 		}
@@ -71,7 +120,8 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if b.level != li {
 				t.Fatalf("bucket %d of level %d says level %d", bi, li, b.level)
 			}
-			if len(b.timers) > 0 && b.heapIdx < 0 {
+			checkBlocks(t, b, 0)
+			if !b.empty() && b.heapIdx < 0 {
 				t.Fatalf("level %d bucket %d: holds timers, not in the heap", li, bi)
 			}
 			if b.heapIdx < 0 {
@@ -88,8 +138,8 @@ func checkInvariants(t *testing.T, w *wheel) {
 			if b.exp <= w.clock {
 				t.Fatalf("level %d bucket %d: expired (%d) at %d but still in the heap", li, bi, b.exp, w.clock)
 			}
-			held += len(b.timers)
-			for _, tm := range b.timers {
+			for tm := range b.each(0) {
+				held++
 				if tm.exp < start || tm.exp-start >= lv.tick || (li == 0 && tm.exp > b.exp) {
 					t.Fatalf("timer exp %d outside bucket [%d, %d) (exp %d) of level %d", tm.exp, start, start+lv.tick, b.exp, li)
 				}
@@ -107,17 +157,14 @@ func checkInvariants(t *testing.T, w *wheel) {
 			t.Fatalf("heap out of order at %d", i)
 		}
 	}
-	for _, tm := range w.ready.timers[w.readyHead:] {
+	checkBlocks(t, &w.ready, w.readyHead)
+	for tm := range w.ready.each(w.readyHead) {
+		held++
 		if tm.exp > w.clock {
 			t.Fatalf("timer exp %d in ready list at time %d", tm.exp, w.clock)
 		}
 	}
-	for _, tm := range w.ready.timers[:w.readyHead] {
-		if tm != nil {
-			t.Fatal("ready list: a taken timer is still referenced")
-		}
-	}
-	if held += len(w.ready.timers) - w.readyHead; held != w.n {
+	if held != w.n {
 		t.Fatalf("wheel holds %d timers, n = %d", held, w.n)
 	}
 }
@@ -309,16 +356,14 @@ func TestCoreSweep(t *testing.T) {
 	for _, lv := range w.levels {
 		for i := range lv.bkts {
 			b := &lv.bkts[i]
-			for j, tm := range b.timers {
+			ts := b.all(0)
+			for j, tm := range ts {
 				if tm.state.Load() != timerPending {
 					t.Fatal("a stopped timer survived the sweep")
 				}
-				if j > 0 && b.timers[j-1].exp > tm.exp && lv == w.levels[0] {
+				if j > 0 && ts[j-1].exp > tm.exp && lv == w.levels[0] {
 					t.Fatal("sweep reordered a bucket")
 				}
-			}
-			if got := b.timers[len(b.timers):cap(b.timers)]; len(got) > 0 && slices.ContainsFunc(got, func(x *Timer) bool { return x != nil }) {
-				t.Fatal("a swept slot still points at its timer")
 			}
 		}
 	}

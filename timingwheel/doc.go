@@ -7,14 +7,16 @@
 // A [TimingWheel] is Kafka's design. The finest level has WheelSize buckets,
 // each Tick wide, and spans Tick × WheelSize; an overflow level, whose tick is
 // the whole span of the level below, is created the first time a timer does
-// not fit, and so on up. A bucket is a slice of pointers to its timers:
-// [TimingWheel.AfterFunc] appends one (the 40-byte [Timer]s themselves are
-// allocated 32 at a time) and expiring a bucket walks memory in order. A
-// priority queue holds the buckets (never the timers) by expiration: the
-// driver goroutine sleeps until the earliest bucket expires, so it wakes once
-// per bucket that was given a timer, not once per tick. When a bucket of a
-// coarse level expires, its timers are added again and fall into finer
-// levels, until the finest level hands them to the workers.
+// not fit, and so on up. A bucket is a chain of blocks of 64 pointers to its
+// timers: [TimingWheel.AfterFunc] stores one (the 40-byte [Timer]s themselves
+// are allocated 32 at a time), a bucket never copies itself to grow, the
+// finest level hands a due bucket to the workers whole in O(1), and blocks
+// are recycled through a free list rather than left to the garbage
+// collector. A priority queue holds the buckets (never the timers) by
+// expiration: the driver goroutine sleeps until the earliest bucket expires,
+// so it wakes once per bucket that was given a timer, not once per tick.
+// When a bucket of a coarse level expires, its timers are added again and
+// fall into finer levels, until the finest level hands them to the workers.
 //
 // [Timer.Stop] is one compare-and-swap on the timer, with no lock: the timer
 // is marked, and whichever comes first, Stop or a worker taking the due
