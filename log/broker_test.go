@@ -262,3 +262,39 @@ func TestAppendBatchRefusesBadBatches(t *testing.T) {
 	require.EqualValues(t, 0, base)
 	require.EqualValues(t, 1, next)
 }
+
+// TestReadAppendReusesSlice: ReadAppend appends to dst, and a reused slice
+// carries nothing over from the records it held before (headers, keys).
+func TestReadAppendReusesSlice(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	tp, err := b.CreateTopic("t", TopicConfig{})
+	require.NoError(t, err)
+	p, err := tp.Partition(0)
+	require.NoError(t, err)
+	_, err = p.Append(Record{Key: []byte("k"), Value: []byte("with headers"), Headers: []Header{{Key: "h", Value: []byte("v")}}})
+	require.NoError(t, err)
+	_, err = p.Append(Record{Value: []byte("plain")})
+	require.NoError(t, err)
+
+	dst := []Record{{Topic: "keep"}}
+	dst, err = p.ReadAppend(dst, 0, 1)
+	require.NoError(t, err)
+	require.Len(t, dst, 2)
+	require.Equal(t, "keep", dst[0].Topic)
+	require.Equal(t, []byte("with headers"), dst[1].Value)
+	require.Len(t, dst[1].Headers, 1)
+
+	// Slot 0 of the reused slice now holds the record with headers.
+	dst, err = p.ReadAppend(dst[1:1], 1, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, dst, 1)
+	require.EqualValues(t, 1, dst[0].Offset)
+	require.Equal(t, []byte("plain"), dst[0].Value)
+	require.Nil(t, dst[0].Key, "key carried over from the slice's previous record")
+	require.Nil(t, dst[0].Headers, "headers carried over from the slice's previous record")
+	require.Equal(t, "t", dst[0].Topic)
+
+	_, err = p.ReadAppend(dst[:0], 5, 1)
+	require.ErrorIs(t, err, ErrOffsetOutOfRange)
+}

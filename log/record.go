@@ -113,21 +113,23 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 			if len(dst) == cap(dst) { // not pre-sized: grow
 				dst = slices.Grow(dst, 1)
 			}
-			// Fill the fields in place: the slice is zeroed, Headers stays
-			// nil unless set below.
-			dst = dst[:len(dst)+1]
-			out := &dst[len(dst)-1]
-			out.Topic, out.Partition, out.Offset = tp.Topic, tp.Partition, r.Offset
-			out.Timestamp = time.UnixMilli(r.Timestamp)
-			out.Key, out.Value = r.Key, r.Value
+			// Every field is written: a reused slice (ReadAppend) holds old
+			// records past its length.
+			var hs []Header
 			if k := len(r.Headers); k > 0 {
 				a := *hdrs
 				if cap(a)-len(a) < k {
 					a = make([]Header, 0, max(2*cap(a), k, consumerHeaderArenaMinCap))
 				}
 				a = append(a, r.Headers...)
-				out.Headers = a[len(a)-k : len(a) : len(a)]
+				hs = a[len(a)-k : len(a) : len(a)]
 				*hdrs = a
+			}
+			dst = dst[:len(dst)+1]
+			dst[len(dst)-1] = Record{
+				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
+				Timestamp: time.UnixMilli(r.Timestamp),
+				Key:       r.Key, Value: r.Value, Headers: hs,
 			}
 			return nil
 		})
