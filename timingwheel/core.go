@@ -339,21 +339,34 @@ func (w *wheel) popReady() *Timer {
 // returns how many timers are left. Buckets it empties stay in the heap
 // until they expire, as if their timers had been stopped one by one.
 func (w *wheel) sweep() int {
-	n := w.sweepBucket(&w.ready, w.readyHead)
-	for _, lv := range w.levels {
-		for i := range lv.bkts {
-			n += w.sweepBucket(&lv.bkts[i], 0)
-		}
+	for i := -1; w.sweepSlot(i); i++ {
 	}
-	w.dropped += w.n - n
-	w.n = n
-	return n
+	return w.n
+}
+
+// sweepSlot sweeps one bucket: i = -1 is the ready list, then i counts the
+// buckets of the levels in order. It reports false once i is past the last
+// bucket. A driver that must not hold its lock for a whole sweep takes it
+// for one slot at a time.
+func (w *wheel) sweepSlot(i int) bool {
+	var removed int
+	switch lv := i / int(w.size); {
+	case i < 0:
+		removed = w.sweepBucket(&w.ready, w.readyHead)
+	case lv < len(w.levels):
+		removed = w.sweepBucket(&w.levels[lv].bkts[i%int(w.size)], 0)
+	default:
+		return false
+	}
+	w.n -= removed
+	w.dropped += removed
+	return true
 }
 
 // sweepBucket moves the timers of b that are not stopped, from index from of
 // its first block on, to the front of that range, in order, frees the blocks
-// left empty, and returns how many timers it kept.
-func (w *wheel) sweepBucket(b *bucket, from int) int {
+// left empty, and returns how many stopped timers it removed.
+func (w *wheel) sweepBucket(b *bucket, from int) (removed int) {
 	if b.head == nil {
 		return 0
 	}
@@ -364,6 +377,7 @@ func (w *wheel) sweepBucket(b *bucket, from int) int {
 			t := src.t[si]
 			src.t[si] = nil
 			if t.state.Load() == timerStopped {
+				removed++
 				continue
 			}
 			if di == blockLen {
@@ -386,5 +400,5 @@ func (w *wheel) sweepBucket(b *bucket, from int) int {
 		w.freeBlock(b.head)
 		b.head, b.tail = nil, nil
 	}
-	return kept
+	return removed
 }

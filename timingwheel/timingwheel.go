@@ -79,6 +79,8 @@ type TimingWheel struct {
 	armed   int64 // when the driver wakes (ns since start); MaxInt64 when idle
 	stopped bool
 	free    []Timer // zero Timers for AfterFunc, handed out from the front
+	// sweeping is set while a caller of schedule sweeps (see sweepMin).
+	sweeping bool
 	// stops counts successful Timer.Stops, for the sweep (the core counts
 	// the stopped timers it let go of); on its own cache line, as Stop
 	// does not take mu.
@@ -206,8 +208,9 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) *Timer {
 	}
 	t.state.Store(timerPending)
 	w := tw.w
-	if z := int(tw.stops.n.Load()) - w.dropped; z >= sweepMin && 2*z >= w.n {
-		w.sweep()
+	sweep := false
+	if z := int(tw.stops.n.Load()) - w.dropped; z >= sweepMin && 2*z >= w.n && !tw.sweeping {
+		tw.sweeping, sweep = true, true
 	}
 	// Keep the core's clock fresh while the driver sleeps, so the timer
 	// lands in the finest level that can hold it. Only when no bucket is
@@ -231,7 +234,24 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) *Timer {
 	if ready {
 		tw.work.Signal()
 	}
+	if sweep {
+		tw.sweep()
+	}
 	return t
+}
+
+// sweep drops the stopped timers from the wheel, taking the lock for one
+// bucket at a time so that the driver and other callers wait at most for
+// the largest bucket, not for the whole wheel (1 M timers: about 20 ms).
+func (tw *TimingWheel) sweep() {
+	for i, more := -1, true; more; i++ {
+		tw.mu.Lock()
+		more = tw.w.sweepSlot(i)
+		tw.mu.Unlock()
+	}
+	tw.mu.Lock()
+	tw.sweeping = false
+	tw.mu.Unlock()
 }
 
 // timerChunk is how many Timers newTimer allocates at once.
@@ -240,7 +260,7 @@ const timerChunk = 32
 // newTimer returns a zero Timer. Timers are allocated timerChunk at a time,
 // which makes AfterFunc's allocation a fraction of one per timer; the price
 // is that a Timer the caller keeps keeps its chunk's memory alive, at most
-// timerChunk × 32 bytes. tw.mu must be held.
+// timerChunk × 40 bytes. tw.mu must be held.
 func (tw *TimingWheel) newTimer() *Timer {
 	if len(tw.free) == 0 {
 		tw.free = make([]Timer, timerChunk)
