@@ -200,6 +200,25 @@ func (m *mmapFile) rlock() ([]byte, int) {
 	return m.data, int(m.entries.Load())
 }
 
+// truncateFrom drops the entries from the first whose offset, relative to
+// base, is at or past offset's (rel reads it from an entry's bytes; entries
+// are in offset order), and returns how many entries are kept. An offset past
+// the last entry keeps them all.
+func (m *mmapFile) truncateFrom(base, offset int64, rel func(slot []byte) int64) (int, error) {
+	if m.closed {
+		return 0, ErrClosed
+	}
+	n := int(m.entries.Load())
+	keep := n
+	switch {
+	case offset <= base:
+		keep = 0
+	case offset-base <= MaxRelativeOffset:
+		keep = firstGE(n, offset-base, func(i int) int64 { return rel(m.slot(i)) })
+	}
+	return keep, m.truncate(keep)
+}
+
 // truncate drops the entries from n on. Their bytes are zeroed, so a file
 // that is not trimmed before a crash holds no stale entries past the valid
 // ones. It excludes readers: no reader still using the old count can see the

@@ -169,21 +169,10 @@ func (x *OffsetIndex) Lookup(offset int64) OffsetEntry {
 // TruncateTo removes the entries whose offset is >= offset. Truncating to an
 // offset above the last entry changes nothing.
 func (x *OffsetIndex) TruncateTo(offset int64) error {
-	m := x.m
-	if m.closed {
-		return ErrClosed
-	}
-	n := int(m.entries.Load())
-	keep := n
-	switch {
-	case offset <= x.base:
-		keep = 0
-	case offset-x.base <= MaxRelativeOffset:
-		keep = firstGE(n, offset-x.base, func(i int) int64 {
-			return int64(binary.BigEndian.Uint32(m.slot(i)))
-		})
-	}
-	if err := m.truncate(keep); err != nil {
+	keep, err := x.m.truncateFrom(x.base, offset, func(slot []byte) int64 {
+		return int64(binary.BigEndian.Uint32(slot))
+	})
+	if err != nil {
 		return err
 	}
 	x.last = x.entryOrEmpty(keep - 1)

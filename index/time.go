@@ -168,24 +168,12 @@ func (x *TimeIndex) Lookup(ts int64) TimeEntry {
 // TruncateTo removes the entries whose offset is >= offset. Truncating to an
 // offset above the last entry changes nothing.
 func (x *TimeIndex) TruncateTo(offset int64) error {
-	m := x.m
-	if m.closed {
-		return ErrClosed
-	}
-	n := int(m.entries.Load())
-	keep := n
-	switch {
-	case offset <= x.base:
-		keep = 0
-	case offset-x.base <= MaxRelativeOffset:
-		// Offsets may repeat (a later entry can raise the timestamp of the
-		// same offset), so find the first entry at or past offset rather
-		// than an entry equal to it.
-		keep = firstGE(n, offset-x.base, func(i int) int64 {
-			return int64(binary.BigEndian.Uint32(m.slot(i)[8:]))
-		})
-	}
-	if err := m.truncate(keep); err != nil {
+	// Offsets may repeat (a later entry can raise the timestamp of the same
+	// offset), so the cut is at the first entry at or past offset.
+	keep, err := x.m.truncateFrom(x.base, offset, func(slot []byte) int64 {
+		return int64(binary.BigEndian.Uint32(slot[8:]))
+	})
+	if err != nil {
 		return err
 	}
 	x.last = x.entryOrEmpty(keep - 1)
