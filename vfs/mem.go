@@ -113,6 +113,19 @@ func (m *MemFS) walk(name string) (parent *memNode, base string, n *memNode, err
 	return dir, base, dir.children[base], nil
 }
 
+// lookup returns the existing node name; a missing one is ENOENT. Errors
+// are *fs.PathError with op. Holds m.mu.
+func (m *MemFS) lookup(op, name string) (*memNode, error) {
+	_, _, n, err := m.walk(name)
+	if err == nil && n == nil {
+		err = syscall.ENOENT
+	}
+	if err != nil {
+		return nil, pathErr(op, name, err)
+	}
+	return n, nil
+}
+
 func pathErr(op, name string, err error) error {
 	return &fs.PathError{Op: op, Path: name, Err: err}
 }
@@ -155,12 +168,9 @@ func (m *MemFS) Create(name string) (File, error) {
 func (m *MemFS) Open(name string) (File, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, _, n, err := m.walk(name)
-	if err == nil && n == nil {
-		err = syscall.ENOENT
-	}
+	n, err := m.lookup("open", name)
 	if err != nil {
-		return nil, pathErr("open", name, err)
+		return nil, err
 	}
 	return m.newHandle(n, name, false), nil
 }
@@ -283,16 +293,12 @@ func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 func (m *MemFS) ReadDir(dir string) ([]string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, _, n, err := m.walk(dir)
-	switch {
-	case err != nil:
-	case n == nil:
-		err = syscall.ENOENT
-	case !n.dir:
-		err = syscall.ENOTDIR
-	}
+	n, err := m.lookup("open", dir)
 	if err != nil {
-		return nil, pathErr("open", dir, err)
+		return nil, err
+	}
+	if !n.dir {
+		return nil, pathErr("open", dir, syscall.ENOTDIR)
 	}
 	return slices.Sorted(maps.Keys(n.children)), nil
 }
@@ -301,12 +307,9 @@ func (m *MemFS) ReadDir(dir string) ([]string, error) {
 func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, _, n, err := m.walk(name)
-	if err == nil && n == nil {
-		err = syscall.ENOENT
-	}
+	n, err := m.lookup("stat", name)
 	if err != nil {
-		return nil, pathErr("stat", name, err)
+		return nil, err
 	}
 	return n.info(filepath.Base(name)), nil
 }
@@ -317,12 +320,9 @@ func (m *MemFS) Stat(name string) (os.FileInfo, error) {
 func (m *MemFS) SyncDir(dir string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, _, n, err := m.walk(dir)
-	if err == nil && n == nil {
-		err = syscall.ENOENT
-	}
+	n, err := m.lookup("open", dir)
 	if err != nil {
-		return pathErr("open", dir, err)
+		return err
 	}
 	n.sync()
 	return nil
