@@ -109,13 +109,12 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	bd := builders.Get().(*batch.Builder)
 	defer builders.Put(bd)
 	now := time.Now().UnixMilli()
-	// Where the batch will most likely go, so that the builder can align it
-	// with its place in the page cache (a concurrent append or a roll only
-	// makes the copy slower).
-	p.mu.Lock()
-	pos := p.active.Size()
-	p.mu.Unlock()
-	bd.ResetAt(timestampMs(recs[0].Timestamp, now), pos)
+	// Where the batch will most likely go (the end of the active segment,
+	// the last of segs), so that the builder can align it with its place in
+	// the page cache; a concurrent append or a roll only makes the copy
+	// slower. No lock: segs is published atomically.
+	segs := *p.segs.Load()
+	bd.ResetAt(timestampMs(recs[0].Timestamp, now), segs[len(segs)-1].Size())
 	for i := range recs {
 		r := &recs[i]
 		bd.Append(timestampMs(r.Timestamp, now), r.Key, r.Value, r.Headers)
