@@ -57,16 +57,13 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 	if cap(bd.buf) != cap(mem)-bd.skew {
 		mem = bd.buf[:0] // Append outgrew mem: buf starts a new array
 	}
+	if cap(mem) < alignTo+HeaderSize {
+		mem = make([]byte, 0, 4096)
+	}
 	skew := 0
 	if pos >= 0 {
-		if cap(mem) < alignTo+HeaderSize {
-			mem = make([]byte, 0, 4096)
-		}
 		addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
 		skew = int((uint64(pos) - addr) % alignTo)
-	}
-	if cap(mem) < skew+HeaderSize {
-		mem = make([]byte, 0, 4096)
 	}
 	bd.mem, bd.skew = mem, skew
 	b := mem[skew : skew+HeaderSize]
