@@ -226,13 +226,6 @@ func (w *wheel) place(t *Timer) *bucket {
 	}
 }
 
-// remove stops t: it reports whether t was pending (false: it already went
-// to the executor, or was stopped, or never added). t stays where it is
-// until its bucket expires or a sweep drops it.
-func (w *wheel) remove(t *Timer) bool {
-	return t.state.CompareAndSwap(timerPending, timerStopped)
-}
-
 // setClock moves the current time forward to now, and every level's current
 // time with it (rounded down to the level's tick). Buckets must not be left
 // in the heap with exp <= now: advance pops them first.

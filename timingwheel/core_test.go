@@ -16,6 +16,13 @@ func newCoreTimer(exp int64) *Timer {
 	return t
 }
 
+// remove stops t as Timer.Stop does (without counting the stop for the
+// sweep): it reports whether t was pending. t stays in the wheel until its
+// bucket expires or a sweep drops it.
+func (w *wheel) remove(t *Timer) bool {
+	return t.state.CompareAndSwap(timerPending, timerStopped)
+}
+
 // tickEnd is the end of the finest-level tick holding e: by then a timer due
 // at e must have fired.
 func tickEnd(e, tick int64) int64 { return e/tick*tick + tick }

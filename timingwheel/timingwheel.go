@@ -78,7 +78,7 @@ type TimingWheel struct {
 	w       *wheel
 	armed   int64 // when the driver wakes (ns since start); MaxInt64 when idle
 	stopped bool
-	free    []Timer // zero Timers for AfterFunc, handed out from the front
+	unused  []Timer // zero Timers for AfterFunc, handed out from the front
 	// sweeping is set while a caller of schedule sweeps (see sweepMin).
 	sweeping bool
 	// stops counts successful Timer.Stops, for the sweep (the core counts
@@ -262,11 +262,11 @@ const timerChunk = 32
 // is that a Timer the caller keeps keeps its chunk's memory alive, at most
 // timerChunk × 40 bytes. tw.mu must be held.
 func (tw *TimingWheel) newTimer() *Timer {
-	if len(tw.free) == 0 {
-		tw.free = make([]Timer, timerChunk)
+	if len(tw.unused) == 0 {
+		tw.unused = make([]Timer, timerChunk)
 	}
-	t := &tw.free[0]
-	tw.free = tw.free[1:]
+	t := &tw.unused[0]
+	tw.unused = tw.unused[1:]
 	return t
 }
 
