@@ -83,25 +83,34 @@ var rawWrite = sync.OnceValue(func() rawRate {
 	buf := bytes.Repeat([]byte{0x5a}, rawChunk)
 	var best rawRate
 	for round := range 5 {
-		name := filepath.Join(dir, fmt.Sprint(round))
-		f, err := os.Create(name)
+		wall, cpu, err := rawRound(filepath.Join(dir, fmt.Sprint(round)), buf)
 		if err != nil {
 			panic(err)
 		}
-		const total = rawWrap
-		start, c0 := time.Now(), cpuTime()
-		for n := 0; n < total; n += rawChunk {
-			if _, err := f.Write(buf); err != nil {
-				panic(err)
-			}
-		}
-		best.wall = max(best.wall, total/time.Since(start).Seconds())
-		best.cpu = max(best.cpu, total/(cpuTime()-c0).Seconds())
-		f.Close()
-		os.Remove(name)
+		best.wall = max(best.wall, rawWrap/wall.Seconds())
+		best.cpu = max(best.cpu, rawWrap/cpu.Seconds())
 	}
 	return best
 })
+
+// rawRound writes rawWrap bytes to the new file name in writes of buf, then
+// removes it, and returns the time the writes took, by the wall clock and in
+// the process's CPU time.
+func rawRound(name string, buf []byte) (wall, cpu time.Duration, err error) {
+	f, err := os.Create(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.Remove(name)
+	defer f.Close()
+	start, c0 := time.Now(), cpuTime()
+	for n := 0; n < rawWrap; n += len(buf) {
+		if _, err := f.Write(buf); err != nil {
+			return 0, 0, err
+		}
+	}
+	return time.Since(start), cpuTime() - c0, nil
+}
 
 // fsyncRate measures how many 4 KiB append+fsync operations per second the
 // disk does in dir: the median of n. The disk is shared, so the benchmarks
@@ -216,11 +225,17 @@ func benchBroker(b *testing.B, dir string, cfg TopicConfig) (*Broker, *Partition
 
 // cpuTime is the CPU time (user + system) the process has used so far.
 func cpuTime() time.Duration {
+	ru := rusage()
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rusage is the process's resource usage so far.
+func rusage() syscall.Rusage {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		panic(err)
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return ru
 }
 
 // records returns n records with values of size bytes (no key).
@@ -258,13 +273,7 @@ var appendSizes = []struct{ size, batch int }{
 }
 
 // pageFaults is the number of minor page faults the process has taken.
-func pageFaults() int64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		panic(err)
-	}
-	return ru.Minflt
-}
+func pageFaults() int64 { return rusage().Minflt }
 
 // mallocs is the number of heap allocations made so far by the process.
 func mallocs() uint64 {
@@ -652,19 +661,10 @@ func BenchmarkAppendBurst(b *testing.B) {
 	br, _ := benchBroker(b, dir, TopicConfig{SegmentBytes: 1 << 30})
 	buf := bytes.Repeat([]byte{0x5a}, rawChunk)
 	raw := func(i int) time.Duration {
-		f, err := os.Create(filepath.Join(dir, fmt.Sprintf("raw-%d", i)))
+		d, _, err := rawRound(filepath.Join(dir, fmt.Sprintf("raw-%d", i)), buf)
 		if err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now()
-		for n := 0; n < total; n += rawChunk {
-			if _, err := f.Write(buf); err != nil {
-				b.Fatal(err)
-			}
-		}
-		d := time.Since(start)
-		f.Close()
-		os.Remove(f.Name())
 		return d
 	}
 	appendRound := func(i int) time.Duration {
