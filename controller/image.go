@@ -118,14 +118,7 @@ func newImage() *Image {
 // write. The caller must have exclusive access to img (clone re-marks it).
 func (img *Image) clone() *Image {
 	img.owner = new(ownerToken)
-	return &Image{
-		version:         img.version,
-		lastBrokerEpoch: img.lastBrokerEpoch,
-		brokers:         maps.Clone(img.brokers),
-		topics:          maps.Clone(img.topics),
-		topicNames:      maps.Clone(img.topicNames),
-		owner:           new(ownerToken),
-	}
+	return img.cloneShared()
 }
 
 // mutTopic returns the topic named name, copied first if img does not own it.
