@@ -15,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/controller/controllertest"
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 // cluster is an in-process controller quorum on loopback TCP.
@@ -635,16 +636,7 @@ func TestCloseLeaksNoGoroutines(t *testing.T) {
 		createTopic(ctx, t, c.nodes[2], "t", controller.TopicSpec{Partitions: 2, ReplicationFactor: 2})
 		c.close()
 	}()
-	var n int
-	for range 500 {
-		if n = runtime.NumGoroutine(); n <= base {
-			return
-		}
-		runtime.Gosched()
-		time.Sleep(2 * time.Millisecond)
-	}
-	buf := make([]byte, 1<<20)
-	t.Fatalf("%d goroutines before, %d after Close:\n%s", base, n, buf[:runtime.Stack(buf, true)])
+	leaktest.Wait(t, base)
 }
 
 func TestStartRejectsBadConfig(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 // The entries the concurrent writers append: entry i is at offset
@@ -98,7 +100,7 @@ func TestOffsetIndexConcurrent(t *testing.T) {
 	for _, churn := range []bool{false, true} {
 		forEachBackend(t, func(t *testing.T, b backend, dir string) {
 			t.Run(fmt.Sprintf("churn=%v", churn), func(t *testing.T) {
-				checkGoroutines(t)
+				leaktest.Check(t)
 				const n = 10000
 				x := mustOpenOffset(t, b, filepath.Join(dir, fmt.Sprint(churn)+".index"), concBase, 64*8)
 				check := func(e OffsetEntry) error {
@@ -198,7 +200,7 @@ func TestOffsetIndexConcurrent(t *testing.T) {
 
 func TestTimeIndexConcurrent(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend, dir string) {
-		checkGoroutines(t)
+		leaktest.Check(t)
 		const n = 10000
 		x := mustOpenTime(t, b, filepath.Join(dir, "a.timeindex"), concBase, 64*12)
 		empty := TimeEntry{Timestamp: NoTimestamp, Offset: concBase}

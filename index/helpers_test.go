@@ -3,7 +3,6 @@ package index
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -120,25 +119,6 @@ func writeFile(t testing.TB, dir, base string, data []byte) string {
 		t.Fatal(err)
 	}
 	return name
-}
-
-// checkGoroutines fails the test if, after it ends, more goroutines run than
-// before it started (waiting a bounded while for exiting ones).
-func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(5 * time.Second)
-		for runtime.NumGoroutine() > before {
-			if time.Now().After(deadline) {
-				buf := make([]byte, 1<<16)
-				t.Errorf("goroutines leaked: %d before, %d after\n%s",
-					before, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
-				return
-			}
-			runtime.Gosched()
-			time.Sleep(time.Millisecond)
-		}
-	})
 }
 
 // seed returns STRATA_SEED if set, else a fresh seed; it logs it so a failing

@@ -4,15 +4,17 @@ import (
 	"context"
 	"testing"
 
-	"github.com/strata-log/strata/group"
-	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/vfs"
 )
 
 // TestGroupCommitsAreDurable: commits go to __consumer_offsets and come back
 // after a reopen; the internal topic is neither listed nor user-creatable.
 func TestGroupCommitsAreDurable(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	fs := vfs.NewMem()
 	ctx := context.Background()
 	b := openT(t, fs, "/d")

@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
-	"github.com/stretchr/testify/require"
 )
 
 // fss runs a test over the OS file system and the in-memory one.
@@ -34,7 +36,7 @@ func rec(i int) Record {
 
 func TestAppendReadReopen(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
-		noLeaks(t) // the broker's loop and timing wheel end with Close
+		leaktest.Check(t) // the broker's loop and timing wheel end with Close
 		b := openT(t, fs, dir)
 		tp, err := b.CreateTopic("orders", TopicConfig{Partitions: 2})
 		require.NoError(t, err)
@@ -119,7 +121,7 @@ func TestTopicConfigPersists(t *testing.T) {
 
 func TestDeleteTopic(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
-		noLeaks(t)
+		leaktest.Check(t)
 		b := openT(t, fs, dir)
 		tp, err := b.CreateTopic("gone", TopicConfig{Partitions: 2})
 		require.NoError(t, err)

@@ -10,10 +10,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
-	"github.com/stretchr/testify/require"
 )
 
 // consBroker opens a broker on a fresh in-memory file system with topic
@@ -90,7 +92,7 @@ func byPartition(t *testing.T, recs []Record) map[int][]int64 {
 }
 
 func TestConsumerConfig(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	b := consBroker(t, 2)
 	for _, cfg := range []ConsumerConfig{
 		{},
@@ -120,7 +122,7 @@ func TestConsumerConfig(t *testing.T) {
 // TestConsumerNoGroup reads every partition, from the earliest or from the
 // latest offset.
 func TestConsumerNoGroup(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	b := consBroker(t, 3)
 	for p := range 3 {
 		consAppend(t, b, p, 5+p)
@@ -327,7 +329,7 @@ func TestConsumerFairness(t *testing.T) {
 
 // TestConsumerSeek: in range, out of range, unassigned.
 func TestConsumerSeek(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	b := consBroker(t, 2)
 	consAppend(t, b, 0, 10)
 	c := newConsumerT(t, b, ConsumerConfig{Topics: []string{"t"}, MaxWait: time.Millisecond})
@@ -692,7 +694,7 @@ func TestConsumerGroupPollTimeout(t *testing.T) {
 // the group starts after the commit, and so does one after the broker is
 // reopened.
 func TestConsumerCommitResume(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	fs := vfs.NewMem()
 	b, err := Open("/d", consBrokerConfig(fs))
 	require.NoError(t, err)

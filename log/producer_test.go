@@ -12,9 +12,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
-	"github.com/stretchr/testify/require"
 )
 
 // prodClient is the Client of the producer tests: a real Broker (on an
@@ -317,7 +319,7 @@ func TestProducerBatchBytes(t *testing.T) {
 }
 
 func TestProducerCallbacksInOffsetOrder(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	b, err := Open(t.TempDir(), Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
@@ -447,7 +449,7 @@ func TestProducerCloseFlushesThenRefuses(t *testing.T) {
 }
 
 func TestProducerConcurrentClose(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	_, c := prodBroker(t, TopicConfig{Partitions: 2})
 	p, err := NewProducer(c, ProducerConfig{})
 	require.NoError(t, err)
@@ -911,7 +913,7 @@ func TestProducerConfig(t *testing.T) {
 }
 
 func TestProducerGoroutines(t *testing.T) {
-	noLeaks(t)
+	leaktest.Check(t)
 	_, c := prodBroker(t, TopicConfig{Partitions: 8})
 	before := runtime.NumGoroutine()
 	p, err := NewProducer(c, ProducerConfig{Linger: -1})

@@ -4,26 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
-)
 
-// checkGoroutines fails t if more goroutines run than before, once those
-// that are ending had a bounded chance to finish.
-func checkGoroutines(t *testing.T, before int) {
-	t.Helper()
-	for range 1000 {
-		if runtime.NumGoroutine() <= before {
-			return
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-	t.Errorf("%d goroutines still running, %d before the test", runtime.NumGoroutine(), before)
-}
+	"github.com/strata-log/strata/internal/leaktest"
+)
 
 // pattern is the byte at offset i of the files the concurrency tests write.
 func pattern(i int) byte { return byte(i % 251) }
@@ -42,7 +28,7 @@ func checkPattern(b []byte, from int) error {
 // writer has published, a tester takes crash clones at random instants, and
 // other goroutines change directories meanwhile. Run it with -race.
 func TestMemConcurrentWriterReaders(t *testing.T) {
-	defer checkGoroutines(t, runtime.NumGoroutine())
+	leaktest.Check(t)
 	m := newMemWithDir(t)
 	w, err := m.Create("/d/log")
 	if err != nil {
@@ -182,7 +168,7 @@ func TestMemConcurrentWriterReaders(t *testing.T) {
 // TestMemCrashWhileWriting crashes the FS under a running writer: the writer
 // soon gets ErrCrashed, and the restarted FS holds at least what was synced.
 func TestMemCrashWhileWriting(t *testing.T) {
-	defer checkGoroutines(t, runtime.NumGoroutine())
+	leaktest.Check(t)
 	m := newMemWithDir(t)
 	w, err := m.Create("/d/log")
 	if err != nil {
@@ -237,7 +223,7 @@ func TestMemCrashWhileWriting(t *testing.T) {
 // runs is a state the writer went through: the writer syncs a counter into
 // "a" and then into "b", so no crash may show b ahead of a.
 func TestMemCrashCloneIsAtomic(t *testing.T) {
-	defer checkGoroutines(t, runtime.NumGoroutine())
+	leaktest.Check(t)
 	m := newMemWithDir(t)
 	a := writeFile(t, m, "/d/a", "00000000", true, true)
 	b := writeFile(t, m, "/d/b", "00000000", true, true)
