@@ -62,7 +62,7 @@ func TestCloseWaitsForStore(t *testing.T) {
 		store := &blockingStore{entered: make(chan struct{}, 2), release: make(chan struct{})}
 		c, err := group.New(group.Config{Store: store, Partitions: partitionsOf(testTopics)})
 		require.NoError(t, err)
-		offs := map[group.TopicPartition]int64{{"a", 0}: 1}
+		offs := map[group.TopicPartition]int64{{Topic: "a", Partition: 0}: 1}
 		first, second := make(chan error, 1), make(chan error, 1)
 		go func() { first <- c.Commit(context.Background(), "g", "", -1, offs) }()
 		<-store.entered

@@ -50,10 +50,10 @@ func TestOffsetRecordRoundTrip(t *testing.T) {
 		tp    TopicPartition
 		off   int64
 	}{
-		{"g", TopicPartition{"t", 0}, 0},
-		{"group.with-dots_and_more", TopicPartition{"topic-1", 1<<31 - 1}, 1<<63 - 1},
-		{long, TopicPartition{long, 7}, 123456789},
-		{"ünïcödé", TopicPartition{"émoji-🙂", 3}, 9},
+		{"g", TopicPartition{Topic: "t", Partition: 0}, 0},
+		{"group.with-dots_and_more", TopicPartition{Topic: "topic-1", Partition: 1<<31 - 1}, 1<<63 - 1},
+		{long, TopicPartition{Topic: long, Partition: 7}, 123456789},
+		{"ünïcödé", TopicPartition{Topic: "émoji-🙂", Partition: 3}, 9},
 	} {
 		key, value := EncodeOffsetRecord(c.group, c.tp, c.off, time.Unix(1, 0))
 		g, tp, off, err := DecodeOffsetRecord(key, value)
@@ -76,7 +76,7 @@ func TestOffsetRecordRoundTrip(t *testing.T) {
 }
 
 func TestDecodeOffsetRecordOlderValues(t *testing.T) {
-	key, _ := EncodeOffsetRecord("g", TopicPartition{"t", 1}, 0, time.Time{})
+	key, _ := EncodeOffsetRecord("g", TopicPartition{Topic: "t", Partition: 1}, 0, time.Time{})
 	for version := int16(0); version <= 4; version++ {
 		v := kmsg.OffsetCommitValue{Version: version, Offset: 77, LeaderEpoch: 5, Metadata: "m", CommitTimestamp: 1, ExpireTimestamp: 2}
 		_, _, off, err := DecodeOffsetRecord(key, v.AppendTo(nil))
@@ -91,18 +91,18 @@ func TestDecodeOffsetRecordOlderValues(t *testing.T) {
 }
 
 func TestDecodeOffsetRecordTombstone(t *testing.T) {
-	key, _ := EncodeOffsetRecord("g", TopicPartition{"t", 1}, 5, time.Time{})
+	key, _ := EncodeOffsetRecord("g", TopicPartition{Topic: "t", Partition: 1}, 5, time.Time{})
 	for _, value := range [][]byte{nil, {}} {
 		g, tp, off, err := DecodeOffsetRecord(key, value)
 		require.NoError(t, err)
 		require.Equal(t, "g", g)
-		require.Equal(t, TopicPartition{"t", 1}, tp)
+		require.Equal(t, TopicPartition{Topic: "t", Partition: 1}, tp)
 		require.Equal(t, int64(-1), off)
 	}
 }
 
 func TestDecodeOffsetRecordRejects(t *testing.T) {
-	key, value := EncodeOffsetRecord("g", TopicPartition{"t", 1}, 5, time.Time{})
+	key, value := EncodeOffsetRecord("g", TopicPartition{Topic: "t", Partition: 1}, 5, time.Time{})
 	groupMeta := (&kmsg.GroupMetadataKey{Version: 2, Group: "g"}).AppendTo(nil)
 	negPart := (&kmsg.OffsetCommitKey{Version: 1, Group: "g", Topic: "t", Partition: -1}).AppendTo(nil)
 	emptyGroup := (&kmsg.OffsetCommitKey{Version: 1, Group: "", Topic: "t", Partition: 0}).AppendTo(nil)
@@ -142,7 +142,7 @@ func TestDecodeOffsetRecordRejects(t *testing.T) {
 // encodes back to the same key (and, for a version 3 value, the same value
 // but for the fields Strata does not keep).
 func FuzzDecodeOffsetRecord(f *testing.F) {
-	key, value := EncodeOffsetRecord("g1", TopicPartition{"orders", 2}, 42, time.UnixMilli(1700000000123))
+	key, value := EncodeOffsetRecord("g1", TopicPartition{Topic: "orders", Partition: 2}, 42, time.UnixMilli(1700000000123))
 	f.Add(key, value)
 	f.Add(key, []byte(nil))
 	f.Add(key[:5], value)

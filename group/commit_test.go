@@ -42,7 +42,7 @@ func TestCommitStaleGeneration(t *testing.T) {
 		require.Equal(t, batches, store.Batches(), "a refused commit reached the store")
 
 		require.NoError(t, c.Commit(ctx, "g", a2.MemberID, a2.Generation, map[group.TopicPartition]int64{tp0: 12}))
-		require.Equal(t, map[group.TopicPartition]int64{tp0: 12}, c.Committed("g", []group.TopicPartition{tp0, {"a", 1}}))
+		require.Equal(t, map[group.TopicPartition]int64{tp0: 12}, c.Committed("g", []group.TopicPartition{tp0, {Topic: "a", Partition: 1}}))
 	})
 }
 
@@ -50,7 +50,7 @@ func TestUnknownMember(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		c := newCoordinator(t, group.Config{})
 		ctx := context.Background()
-		offs := map[group.TopicPartition]int64{{"a", 0}: 1}
+		offs := map[group.TopicPartition]int64{{Topic: "a", Partition: 0}: 1}
 		// Of a group that does not exist.
 		require.ErrorIs(t, c.Heartbeat(ctx, "nope", "m", 1), group.ErrUnknownMember)
 		require.ErrorIs(t, c.Leave(ctx, "nope", "m"), group.ErrUnknownMember)
@@ -103,7 +103,7 @@ func TestCommitStoreFailure(t *testing.T) {
 
 		errDisk := errors.New("disk on fire")
 		store.FailWith(errDisk)
-		err = c.Commit(ctx, "g", a.MemberID, a.Generation, map[group.TopicPartition]int64{tp: 2, {"a", 1}: 2})
+		err = c.Commit(ctx, "g", a.MemberID, a.Generation, map[group.TopicPartition]int64{tp: 2, {Topic: "a", Partition: 1}: 2})
 		require.ErrorIs(t, err, errDisk)
 		require.Equal(t, map[group.TopicPartition]int64{tp: 1}, c.Committed("g", nil))
 		require.Equal(t, 1, store.Batches())
@@ -132,7 +132,7 @@ func TestCommitsDurableAcrossRestart(t *testing.T) {
 			want[tp] = off*10 + int64(i)
 		}
 	}
-	require.NoError(t, c.Commit(ctx, "other", "", -1, map[group.TopicPartition]int64{{"b", 4}: 7}))
+	require.NoError(t, c.Commit(ctx, "other", "", -1, map[group.TopicPartition]int64{{Topic: "b", Partition: 4}: 7}))
 	require.NoError(t, c.Close())
 
 	initial, err := store.Initial()
@@ -141,7 +141,7 @@ func TestCommitsDurableAcrossRestart(t *testing.T) {
 	require.NoError(t, err)
 	defer c2.Close()
 	require.Equal(t, want, c2.Committed("g", nil))
-	require.Equal(t, map[group.TopicPartition]int64{{"b", 4}: 7}, c2.Committed("other", nil))
+	require.Equal(t, map[group.TopicPartition]int64{{Topic: "b", Partition: 4}: 7}, c2.Committed("other", nil))
 	require.Equal(t, []string{"g", "other"}, c2.Groups())
 	// A restarted member is new to the group (members are not persisted).
 	_, err = c2.Join(ctx, rejoin(req("a", "a", "b"), a))
@@ -153,10 +153,10 @@ func TestCommitsDurableAcrossRestart(t *testing.T) {
 
 func TestInitialSkipsTombstones(t *testing.T) {
 	c := newCoordinator(t, group.Config{Initial: map[string]map[group.TopicPartition]int64{
-		"g":    {{"a", 0}: 4, {"a", 1}: -1},
-		"gone": {{"a", 0}: -1},
+		"g":    {{Topic: "a", Partition: 0}: 4, {Topic: "a", Partition: 1}: -1},
+		"gone": {{Topic: "a", Partition: 0}: -1},
 	}})
-	require.Equal(t, map[group.TopicPartition]int64{{"a", 0}: 4}, c.Committed("g", nil))
+	require.Equal(t, map[group.TopicPartition]int64{{Topic: "a", Partition: 0}: 4}, c.Committed("g", nil))
 	require.Equal(t, []string{"g"}, c.Groups())
 }
 
@@ -182,7 +182,7 @@ func TestCommitOrderMatchesStore(t *testing.T) {
 		wg.Go(func() {
 			for i := range 200 {
 				off := int64(w*1000 + i)
-				offs := map[group.TopicPartition]int64{{"a", 0}: off, {"a", 1}: off}
+				offs := map[group.TopicPartition]int64{{Topic: "a", Partition: 0}: off, {Topic: "a", Partition: 1}: off}
 				if err := c.Commit(context.Background(), "g", "", -1, offs); err != nil {
 					t.Error(err)
 					return

@@ -143,8 +143,8 @@ func twoMembers(t *testing.T, c *group.Coordinator) (ra, rb group.JoinRequest, a
 	b = jb.resp
 	rb = rejoin(rb, b)
 	require.Equal(t, int32(2), a.Generation)
-	require.Equal(t, []group.TopicPartition{{"a", 0}, {"a", 1}}, a.Assignment) // "a-…" sorts before "b-…"
-	require.Equal(t, []group.TopicPartition{{"a", 2}}, b.Assignment)
+	require.Equal(t, []group.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}}, a.Assignment) // "a-…" sorts before "b-…"
+	require.Equal(t, []group.TopicPartition{{Topic: "a", Partition: 2}}, b.Assignment)
 	requireGeneration(t, []group.JoinResponse{a, b}, map[string]int{"a": 3})
 	return ra, rb, a, b
 }

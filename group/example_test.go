@@ -54,8 +54,8 @@ func Example() {
 	err = c.Heartbeat(ctx, "billing", m.MemberID, m.Generation)
 	fmt.Println("after leaving, unknown member:", errors.Is(err, group.ErrUnknownMember))
 	// Output:
-	// generation 1 members 1 assignment [{orders 0} {orders 1} {orders 2}]
-	// committed map[{orders 0}:42]
+	// generation 1 members 1 assignment [orders-0 orders-1 orders-2]
+	// committed map[orders-0:42]
 	// records stored 2
 	// after leaving, unknown member: true
 }
@@ -103,9 +103,9 @@ func Example_rebalance() {
 	fmt.Println("a:", a.Generation, a.Assignment) // member ids "a-…" sort before "b-…"
 	fmt.Println("b:", b.Generation, b.Assignment)
 	// Output:
-	// a: 1 [{orders 0} {orders 1} {orders 2}]
-	// a: 2 [{orders 0} {orders 1}]
-	// b: 2 [{orders 2}]
+	// a: 1 [orders-0 orders-1 orders-2]
+	// a: 2 [orders-0 orders-1]
+	// b: 2 [orders-2]
 }
 
 func ExampleEncodeOffsetRecord() {
@@ -117,5 +117,5 @@ func ExampleEncodeOffsetRecord() {
 	// Output:
 	// key   0001000762696c6c696e6700066f726465727300000002
 	// value 0003000000000000002affffffff00000000018bcfe56800
-	// billing {orders 2} 42 <nil>
+	// billing orders-2 42 <nil>
 }

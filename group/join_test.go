@@ -207,7 +207,7 @@ func TestSessionTimeout(t *testing.T) {
 		require.Len(t, d.Members, 1)
 		require.Equal(t, group.StatePreparingRebalance, d.State)
 		require.ErrorIs(t, c.Heartbeat(ctx, "g", b.MemberID, b.Generation), group.ErrUnknownMember)
-		require.ErrorIs(t, c.Commit(ctx, "g", b.MemberID, b.Generation, map[group.TopicPartition]int64{{"a", 2}: 1}), group.ErrUnknownMember)
+		require.ErrorIs(t, c.Commit(ctx, "g", b.MemberID, b.Generation, map[group.TopicPartition]int64{{Topic: "a", Partition: 2}: 1}), group.ErrUnknownMember)
 		require.ErrorIs(t, c.Heartbeat(ctx, "g", a.MemberID, a.Generation), group.ErrRebalanceInProgress)
 		a, err := c.Join(ctx, ra)
 		require.NoError(t, err)
@@ -338,8 +338,8 @@ func TestJoinSameSubscriptionKeepsGeneration(t *testing.T) {
 		jb := ready(t, chB)
 		require.NoError(t, jb.err)
 		require.Equal(t, int32(3), a.Generation)
-		require.Equal(t, []group.TopicPartition{{"a", 0}, {"a", 1}}, a.Assignment)
-		require.Equal(t, []group.TopicPartition{{"a", 2}, {"b", 0}, {"b", 1}, {"b", 2}, {"b", 3}, {"b", 4}}, jb.resp.Assignment)
+		require.Equal(t, []group.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}}, a.Assignment)
+		require.Equal(t, []group.TopicPartition{{Topic: "a", Partition: 2}, {Topic: "b", Partition: 0}, {Topic: "b", Partition: 1}, {Topic: "b", Partition: 2}, {Topic: "b", Partition: 3}, {Topic: "b", Partition: 4}}, jb.resp.Assignment)
 	})
 }
 
@@ -386,11 +386,11 @@ func TestValidation(t *testing.T) {
 		require.ErrorIs(t, err, tc.want, tc.name)
 	}
 	for _, offs := range []map[group.TopicPartition]int64{
-		{{"a", 0}: -1},
-		{{"a", -1}: 0},
-		{{"", 0}: 0},
-		{{long, 0}: 0},
-		{{"a", 1 << 31}: 0},
+		{{Topic: "a", Partition: 0}: -1},
+		{{Topic: "a", Partition: -1}: 0},
+		{{Topic: "", Partition: 0}: 0},
+		{{Topic: long, Partition: 0}: 0},
+		{{Topic: "a", Partition: 1 << 31}: 0},
 	} {
 		require.ErrorIs(t, c.Commit(ctx, "g", "", -1, offs), group.ErrInvalidRequest, "%v", offs)
 	}
@@ -401,7 +401,7 @@ func TestValidation(t *testing.T) {
 	// to no one.
 	resp, err := c.Join(ctx, group.JoinRequest{Group: "g", Topics: []string{"a", "nope", "a"}})
 	require.NoError(t, err)
-	require.Equal(t, []group.TopicPartition{{"a", 0}, {"a", 1}, {"a", 2}}, resp.Assignment)
+	require.Equal(t, []group.TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "a", Partition: 2}}, resp.Assignment)
 	require.Regexp(t, `^-`, resp.MemberID, "no client id: the id is a dash and a UUID")
 	d, _ := c.Describe("g")
 	require.Equal(t, []string{"a", "nope"}, d.Members[0].Topics)

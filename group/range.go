@@ -1,9 +1,10 @@
 package group
 
 import (
-	"cmp"
 	"maps"
 	"slices"
+
+	"github.com/strata-log/strata/tp"
 )
 
 // assignRange is Kafka's RangeAssignor. For each topic, the members
@@ -51,9 +52,4 @@ func assignRange(subs map[string][]string, partitions map[string]int) map[string
 	return out
 }
 
-func compareTP(a, b TopicPartition) int {
-	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.Partition, b.Partition)
-}
+var compareTP = tp.Compare

@@ -3,13 +3,12 @@ package group
 import (
 	"errors"
 	"time"
+
+	"github.com/strata-log/strata/tp"
 )
 
-// TopicPartition names one partition of a topic.
-type TopicPartition struct {
-	Topic     string
-	Partition int
-}
+// TopicPartition names one partition of a topic (package tp).
+type TopicPartition = tp.TopicPartition
 
 // Errors of the group protocol. Test for them with errors.Is.
 var (

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -28,7 +29,7 @@ func formatCheckpoint(offsets map[TopicPartition]int64) []byte {
 	for tp := range offsets {
 		tps = append(tps, tp)
 	}
-	slices.SortFunc(tps, compareTP)
+	slices.SortFunc(tps, tp.Compare)
 	var buf bytes.Buffer
 	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(tps))
 	for _, tp := range tps {

@@ -5,10 +5,11 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/tp"
 )
 
 // TopicPartition names one partition of a topic.
-type TopicPartition = group.TopicPartition
+type TopicPartition = tp.TopicPartition
 
 // Errors of consumer groups (see package group).
 var (

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/tp"
 )
 
 // Errors of the Consumer. Test for them with errors.Is.
@@ -290,7 +291,7 @@ func (c *Consumer) positions(tps []TopicPartition, committed map[TopicPartition]
 
 // assign makes parts the assignment. mu is held, or c is not shared yet.
 func (c *Consumer) assign(parts []*partitionPosition) {
-	slices.SortFunc(parts, func(a, b *partitionPosition) int { return compareTP(a.tp, b.tp) })
+	slices.SortFunc(parts, func(a, b *partitionPosition) int { return tp.Compare(a.tp, b.tp) })
 	c.parts = parts
 	c.byTP = make(map[TopicPartition]*partitionPosition, len(parts))
 	for _, p := range parts {
@@ -298,16 +299,6 @@ func (c *Consumer) assign(parts []*partitionPosition) {
 	}
 	c.epoch++
 	c.next = 0
-}
-
-func compareTP(a, b TopicPartition) int {
-	if a.Topic != b.Topic {
-		if a.Topic < b.Topic {
-			return -1
-		}
-		return 1
-	}
-	return a.Partition - b.Partition
 }
 
 // Poll returns the next records of the assigned partitions: up to MaxBytes
