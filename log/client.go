@@ -50,9 +50,17 @@ const (
 	LatestOffset   int64 = -1 // the end offset (high watermark)
 )
 
-// Client is what producers and consumers need from a broker. *Broker (a
-// standalone node) implements it, and so does a cluster member.
+// Client is what producers and consumers need from a broker: the data
+// plane and the consumer-group part. *Broker (a standalone node) implements
+// it, and so do a cluster member and a Kafka-protocol client.
 type Client interface {
+	DataClient
+	GroupClient
+}
+
+// DataClient is the data plane of a Client: metadata, produce, fetch and
+// offsets.
+type DataClient interface {
 	// Partitions returns the number of partitions of topic
 	// (ErrUnknownTopic).
 	Partitions(topic string) (int, error)
@@ -67,13 +75,6 @@ type Client interface {
 	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
 	// in ms the first offset whose record is at least that recent.
 	ListOffset(tp TopicPartition, at int64) (int64, error)
-
-	// Consumer groups.
-	JoinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResponse, error)
-	Heartbeat(ctx context.Context, groupID, memberID string, generation int32) error
-	LeaveGroup(ctx context.Context, groupID, memberID string) error
-	CommitOffsets(ctx context.Context, groupID, memberID string, generation int32, offsets map[TopicPartition]int64) error
-	FetchOffsets(ctx context.Context, groupID string, tps []TopicPartition) (map[TopicPartition]int64, error)
 }
 
 // FetchRequest asks for records of several partitions.

@@ -1,0 +1,311 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// The accumulator: records join their partition's open batch; batches close
+// when full, when lingered or when flushed, under the Producer's mu.
+
+// enqueue adds r to its partition's batch and sets its Partition and
+// Timestamp, and Offset to -1. At most one of done and w is set.
+func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, error), w *sendWaiter) error {
+	r.Offset = -1
+	size := recordMemory(r)
+
+	p.mu.Lock()
+	var ms int64
+	if r.Timestamp.IsZero() {
+		ms = p.nowMsLocked()
+	} else {
+		ms = r.Timestamp.UnixMilli()
+	}
+	if ms != p.lastMs || p.lastTime.IsZero() {
+		p.lastMs, p.lastTime = ms, time.UnixMilli(ms)
+	}
+	r.Timestamp = p.lastTime
+	t, err := p.topicLocked(r.Topic)
+	if err == nil {
+		err = p.admitLocked(ctx, size)
+	}
+	if err == nil && p.closed {
+		err = errProducerClosed
+	}
+	var part int
+	if err == nil {
+		part, err = p.partitionLocked(t, r)
+	}
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	ps := t.parts[part]
+	if b := ps.open; b != nil && !p.fits(b, ms, r) {
+		b.finish()
+		p.closeOpenLocked(ps, true)
+		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
+			// The sticky partition moved on with the batch: follow it
+			// (Kafka's abortOnNewBatch).
+			part = t.sticky
+			ps = t.parts[part]
+			if b := ps.open; b != nil && !p.fits(b, ms, r) {
+				b.finish()
+				p.closeOpenLocked(ps, false)
+			}
+		}
+	}
+	r.Partition = part
+	b := ps.open
+	if b == nil {
+		b = p.openLocked(ps, ms)
+	}
+	b.bd.Append(ms, r.Key, r.Value, r.Headers)
+	b.slots = append(b.slots, slot{key: r.Key, value: r.Value, headers: r.Headers, ts: ms, done: done, w: w})
+	b.bytes += size
+	p.buffered += size
+	switch {
+	case b.bd.Size() >= p.cfg.BatchBytes:
+		// Full: encode the header and CRC here, on the sending goroutine,
+		// which has time to spare, rather than on the partition's sender.
+		b.finish()
+		p.closeOpenLocked(ps, true)
+	case p.linger == 0 && !ps.running:
+		p.startSenderLocked(ps)
+	}
+	p.mu.Unlock()
+	return nil
+}
+
+// nowMsLocked is the wall clock in ms. It reads only the monotonic clock
+// (one clock read instead of time.Now's two) and adds it to the wall time
+// of an anchor taken with time.Now at most clockRefresh ago, so a step of
+// the wall clock shows within clockRefresh.
+func (p *Producer) nowMsLocked() int64 {
+	if d := time.Since(p.clock); d < clockRefresh {
+		return (p.clockNs + int64(d)) / int64(time.Millisecond)
+	}
+	return p.anchorLocked(time.Now()).UnixMilli()
+}
+
+// clockRefresh bounds the age of the anchor of nowMsLocked.
+const clockRefresh = 100 * time.Millisecond
+
+// anchorLocked makes now the anchor of nowMsLocked and returns it.
+func (p *Producer) anchorLocked(now time.Time) time.Time {
+	p.clock, p.clockNs = now, now.UnixNano()
+	return now
+}
+
+// fits reports whether the record fits in b within BatchBytes.
+func (p *Producer) fits(b *pbatch, ms int64, r *Record) bool {
+	return b.bd.Size()+b.bd.RecordSize(ms, r.Key, r.Value, r.Headers) <= p.cfg.BatchBytes
+}
+
+// recordMemory estimates the memory a queued record holds: its encoded size
+// (with the largest varints) and its slot.
+func recordMemory(r *Record) int {
+	n := len(r.Key) + len(r.Value) + 21 + slotBytes
+	for i := range r.Headers {
+		n += len(r.Headers[i].Key) + len(r.Headers[i].Value) + 10
+	}
+	return n
+}
+
+// topicLocked returns the state of topic, reading its partition count from
+// the Client (without holding mu) when it is not known or stale.
+func (p *Producer) topicLocked(name string) (*topicState, error) {
+	if t := p.last; t != nil && t.name == name && !t.stale {
+		return t, nil
+	}
+	if t := p.topics[name]; t != nil && !t.stale {
+		p.last = t
+		return t, nil
+	}
+	if p.closed {
+		return nil, errProducerClosed
+	}
+	p.mu.Unlock()
+	n, err := p.c.Partitions(name)
+	p.mu.Lock()
+	switch {
+	case p.closed:
+		return nil, errProducerClosed
+	case err != nil:
+		return nil, fmt.Errorf("log: produce to %s: %w", name, err)
+	case n < 1:
+		return nil, fmt.Errorf("%w: produce to %s: the topic has %d partitions", ErrUnknownPartition, name, n)
+	}
+	t := p.topics[name]
+	if t == nil {
+		t = &topicState{name: name, sticky: -1}
+		p.topics[name] = t
+	}
+	for i := len(t.parts); i < n; i++ {
+		t.parts = append(t.parts, &partState{topic: t, tp: TopicPartition{Topic: name, Partition: i}})
+	}
+	t.n, t.stale = n, false
+	if t.sticky >= n {
+		t.sticky = -1
+	}
+	p.last = t
+	return t, nil
+}
+
+// admitLocked waits until the buffer has room for size more bytes, up to
+// Timeout.
+func (p *Producer) admitLocked(ctx context.Context, size int) error {
+	if size > p.cfg.BufferBytes {
+		return fmt.Errorf("%w: a record of about %d bytes does not fit in the producer's BufferBytes %d", ErrRecordTooLarge, size, p.cfg.BufferBytes)
+	}
+	var timer *time.Timer
+	for p.buffered+size > p.cfg.BufferBytes {
+		if p.closed {
+			return errProducerClosed
+		}
+		if timer == nil {
+			timer = time.NewTimer(p.cfg.Timeout)
+			defer timer.Stop()
+		}
+		ch := p.watchLocked()
+		p.mu.Unlock()
+		var err error
+		select {
+		case <-ch:
+		case <-timer.C:
+			err = fmt.Errorf("%w: no room in the producer's buffer (BufferBytes %d) within %v: %w", ErrTimeout, p.cfg.BufferBytes, p.cfg.Timeout, context.DeadlineExceeded)
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		p.mu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openLocked starts a batch for ps.
+func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
+	var b *pbatch
+	if n := len(p.free); n > 0 {
+		b = p.free[n-1]
+		p.free[n-1] = nil
+		p.free = p.free[:n-1]
+	} else {
+		b = new(pbatch)
+	}
+	now := p.anchorLocked(time.Now())
+	b.bd.Reset(ms)
+	p.nextID++
+	b.id = p.nextID
+	b.created = now
+	b.deadline = now.Add(p.cfg.Timeout)
+	ps.open = b
+	if p.linger > 0 {
+		if p.lingHead == len(p.lingers) {
+			p.lingers, p.lingHead = p.lingers[:0], 0
+		} else if p.lingHead > len(p.lingers)/2 {
+			n := copy(p.lingers, p.lingers[p.lingHead:])
+			clear(p.lingers[n:])
+			p.lingers, p.lingHead = p.lingers[:n], 0
+		}
+		p.lingers = append(p.lingers, lingerEntry{ps: ps, id: b.id, at: now.Add(p.linger)})
+		if !p.armed {
+			p.armed = true
+			select {
+			case p.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return b
+}
+
+// closeOpenLocked closes ps's open batch for appends and queues it for its
+// sender. When ps holds the topic's sticky partition and switchSticky is
+// set, nil-key records move to another partition.
+func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
+	b := ps.open
+	if b == nil {
+		return
+	}
+	ps.open = nil
+	ps.closedSeq++
+	b.seq = ps.closedSeq
+	if ps.tail == nil {
+		ps.head = b
+	} else {
+		ps.tail.next = b
+	}
+	ps.tail = b
+	if t := ps.topic; switchSticky && t.sticky == ps.tp.Partition {
+		t.sticky = nextSticky(t.sticky, t.n)
+	}
+	if !ps.running {
+		p.startSenderLocked(ps)
+	}
+}
+
+// closeAllLocked closes every open batch and returns, for each partition
+// with batches not yet completed, the sequence number of its last one.
+func (p *Producer) closeAllLocked() []flushTarget {
+	var targets []flushTarget
+	for _, t := range p.topics {
+		for _, ps := range t.parts {
+			p.closeOpenLocked(ps, true)
+			if ps.doneSeq < ps.closedSeq {
+				targets = append(targets, flushTarget{ps, ps.closedSeq})
+			}
+		}
+	}
+	return targets
+}
+
+type flushTarget struct {
+	ps  *partState
+	seq uint64
+}
+
+// waitLocked waits until every target batch has completed, or ctx ends.
+func (p *Producer) waitLocked(ctx context.Context, targets []flushTarget) error {
+	for {
+		pending := false
+		for _, tg := range targets {
+			if tg.ps.doneSeq < tg.seq {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			return nil
+		}
+		ch := p.watchLocked()
+		p.mu.Unlock()
+		select {
+		case <-ch:
+			p.mu.Lock()
+		case <-ctx.Done():
+			p.mu.Lock()
+			return ctx.Err()
+		}
+	}
+}
+
+// watchLocked returns a channel that is closed when the next batch
+// completes (or Close begins).
+func (p *Producer) watchLocked() <-chan struct{} {
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// notifyLocked wakes everyone waiting on watchLocked's channel.
+func (p *Producer) notifyLocked() {
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+}
