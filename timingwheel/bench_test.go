@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/clock/clocktest"
 )
 
 // Benchmarks. Performance targets are checked here, never in unit tests:
@@ -240,7 +242,7 @@ func BenchmarkPurgatory(b *testing.B) {
 		}
 	})
 	b.Run("expired", func(b *testing.B) {
-		fc := newFakeClock()
+		fc := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		tw, _ := Start(Config{Clock: fc})
 		defer tw.Stop()
 		p, _ := NewPurgatory[int](tw, PurgatoryConfig{})

@@ -54,7 +54,7 @@
 // The core (levels, buckets, the bucket queue, advancing to a time; core.go
 // and heap.go) is pure: no goroutines, no locks, no clock; time is a number
 // passed in (the driver passes nanoseconds since the wheel started). The driver (timingwheel.go) owns the lock, the clock, one
-// sleeping timer and the goroutines. Time comes through [Clock], so a broker
+// sleeping timer and the goroutines. Time comes through [clock.Clock], so a broker
 // running on a fake clock runs its wheel on it too; tests also run the
 // system-clock driver in virtual time with testing/synctest.
 //

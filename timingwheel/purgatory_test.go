@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 // testOp checks the purgatory's promises from the operation's side: it counts
@@ -98,6 +100,7 @@ func listedKeys[K comparable](t *testing.T, p *Purgatory[K]) int {
 }
 
 func TestPurgatoryCompletesAtOnce(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	p := newTestPurgatory[string](t, tw, PurgatoryConfig{})
@@ -117,6 +120,7 @@ func TestPurgatoryCompletesAtOnce(t *testing.T) {
 }
 
 func TestPurgatoryCompletedByKey(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	p := newTestPurgatory[string](t, tw, PurgatoryConfig{})
@@ -247,6 +251,7 @@ func TestPurgatoryForceCompleteAndCancel(t *testing.T) {
 // that key's list until a sweep; sweeps keep ended entries at most
 // max(PurgeInterval, live entries), and drop empty lists.
 func TestPurgatoryPurge(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	const interval, n = 10, 200
@@ -288,6 +293,7 @@ func TestPurgatoryPurge(t *testing.T) {
 // one key is dropped from that key's list at once, from its other keys'
 // lists when they are checked or swept.
 func TestPurgatoryKeyCompletionLeavesOtherKeys(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	p := newTestPurgatory[int](t, tw, PurgatoryConfig{})
@@ -312,6 +318,7 @@ func TestPurgatoryKeyCompletionLeavesOtherKeys(t *testing.T) {
 // operation complete plus its CheckAndComplete: once both have returned, the
 // operation must have completed.
 func TestPurgatoryNoLostWakeup(t *testing.T) {
+	leaktest.Check(t)
 	rounds := 2000
 	if os.Getenv("STRATA_SOAK") != "" {
 		rounds = 200000
@@ -346,6 +353,7 @@ func TestPurgatoryNoLostWakeup(t *testing.T) {
 // TestPurgatoryExactlyOnce: many goroutines complete, force, cancel and
 // expire the same operations at once; each must end exactly once.
 func TestPurgatoryExactlyOnce(t *testing.T) {
+	leaktest.Check(t)
 	ops, workers := 4000, 8
 	if os.Getenv("STRATA_SOAK") != "" {
 		ops = 200000
@@ -443,6 +451,7 @@ func TestPurgatoryExactlyOnce(t *testing.T) {
 }
 
 func TestPurgatoryConfigValidation(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	for _, cfg := range []PurgatoryConfig{{PurgeInterval: -1}, {Shards: 3}, {Shards: -4}, {Shards: 1 << 17}} {
@@ -471,6 +480,7 @@ func (o *secondTry) TryComplete() bool {
 }
 
 func TestPurgatoryCompletesOnSecondTry(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	p := newTestPurgatory[string](t, tw, PurgatoryConfig{})

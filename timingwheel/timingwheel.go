@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/strata-log/strata/clock"
 )
 
 // ErrInvalidConfig is returned by [Start] and [NewPurgatory] for a
@@ -36,9 +38,9 @@ type Config struct {
 	WheelSize int
 	// Workers is the number of goroutines that run callbacks. 0 means 2.
 	Workers int
-	// Clock is where the wheel reads time and sleeps. nil means the system
-	// clock.
-	Clock Clock
+	// Clock is where the wheel reads time and sleeps (Now and NewTimer).
+	// nil means the system clock.
+	Clock clock.Clock
 }
 
 func (c Config) withDefaults() Config {
@@ -71,8 +73,8 @@ func (c Config) validate() error {
 // use.
 type TimingWheel struct {
 	tick  time.Duration
-	clock Clock     // nil: the system clock (fast path for reading it)
-	start time.Time // time 0 of the core
+	clock clock.Clock // nil: the system clock (fast path for reading it)
+	start time.Time   // time 0 of the core
 
 	mu      sync.Mutex
 	w       *wheel
@@ -143,17 +145,15 @@ func Start(cfg Config) (*TimingWheel, error) {
 		quit:  make(chan struct{}),
 	}
 	tw.work.L = &tw.mu
-	var sleeper ClockTimer
+	var sleeper clock.Timer
 	if tw.clock == nil {
 		tw.start = time.Now()
-		t := time.NewTimer(time.Hour)
-		t.Stop()
-		sleeper = systemTimer{t}
+		sleeper = clock.System().NewTimer(time.Hour)
 	} else {
 		tw.start = tw.clock.Now()
 		sleeper = tw.clock.NewTimer(time.Hour)
-		sleeper.Stop()
 	}
+	sleeper.Stop()
 	tw.wg.Add(1 + cfg.Workers)
 	go tw.drive(sleeper)
 	for range cfg.Workers {
@@ -311,7 +311,7 @@ func (tw *TimingWheel) Stop() {
 // drive is the clock goroutine: it advances the core to the current time,
 // hands due timers to the workers and sleeps until the next bucket expires
 // or an earlier one appears. It never runs a callback.
-func (tw *TimingWheel) drive(sleeper ClockTimer) {
+func (tw *TimingWheel) drive(sleeper clock.Timer) {
 	defer tw.wg.Done()
 	defer sleeper.Stop()
 	for {

@@ -3,12 +3,15 @@ package timingwheel
 import (
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/strata-log/strata/clock/clocktest"
+
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 // Driver tests. They run in a testing/synctest bubble: time is virtual, moves
@@ -361,6 +364,7 @@ func TestStoppedTimersAreSwept(t *testing.T) {
 // one wins: Stop reports true and the callback never runs, or Stop reports
 // false and the callback runs once.
 func TestStopRacesFire(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(50*time.Microsecond, 20)
 	const n, stoppers = 4000, 4
 	fired := make([]atomic.Int32, n)
@@ -405,7 +409,7 @@ func TestStopRacesFire(t *testing.T) {
 // TestClockSeam runs the wheel on a fake clock that moves only on Advance.
 func TestClockSeam(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		fc := newFakeClock()
+		fc := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 		tw, err := Start(Config{Tick: 10 * time.Millisecond, WheelSize: 8, Clock: fc})
 		if err != nil {
 			t.Fatal(err)
@@ -446,6 +450,7 @@ func TestClockSeam(t *testing.T) {
 }
 
 func TestConfigValidation(t *testing.T) {
+	leaktest.Check(t)
 	for _, cfg := range []Config{
 		{Tick: -1},
 		{WheelSize: 1},
@@ -480,6 +485,7 @@ func TestConfigValidation(t *testing.T) {
 
 // TestSystemClock runs one timer on the real clock (no virtual time).
 func TestSystemClock(t *testing.T) {
+	leaktest.Check(t)
 	tw := New(time.Millisecond, 20)
 	defer tw.Stop()
 	start := time.Now()
@@ -496,22 +502,8 @@ func TestSystemClock(t *testing.T) {
 	}
 }
 
-// waitGoroutines waits, boundedly, for the goroutine count to fall to n.
-func waitGoroutines(t *testing.T, n int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > n {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines, want <= %d:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
-}
-
 func TestNoGoroutineLeak(t *testing.T) {
-	before := runtime.NumGoroutine()
+	leaktest.Check(t)
 	for i := range 20 {
 		tw, err := Start(Config{Workers: 1 + i%4})
 		if err != nil {
@@ -523,5 +515,4 @@ func TestNoGoroutineLeak(t *testing.T) {
 		tw.AfterFunc(time.Hour, func() {})
 		tw.Stop()
 	}
-	waitGoroutines(t, before)
 }
