@@ -13,6 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/clock/clocktest"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/controller/controllertest"
 	"github.com/strata-log/strata/internal/leaktest"
@@ -28,7 +30,7 @@ type cluster struct {
 
 type clusterOpt func(i int, cfg *controller.Config)
 
-func withClock(clk controller.Clock) clusterOpt {
+func withClock(clk clock.Clock) clusterOpt {
 	return func(_ int, cfg *controller.Config) { cfg.Clock = clk }
 }
 
@@ -448,8 +450,8 @@ func TestRestartedMemberRejoinsFromItsDir(t *testing.T) {
 
 func TestSilentBrokerIsFenced(t *testing.T) {
 	ctx := testContext(t)
-	clock := controllertest.NewClock(time.Unix(1_000_000, 0))
-	c := newCluster(t, 3, withClock(clock))
+	clk := clocktest.New(time.Unix(1_000_000, 0))
+	c := newCluster(t, 3, withClock(clk))
 	m := c.nodes[0]
 	epochs := liveBrokers(ctx, t, m, 1, 2, 3)
 	topic := createTopic(ctx, t, m, "t", controller.TopicSpec{Partitions: 6, ReplicationFactor: 2})
@@ -464,11 +466,11 @@ func TestSilentBrokerIsFenced(t *testing.T) {
 
 	// Time goes by in steps of one second; brokers 1 and 3 heartbeat at
 	// every step, broker 2 stays silent. Its session (9 s) expires first.
-	start := clock.Now()
+	start := clk.Now()
 	var img *controller.Image
 	for step := 1; ; step++ {
 		require.Less(t, step, 60, "broker 2 never fenced")
-		clock.Advance(time.Second)
+		clk.Advance(time.Second)
 		for _, id := range []int{1, 3} {
 			heartbeat(ctx, t, m, id, epochs[id])
 		}
@@ -482,7 +484,7 @@ func TestSilentBrokerIsFenced(t *testing.T) {
 			break
 		}
 	}
-	require.GreaterOrEqual(t, clock.Now().Sub(start), 9*time.Second, "fenced before its session expired")
+	require.GreaterOrEqual(t, clk.Now().Sub(start), 9*time.Second, "fenced before its session expired")
 	for _, id := range []int{1, 3} {
 		b, _ := img.Broker(id)
 		require.False(t, b.Fenced, "broker %d", id)

@@ -8,6 +8,8 @@ import (
 	mrand "math/rand/v2"
 	"net"
 	"time"
+
+	"github.com/strata-log/strata/clock"
 )
 
 // Peer is one voter of the controller quorum.
@@ -32,7 +34,7 @@ type Config struct {
 
 	Logger  *slog.Logger // nil → discard; Raft's own logs go here, Info lowered to Debug
 	Network Network      // nil → TCP
-	Clock   Clock        // session timeouts run on it; nil → the system clock
+	Clock   clock.Clock  // session timeouts run on it; nil → the system clock
 	// Rand places replicas and draws topic IDs; nil → seeded from crypto/rand.
 	// Only the active controller's event loop uses it.
 	Rand Rand
@@ -81,7 +83,7 @@ func (c Config) withDefaults() Config {
 		c.Network = TCPNetwork{}
 	}
 	if c.Clock == nil {
-		c.Clock = systemClock{}
+		c.Clock = clock.System()
 	}
 	if c.Rand == nil {
 		var seed [16]byte

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/strata-log/strata/clock"
 )
 
 // The event loop: one goroutine that, while this member is the Raft leader,
@@ -45,16 +47,17 @@ type proposal struct {
 type leaderState struct {
 	img       *Image
 	deadlines map[int]time.Time // session expiry of each broker
-	fence     <-chan time.Time  // fires at the earliest expiry
+	fence     clock.Timer       // fires at the earliest expiry
 }
 
 func (c *Controller) run() {
 	defer c.loopDone.Done()
 	var st *leaderState
+	defer func() { st.stopFence() }()
 	var fence <-chan time.Time
 	for {
 		if st != nil {
-			fence = st.fence
+			fence = st.fence.C()
 		} else {
 			fence = nil
 		}
@@ -68,6 +71,7 @@ func (c *Controller) run() {
 		case <-c.stop:
 			return
 		case isLeader := <-c.raft.LeaderCh():
+			st.stopFence()
 			st = nil
 			if isLeader {
 				st = c.becomeLeader(nil)
@@ -109,6 +113,7 @@ func (c *Controller) run() {
 // rebuild replaces a working image that holds a change that did not
 // commit, if this member is still the leader, keeping the broker sessions.
 func (c *Controller) rebuild(prev *leaderState) *leaderState {
+	prev.stopFence()
 	if c.raft.State() != raft.Leader {
 		return nil
 	}
@@ -144,7 +149,9 @@ func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
 
 // armFence sets the fence timer to the earliest session expiry, or a full
 // session from now when no broker is live. Deadlines only move later, so
-// the timer never fires late.
+// the timer never fires late (unless the clock moves between the Now and
+// the Reset here: a fake clock advanced at that moment makes it late by as
+// much, and the next expiry check catches up).
 func (c *Controller) armFence(st *leaderState) {
 	now := c.cfg.Clock.Now()
 	next := now.Add(c.cfg.SessionTimeout)
@@ -153,7 +160,18 @@ func (c *Controller) armFence(st *leaderState) {
 			next = d
 		}
 	}
-	st.fence = c.cfg.Clock.At(next)
+	if st.fence == nil {
+		st.fence = c.cfg.Clock.NewTimer(next.Sub(now))
+	} else {
+		st.fence.Reset(next.Sub(now))
+	}
+}
+
+// stopFence stops the fence timer of st, if any, when st is dropped.
+func (st *leaderState) stopFence() {
+	if st != nil && st.fence != nil {
+		st.fence.Stop()
+	}
 }
 
 // fenceExpired fences the brokers whose sessions have expired; false means
