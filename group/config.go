@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"maps"
 	"time"
+
+	"github.com/strata-log/strata/clock"
 )
 
 // Config configures a Coordinator. The zero value of every field but
@@ -41,11 +43,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Clock is the time seam of a Coordinator: the system clock by default, a
-// fake one in tests (grouptest.Clock) or the broker's own (a timing wheel,
-// say). Its timers must keep working until the Coordinator's Close returns:
-// Close waits for every timer it armed either to be stopped or to have run
-// its f, so close the Coordinator before stopping the clock.
+// Clock is the time seam of a Coordinator: the two methods of a
+// [clock.Clock] it uses. The system clock by default, a fake one in tests
+// (clocktest.Clock, or grouptest.Clock, the same) or the broker's own. Any
+// clock.Clock is a Clock. Its timers must keep working until the
+// Coordinator's Close returns: Close waits for every timer it armed either
+// to be stopped or to have run its f, so close the Coordinator before
+// stopping the clock.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f once d has passed, in a goroutine of its own (as
@@ -60,18 +64,13 @@ type Clock interface {
 // called, after a false one f is running or has run. Stop must not wait
 // for a running f (the Coordinator calls it holding the lock f takes).
 // *time.Timer and *timingwheel.Timer are Stoppers.
-type Stopper interface {
-	Stop() bool
-}
+type Stopper = clock.Stopper
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                              { return time.Now() }
-func (systemClock) AfterFunc(d time.Duration, f func()) Stopper { return time.AfterFunc(d, f) }
+var _ Clock = clock.Clock(nil) // every clock.Clock is a Clock
 
 func (c Config) withDefaults() Config {
 	if c.Clock == nil {
-		c.Clock = systemClock{}
+		c.Clock = clock.System()
 	}
 	if c.MinSessionTimeout == 0 {
 		c.MinSessionTimeout = 6 * time.Second
