@@ -13,8 +13,9 @@ import (
 )
 
 // Network is how a member listens on its RaftAddr and reaches its peers:
-// the transport seam. TCPNetwork is the real one; controllertest.Network
-// wraps loopback TCP so that tests can cut links.
+// the transport seam. TCPNetwork is the real one; a testnet.Node (or
+// controllertest.Network, which wraps one) is loopback TCP whose links
+// tests can cut.
 type Network interface {
 	Listen(addr string) (net.Listener, error)
 	Dial(ctx context.Context, addr string) (net.Conn, error)

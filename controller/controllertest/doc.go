@@ -1,6 +1,7 @@
 // Package controllertest has what tests of a controller quorum need: a
-// loopback TCP Network whose links can be cut, and a Clock the test
-// advances by hand.
+// loopback TCP Network whose links can be cut (a testnet.Network addressed
+// by member address), and a Clock the test advances by hand (the one fake,
+// clocktest.Clock, which new tests use directly).
 //
 //	net := controllertest.NewNetwork()
 //	defer net.Close()
