@@ -43,8 +43,11 @@ func testLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
 }
 
+// newCluster starts n members; at the test's end it closes them and checks
+// that no goroutine outlives them.
 func newCluster(t testing.TB, n int, opts ...clusterOpt) *cluster {
 	t.Helper()
+	leaktest.Check(t) // before the Cleanup of c.close, so it runs after it
 	c := &cluster{t: t, net: controllertest.NewNetwork(), nodes: make([]*controller.Controller, n)}
 	peers := make([]controller.Peer, n)
 	for i := range peers {
@@ -642,6 +645,7 @@ func TestCloseLeaksNoGoroutines(t *testing.T) {
 }
 
 func TestStartRejectsBadConfig(t *testing.T) {
+	leaktest.Check(t)
 	dir := t.TempDir()
 	for name, cfg := range map[string]controller.Config{
 		"no node id":             {Dir: dir, RaftAddr: "127.0.0.1:0"},
@@ -660,6 +664,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 }
 
 func TestSecondStartOnSameDirFails(t *testing.T) {
+	leaktest.Check(t)
 	dir := t.TempDir()
 	cfg := controller.Config{NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Raft: controller.LoopbackRaft(), Logger: testLogger()}
 	first, err := controller.Start(cfg)

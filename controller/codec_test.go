@@ -8,6 +8,8 @@ import (
 
 	"github.com/hashicorp/raft"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 func sampleRecords() []record {
@@ -134,6 +136,7 @@ func TestCloneIsIndependent(t *testing.T) {
 }
 
 func TestFSMApplySnapshotRestoreWait(t *testing.T) {
+	leaktest.Check(t)
 	f := newFSM(discardLogger())
 	require.Equal(t, uint64(0), f.image().Version())
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/index"
+	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
@@ -1189,6 +1190,7 @@ func TestFlushSurvivesCrash(t *testing.T) {
 // TestConcurrentReaders: readers that run while batches are appended never
 // see half a batch, and see every batch once it is published.
 func TestConcurrentReaders(t *testing.T) {
+	leaktest.Check(t)
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
 		s := create(t, fs, dir, 0, Config{IndexIntervalBytes: 300, MaxIndexBytes: 1 << 16})
 		defer s.Close()
