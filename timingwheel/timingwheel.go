@@ -39,7 +39,7 @@ type Config struct {
 	// Workers is the number of goroutines that run callbacks. 0 means 2.
 	Workers int
 	// Clock is where the wheel reads time and sleeps (Now and NewTimer).
-	// nil means the system clock.
+	// nil means the system clock, as does clock.System() (read as fast).
 	Clock clock.Clock
 }
 
@@ -136,9 +136,13 @@ func Start(cfg Config) (*TimingWheel, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	clk := cfg.Clock
+	if clk == clock.System() {
+		clk = nil // the fast path reads time.Now directly
+	}
 	tw := &TimingWheel{
 		tick:  cfg.Tick,
-		clock: cfg.Clock,
+		clock: clk,
 		w:     newWheel(cfg.WheelSize, int64(cfg.Tick)),
 		armed: math.MaxInt64,
 		wake:  make(chan struct{}, 1),

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/clock/clocktest"
 
 	"github.com/strata-log/strata/internal/leaktest"
@@ -483,11 +484,18 @@ func TestConfigValidation(t *testing.T) {
 	tw.Stop()
 }
 
-// TestSystemClock runs one timer on the real clock (no virtual time).
+// TestSystemClock runs one timer on the real clock (no virtual time), given
+// as clock.System(): the wheel takes its fast path for it.
 func TestSystemClock(t *testing.T) {
 	leaktest.Check(t)
-	tw := New(time.Millisecond, 20)
+	tw, err := Start(Config{Clock: clock.System()})
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer tw.Stop()
+	if tw.clock != nil {
+		t.Error("clock.System() not read through the fast path")
+	}
 	start := time.Now()
 	const d = 3 * time.Millisecond
 	done := make(chan time.Duration, 1)
