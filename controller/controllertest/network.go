@@ -23,6 +23,7 @@ type Network struct {
 	net *testnet.Network
 
 	mu    sync.Mutex
+	seq   int               // members reserved (or being reserved)
 	nodes map[string]string // reserved address → node name
 }
 
@@ -39,7 +40,8 @@ func NewNetwork() *Network {
 // address, for one member.
 func (n *Network) Reserve() (string, error) {
 	n.mu.Lock()
-	name := fmt.Sprintf("member-%d", len(n.nodes)+1)
+	n.seq++
+	name := fmt.Sprintf("member-%d", n.seq)
 	n.mu.Unlock()
 	addr, err := n.net.Node(name).Reserve()
 	if err != nil {
