@@ -11,14 +11,14 @@ import (
 	"github.com/strata-log/strata/segment/batch"
 )
 
-// pb is a batch of n records of producer pid.
-func pb(pid int64, epoch int16, seq int32, n int32, ts int64) ProducerBatch {
+// idemBatch is a batch of n records of producer pid.
+func idemBatch(pid int64, epoch int16, seq int32, n int32, ts int64) ProducerBatch {
 	return ProducerBatch{ProducerID: pid, Epoch: epoch, BaseSequence: seq, LastOffsetDelta: n - 1, MaxTimestamp: ts}
 }
 
-// appendTo checks b against s and, if accepted and not a duplicate, appends
+// psAppend checks b against s and, if accepted and not a duplicate, appends
 // it at *next as a partition would: the offsets it got, or the error.
-func appendTo(s *ProducerState, next *int64, b ProducerBatch) (AppendCheck, error) {
+func psAppend(s *ProducerState, next *int64, b ProducerBatch) (AppendCheck, error) {
 	c, err := s.Check(b)
 	if err != nil || c.Duplicate {
 		return c, err
@@ -39,42 +39,42 @@ func TestProducerStateCheck(t *testing.T) {
 		dup     bool
 		first   int64 // for a duplicate: its first offset
 	}{
-		{name: "no producer id, no state", batch: pb(NoProducerID, -1, -1, 3, 0)},
-		{name: "no producer id ignores state", history: []ProducerBatch{pb(p, 0, 0, 1, 0)}, batch: pb(NoProducerID, -1, -1, 1, 0)},
-		{name: "unknown producer at 0", batch: pb(p, 0, 0, 2, 0)},
-		{name: "unknown producer at a later epoch at 0", batch: pb(p, 5, 0, 2, 0)},
-		{name: "unknown producer at 5", batch: pb(p, 0, 5, 2, 0), want: ErrUnknownProducerID},
-		{name: "other producer's state does not count", history: []ProducerBatch{pb(p+1, 0, 0, 5, 0)}, batch: pb(p, 0, 5, 1, 0), want: ErrUnknownProducerID},
-		{name: "next in order", history: []ProducerBatch{pb(p, 0, 0, 3, 0)}, batch: pb(p, 0, 3, 1, 0)},
-		{name: "gap", history: []ProducerBatch{pb(p, 0, 0, 3, 0)}, batch: pb(p, 0, 4, 1, 0), want: ErrOutOfOrderSequence},
-		{name: "overlap, not a duplicate", history: []ProducerBatch{pb(p, 0, 0, 3, 0)}, batch: pb(p, 0, 2, 1, 0), want: ErrOutOfOrderSequence},
-		{name: "same base, other count, not a duplicate", history: []ProducerBatch{pb(p, 0, 0, 3, 0)}, batch: pb(p, 0, 0, 2, 0), want: ErrOutOfOrderSequence},
-		{name: "duplicate of the last", history: []ProducerBatch{pb(p, 0, 0, 3, 10), pb(p, 0, 3, 2, 11)}, batch: pb(p, 0, 3, 2, 99), dup: true, first: 3},
+		{name: "no producer id, no state", batch: idemBatch(NoProducerID, -1, -1, 3, 0)},
+		{name: "no producer id ignores state", history: []ProducerBatch{idemBatch(p, 0, 0, 1, 0)}, batch: idemBatch(NoProducerID, -1, -1, 1, 0)},
+		{name: "unknown producer at 0", batch: idemBatch(p, 0, 0, 2, 0)},
+		{name: "unknown producer at a later epoch at 0", batch: idemBatch(p, 5, 0, 2, 0)},
+		{name: "unknown producer at 5", batch: idemBatch(p, 0, 5, 2, 0), want: ErrUnknownProducerID},
+		{name: "other producer's state does not count", history: []ProducerBatch{idemBatch(p+1, 0, 0, 5, 0)}, batch: idemBatch(p, 0, 5, 1, 0), want: ErrUnknownProducerID},
+		{name: "next in order", history: []ProducerBatch{idemBatch(p, 0, 0, 3, 0)}, batch: idemBatch(p, 0, 3, 1, 0)},
+		{name: "gap", history: []ProducerBatch{idemBatch(p, 0, 0, 3, 0)}, batch: idemBatch(p, 0, 4, 1, 0), want: ErrOutOfOrderSequence},
+		{name: "overlap, not a duplicate", history: []ProducerBatch{idemBatch(p, 0, 0, 3, 0)}, batch: idemBatch(p, 0, 2, 1, 0), want: ErrOutOfOrderSequence},
+		{name: "same base, other count, not a duplicate", history: []ProducerBatch{idemBatch(p, 0, 0, 3, 0)}, batch: idemBatch(p, 0, 0, 2, 0), want: ErrOutOfOrderSequence},
+		{name: "duplicate of the last", history: []ProducerBatch{idemBatch(p, 0, 0, 3, 10), idemBatch(p, 0, 3, 2, 11)}, batch: idemBatch(p, 0, 3, 2, 99), dup: true, first: 3},
 		{
 			name:    "duplicate of the 5th last",
-			history: []ProducerBatch{pb(p, 0, 0, 1, 0), pb(p, 0, 1, 2, 0), pb(p, 0, 3, 1, 0), pb(p, 0, 4, 1, 0), pb(p, 0, 5, 1, 0)},
-			batch:   pb(p, 0, 0, 1, 0), dup: true, first: 0,
+			history: []ProducerBatch{idemBatch(p, 0, 0, 1, 0), idemBatch(p, 0, 1, 2, 0), idemBatch(p, 0, 3, 1, 0), idemBatch(p, 0, 4, 1, 0), idemBatch(p, 0, 5, 1, 0)},
+			batch:   idemBatch(p, 0, 0, 1, 0), dup: true, first: 0,
 		},
 		{
 			name:    "6th last is forgotten: out of order",
-			history: []ProducerBatch{pb(p, 0, 0, 1, 0), pb(p, 0, 1, 2, 0), pb(p, 0, 3, 1, 0), pb(p, 0, 4, 1, 0), pb(p, 0, 5, 1, 0), pb(p, 0, 6, 1, 0)},
-			batch:   pb(p, 0, 0, 1, 0), want: ErrOutOfOrderSequence,
+			history: []ProducerBatch{idemBatch(p, 0, 0, 1, 0), idemBatch(p, 0, 1, 2, 0), idemBatch(p, 0, 3, 1, 0), idemBatch(p, 0, 4, 1, 0), idemBatch(p, 0, 5, 1, 0), idemBatch(p, 0, 6, 1, 0)},
+			batch:   idemBatch(p, 0, 0, 1, 0), want: ErrOutOfOrderSequence,
 		},
-		{name: "older epoch", history: []ProducerBatch{pb(p, 2, 0, 1, 0)}, batch: pb(p, 1, 1, 1, 0), want: ErrProducerFenced},
-		{name: "older epoch at 0", history: []ProducerBatch{pb(p, 2, 0, 1, 0)}, batch: pb(p, 1, 0, 1, 0), want: ErrProducerFenced},
-		{name: "older epoch, duplicate sequence range", history: []ProducerBatch{pb(p, 1, 0, 1, 0), pb(p, 2, 0, 1, 0)}, batch: pb(p, 1, 0, 1, 0), want: ErrProducerFenced},
-		{name: "new epoch at 0", history: []ProducerBatch{pb(p, 0, 0, 10, 0)}, batch: pb(p, 1, 0, 1, 0)},
-		{name: "new epoch not at 0", history: []ProducerBatch{pb(p, 0, 0, 10, 0)}, batch: pb(p, 1, 10, 1, 0), want: ErrOutOfOrderSequence},
-		{name: "new epoch forgets the old batches", history: []ProducerBatch{pb(p, 0, 0, 2, 0), pb(p, 1, 0, 1, 0)}, batch: pb(p, 1, 1, 1, 0)},
-		{name: "negative sequence", batch: pb(p, 0, -1, 1, 0), want: ErrInvalidSequence},
-		{name: "negative epoch", batch: pb(p, -1, 0, 1, 0), want: ErrInvalidSequence},
+		{name: "older epoch", history: []ProducerBatch{idemBatch(p, 2, 0, 1, 0)}, batch: idemBatch(p, 1, 1, 1, 0), want: ErrProducerFenced},
+		{name: "older epoch at 0", history: []ProducerBatch{idemBatch(p, 2, 0, 1, 0)}, batch: idemBatch(p, 1, 0, 1, 0), want: ErrProducerFenced},
+		{name: "older epoch, duplicate sequence range", history: []ProducerBatch{idemBatch(p, 1, 0, 1, 0), idemBatch(p, 2, 0, 1, 0)}, batch: idemBatch(p, 1, 0, 1, 0), want: ErrProducerFenced},
+		{name: "new epoch at 0", history: []ProducerBatch{idemBatch(p, 0, 0, 10, 0)}, batch: idemBatch(p, 1, 0, 1, 0)},
+		{name: "new epoch not at 0", history: []ProducerBatch{idemBatch(p, 0, 0, 10, 0)}, batch: idemBatch(p, 1, 10, 1, 0), want: ErrOutOfOrderSequence},
+		{name: "new epoch forgets the old batches", history: []ProducerBatch{idemBatch(p, 0, 0, 2, 0), idemBatch(p, 1, 0, 1, 0)}, batch: idemBatch(p, 1, 1, 1, 0)},
+		{name: "negative sequence", batch: idemBatch(p, 0, -1, 1, 0), want: ErrInvalidSequence},
+		{name: "negative epoch", batch: idemBatch(p, -1, 0, 1, 0), want: ErrInvalidSequence},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			s := NewProducerState(0)
 			var next int64
 			for _, h := range c.history {
-				_, err := appendTo(s, &next, h)
+				_, err := psAppend(s, &next, h)
 				require.NoError(t, err, "history %+v", h)
 			}
 			before := s.Clone()
@@ -102,11 +102,11 @@ func TestProducerStateCheck(t *testing.T) {
 func TestProducerStateDuplicateAnswer(t *testing.T) {
 	s := NewProducerState(100)
 	next := int64(100)
-	first, err := appendTo(s, &next, pb(1, 0, 0, 4, 1000))
+	first, err := psAppend(s, &next, idemBatch(1, 0, 0, 4, 1000))
 	require.NoError(t, err)
-	_, err = appendTo(s, &next, pb(2, 0, 0, 1, 1001)) // another producer between
+	_, err = psAppend(s, &next, idemBatch(2, 0, 0, 1, 1001)) // another producer between
 	require.NoError(t, err)
-	again, err := s.Check(pb(1, 0, 0, 4, 5000))
+	again, err := s.Check(idemBatch(1, 0, 0, 4, 5000))
 	require.NoError(t, err)
 	require.Equal(t, AppendCheck{Duplicate: true, FirstOffset: 100, LastOffset: 103, MaxTimestamp: 1000}, again)
 	require.Equal(t, AppendCheck{FirstOffset: 100, LastOffset: 103, MaxTimestamp: 1000}, first)
@@ -126,7 +126,7 @@ func TestProducerStateSequenceWrap(t *testing.T) {
 		{math.MaxInt32 - 4, 5, math.MaxInt32},
 	}
 	for _, c := range cases {
-		b := pb(1, 0, c.base, c.n, 0)
+		b := idemBatch(1, 0, c.base, c.n, 0)
 		require.Equal(t, c.wantLast, b.LastSequence(), "base %d n %d", c.base, c.n)
 		require.Equal(t, c.base, decrementSequence(b.LastSequence(), c.n-1))
 	}
@@ -135,25 +135,25 @@ func TestProducerStateSequenceWrap(t *testing.T) {
 	// Update (as a replay of the log would), then batches cross the wrap.
 	s := NewProducerState(0)
 	var next int64
-	s.Update(pb(1, 0, math.MaxInt32-5, 3, 0), next) // up to MaxInt32-3
+	s.Update(idemBatch(1, 0, math.MaxInt32-5, 3, 0), next) // up to MaxInt32-3
 	next = 3
-	for _, b := range []ProducerBatch{pb(1, 0, math.MaxInt32-2, 5, 0), pb(1, 0, 2, 1, 0)} { // -2..1, then 2
-		_, err := appendTo(s, &next, b)
+	for _, b := range []ProducerBatch{idemBatch(1, 0, math.MaxInt32-2, 5, 0), idemBatch(1, 0, 2, 1, 0)} { // -2..1, then 2
+		_, err := psAppend(s, &next, b)
 		require.NoError(t, err, "%+v", b)
 	}
-	dup, err := s.Check(pb(1, 0, math.MaxInt32-2, 5, 0))
+	dup, err := s.Check(idemBatch(1, 0, math.MaxInt32-2, 5, 0))
 	require.NoError(t, err)
 	require.True(t, dup.Duplicate)
 	require.Equal(t, int64(3), dup.FirstOffset)
-	_, err = s.Check(pb(1, 0, 4, 1, 0))
+	_, err = s.Check(idemBatch(1, 0, 4, 1, 0))
 	require.ErrorIs(t, err, ErrOutOfOrderSequence)
-	_, err = s.Check(pb(1, 0, 3, 1, 0))
+	_, err = s.Check(idemBatch(1, 0, 3, 1, 0))
 	require.NoError(t, err)
 	// MaxInt32 is followed by 0, not by MaxInt32+1 in int64.
-	s.Update(pb(2, 0, math.MaxInt32, 1, 0), next)
-	_, err = s.Check(pb(2, 0, 0, 1, 0))
+	s.Update(idemBatch(2, 0, math.MaxInt32, 1, 0), next)
+	_, err = s.Check(idemBatch(2, 0, 0, 1, 0))
 	require.NoError(t, err)
-	_, err = s.Check(pb(2, 0, 1, 1, 0))
+	_, err = s.Check(idemBatch(2, 0, 1, 1, 0))
 	require.ErrorIs(t, err, ErrOutOfOrderSequence)
 }
 
@@ -161,7 +161,7 @@ func TestProducerStateKeepsLastFive(t *testing.T) {
 	s := NewProducerState(0)
 	var next int64
 	for i := range int32(8) {
-		_, err := appendTo(s, &next, pb(1, 3, i*2, 2, int64(i)))
+		_, err := psAppend(s, &next, idemBatch(1, 3, i*2, 2, int64(i)))
 		require.NoError(t, err)
 	}
 	info, ok := s.Producer(1)
@@ -197,9 +197,9 @@ func TestProducerStateExpire(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := NewProducerState(0)
 			var next int64
-			_, err := appendTo(s, &next, pb(1, 0, 0, 1, t0.UnixMilli()))
+			_, err := psAppend(s, &next, idemBatch(1, 0, 0, 1, t0.UnixMilli()))
 			require.NoError(t, err)
-			_, err = appendTo(s, &next, pb(2, 0, 0, 1, t0.Add(time.Hour).UnixMilli()))
+			_, err = psAppend(s, &next, idemBatch(2, 0, 0, 1, t0.Add(time.Hour).UnixMilli()))
 			require.NoError(t, err)
 			n := s.Expire(c.now, c.expiration)
 			require.Equal(t, 2-len(c.left), n)
@@ -210,7 +210,7 @@ func TestProducerStateExpire(t *testing.T) {
 			}
 			// An expired producer is unknown: only sequence 0 is accepted.
 			if len(c.left) < 2 {
-				_, err := s.Check(pb(1, 0, 1, 1, 0))
+				_, err := s.Check(idemBatch(1, 0, 1, 1, 0))
 				require.ErrorIs(t, err, ErrUnknownProducerID)
 			}
 		})
@@ -220,10 +220,10 @@ func TestProducerStateExpire(t *testing.T) {
 func TestProducerStateCloneReset(t *testing.T) {
 	s := NewProducerState(0)
 	var next int64
-	_, err := appendTo(s, &next, pb(1, 0, 0, 2, 0))
+	_, err := psAppend(s, &next, idemBatch(1, 0, 0, 2, 0))
 	require.NoError(t, err)
 	c := s.Clone()
-	_, err = appendTo(s, &next, pb(1, 0, 2, 2, 0))
+	_, err = psAppend(s, &next, idemBatch(1, 0, 2, 2, 0))
 	require.NoError(t, err)
 	info, _ := c.Producer(1)
 	require.Len(t, info.Batches, 1, "the clone shares the original's batches")
@@ -233,14 +233,14 @@ func TestProducerStateCloneReset(t *testing.T) {
 	s.Reset(50)
 	require.Equal(t, 0, s.Len())
 	require.Equal(t, int64(50), s.EndOffset())
-	_, err = s.Check(pb(1, 0, 4, 1, 0))
+	_, err = s.Check(idemBatch(1, 0, 4, 1, 0))
 	require.ErrorIs(t, err, ErrUnknownProducerID)
 	require.Equal(t, 1, c.Len())
 }
 
-// encodeLog builds the bytes of a log of the given batches starting at base,
+// producerLog builds the bytes of a log of the given batches starting at base,
 // as a segment holds them, with one record per offset.
-func encodeLog(t *testing.T, base int64, batches []ProducerBatch) []byte {
+func producerLog(t *testing.T, base int64, batches []ProducerBatch) []byte {
 	t.Helper()
 	var bd batch.Builder
 	var out []byte
@@ -262,20 +262,20 @@ func encodeLog(t *testing.T, base int64, batches []ProducerBatch) []byte {
 
 func TestProducerStateReplay(t *testing.T) {
 	history := []ProducerBatch{
-		pb(1, 0, 0, 3, 10),
-		pb(NoProducerID, -1, -1, 2, 11),
-		pb(2, 4, 0, 1, 12),
-		pb(1, 0, 3, 1, 13),
-		pb(1, 1, 0, 2, 14), // epoch bump
-		pb(2, 4, 1, 5, 15),
+		idemBatch(1, 0, 0, 3, 10),
+		idemBatch(NoProducerID, -1, -1, 2, 11),
+		idemBatch(2, 4, 0, 1, 12),
+		idemBatch(1, 0, 3, 1, 13),
+		idemBatch(1, 1, 0, 2, 14), // epoch bump
+		idemBatch(2, 4, 1, 5, 15),
 	}
 	want := NewProducerState(0)
 	var next int64
 	for _, b := range history {
-		_, err := appendTo(want, &next, b)
+		_, err := psAppend(want, &next, b)
 		require.NoError(t, err)
 	}
-	data := encodeLog(t, 0, history)
+	data := producerLog(t, 0, history)
 
 	t.Run("whole log", func(t *testing.T) {
 		got := NewProducerState(0)
@@ -288,7 +288,7 @@ func TestProducerStateReplay(t *testing.T) {
 		mid := NewProducerState(0)
 		next := int64(0)
 		for _, b := range history[:3] {
-			_, err := appendTo(mid, &next, b)
+			_, err := psAppend(mid, &next, b)
 			require.NoError(t, err)
 		}
 		n, err := mid.ReplayBatches(data) // the first 3 are skipped: already reflected
