@@ -3,12 +3,16 @@ package log
 import (
 	"errors"
 	"math"
+	"math/rand/v2"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
 )
 
 // idemBatch is a batch of n records of producer pid.
@@ -312,4 +316,221 @@ func TestProducerStateReplay(t *testing.T) {
 		_, err := NewProducerState(0).ReplayBatches(bad)
 		require.ErrorIs(t, err, ErrCorrupt)
 	})
+}
+
+// TestProducerStateRandom drives a partition's producer state with several
+// idempotent producers, each with up to 5 batches in flight, every batch
+// delivered 1-3 times in random order within the window, epoch bumps with
+// zombie batches of the old epoch, non-idempotent batches between, and
+// restarts that rebuild the state from the newest snapshot and the log.
+// It checks every answer against a model and, at the end, that the log
+// holds every batch exactly once, in sequence order. Replay a failure with
+// its seed.
+func TestProducerStateRandom(t *testing.T) {
+	seen := map[string]int{}
+	for seed := uint64(1); seed <= 30; seed++ {
+		t.Run("", func(t *testing.T) {
+			for k, n := range producerStateRandom(t, seed, 1500) {
+				seen[k] += n
+			}
+		})
+	}
+	// Every path was taken.
+	for _, k := range []string{"append", "duplicate", "duplicate of the 5th last", "out of order", "unknown producer", "fenced", "restart", "snapshot", "wrapped"} {
+		require.Positive(t, seen[k], "%s never happened: %v", k, seen)
+	}
+}
+
+type inflightBatch struct {
+	b     ProducerBatch
+	sends int // successful deliveries still to make
+}
+
+type storedAt struct{ first, last int64 }
+
+type producerModel struct {
+	id      int64
+	epoch   int16
+	nextSeq int32 // the sequence of the next batch to create
+	// inflight is the producer's window: its batches from the oldest not
+	// yet done (delivered as many times as it will be), at most 5, as a
+	// client that stops sending new batches while an old one is unresolved.
+	inflight []*inflightBatch
+	stored   bool           // the partition has a batch of it
+	newest   int16          // the newest epoch stored
+	zombie   *ProducerBatch // a batch of an older epoch, to deliver late
+}
+
+func producerStateRandom(t *testing.T, seed uint64, steps int) (seen map[string]int) {
+	seen = map[string]int{}
+	rng := rand.New(rand.NewPCG(seed, 99))
+	fail := func(format string, args ...any) {
+		t.Helper()
+		t.Fatalf("seed %d: "+format, append([]any{seed}, args...)...)
+	}
+	fs := vfs.NewMem()
+	const dir = "/d/t-0"
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		fail("%v", err)
+	}
+	s := NewProducerState(0)
+	var (
+		next   int64
+		data   []byte  // the log's bytes
+		starts []int64 // base offset of each batch in the log
+		poss   []int   // its byte position in data
+		log    []ProducerBatch
+		stored = map[[3]int64]storedAt{} // (id, epoch, base sequence) → offsets
+	)
+	appendBatch := func(b ProducerBatch) {
+		starts, poss = append(starts, next), append(poss, len(data))
+		data = append(data, producerLog(t, next, []ProducerBatch{b})...)
+		log = append(log, b)
+		s.Update(b, next)
+		next += int64(b.LastOffsetDelta) + 1
+	}
+	producers := []*producerModel{{id: 10}, {id: 11}, {id: 12}}
+	// Producer 12 has written before, near the end of the sequence space:
+	// its sequences wrap during the run.
+	appendBatch(idemBatch(12, 0, math.MaxInt32-6, 2, 0))
+	producers[2].nextSeq = math.MaxInt32 - 4
+	producers[2].stored = true
+	stored[[3]int64{12, 0, math.MaxInt32 - 6}] = storedAt{0, 1}
+
+	for step := range steps {
+		p := producers[rng.IntN(len(producers))]
+		ts := int64(step)
+		switch r := rng.IntN(100); {
+		case r < 3: // a non-idempotent batch
+			b := idemBatch(NoProducerID, -1, -1, int32(1+rng.IntN(3)), ts)
+			if c, err := s.Check(b); err != nil || c.Duplicate {
+				fail("non-idempotent batch: %+v, %v", c, err)
+			}
+			appendBatch(b)
+		case r < 5: // a restart, maybe after a snapshot
+			seen["restart"]++
+			if rng.IntN(2) == 0 {
+				seen["snapshot"]++
+				if _, err := WriteProducerSnapshot(fs, dir, s); err != nil {
+					fail("%v", err)
+				}
+			}
+			got, err := LoadProducerState(fs, dir, 0, next)
+			if err != nil {
+				fail("%v", err)
+			}
+			i, _ := slices.BinarySearch(starts, got.EndOffset())
+			from := len(data)
+			if i < len(poss) {
+				from = poss[i]
+			}
+			if n, err := got.ReplayBatches(data[from:]); err != nil || n != len(data)-from {
+				fail("replay: %d of %d bytes, %v", n, len(data)-from, err)
+			}
+			if !reflect.DeepEqual(s, got) {
+				fail("step %d: rebuilt state differs:\n%+v\nwant\n%+v", step, got, s)
+			}
+			s = got
+		case r < 7 && len(p.inflight) == 0: // the producer bumps its epoch
+			old := idemBatch(p.id, p.epoch, p.nextSeq, 1, ts)
+			p.zombie = &old
+			p.epoch++
+			p.nextSeq = 0
+		case r < 9 && p.zombie != nil && p.newest > p.zombie.Epoch: // a batch of an old epoch arrives late
+			if _, err := s.Check(*p.zombie); !errors.Is(err, ErrProducerFenced) {
+				fail("zombie %+v: %v, want fenced", *p.zombie, err)
+			}
+			p.zombie = nil
+			seen["fenced"]++
+		case r < 40 && len(p.inflight) < 5: // a new batch; 5: Kafka's max.in.flight.requests.per.connection
+			n := int32(1 + rng.IntN(4))
+			b := idemBatch(p.id, p.epoch, p.nextSeq, n, ts)
+			p.nextSeq = incrementSequence(p.nextSeq, n)
+			p.inflight = append(p.inflight, &inflightBatch{b: b, sends: 1 + rng.IntN(3)})
+		default: // deliver one of the batches in flight, in any order
+			if len(p.inflight) == 0 {
+				continue
+			}
+			var live []*inflightBatch
+			for _, g := range p.inflight {
+				if g.sends > 0 {
+					live = append(live, g)
+				}
+			}
+			f := live[rng.IntN(len(live))]
+			key := [3]int64{f.b.ProducerID, int64(f.b.Epoch), int64(f.b.BaseSequence)}
+			prev, isStored := stored[key]
+			// The next batch the partition expects from p: the oldest
+			// not stored.
+			var expected *inflightBatch
+			for _, g := range p.inflight {
+				if _, ok := stored[[3]int64{g.b.ProducerID, int64(g.b.Epoch), int64(g.b.BaseSequence)}]; !ok {
+					expected = g
+					break
+				}
+			}
+			c, err := s.Check(f.b)
+			switch {
+			case isStored:
+				if err != nil || !c.Duplicate || c.FirstOffset != prev.first || c.LastOffset != prev.last {
+					fail("step %d: resend of %+v stored at %v: %+v, %v", step, f.b, prev, c, err)
+				}
+				seen["duplicate"]++
+				if info, _ := s.Producer(p.id); info.Batches[0].FirstSeq == f.b.BaseSequence && len(info.Batches) == 5 {
+					seen["duplicate of the 5th last"]++
+				}
+			case f == expected:
+				if err != nil || c.Duplicate {
+					fail("step %d: %+v is next: %+v, %v", step, f.b, c, err)
+				}
+				stored[key] = storedAt{next, next + int64(f.b.LastOffsetDelta)}
+				appendBatch(f.b)
+				p.stored, p.newest = true, max(p.newest, f.b.Epoch)
+				seen["append"]++
+				if f.b.LastSequence() < f.b.BaseSequence {
+					seen["wrapped"]++
+				}
+			default:
+				want := ErrOutOfOrderSequence
+				if !p.stored {
+					want = ErrUnknownProducerID
+				}
+				seen[map[error]string{ErrOutOfOrderSequence: "out of order", ErrUnknownProducerID: "unknown producer"}[want]]++
+				if !errors.Is(err, want) {
+					fail("step %d: %+v ahead of its turn: %+v, %v, want %v", step, f.b, c, err, want)
+				}
+				continue // refused: the producer sends it again later
+			}
+			f.sends--
+			for len(p.inflight) > 0 && p.inflight[0].sends == 0 {
+				p.inflight = p.inflight[1:]
+			}
+		}
+	}
+
+	// The log holds each producer's batches of each epoch once, in order.
+	type pe struct {
+		id    int64
+		epoch int16
+	}
+	last := map[pe]int32{}
+	counted := 0
+	for _, b := range log {
+		if !b.Idempotent() {
+			continue
+		}
+		k := pe{b.ProducerID, b.Epoch}
+		if l, ok := last[k]; ok && !inSequence(l, b.BaseSequence) {
+			fail("log: %+v follows sequence %d", b, l)
+		}
+		if _, ok := last[k]; !ok && b.BaseSequence != 0 && b.ProducerID != 12 {
+			fail("log: epoch %d of %d starts at %d", b.Epoch, b.ProducerID, b.BaseSequence)
+		}
+		last[k] = b.LastSequence()
+		counted++
+	}
+	if counted != len(stored) {
+		fail("log has %d idempotent batches, %d were accepted", counted, len(stored))
+	}
+	return seen
 }
