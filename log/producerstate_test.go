@@ -244,7 +244,7 @@ func TestProducerStateCloneReset(t *testing.T) {
 
 // producerLog builds the bytes of a log of the given batches starting at base,
 // as a segment holds them, with one record per offset.
-func producerLog(t *testing.T, base int64, batches []ProducerBatch) []byte {
+func producerLog(t testing.TB, base int64, batches []ProducerBatch) []byte {
 	t.Helper()
 	var bd batch.Builder
 	var out []byte
