@@ -46,6 +46,13 @@ func TestProducerSnapshotRoundTrip(t *testing.T) {
 	got, err := ReadProducerSnapshot(fs, name)
 	require.NoError(t, err)
 	require.Equal(t, s, got)
+	var ids []int64
+	for _, p := range got.Producers() {
+		ids = append(ids, p.ProducerID)
+		want, _ := s.Producer(p.ProducerID)
+		require.Equal(t, want, p)
+	}
+	require.Equal(t, []int64{1, 9, 42}, ids)
 
 	// The snapshot keeps the duplicate window: a retry of any of the last 5
 	// batches after a restart is still a duplicate.

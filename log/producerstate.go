@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -205,6 +206,16 @@ func (s *ProducerState) Producer(id int64) (ProducerInfo, bool) {
 		LastTimestamp: e.lastTimestamp,
 		Batches:       append([]BatchMetadata(nil), e.batches...),
 	}, true
+}
+
+// Producers returns a copy of the state of every producer, by id.
+func (s *ProducerState) Producers() []ProducerInfo {
+	out := make([]ProducerInfo, 0, len(s.producers))
+	for _, id := range slices.Sorted(maps.Keys(s.producers)) {
+		info, _ := s.Producer(id)
+		out = append(out, info)
+	}
+	return out
 }
 
 // AppendCheck is the verdict of Check on a batch that may be appended.
