@@ -40,14 +40,24 @@ var (
 	// ErrUnknownProducerID: the partition has no state for the producer (it
 	// never wrote here, or its state expired) and the batch's sequence is not
 	// 0, so the batches before it may be lost or duplicated. Kafka's
-	// UNKNOWN_PRODUCER_ID, as brokers before 2.5 answered (a subclass of
-	// OutOfOrderSequenceException there); see ProducerState.Check. The
-	// producer recovers by bumping its epoch and restarting at sequence 0.
-	ErrUnknownProducerID = errors.New("log: unknown producer id")
+	// UNKNOWN_PRODUCER_ID, as brokers before 2.5 answered; see
+	// ProducerState.Check. As Kafka's UnknownProducerIdException extends
+	// OutOfOrderSequenceException, it matches ErrOutOfOrderSequence too
+	// (test for it first where the two are told apart). A producer whose
+	// earlier batches to the partition are still unanswered retries; else
+	// it recovers by bumping its epoch and restarting at sequence 0.
+	ErrUnknownProducerID error = unknownProducerError{}
 	// ErrInvalidSequence: a batch with a producer id has a negative epoch or
 	// base sequence (Kafka's INVALID_RECORD).
 	ErrInvalidSequence = errors.New("log: invalid producer epoch or sequence")
 )
+
+type unknownProducerError struct{}
+
+func (unknownProducerError) Error() string { return "log: unknown producer id" }
+
+// Is makes ErrUnknownProducerID match ErrOutOfOrderSequence.
+func (unknownProducerError) Is(target error) bool { return target == ErrOutOfOrderSequence }
 
 // Kafka's "none" values in a batch header.
 const (

@@ -87,9 +87,12 @@ func TestProducerStateCheck(t *testing.T) {
 			if c.want != nil {
 				require.ErrorIs(t, err, c.want)
 				for _, other := range []error{ErrOutOfOrderSequence, ErrProducerFenced, ErrUnknownProducerID, ErrInvalidSequence} {
-					if other != c.want {
+					if other != c.want && (c.want != ErrUnknownProducerID || other != ErrOutOfOrderSequence) {
 						require.False(t, errors.Is(err, other), "%v is also %v", err, other)
 					}
+				}
+				if c.want == ErrUnknownProducerID {
+					require.ErrorIs(t, err, ErrOutOfOrderSequence, "as Kafka's UnknownProducerIdException")
 				}
 				return
 			}
@@ -496,7 +499,7 @@ func producerStateRandom(t *testing.T, seed uint64, steps int) (seen map[string]
 					want = ErrUnknownProducerID
 				}
 				seen[map[error]string{ErrOutOfOrderSequence: "out of order", ErrUnknownProducerID: "unknown producer"}[want]]++
-				if !errors.Is(err, want) {
+				if !errors.Is(err, want) || (p.stored && errors.Is(err, ErrUnknownProducerID)) {
 					fail("step %d: %+v ahead of its turn: %+v, %v, want %v", step, f.b, c, err, want)
 				}
 				continue // refused: the producer sends it again later
