@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/vfs"
@@ -395,4 +396,50 @@ func FuzzProducerStateReplay(f *testing.F) {
 			require.ErrorIs(t, err, ErrCorrupt)
 		}
 	})
+}
+
+// TestProducerSnapshotCrash crashes the machine at every file-system
+// operation of a snapshot write, with torn unsynced writes: the state
+// loaded afterwards is the old snapshot's or the new one's, never an error.
+func TestProducerSnapshotCrash(t *testing.T) {
+	old := sampleProducerState(t)
+	newer := old.Clone()
+	next := newer.EndOffset()
+	_, err := psAppend(newer, &next, idemBatch(1, 1, 3, 4, 9000))
+	require.NoError(t, err)
+	const dir = "/d"
+	for crashAt := 1; ; crashAt++ {
+		rng := rand.New(rand.NewPCG(uint64(crashAt), 3))
+		mem := vfs.NewMem()
+		require.NoError(t, mem.MkdirAll(dir, 0o755))
+		_, err := WriteProducerSnapshot(mem, dir, old)
+		require.NoError(t, err)
+		var ops int
+		var after *vfs.MemFS
+		fs := vfs.WithErrors(mem, func(vfs.Op, string) error {
+			ops++
+			if ops == crashAt {
+				after = mem.CrashCloneWithTornWrites(rng)
+			}
+			if ops >= crashAt {
+				return vfs.ErrInjected
+			}
+			return nil
+		})
+		_, werr := WriteProducerSnapshot(fs, dir, newer)
+		done := after == nil
+		if done {
+			require.NoError(t, werr)
+			after = mem.CrashCloneWithTornWrites(rng)
+		}
+		got, err := LoadProducerState(after, dir, 0, next)
+		require.NoError(t, err, "crash at op %d", crashAt)
+		if done {
+			require.Equal(t, newer, got, "the write returned: the new snapshot is durable")
+			return
+		}
+		if !assert.ObjectsAreEqual(old, got) {
+			require.Equal(t, newer, got, "crash at op %d", crashAt)
+		}
+	}
 }
