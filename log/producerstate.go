@@ -381,8 +381,9 @@ func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
 	return n
 }
 
-// Clone returns a deep copy of the state: a driver checks a batch against a
-// clone when it must not disturb the state until an append is durable.
+// Clone returns a deep copy of the state, for a driver that must be able to
+// go back: a follower applying batches it may have to truncate, or a test
+// comparing states.
 func (s *ProducerState) Clone() *ProducerState {
 	c := &ProducerState{producers: maps.Clone(s.producers), endOffset: s.endOffset}
 	for id, e := range c.producers {
