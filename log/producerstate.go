@@ -1,0 +1,405 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/strata-log/strata/segment/batch"
+)
+
+// The idempotent producer's broker side, as Kafka's ProducerStateManager
+// (KIP-98): per partition, for each producer id, its epoch and the metadata
+// of its last 5 batches. ProducerState is a pure state machine: no IO, no
+// clock, no locks. The partition's single writer drives it under its lock:
+//
+//	ok, err := ps.Check(pb)           // before appending
+//	if err != nil { refuse the batch } // fenced, out of order, unknown producer
+//	if ok.Duplicate { answer ok.FirstOffset...; append nothing }
+//	append the batch at base offset B
+//	ps.Update(pb, B)                   // after the append succeeded
+//
+// Every appended batch goes through Update (a non-idempotent one only moves
+// EndOffset), so EndOffset is the offset up to which the state reflects the
+// log: a snapshot is written at it, and recovery replays the log from it.
+
+// Errors of the idempotent producer. Test for them with errors.Is.
+var (
+	// ErrOutOfOrderSequence: the batch's sequence is not the next one of its
+	// producer and epoch (a gap, or an old batch no longer in the 5 whose
+	// metadata is kept), or a new epoch does not start at sequence 0. Kafka's
+	// OUT_OF_ORDER_SEQUENCE_NUMBER.
+	ErrOutOfOrderSequence = errors.New("log: out of order sequence number")
+	// ErrProducerFenced: the batch's epoch is older than the producer's
+	// latest: a newer instance of the producer has taken over. Kafka answers
+	// INVALID_PRODUCER_EPOCH (PRODUCER_FENCED before 2.7).
+	ErrProducerFenced = errors.New("log: producer fenced by a newer epoch")
+	// ErrUnknownProducerID: the partition has no state for the producer (it
+	// never wrote here, or its state expired) and the batch's sequence is not
+	// 0, so the batches before it may be lost or duplicated. Kafka's
+	// UNKNOWN_PRODUCER_ID, as brokers before 2.5 answered; see
+	// ProducerState.Check. As Kafka's UnknownProducerIdException extends
+	// OutOfOrderSequenceException, it matches ErrOutOfOrderSequence too
+	// (test for it first where the two are told apart). A producer whose
+	// earlier batches to the partition are still unanswered retries; else
+	// it recovers by bumping its epoch and restarting at sequence 0.
+	ErrUnknownProducerID error = unknownProducerError{}
+	// ErrInvalidSequence: a batch with a producer id has a negative epoch or
+	// base sequence (Kafka's INVALID_RECORD).
+	ErrInvalidSequence = errors.New("log: invalid producer epoch or sequence")
+)
+
+type unknownProducerError struct{}
+
+func (unknownProducerError) Error() string { return "log: unknown producer id" }
+
+// Is makes ErrUnknownProducerID match ErrOutOfOrderSequence.
+func (unknownProducerError) Is(target error) bool { return target == ErrOutOfOrderSequence }
+
+// Kafka's "none" values in a batch header.
+const (
+	NoProducerID    int64 = -1
+	noProducerEpoch int16 = -1
+	noSequence      int32 = -1
+)
+
+// DefaultProducerIDExpiration is Kafka's producer.id.expiration.ms: a producer
+// silent this long is forgotten.
+const DefaultProducerIDExpiration = 24 * time.Hour
+
+// producerBatchesKept is how many batches' metadata are kept per producer
+// (Kafka's NUM_BATCHES_TO_RETAIN), the most a producer may have in flight.
+const producerBatchesKept = 5
+
+// ProducerBatch is what the producer state needs of a batch's header.
+type ProducerBatch struct {
+	ProducerID      int64 // NoProducerID for a non-idempotent batch
+	Epoch           int16
+	BaseSequence    int32
+	LastOffsetDelta int32 // offsets in the batch - 1: a batch of n records has n-1
+	// MaxTimestamp is the batch's max timestamp (ms): the producer's last
+	// timestamp, from which expiration counts, as Kafka.
+	MaxTimestamp int64
+}
+
+// ProducerBatchOf returns the producer fields of a batch header.
+func ProducerBatchOf(h batch.Header) ProducerBatch {
+	return ProducerBatch{
+		ProducerID:      h.ProducerID,
+		Epoch:           h.ProducerEpoch,
+		BaseSequence:    h.BaseSequence,
+		LastOffsetDelta: h.LastOffsetDelta,
+		MaxTimestamp:    h.MaxTimestamp,
+	}
+}
+
+// Idempotent reports whether the batch has a producer id.
+func (b ProducerBatch) Idempotent() bool { return b.ProducerID >= 0 }
+
+// LastSequence is the sequence of the batch's last record, wrapping after
+// math.MaxInt32 to 0 as Kafka's sequences do.
+func (b ProducerBatch) LastSequence() int32 {
+	return incrementSequence(b.BaseSequence, b.LastOffsetDelta)
+}
+
+// incrementSequence adds inc (>= 0) to seq, wrapping past math.MaxInt32 to 0.
+func incrementSequence(seq, inc int32) int32 {
+	if seq > math.MaxInt32-inc {
+		return inc - (math.MaxInt32 - seq) - 1
+	}
+	return seq + inc
+}
+
+// decrementSequence subtracts dec (>= 0) from seq (>= 0), the inverse of
+// incrementSequence.
+func decrementSequence(seq, dec int32) int32 {
+	if seq < dec {
+		return math.MaxInt32 - (dec - seq) + 1
+	}
+	return seq - dec
+}
+
+// inSequence reports whether next follows last.
+func inSequence(last, next int32) bool {
+	return int64(next) == int64(last)+1 || (next == 0 && last == math.MaxInt32)
+}
+
+// BatchMetadata is what is kept of one appended batch of a producer.
+type BatchMetadata struct {
+	FirstSeq, LastSeq int32
+	LastOffset        int64
+	OffsetDelta       int32 // LastOffset - first offset
+	MaxTimestamp      int64
+}
+
+// FirstOffset is the offset of the batch's first record.
+func (m BatchMetadata) FirstOffset() int64 { return m.LastOffset - int64(m.OffsetDelta) }
+
+// producerEntry is one producer's state.
+type producerEntry struct {
+	epoch int16
+	// batches holds the metadata of the producer's last batches in this
+	// epoch, oldest first, at most producerBatchesKept. It may be empty for
+	// an entry loaded from a Kafka snapshot that had no batch.
+	batches       []BatchMetadata
+	lastTimestamp int64
+	// Kafka's transaction fields, kept only so that a snapshot read and
+	// written again is unchanged: -1 when there is no transaction.
+	coordinatorEpoch int32
+	txnFirstOffset   int64
+}
+
+func (e *producerEntry) lastSeq() int32 {
+	if len(e.batches) == 0 {
+		return noSequence
+	}
+	return e.batches[len(e.batches)-1].LastSeq
+}
+
+func (e *producerEntry) addBatch(epoch int16, m BatchMetadata) {
+	if e.epoch != epoch {
+		e.epoch = epoch
+		e.batches = e.batches[:0]
+	}
+	if len(e.batches) == producerBatchesKept {
+		copy(e.batches, e.batches[1:])
+		e.batches = e.batches[:producerBatchesKept-1]
+	}
+	e.batches = append(e.batches, m)
+	e.lastTimestamp = m.MaxTimestamp
+}
+
+// ProducerInfo is a copy of one producer's state.
+type ProducerInfo struct {
+	ProducerID    int64
+	Epoch         int16
+	LastSequence  int32 // -1 when no batch is known
+	LastTimestamp int64
+	Batches       []BatchMetadata // oldest first
+}
+
+// ProducerState is the idempotent-producer state of one partition. The zero
+// value is not ready: use NewProducerState. It is not safe for concurrent
+// use: the partition's writer owns it.
+type ProducerState struct {
+	producers map[int64]*producerEntry
+	endOffset int64
+}
+
+// NewProducerState returns an empty state reflecting the log up to
+// endOffset (the log start offset of an empty or fully replayed-from log).
+func NewProducerState(endOffset int64) *ProducerState {
+	return &ProducerState{producers: map[int64]*producerEntry{}, endOffset: endOffset}
+}
+
+// EndOffset is the offset up to which the state reflects the log: the next
+// offset of the last batch passed to Update or Replay (Kafka's map end
+// offset).
+func (s *ProducerState) EndOffset() int64 { return s.endOffset }
+
+// Len is the number of producers known.
+func (s *ProducerState) Len() int { return len(s.producers) }
+
+// Producer returns a copy of the state of producer id.
+func (s *ProducerState) Producer(id int64) (ProducerInfo, bool) {
+	e, ok := s.producers[id]
+	if !ok {
+		return ProducerInfo{}, false
+	}
+	return ProducerInfo{
+		ProducerID:    id,
+		Epoch:         e.epoch,
+		LastSequence:  e.lastSeq(),
+		LastTimestamp: e.lastTimestamp,
+		Batches:       append([]BatchMetadata(nil), e.batches...),
+	}, true
+}
+
+// Producers returns a copy of the state of every producer, by id.
+func (s *ProducerState) Producers() []ProducerInfo {
+	out := make([]ProducerInfo, 0, len(s.producers))
+	for _, id := range slices.Sorted(maps.Keys(s.producers)) {
+		info, _ := s.Producer(id)
+		out = append(out, info)
+	}
+	return out
+}
+
+// AppendCheck is the verdict of Check on a batch that may be appended.
+type AppendCheck struct {
+	// Duplicate: the batch is one of the last 5 of its producer, already in
+	// the log. Append nothing and answer with the offsets and timestamp it
+	// got the first time, below.
+	Duplicate    bool
+	FirstOffset  int64
+	LastOffset   int64
+	MaxTimestamp int64
+}
+
+// Check decides whether batch b may be appended, as Kafka's
+// findDuplicateBatch, checkProducerEpoch and checkSequence do for a client's
+// batch. It changes nothing: after the batch is appended, call Update.
+//
+//   - No producer id: always accepted.
+//   - Same epoch and the same sequence range as one of the producer's last 5
+//     batches: a duplicate.
+//   - An epoch older than the producer's: ErrProducerFenced.
+//   - A newer epoch: accepted if it starts at sequence 0, else
+//     ErrOutOfOrderSequence.
+//   - The same epoch: accepted if the base sequence follows the last one
+//     (math.MaxInt32 is followed by 0), else ErrOutOfOrderSequence.
+//   - An unknown producer: accepted at sequence 0, else ErrUnknownProducerID.
+//     Kafka brokers before 2.5 answered so (UNKNOWN_PRODUCER_ID); since
+//     KIP-360 they accept any sequence from an unknown producer, trading the
+//     exactly-once guarantee for availability after the state was lost.
+//     Strata refuses: its state is lost only by expiration, and a refused
+//     producer recovers (new epoch, sequence 0) without duplicating.
+func (s *ProducerState) Check(b ProducerBatch) (AppendCheck, error) {
+	if !b.Idempotent() {
+		return AppendCheck{}, nil
+	}
+	if b.Epoch < 0 || b.BaseSequence < 0 || b.LastOffsetDelta < 0 {
+		return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d base sequence %d", ErrInvalidSequence, b.ProducerID, b.Epoch, b.BaseSequence)
+	}
+	e, ok := s.producers[b.ProducerID]
+	if !ok || e.epoch == noProducerEpoch {
+		if b.BaseSequence != 0 {
+			return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, no state for it", ErrUnknownProducerID, b.ProducerID, b.Epoch, b.BaseSequence)
+		}
+		return AppendCheck{}, nil
+	}
+	if b.Epoch == e.epoch {
+		last := b.LastSequence()
+		for _, m := range e.batches {
+			if m.FirstSeq == b.BaseSequence && m.LastSeq == last {
+				return AppendCheck{Duplicate: true, FirstOffset: m.FirstOffset(), LastOffset: m.LastOffset, MaxTimestamp: m.MaxTimestamp}, nil
+			}
+		}
+	}
+	switch {
+	case b.Epoch < e.epoch:
+		return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d, latest epoch %d", ErrProducerFenced, b.ProducerID, b.Epoch, e.epoch)
+	case b.Epoch > e.epoch:
+		if b.BaseSequence != 0 {
+			return AppendCheck{}, fmt.Errorf("%w: producer %d new epoch %d starts at sequence %d, not 0", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence)
+		}
+	default:
+		if !inSequence(e.lastSeq(), b.BaseSequence) {
+			return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, last appended %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence, e.lastSeq())
+		}
+	}
+	return AppendCheck{}, nil
+}
+
+// Update records batch b, appended at firstOffset, and moves EndOffset past
+// it. It does not check b: call Check first for a client's batch; recovery
+// calls it (through Replay) for what is in the log, which is the truth. A
+// batch without a producer id only moves EndOffset.
+func (s *ProducerState) Update(b ProducerBatch, firstOffset int64) {
+	lastOffset := firstOffset + int64(b.LastOffsetDelta)
+	s.endOffset = max(s.endOffset, lastOffset+1)
+	if !b.Idempotent() {
+		return
+	}
+	e, ok := s.producers[b.ProducerID]
+	if !ok {
+		e = &producerEntry{epoch: noProducerEpoch, coordinatorEpoch: -1, txnFirstOffset: -1}
+		s.producers[b.ProducerID] = e
+	}
+	e.addBatch(b.Epoch, BatchMetadata{
+		FirstSeq:     b.BaseSequence,
+		LastSeq:      b.LastSequence(),
+		LastOffset:   lastOffset,
+		OffsetDelta:  b.LastOffsetDelta,
+		MaxTimestamp: b.MaxTimestamp,
+	})
+}
+
+// Replay applies a batch header read from the log, as recovery does for the
+// log after the last snapshot (Kafka's loadProducersFromRecords). A batch
+// that ends at or before EndOffset is already reflected and is skipped, so
+// replaying from anywhere at or before EndOffset is safe. Control batches
+// (transaction markers, which Strata does not write) only move EndOffset.
+func (s *ProducerState) Replay(h batch.Header) {
+	if h.NextOffset() <= s.endOffset {
+		return
+	}
+	b := ProducerBatchOf(h)
+	if h.Control() {
+		b.ProducerID = NoProducerID
+	}
+	s.Update(b, h.BaseOffset)
+}
+
+// ReplayBatches replays every whole batch in data, concatenated batches as a
+// segment holds them, and returns how many bytes it consumed. It reads only
+// the headers, checking their framing but not the CRCs: the log it reads was
+// validated when appended or recovered. It stops without error at a batch
+// cut short by the end of data (the caller reads on from the returned
+// position); a malformed header is ErrCorrupt.
+func (s *ProducerState) ReplayBatches(data []byte) (int, error) {
+	pos := 0
+	for pos < len(data) {
+		size, err := batch.PeekSize(data[pos:])
+		if errors.Is(err, batch.ErrShort) || (err == nil && size > len(data)-pos) {
+			return pos, nil
+		}
+		if err != nil {
+			return pos, fmt.Errorf("log: replay producer state at byte %d: %w", pos, err)
+		}
+		h, err := batch.ParseHeader(data[pos:])
+		if err != nil {
+			return pos, fmt.Errorf("log: replay producer state at byte %d: %w", pos, err)
+		}
+		if h.BaseOffset < 0 || h.LastOffsetDelta < 0 {
+			return pos, fmt.Errorf("log: replay producer state at byte %d: %w: offsets %d+%d", pos, ErrCorrupt, h.BaseOffset, h.LastOffsetDelta)
+		}
+		s.Replay(h)
+		pos += size
+	}
+	return pos, nil
+}
+
+// Expire forgets the producers whose last timestamp is expiration or more
+// before now (Kafka's removeExpiredProducers), and returns how many. An
+// expiration <= 0 means DefaultProducerIDExpiration.
+func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
+	if expiration <= 0 {
+		expiration = DefaultProducerIDExpiration
+	}
+	nowMs, exp := now.UnixMilli(), expiration.Milliseconds()
+	n := 0
+	for id, e := range s.producers {
+		if e.txnFirstOffset < 0 && nowMs-e.lastTimestamp >= exp {
+			delete(s.producers, id)
+			n++
+		}
+	}
+	return n
+}
+
+// Clone returns a deep copy of the state, for a driver that must be able to
+// go back: a follower applying batches it may have to truncate, or a test
+// comparing states.
+func (s *ProducerState) Clone() *ProducerState {
+	c := &ProducerState{producers: maps.Clone(s.producers), endOffset: s.endOffset}
+	for id, e := range c.producers {
+		ce := *e
+		ce.batches = append(make([]BatchMetadata, 0, producerBatchesKept), e.batches...)
+		c.producers[id] = &ce
+	}
+	return c
+}
+
+// Reset forgets every producer and sets EndOffset to endOffset (Kafka's
+// truncateFullyAndStartAt): for a log deleted or truncated below its
+// snapshots. The state after a truncation to offset T is rebuilt from the
+// newest snapshot at or below T (LoadProducerState) and a replay of the log
+// from its offset to T; Kafka drops nothing in place either.
+func (s *ProducerState) Reset(endOffset int64) {
+	clear(s.producers)
+	s.endOffset = endOffset
+}
