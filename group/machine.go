@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"time"
+
+	"github.com/strata-log/strata/group/assign"
 )
 
 // The membership and generation logic of one group, as a state machine
@@ -447,7 +449,7 @@ func (g *groupState) complete(now time.Time, out []effect) []effect {
 		}
 	}
 	g.partitions, g.assigned = counts, maps.Clone(counts) // forget topics no one subscribes to
-	assignment := assignRange(subs, g.partitions)
+	assignment := assign.Range(subs, g.partitions)
 	out = append(out, effect{kind: effLog, msg: "rebalance completed",
 		reason: fmt.Sprintf("generation %d with %d members", g.generation, len(g.members))})
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {

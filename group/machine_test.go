@@ -758,3 +758,16 @@ func (h *harness) memberTopics(id string) []string {
 	}
 	return []string{"t0"}
 }
+
+// tps parses "t0/0 t0/1 t1/2" into partitions.
+func tps(s string) []TopicPartition {
+	out := []TopicPartition{}
+	for _, f := range strings.Fields(s) {
+		var p TopicPartition
+		i := strings.LastIndexByte(f, '/')
+		p.Topic = f[:i]
+		fmt.Sscan(f[i+1:], &p.Partition)
+		out = append(out, p)
+	}
+	return out
+}
