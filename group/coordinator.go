@@ -560,7 +560,7 @@ func (c *Coordinator) List() []Listing {
 	return out
 }
 
-// Close fails every pending Join with ErrClosed, stops the timers and waits
+// Close fails every pending Join and Sync with ErrClosed, stops the timers and waits
 // for the callbacks of those that already fired and for the Store calls in
 // progress. Later calls return ErrClosed. Close is idempotent.
 func (c *Coordinator) Close() error {
