@@ -122,9 +122,16 @@ func (b *Broker) offsetsPartition() (*Partition, error) {
 	return t.parts[0], nil
 }
 
-// JoinGroup joins a consumer group (see Client and group.Coordinator.Join).
+// JoinGroup joins a consumer group (see GroupClient and
+// group.Coordinator.Join).
 func (b *Broker) JoinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResponse, error) {
 	return b.groups.Join(ctx, req)
+}
+
+// SyncGroup returns a member's assignment; the leader's brings everyone's
+// (see GroupClient and group.Coordinator.Sync).
+func (b *Broker) SyncGroup(ctx context.Context, req group.SyncRequest) (group.SyncResponse, error) {
+	return b.groups.Sync(ctx, req)
 }
 
 // Heartbeat keeps a group member alive.
