@@ -485,6 +485,74 @@ func (c *Coordinator) Commit(ctx context.Context, group, memberID string, genera
 	return nil
 }
 
+// Delete deletes a group that has no members (Kafka's DeleteGroups): its
+// committed offsets are deleted durably — Store is given -1 for each of
+// them, which the broker writes as tombstones — and the coordinator forgets
+// the group. ErrNonEmptyGroup if it has members (or a Join pending),
+// ErrGroupNotFound if the coordinator knows nothing of it, a Store error
+// (wrapped: nothing is deleted), ErrInvalidGroup, ErrClosed. ctx bounds the
+// wait behind a commit of the group.
+func (c *Coordinator) Delete(ctx context.Context, group string) error {
+	if err := validGroup(group); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	e := c.groups[group]
+	if e == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrGroupNotFound, group)
+	}
+	e.committing++ // keeps the entry while waiting for the commit lock
+	c.commits.Add(1)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		e.committing--
+		c.forgetIfIdle(e)
+		c.mu.Unlock()
+		c.commits.Done()
+	}()
+	select {
+	case e.commitLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.commitLock }()
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if len(e.st.members) > 0 {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q has %d members", ErrNonEmptyGroup, group, len(e.st.members))
+	}
+	tombstones := make(map[TopicPartition]int64, len(e.st.offsets))
+	for tp := range e.st.offsets {
+		tombstones[tp] = -1
+	}
+	c.mu.Unlock()
+	if len(tombstones) > 0 && c.cfg.Store != nil {
+		if err := c.cfg.Store.Store(group, tombstones); err != nil {
+			return fmt.Errorf("group: store deletion of group %q: %w", group, err)
+		}
+	}
+	c.mu.Lock()
+	for tp := range tombstones {
+		delete(e.st.offsets, tp)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
 // Committed returns the group's committed offsets of tps — only of those
 // that have one — or, for tps nil, all of the group's. It keeps working
 // after Close.

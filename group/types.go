@@ -45,6 +45,12 @@ var (
 	// Join with RequireKnownMemberID is answered with the member id it is
 	// to join with, in JoinResponse.MemberID, and this error.
 	ErrMemberIDRequired = errors.New("group: member id required")
+	// ErrNonEmptyGroup (Kafka's NON_EMPTY_GROUP): Delete of a group that
+	// has members.
+	ErrNonEmptyGroup = errors.New("group: group is not empty")
+	// ErrGroupNotFound (Kafka's GROUP_ID_NOT_FOUND): Delete of a group the
+	// coordinator knows nothing of.
+	ErrGroupNotFound = errors.New("group: group not found")
 	// ErrNotOffsetRecord: the key is a well-formed __consumer_offsets key of
 	// another kind (group metadata, key version 2 and up); skip the record.
 	ErrNotOffsetRecord = errors.New("group: not an offset commit record")
@@ -156,6 +162,10 @@ type SyncResponse struct {
 // effect), with no lock of the Coordinator held; it must not call back into
 // the Coordinator. It must not modify offsets and may not retain it after it
 // returns. If it returns an error, the commit fails and changes nothing.
+//
+// A negative offset deletes the partition's commit: Delete stores -1 for
+// each partition of a group it deletes, and the broker writes a tombstone
+// (a null value) for it.
 type OffsetStore interface {
 	Store(group string, offsets map[TopicPartition]int64) error
 }

@@ -97,7 +97,10 @@ func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) err
 	now := time.Now()
 	bd.Reset(now.UnixMilli())
 	for tp, off := range offsets {
-		k, v := group.EncodeOffsetRecord(groupID, tp, off, now)
+		k, v := group.EncodeOffsetRecord(groupID, tp, max(off, 0), now)
+		if off < 0 {
+			v = nil // a tombstone: the group was deleted
+		}
 		bd.Append(now.UnixMilli(), k, v, nil)
 	}
 	_, _, err = p.AppendBatch(bd.Bytes())
@@ -121,6 +124,11 @@ func (b *Broker) offsetsPartition() (*Partition, error) {
 	}
 	return t.parts[0], nil
 }
+
+// GroupCoordinator returns the broker's group coordinator, for what a
+// Kafka server answers beyond GroupClient: ListGroups (List),
+// DescribeGroups (Describe) and DeleteGroups (Delete).
+func (b *Broker) GroupCoordinator() *group.Coordinator { return b.groups }
 
 // JoinGroup joins a consumer group (see GroupClient and
 // group.Coordinator.Join).

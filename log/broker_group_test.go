@@ -89,3 +89,32 @@ func TestGroupClassicProtocol(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, map[TopicPartition]int64{tp0: 6}, offs)
 }
+
+// TestGroupDeleteIsDurable: a deleted group's offsets are tombstoned in
+// __consumer_offsets and stay deleted after a reopen; ListGroups and
+// DescribeGroups come from the coordinator.
+func TestGroupDeleteIsDurable(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	b := openT(t, fs, "/d")
+	tp0 := TopicPartition{Topic: "t", Partition: 0}
+	require.NoError(t, b.CommitOffsets(ctx, "gone", "", -1, map[TopicPartition]int64{tp0: 3}))
+	require.NoError(t, b.CommitOffsets(ctx, "kept", "", -1, map[TopicPartition]int64{tp0: 4}))
+	gc := b.GroupCoordinator()
+	require.Equal(t, []group.Listing{{Group: "gone", State: group.StateEmpty}, {Group: "kept", State: group.StateEmpty}}, gc.List())
+	require.NoError(t, gc.Delete(ctx, "gone"))
+	require.ErrorIs(t, gc.Delete(ctx, "gone"), group.ErrGroupNotFound)
+	require.NoError(t, b.Close())
+
+	b = openT(t, fs, "/d")
+	defer func() { require.NoError(t, b.Close()) }()
+	got, err := b.FetchOffsets(ctx, "gone", nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	got, err = b.FetchOffsets(ctx, "kept", nil)
+	require.NoError(t, err)
+	require.Equal(t, map[TopicPartition]int64{tp0: 4}, got)
+	_, ok := b.GroupCoordinator().Describe("gone")
+	require.False(t, ok)
+}
