@@ -372,8 +372,9 @@ func newMemberID(clientID string) string {
 }
 
 // Heartbeat tells the coordinator that the member is alive, renewing its
-// session. It returns nil while the member's generation is current and
-// stable; ErrRebalanceInProgress when the member must commit and rejoin;
+// session. It returns nil while the member's generation is current (the
+// group Stable, or CompletingRebalance: waiting for the leader's Sync);
+// ErrRebalanceInProgress when the member must commit and rejoin;
 // ErrIllegalGeneration when the group has moved to a newer generation
 // without it (rejoin); ErrUnknownMember when it is no longer in the group
 // (rejoin with no member id); ErrClosed.
@@ -415,10 +416,12 @@ func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
 
 // Commit commits offsets (for each partition, the offset of the next record
 // to consume) for the group. It is accepted from a member of the group's
-// current generation, also while a rebalance is in progress so that a
-// member told to rejoin can commit first, and from a non-member (memberID ""
-// and generation -1) only while the group has no members. Otherwise it is
-// refused with ErrUnknownMember or ErrIllegalGeneration and changes nothing.
+// current generation, also while a rebalance is preparing so that a member
+// told to rejoin can commit first (not while the group waits for the
+// leader's Sync: ErrRebalanceInProgress, as in Kafka), and from a
+// non-member (memberID "" and generation -1) only while the group has no
+// members. Otherwise it is refused with ErrUnknownMember or
+// ErrIllegalGeneration and changes nothing.
 //
 // The offsets are made durable by the Config's OffsetStore before Commit
 // returns and before Committed shows them; a Store error is returned
