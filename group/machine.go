@@ -361,10 +361,16 @@ func (g *groupState) supportedByAll(name, except string) bool {
 // its own list; the most votes win, a tie going to the name that sorts
 // first.
 func (g *groupState) selectProtocol() string {
+	common := map[string]int{} // protocol → how many members list it
+	for _, m := range g.members {
+		for _, p := range m.protocols {
+			common[p.Name]++
+		}
+	}
 	votes := map[string]int{}
 	for _, m := range g.members {
 		for _, p := range m.protocols {
-			if g.supportedByAll(p.Name, "") {
+			if common[p.Name] == len(g.members) {
 				votes[p.Name]++
 				break
 			}
