@@ -322,6 +322,7 @@ func (c *Coordinator) joinEvent(req JoinRequest) (joinEvent, error) {
 	ev := joinEvent{
 		member:           req.MemberID,
 		requireKnown:     req.RequireKnownMemberID,
+		instanceID:       req.GroupInstanceID,
 		clientID:         req.ClientID,
 		clientHost:       req.ClientHost,
 		protocolType:     req.ProtocolType,

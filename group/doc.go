@@ -35,6 +35,14 @@
 // opaque byte string per member, with its Sync; every other member calls
 // Sync too, which waits for the leader's, and each gets its own bytes.
 //
+// A member with a GroupInstanceID is static (KIP-345): when it restarts, its
+// first Join (no member id, the same instance id) takes the place of the
+// member that held the instance id, under a new member id, and the old id is
+// fenced (its pending Join or Sync, or a Join with it, fails with
+// ErrFencedInstanceID). A follower of a stable group that comes back with the
+// same protocols gets its generation and assignment back without a
+// rebalance; otherwise the group rebalances as for any rejoin.
+//
 // A group is in one of four states, Kafka's: Empty (no members; it may hold
 // committed offsets), PreparingRebalance (waiting for its members to join),
 // CompletingRebalance (the generation is formed; waiting for the leader's

@@ -46,6 +46,7 @@ func (p phase) state() State {
 
 type member struct {
 	id               string
+	instanceID       string // "" for a dynamic member
 	clientID         string
 	clientHost       string
 	protocolType     string
@@ -78,6 +79,8 @@ type groupState struct {
 	protocolType string
 	protocol     string
 	leader       string
+	// static maps the instance id of every static member to its member id.
+	static map[string]string
 	// pending holds the member ids handed out with ErrMemberIDRequired
 	// (KIP-394) and not joined with yet, until their deadline.
 	pending map[string]time.Time
@@ -97,6 +100,7 @@ func newGroupState(id string, initialDelay time.Duration) *groupState {
 		id:           id,
 		members:      make(map[string]*member),
 		pending:      make(map[string]time.Time),
+		static:       make(map[string]string),
 		initialDelay: initialDelay,
 		offsets:      make(map[TopicPartition]int64),
 	}
@@ -119,6 +123,7 @@ type joinEvent struct {
 	// (ErrMemberIDRequired), to join with it.
 	isNew            bool
 	requireKnown     bool
+	instanceID       string
 	clientID         string
 	clientHost       string
 	protocolType     string
@@ -251,21 +256,51 @@ func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, 
 	}
 	m, known := g.members[ev.member]
 	_, pending := g.pending[ev.member]
-	if !known && !ev.isNew && !pending {
+	holder := g.static[ev.instanceID] // the member id holding the instance id, if any
+	switch {
+	case ev.instanceID != "" && !ev.isNew && holder != "" && holder != ev.member,
+		known && m.instanceID != ev.instanceID:
+		return out, fmt.Errorf("%w: member %q with instance id %q in group %q", ErrFencedInstanceID, ev.member, ev.instanceID, g.id)
+	case !known && !ev.isNew && !pending:
 		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
+	}
+	replaces := ev.instanceID != "" && ev.isNew && holder != ""
+	newID := ev.member
+	if replaces {
+		ev.member = holder // checked as the member it replaces
 	}
 	if err := g.supports(ev); err != nil {
 		return out, err
 	}
-	if !known && ev.isNew && ev.requireKnown {
+	if replaces {
+		// KIP-345: a new instance of a static member takes the old one's
+		// place (its generation, its assignment) under the new id; the old
+		// id is fenced.
+		ev.member = newID
+		m, known = g.members[holder], true
+		out = g.fence(m, out)
+		delete(g.members, holder)
+		m.id = ev.member
+		g.members[m.id] = m
+		g.static[ev.instanceID] = m.id
+		if g.leader == holder {
+			g.leader = m.id
+		}
+		out = append(out, effect{kind: effCancel, timer: holder},
+			effect{kind: effLog, msg: "static member replaced", member: m.id, reason: "instance " + ev.instanceID + " was " + holder})
+	}
+	if !known && ev.isNew && ev.requireKnown && ev.instanceID == "" {
 		// KIP-394: the member learns its id and joins again with it.
 		g.pending[ev.member] = now.Add(ev.sessionTimeout)
 		return out, fmt.Errorf("%w: rejoin group %q as %q", ErrMemberIDRequired, g.id, ev.member)
 	}
 	delete(g.pending, ev.member)
 	if !known {
-		m = &member{id: ev.member}
+		m = &member{id: ev.member, instanceID: ev.instanceID}
 		g.members[m.id] = m
+		if ev.instanceID != "" {
+			g.static[ev.instanceID] = m.id
+		}
 	}
 	changed := !known || m.protocolType != ev.protocolType || !slices.EqualFunc(m.protocols, ev.protocols, Protocol.equal)
 	if m.joining {
@@ -568,6 +603,9 @@ func (g *groupState) rebalanceTimer(now time.Time, out []effect) []effect {
 // with ErrUnknownMember.
 func (g *groupState) remove(m *member, reason string, out []effect) []effect {
 	delete(g.members, m.id)
+	if m.instanceID != "" && g.static[m.instanceID] == m.id {
+		delete(g.static, m.instanceID)
+	}
 	if g.leader == m.id {
 		g.leader = ""
 	}
@@ -581,6 +619,21 @@ func (g *groupState) remove(m *member, reason string, out []effect) []effect {
 	if m.syncing {
 		out = append(out, effect{kind: effReply, waiter: m.syncer,
 			err: fmt.Errorf("%w: %q %s", ErrUnknownMember, m.id, reason)})
+	}
+	return out
+}
+
+// fence fails m's pending Join and Sync with ErrFencedInstanceID: a newer
+// instance of the static member took its place.
+func (g *groupState) fence(m *member, out []effect) []effect {
+	err := fmt.Errorf("%w: instance %q of group %q has a newer member", ErrFencedInstanceID, m.instanceID, g.id)
+	if m.joining {
+		out = append(out, effect{kind: effReply, waiter: m.waiter, err: err})
+		m.joining, m.waiter = false, 0
+	}
+	if m.syncing {
+		out = append(out, effect{kind: effReply, waiter: m.syncer, err: err})
+		m.syncing, m.syncer = false, 0
 	}
 	return out
 }
@@ -699,7 +752,8 @@ func (g *groupState) response(m *member) JoinResponse {
 	}
 	if m.id == g.leader {
 		for _, id := range slices.Sorted(maps.Keys(g.members)) {
-			r.MemberMetadata = append(r.MemberMetadata, MemberMetadata{ID: id, Metadata: g.members[id].metadata(g.protocol)})
+			o := g.members[id]
+			r.MemberMetadata = append(r.MemberMetadata, MemberMetadata{ID: id, InstanceID: o.instanceID, Metadata: o.metadata(g.protocol)})
 		}
 	}
 	return r
@@ -724,7 +778,7 @@ func (g *groupState) describe() Description {
 		ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[id]
-		md := MemberDescription{ID: id, ClientID: m.clientID, ClientHost: m.clientHost, Joining: m.joining}
+		md := MemberDescription{ID: id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost, Joining: m.joining}
 		if m.inGeneration {
 			md.MemberMetadata = m.metadata(g.protocol)
 		}

@@ -67,6 +67,16 @@ func syn(id string, gen int32, w uint64, assignments string) syncEvent {
 	return ev
 }
 
+// static makes a Join's member static, with instance id instance; its
+// metadata is "<protocol>@<instance>", the same for every instance.
+func static(ev joinEvent, instance string) joinEvent {
+	ev.instanceID = instance
+	for i, p := range ev.protocols {
+		ev.protocols[i].Metadata = []byte(p.Name + "@" + instance)
+	}
+	return ev
+}
+
 func hb(id string, gen int32) heartbeatEvent     { return heartbeatEvent{member: id, generation: gen} }
 func commit(id string, gen int32) commitEvent    { return commitEvent{member: id, generation: gen} }
 func leave(id string) leaveEvent                 { return leaveEvent{member: id} }
@@ -209,6 +219,15 @@ func (h *harness) check() {
 		}
 		require.Equal(h.t, g.protocolType, m.protocolType, "member %s of another protocol type", id)
 	}
+	for inst, id := range g.static {
+		require.Contains(h.t, g.members, id, "instance %s held by removed member %s", inst, id)
+		require.Equal(h.t, inst, g.members[id].instanceID)
+	}
+	for id, m := range g.members {
+		if m.instanceID != "" {
+			require.Equal(h.t, id, g.static[m.instanceID], "static member %s not registered", id)
+		}
+	}
 	if len(g.members) > 0 {
 		common := false
 		for _, p := range slices.Collect(maps.Values(g.members))[0].protocols {
@@ -264,7 +283,7 @@ func snapshot(g *groupState) string {
 // or the sentinel error's text.
 func summary(f effect) string {
 	if f.err != nil {
-		for _, s := range []error{ErrRebalanceInProgress, ErrUnknownMember, ErrIllegalGeneration, ErrClosed} {
+		for _, s := range []error{ErrRebalanceInProgress, ErrUnknownMember, ErrIllegalGeneration, ErrClosed, ErrFencedInstanceID} {
 			if errors.Is(f.err, s) {
 				return s.Error()
 			}
@@ -699,6 +718,45 @@ func TestMachine(t *testing.T) {
 		generation: 1, leader: "a", protocol: "range",
 		members: map[string]string{"a": ""},
 	}, {
+		name: "KIP-345: a restarted static follower takes its place and assignment without a rebalance",
+		steps: []step{
+			{at: 0, ev: newJoin("a", 1)},
+			{at: 0, ev: syn("a", 1, 2, "a=A1")},
+			{at: time.Second, ev: static(newJoin("s1", 3), "i1")},
+			{at: time.Second, ev: join("a", 4)},
+			{at: time.Second, ev: syn("a", 2, 5, "a=A2 s1=S2")},
+			{at: 2 * time.Second, ev: static(newJoin("s2", 6), "i1")}, // the instance restarted: a new member id
+			{at: 2 * time.Second, ev: hb("s1", 2), err: ErrUnknownMember},
+			{at: 2 * time.Second, ev: static(join("s1", 7), "i1"), err: ErrFencedInstanceID},
+			{at: 2 * time.Second, ev: static(join("a", 8), "i1"), err: ErrFencedInstanceID}, // a is dynamic
+			{at: 2 * time.Second, ev: syn("s2", 2, 9, "")},
+			{at: 2 * time.Second, ev: hb("a", 2)},
+		},
+		replies: map[uint64]string{1: "gen 1 of 1 range leader a [a=range@a]", 2: "sync A1",
+			3: "gen 2 of 2 range leader a", 4: "gen 2 of 2 range leader a [a=range@a s1=range@i1]", 5: "sync A2",
+			6: "gen 2 of 2 range leader a", 9: "sync S2"},
+		phase:      phaseStable,
+		generation: 2, leader: "a", protocol: "range",
+		members: map[string]string{"a": "A2", "s2": "S2"},
+	}, {
+		name: "KIP-345: a static member replaced while its join is pending: that join is fenced; leaving frees the instance id",
+		steps: []step{
+			{at: 0, ev: newJoin("a", 1)},
+			{at: 0, ev: syn("a", 1, 2, "a=A1")},
+			{at: time.Second, ev: static(newJoin("s1", 3), "i1")},
+			{at: 2 * time.Second, ev: static(newJoin("s2", 4, "range", "roundrobin"), "i1")},
+			{at: 2 * time.Second, ev: join("a", 5)},
+			{at: 3 * time.Second, ev: leave("s2")},
+			{at: 3 * time.Second, ev: static(newJoin("s3", 6), "i1")}, // a member of its own now
+			{at: 3 * time.Second, ev: join("a", 7)},
+		},
+		replies: map[uint64]string{1: "gen 1 of 1 range leader a [a=range@a]", 2: "sync A1",
+			3: "group: fenced instance id", 4: "gen 2 of 2 range leader a", 5: "gen 2 of 2 range leader a [a=range@a s2=range@i1]",
+			6: "gen 3 of 2 range leader a", 7: "gen 3 of 2 range leader a [a=range@a s3=range@i1]"},
+		phase:      phaseCompleting,
+		generation: 3, leader: "a", protocol: "range",
+		members: map[string]string{"a": "", "s3": ""},
+	}, {
 		name: "a newer join of the same member supersedes the pending one",
 		steps: []step{
 			{at: 0, ev: newJoin("a", 1)},
@@ -888,7 +946,8 @@ func TestMachineRandom(t *testing.T) {
 		send := func(ev event) error {
 			err := h.send(ev)
 			if err != nil && !errors.Is(err, ErrUnknownMember) && !errors.Is(err, ErrIllegalGeneration) &&
-				!errors.Is(err, ErrRebalanceInProgress) && !errors.Is(err, ErrInconsistentGroupProtocol) {
+				!errors.Is(err, ErrRebalanceInProgress) && !errors.Is(err, ErrInconsistentGroupProtocol) &&
+				!errors.Is(err, ErrFencedInstanceID) {
 				t.Fatalf("run %d: %T: unexpected error %v", run, ev, err)
 			}
 			return err
@@ -922,20 +981,25 @@ func TestMachineRandom(t *testing.T) {
 				token++
 				nextID++
 				id := fmt.Sprintf("m%02d", nextID)
-				if send(newJoin(id, token, protocolSets[r.IntN(len(protocolSets))]...)) == nil {
+				ev := newJoin(id, token, protocolSets[r.IntN(len(protocolSets))]...)
+				if r.IntN(3) == 0 { // static, maybe replacing a member
+					ev = static(ev, []string{"i1", "i2"}[r.IntN(2)])
+				}
+				if send(ev) == nil {
 					gen[id], pending[id] = -1, token
 				}
 			case op < 27: // a member rejoins
 				if id, ok := pick(); ok && pending[id] == 0 {
 					token++
-					ev := join(id, token, h.memberProtocols(id)...)
+					ev := h.rejoin(id, token)
 					if r.IntN(5) == 0 {
 						ev = join(id, token, protocolSets[r.IntN(len(protocolSets))]...)
+						ev.instanceID = h.memberInstance(id)
 					}
 					switch err := send(ev); {
 					case err == nil:
 						pending[id] = token
-					case errors.Is(err, ErrUnknownMember):
+					case errors.Is(err, ErrUnknownMember), errors.Is(err, ErrFencedInstanceID):
 						delete(gen, id)
 					}
 				}
@@ -990,13 +1054,13 @@ func TestMachineRandom(t *testing.T) {
 		for _, id := range order {
 			if m := h.g.members[id]; !m.joining {
 				token++
-				require.NoError(t, h.send(join(id, token, h.memberProtocols(id)...)), "run %d", run)
+				require.NoError(t, h.send(h.rejoin(id, token)), "run %d", run)
 				pending[id] = token
 			}
 		}
 		if len(h.g.members) > 0 {
 			h.advance(h.now.Add(7 * time.Second)) // past any initial delay
-			require.Equal(t, phaseCompleting, h.g.phase, "run %d: everyone rejoined, no generation", run)
+			require.Equal(t, phaseCompleting, h.g.phase, "run %d: everyone rejoined, no generation\n%s", run, snapshot(h.g))
 			learn()
 			require.NoError(t, h.send(syncAll(h.g.leader)), "run %d", run)
 			require.Equal(t, phaseStable, h.g.phase, "run %d: the leader synced", run)
@@ -1016,12 +1080,20 @@ func TestMachineRandom(t *testing.T) {
 	}
 }
 
-func (h *harness) memberProtocols(id string) []string {
-	var out []string
+func (h *harness) memberInstance(id string) string {
 	if m := h.g.members[id]; m != nil {
-		for _, p := range m.protocols {
-			out = append(out, p.Name)
-		}
+		return m.instanceID
 	}
-	return out
+	return ""
+}
+
+// rejoin is member id's Join with the same protocols and instance id (a
+// member no longer in the group: "range").
+func (h *harness) rejoin(id string, token uint64) joinEvent {
+	ev := join(id, token)
+	if m := h.g.members[id]; m != nil {
+		ev.instanceID = m.instanceID
+		ev.protocols = slices.Clone(m.protocols)
+	}
+	return ev
 }

@@ -253,3 +253,41 @@ func shareAGroup(t *testing.T, kafkaID, strataID string) {
 		require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: group.StateStable}}, c.List())
 	})
 }
+
+// TestStaticMemberRestart: KIP-345 through the Coordinator. A static
+// follower that restarts (a first Join with its instance id) gets the
+// generation and its assignment back without a rebalance; the old member id
+// is gone, and joining with it is fenced.
+func TestStaticMemberRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newCoordinator(t, group.Config{InitialRebalanceDelay: time.Second})
+		ctx := context.Background()
+		rs := classic("b-static", proto("range", "S"))
+		rs.GroupInstanceID = "host-1"
+		chA, chS := joinAsync(ctx, c, classic("a", proto("range", "A"))), joinAsync(ctx, c, rs)
+		time.Sleep(time.Second)
+		a, s := ready(t, chA).resp, ready(t, chS).resp
+		require.Equal(t, a.MemberID, a.Leader) // "a-…" sorts first
+		require.Contains(t, a.MemberMetadata, group.MemberMetadata{ID: s.MemberID, InstanceID: "host-1", Metadata: []byte("S")})
+		_, err := c.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a.MemberID, Generation: a.Generation,
+			Assignments: map[string][]byte{a.MemberID: []byte("A"), s.MemberID: []byte("S-part")}})
+		require.NoError(t, err)
+
+		again, err := c.Join(ctx, rs) // the restarted instance: no member id yet
+		require.NoError(t, err)
+		require.NotEqual(t, s.MemberID, again.MemberID)
+		require.Equal(t, s.Generation, again.Generation, "no rebalance")
+		got, err := c.Sync(ctx, group.SyncRequest{Group: "g", MemberID: again.MemberID, Generation: again.Generation})
+		require.NoError(t, err)
+		require.Equal(t, []byte("S-part"), got.Assignment)
+		require.NoError(t, c.Heartbeat(ctx, "g", a.MemberID, a.Generation), "the others see no rebalance")
+		require.ErrorIs(t, c.Heartbeat(ctx, "g", s.MemberID, s.Generation), group.ErrUnknownMember)
+		old := rs
+		old.MemberID = s.MemberID
+		_, err = c.Join(ctx, old)
+		require.ErrorIs(t, err, group.ErrFencedInstanceID)
+		d, _ := c.Describe("g")
+		require.Equal(t, group.StateStable, d.State)
+		require.Equal(t, "host-1", d.Members[1].InstanceID)
+	})
+}

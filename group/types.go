@@ -45,6 +45,11 @@ var (
 	// Join with RequireKnownMemberID is answered with the member id it is
 	// to join with, in JoinResponse.MemberID, and this error.
 	ErrMemberIDRequired = errors.New("group: member id required")
+	// ErrFencedInstanceID (Kafka's FENCED_INSTANCE_ID, KIP-345): a Join
+	// with a group instance id that another member id holds now (a newer
+	// instance of the static member replaced this one), or with a member id
+	// registered under another instance id.
+	ErrFencedInstanceID = errors.New("group: fenced instance id")
 	// ErrNonEmptyGroup (Kafka's NON_EMPTY_GROUP): Delete of a group that
 	// has members.
 	ErrNonEmptyGroup = errors.New("group: group is not empty")
@@ -81,6 +86,13 @@ type JoinRequest struct {
 	MemberID   string // "" on the first join: the coordinator assigns one
 	ClientID   string // prefix of an assigned member id; may be ""
 	ClientHost string // shown by Describe; may be ""
+	// GroupInstanceID makes the member static (KIP-345, group.instance.id):
+	// a first Join (MemberID "") with an instance id that a member holds
+	// takes that member's place under a new member id — the old id is
+	// fenced (ErrFencedInstanceID) — and, for a follower of a stable group
+	// with the same protocols, without a rebalance: a restarted static
+	// member gets its assignment back. "" → a dynamic member.
+	GroupInstanceID string
 	// Topics is the subscription of a member without Protocols; ignored
 	// with them.
 	Topics       []string
@@ -128,8 +140,9 @@ type JoinResponse struct {
 
 // MemberMetadata is one member's metadata for the chosen protocol.
 type MemberMetadata struct {
-	ID       string
-	Metadata []byte
+	ID         string
+	InstanceID string // its GroupInstanceID; "" for a dynamic member
+	Metadata   []byte
 }
 
 // SyncRequest is Kafka's SyncGroup: the leader's carries the generation's
@@ -195,6 +208,7 @@ type Description struct {
 // MemberDescription is one member of a Description.
 type MemberDescription struct {
 	ID         string
+	InstanceID string // its GroupInstanceID; "" for a dynamic member
 	ClientID   string
 	ClientHost string
 	// MemberMetadata is its metadata for the generation's protocol, and

@@ -11,6 +11,7 @@ import (
 var (
 	ErrInconsistentGroupProtocol = group.ErrInconsistentGroupProtocol
 	ErrMemberIDRequired          = group.ErrMemberIDRequired
+	ErrFencedInstanceID          = group.ErrFencedInstanceID
 )
 
 // GroupClient is the consumer-group part of a Client: membership (Kafka's
