@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/strata-log/strata/group/assign"
 )
 
 // Coordinator is the group coordinator of one broker: the driver of every
@@ -27,7 +30,7 @@ type Coordinator struct {
 	mu        sync.Mutex
 	closed    bool
 	groups    map[string]*entry
-	waiters   map[uint64]chan joinResult // pending Join calls by token
+	waiters   map[uint64]chan joinResult // pending Join and Sync calls by token
 	lastToken uint64
 	timers    map[timerKey]*armedTimer
 	effs      []effect // scratch, reused by every step
@@ -45,8 +48,10 @@ type entry struct {
 	committing int // Commit calls holding or waiting for commitLock
 }
 
+// joinResult answers a Join or a Sync call.
 type joinResult struct {
 	resp JoinResponse
+	sync SyncResponse
 	err  error
 }
 
@@ -111,78 +116,216 @@ func validGroup(g string) error {
 }
 
 // Join joins the member to the group, or rejoins it, and blocks until the
-// rebalance it starts or takes part in completes; then it returns the new
-// generation and the member's partitions. A first join has MemberID "":
-// the coordinator assigns an id (ClientID, a dash, a random UUID), which the
-// member keeps for every later request.
+// rebalance it starts or takes part in has formed its generation; then it
+// returns the generation, the protocol the members voted for, the leader
+// and, to the leader, every member's metadata for that protocol. The member
+// then calls Sync (the leader with the assignment it computed) to learn its
+// assignment. A first join has MemberID "": the coordinator assigns an id
+// (ClientID, a dash, a random UUID), which the member keeps for every later
+// request; with RequireKnownMemberID it is only told that id
+// (ErrMemberIDRequired, JoinResponse.MemberID set) and joins again with it.
+//
+// A request without Protocols (and without ProtocolType) does the Sync
+// too, computing the range assignment of Topics if it is the leader, and
+// returns the member's partitions in JoinResponse.Assignment.
 //
 // The protocol is eager: every rebalance needs every member to call Join
 // again (a member learns of a rebalance from Heartbeat's
 // ErrRebalanceInProgress) and, before it does, to stop consuming and commit.
-// A member of a stable group that rejoins with an unchanged subscription
-// gets the current generation back at once.
+// A follower of a stable group that rejoins with unchanged protocols gets
+// the current generation back at once; the leader's rejoin rebalances (as
+// in Kafka: that is how a leader asks for a new assignment).
 //
 // Errors: ErrInvalidGroup, ErrInvalidSessionTimeout, ErrInvalidRequest,
-// ErrUnknownMember (a MemberID the group does not know, or the member was
-// removed while its Join was pending), ErrRebalanceInProgress (a newer Join
-// of the same member superseded this one), ErrClosed, or ctx's error: the
-// Join is withdrawn (a member's first Join is forgotten; a known member
-// stays until its session or the rebalance times out).
+// ErrInconsistentGroupProtocol (no protocol in common with the members, or
+// another protocol type), ErrMemberIDRequired, ErrUnknownMember (a MemberID
+// the group does not know, or the member was removed while its Join was
+// pending), ErrRebalanceInProgress (a newer Join of the same member
+// superseded this one), ErrClosed, or ctx's error: the Join is withdrawn (a
+// member's first Join is forgotten; a known member stays until its session
+// or the rebalance times out).
 func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResponse, error) {
+	if req.ProtocolType == "" && len(req.Protocols) == 0 {
+		return c.joinAndSync(ctx, req)
+	}
 	ev, err := c.joinEvent(req)
 	if err != nil {
 		return JoinResponse{}, err
 	}
+	r, err := c.call(ctx, req.Group, true,
+		func(token uint64) event { ev.waiter = token; return ev },
+		func(token uint64) event { return cancelJoinEvent{member: ev.member, waiter: token} })
+	if errors.Is(err, ErrMemberIDRequired) {
+		return JoinResponse{MemberID: ev.member}, err
+	}
+	return r.resp, err
+}
+
+// Sync is Kafka's SyncGroup: it returns the member's assignment in its
+// generation. The leader's Sync carries the assignment of every member and
+// is answered at once; a follower's waits for the leader's while the group
+// is completing the rebalance, and is answered at once once it is stable.
+// Heartbeats keep working meanwhile.
+//
+// Errors: ErrUnknownMember, ErrIllegalGeneration (a generation other than
+// the group's current one), ErrInconsistentGroupProtocol (ProtocolType or
+// Protocol not the generation's), ErrRebalanceInProgress (a new rebalance
+// began: the leader left or timed out, a member joined... — rejoin),
+// ErrInvalidGroup, ErrClosed, or ctx's error (the Sync is withdrawn).
+func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) (SyncResponse, error) {
+	if err := validGroup(req.Group); err != nil {
+		return SyncResponse{}, err
+	}
+	ev := syncEvent{member: req.MemberID, generation: req.Generation, protocolType: req.ProtocolType,
+		protocol: req.Protocol, assignments: make(map[string][]byte, len(req.Assignments))}
+	for id, a := range req.Assignments {
+		ev.assignments[id] = slices.Clone(a) // never the caller's bytes
+	}
+	r, err := c.call(ctx, req.Group, false,
+		func(token uint64) event { ev.waiter = token; return ev },
+		func(token uint64) event { return cancelSyncEvent{member: ev.member, waiter: token} })
+	return r.sync, err
+}
+
+// call steps the event made with a fresh token and waits for its reply, or
+// for ctx: then it steps the event withdrawing it, unless the reply came
+// meanwhile. create makes the group's entry if there is none; without it an
+// unknown group is ErrUnknownMember.
+func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, withdraw func(token uint64) event) (joinResult, error) {
 	if err := ctx.Err(); err != nil {
-		return JoinResponse{}, err
+		return joinResult{}, err
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return JoinResponse{}, ErrClosed
+		return joinResult{}, ErrClosed
+	}
+	e := c.groups[group]
+	if e == nil && !create {
+		c.mu.Unlock()
+		return joinResult{}, fmt.Errorf("%w: group %q has no members", ErrUnknownMember, group)
+	}
+	if e == nil {
+		e = c.entry(group)
 	}
 	c.lastToken++
-	ev.waiter = c.lastToken
+	token := c.lastToken
 	ch := make(chan joinResult, 1)
-	c.waiters[ev.waiter] = ch
-	e := c.entry(req.Group)
-	if err := c.step(e, ev); err != nil {
-		delete(c.waiters, ev.waiter)
+	c.waiters[token] = ch
+	if err := c.step(e, ev(token)); err != nil {
+		delete(c.waiters, token)
 		c.forgetIfIdle(e)
 		c.mu.Unlock()
-		return JoinResponse{}, err
+		return joinResult{}, err
 	}
 	c.mu.Unlock()
 
 	select {
 	case r := <-ch:
-		return r.resp, r.err
+		return r, r.err
 	case <-ctx.Done():
 	}
 	c.mu.Lock()
-	if _, pending := c.waiters[ev.waiter]; !pending { // answered meanwhile: the answer wins
+	if _, pending := c.waiters[token]; !pending { // answered meanwhile: the answer wins
 		c.mu.Unlock()
 		r := <-ch
-		return r.resp, r.err
+		return r, r.err
 	}
-	delete(c.waiters, ev.waiter)
-	if e := c.groups[req.Group]; e != nil {
-		_ = c.step(e, cancelJoinEvent{member: ev.member, waiter: ev.waiter})
+	delete(c.waiters, token)
+	if e := c.groups[group]; e != nil {
+		_ = c.step(e, withdraw(token))
 		c.forgetIfIdle(e)
 	}
 	c.mu.Unlock()
-	return JoinResponse{}, ctx.Err()
+	return joinResult{}, ctx.Err()
 }
 
-// joinEvent validates req, applies its defaults, assigns a member id to a
-// new member and looks up its topics' partition counts.
+// joinAndSync is Join for a member without protocols: a join with the
+// protocol "range" and Topics as the subscription, then a Sync, with the
+// range assignment if this member leads. A rebalance that begins between
+// the two (ErrRebalanceInProgress, ErrIllegalGeneration from the Sync)
+// makes it join again. If ctx ends after a first join, the member leaves:
+// its caller never learns its id.
+func (c *Coordinator) joinAndSync(ctx context.Context, req JoinRequest) (JoinResponse, error) {
+	for _, t := range req.Topics {
+		if t == "" || len(t) > MaxNameLen {
+			return JoinResponse{}, fmt.Errorf("%w: topic %q", ErrInvalidRequest, t)
+		}
+	}
+	first := req.MemberID == ""
+	topics := slices.Compact(slices.Sorted(slices.Values(req.Topics)))
+	req.ProtocolType = assign.ProtocolType
+	req.Protocols = []Protocol{{Name: assign.RangeProtocol, Metadata: assign.EncodeSubscription(topics)}}
+	req.RequireKnownMemberID = false
+	for {
+		resp, err := c.Join(ctx, req)
+		if err != nil {
+			return JoinResponse{}, err
+		}
+		req.MemberID = resp.MemberID
+		var assignments map[string][]byte
+		if resp.Leader == resp.MemberID {
+			assignments = c.assignRange(resp.MemberMetadata)
+		}
+		sync, err := c.Sync(ctx, SyncRequest{Group: req.Group, MemberID: resp.MemberID, Generation: resp.Generation,
+			ProtocolType: resp.ProtocolType, Protocol: resp.Protocol, Assignments: assignments})
+		switch {
+		case errors.Is(err, ErrRebalanceInProgress), errors.Is(err, ErrIllegalGeneration):
+			continue
+		case err != nil && ctx.Err() != nil && first:
+			_ = c.Leave(context.Background(), req.Group, resp.MemberID)
+			return JoinResponse{}, err
+		case err != nil:
+			return JoinResponse{}, err
+		}
+		resp.Assignment, err = assign.DecodeAssignment(sync.Assignment)
+		if err != nil {
+			return JoinResponse{}, fmt.Errorf("group: assignment of member %q: %w", resp.MemberID, err)
+		}
+		resp.MemberMetadata = nil
+		return resp, nil
+	}
+}
+
+// assignRange is the leader's work in joinAndSync: the range assignment of
+// the members' subscriptions, with the topics' partition counts now. A
+// member whose metadata does not decode subscribes to nothing.
+func (c *Coordinator) assignRange(members []MemberMetadata) map[string][]byte {
+	subs := make(map[string][]string, len(members))
+	counts := map[string]int{}
+	for _, m := range members {
+		topics, _ := assign.DecodeSubscription(m.Metadata)
+		subs[m.ID] = topics
+		for _, t := range topics {
+			if _, ok := counts[t]; !ok {
+				n, err := c.cfg.Partitions(t)
+				if err != nil || n < 0 {
+					n = 0 // unknown: nothing of it is assigned
+				}
+				counts[t] = n
+			}
+		}
+	}
+	out := make(map[string][]byte, len(members))
+	for id, tps := range assign.Range(subs, counts) {
+		out[id] = assign.EncodeAssignment(tps)
+	}
+	return out
+}
+
+// joinEvent validates req, applies its defaults and assigns a member id to
+// a new member.
 func (c *Coordinator) joinEvent(req JoinRequest) (joinEvent, error) {
 	if err := validGroup(req.Group); err != nil {
 		return joinEvent{}, err
 	}
 	ev := joinEvent{
 		member:           req.MemberID,
+		requireKnown:     req.RequireKnownMemberID,
+		instanceID:       req.GroupInstanceID,
 		clientID:         req.ClientID,
+		clientHost:       req.ClientHost,
+		protocolType:     req.ProtocolType,
 		sessionTimeout:   req.SessionTimeout,
 		rebalanceTimeout: req.RebalanceTimeout,
 	}
@@ -198,17 +341,14 @@ func (c *Coordinator) joinEvent(req JoinRequest) (joinEvent, error) {
 	if ev.rebalanceTimeout < 0 {
 		return joinEvent{}, fmt.Errorf("%w: rebalance timeout %v", ErrInvalidRequest, ev.rebalanceTimeout)
 	}
-	ev.topics = slices.Compact(slices.Sorted(slices.Values(req.Topics)))
-	ev.partitions = make(map[string]int, len(ev.topics))
-	for _, t := range ev.topics {
-		if t == "" || len(t) > MaxNameLen {
-			return joinEvent{}, fmt.Errorf("%w: topic %q", ErrInvalidRequest, t)
+	if ev.protocolType == "" || len(req.Protocols) == 0 {
+		return joinEvent{}, fmt.Errorf("%w: a join needs a protocol type and at least one protocol", ErrInconsistentGroupProtocol)
+	}
+	for i, p := range req.Protocols {
+		if slices.ContainsFunc(req.Protocols[:i], func(q Protocol) bool { return q.Name == p.Name }) {
+			return joinEvent{}, fmt.Errorf("%w: protocol %q listed twice", ErrInvalidRequest, p.Name)
 		}
-		n, err := c.cfg.Partitions(t)
-		if err != nil || n < 0 {
-			n = 0 // unknown: nothing of it is assigned
-		}
-		ev.partitions[t] = n
+		ev.protocols = append(ev.protocols, Protocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
 	}
 	if ev.member == "" {
 		ev.member, ev.isNew = newMemberID(req.ClientID), true
@@ -233,8 +373,9 @@ func newMemberID(clientID string) string {
 }
 
 // Heartbeat tells the coordinator that the member is alive, renewing its
-// session. It returns nil while the member's generation is current and
-// stable; ErrRebalanceInProgress when the member must commit and rejoin;
+// session. It returns nil while the member's generation is current (the
+// group Stable, or CompletingRebalance: waiting for the leader's Sync);
+// ErrRebalanceInProgress when the member must commit and rejoin;
 // ErrIllegalGeneration when the group has moved to a newer generation
 // without it (rejoin); ErrUnknownMember when it is no longer in the group
 // (rejoin with no member id); ErrClosed.
@@ -276,10 +417,12 @@ func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
 
 // Commit commits offsets (for each partition, the offset of the next record
 // to consume) for the group. It is accepted from a member of the group's
-// current generation, also while a rebalance is in progress so that a
-// member told to rejoin can commit first, and from a non-member (memberID ""
-// and generation -1) only while the group has no members. Otherwise it is
-// refused with ErrUnknownMember or ErrIllegalGeneration and changes nothing.
+// current generation, also while a rebalance is preparing so that a member
+// told to rejoin can commit first (not while the group waits for the
+// leader's Sync: ErrRebalanceInProgress, as in Kafka), and from a
+// non-member (memberID "" and generation -1) only while the group has no
+// members. Otherwise it is refused with ErrUnknownMember or
+// ErrIllegalGeneration and changes nothing.
 //
 // The offsets are made durable by the Config's OffsetStore before Commit
 // returns and before Committed shows them; a Store error is returned
@@ -346,6 +489,74 @@ func (c *Coordinator) Commit(ctx context.Context, group, memberID string, genera
 	return nil
 }
 
+// Delete deletes a group that has no members (Kafka's DeleteGroups): its
+// committed offsets are deleted durably — Store is given -1 for each of
+// them, which the broker writes as tombstones — and the coordinator forgets
+// the group. ErrNonEmptyGroup if it has members (or a Join pending),
+// ErrGroupNotFound if the coordinator knows nothing of it, a Store error
+// (wrapped: nothing is deleted), ErrInvalidGroup, ErrClosed. ctx bounds the
+// wait behind a commit of the group.
+func (c *Coordinator) Delete(ctx context.Context, group string) error {
+	if err := validGroup(group); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	e := c.groups[group]
+	if e == nil {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q", ErrGroupNotFound, group)
+	}
+	e.committing++ // keeps the entry while waiting for the commit lock
+	c.commits.Add(1)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		e.committing--
+		c.forgetIfIdle(e)
+		c.mu.Unlock()
+		c.commits.Done()
+	}()
+	select {
+	case e.commitLock <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-e.commitLock }()
+
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	if len(e.st.members) > 0 {
+		c.mu.Unlock()
+		return fmt.Errorf("%w: %q has %d members", ErrNonEmptyGroup, group, len(e.st.members))
+	}
+	tombstones := make(map[TopicPartition]int64, len(e.st.offsets))
+	for tp := range e.st.offsets {
+		tombstones[tp] = -1
+	}
+	c.mu.Unlock()
+	if len(tombstones) > 0 && c.cfg.Store != nil {
+		if err := c.cfg.Store.Store(group, tombstones); err != nil {
+			return fmt.Errorf("group: store deletion of group %q: %w", group, err)
+		}
+	}
+	c.mu.Lock()
+	for tp := range tombstones {
+		delete(e.st.offsets, tp)
+	}
+	c.mu.Unlock()
+	return nil
+}
+
 // Committed returns the group's committed offsets of tps — only of those
 // that have one — or, for tps nil, all of the group's. It keeps working
 // after Close.
@@ -369,15 +580,30 @@ func (c *Coordinator) Committed(group string, tps []TopicPartition) map[TopicPar
 }
 
 // Describe returns a snapshot of the group, and false if the coordinator
-// knows nothing of it (no members, no commits).
+// knows nothing of it (no members, no commits): Kafka describes such a
+// group as Dead. For the protocol type "consumer" the members' Topics and
+// Assignment are decoded from their metadata and assignment.
 func (c *Coordinator) Describe(group string) (Description, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	e := c.groups[group]
 	if e == nil {
-		return Description{}, false
+		c.mu.Unlock()
+		return Description{Group: group, State: StateDead}, false
 	}
-	return e.st.describe(), true
+	d := e.st.describe()
+	c.mu.Unlock()
+	if d.ProtocolType == assign.ProtocolType {
+		for i := range d.Members {
+			m := &d.Members[i]
+			if m.MemberMetadata != nil {
+				m.Topics, _ = assign.DecodeSubscription(m.MemberMetadata)
+			}
+			if m.MemberAssignment != nil {
+				m.Assignment, _ = assign.DecodeAssignment(m.MemberAssignment)
+			}
+		}
+	}
+	return d, true
 }
 
 // Groups returns the ids of the groups the coordinator knows, sorted.
@@ -387,7 +613,26 @@ func (c *Coordinator) Groups() []string {
 	return slices.Sorted(maps.Keys(c.groups))
 }
 
-// Close fails every pending Join with ErrClosed, stops the timers and waits
+// Listing is one group of List: what Kafka's ListGroups answers.
+type Listing struct {
+	Group        string
+	ProtocolType string // "" for a group without members
+	State        State
+}
+
+// List returns every group the coordinator knows, sorted by id.
+func (c *Coordinator) List() []Listing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]Listing, 0, len(c.groups))
+	for _, g := range slices.Sorted(maps.Keys(c.groups)) {
+		st := c.groups[g].st
+		out = append(out, Listing{Group: g, ProtocolType: st.protocolType, State: st.phase.state()})
+	}
+	return out
+}
+
+// Close fails every pending Join and Sync with ErrClosed, stops the timers and waits
 // for the callbacks of those that already fired and for the Store calls in
 // progress. Later calls return ErrClosed. Close is idempotent.
 func (c *Coordinator) Close() error {
@@ -431,7 +676,7 @@ func (c *Coordinator) do(g *groupState, f *effect) {
 	case effReply:
 		if ch, ok := c.waiters[f.waiter]; ok {
 			delete(c.waiters, f.waiter)
-			ch <- joinResult{resp: f.resp, err: f.err}
+			ch <- joinResult{resp: f.resp, sync: f.sync, err: f.err}
 		}
 	case effArm:
 		c.arm(key, f.at)

@@ -1,33 +1,66 @@
 // Package group is Strata's consumer-group coordinator: membership,
-// generations, partition assignment and committed offsets, in process.
+// generations and committed offsets, in process, in Kafka's classic group
+// protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit).
 //
 // A broker (log.Broker) owns one Coordinator, built with New from a Config
 // that says how to count a topic's partitions, where commits are made
 // durable (an OffsetStore that appends to the internal topic
 // __consumer_offsets) and which offsets were committed before (Initial,
 // read back from that topic at open). Consumers reach it through
-// log.Client's JoinGroup, Heartbeat, LeaveGroup, CommitOffsets and
-// FetchOffsets, which call Join, Heartbeat, Leave, Commit and Committed.
+// log.Client's JoinGroup, SyncGroup, Heartbeat, LeaveGroup, CommitOffsets
+// and FetchOffsets, which call Join, Sync, Heartbeat, Leave, Commit and
+// Committed; a Kafka server's handlers call the same methods.
 //
-// # Joining and generations
+// # Joining, the leader and SyncGroup
 //
 // A member joins with Join and no member id; the coordinator gives it one,
-// as Kafka does: its client id, a dash and a random UUID. Every later
-// request carries that id. Join blocks until the rebalance it starts (or
-// joins) completes, then returns the generation — a number that grows with
-// every rebalance — and the member's partitions in it.
+// as Kafka does: its client id, a dash and a random UUID (with
+// RequireKnownMemberID, as a JoinGroup v4+ server does, it only hands out
+// the id, with ErrMemberIDRequired, and the member joins again with it:
+// KIP-394). Every later request carries that id. A Join names a protocol
+// type ("consumer" for consumers) and the member's protocols, most preferred
+// first, each with metadata the coordinator does not read (for a consumer:
+// an assignor's name and its subscription, Kafka's ConsumerProtocol bytes;
+// package assign encodes them). A member whose protocol type differs from
+// the group's, or that lists none of the protocols every other member
+// supports, is refused with ErrInconsistentGroupProtocol.
 //
-// A group is in one of three states, Kafka's: Empty (no members; it may
-// hold committed offsets), PreparingRebalance (waiting for its members to
-// join) and Stable (a generation is in effect). A rebalance starts when a
-// member joins for the first time, changes its subscription (or, rejoining,
-// sees a different partition count for one of its topics), leaves, or is
-// removed because its session timed out. It completes as soon as every
-// member has joined again, or when the rebalance timeout passes — the
-// longest RebalanceTimeout of the members (default 5 min, Kafka's
+// Join blocks until the rebalance it starts (or joins) has collected its
+// members, then returns the generation — a number that grows with every
+// rebalance — the protocol the members voted for (each votes for its most
+// preferred protocol among those all support; the most votes win) and the
+// leader: the previous one if it is still a member, else the member whose id
+// sorts first. The leader's answer alone carries every member's metadata for
+// that protocol. The leader computes the assignment and sends it, one
+// opaque byte string per member, with its Sync; every other member calls
+// Sync too, which waits for the leader's, and each gets its own bytes.
+//
+// A member with a GroupInstanceID is static (KIP-345): when it restarts, its
+// first Join (no member id, the same instance id) takes the place of the
+// member that held the instance id, under a new member id, and the old id is
+// fenced (its pending Join or Sync, or a Join with it, fails with
+// ErrFencedInstanceID). A follower of a stable group that comes back with the
+// same protocols gets its generation and assignment back without a
+// rebalance; otherwise the group rebalances as for any rejoin.
+//
+// A group is in one of four states, Kafka's: Empty (no members; it may hold
+// committed offsets), PreparingRebalance (waiting for its members to join),
+// CompletingRebalance (the generation is formed; waiting for the leader's
+// Sync) and Stable (a generation and its assignment are in effect). A
+// rebalance starts when a member joins for the first time, rejoins with
+// other protocols, or is the leader and rejoins (that is how a leader asks
+// for a new assignment, when partitions were added, say); when a member
+// leaves or is removed because its session timed out — the leader too, in
+// CompletingRebalance: the Syncs waiting for its assignment then fail with
+// ErrRebalanceInProgress. The joining completes as soon as every member has
+// joined again, or when the rebalance timeout passes — the longest
+// RebalanceTimeout of the members (default 5 min, Kafka's
 // max.poll.interval.ms) — and then the members that did not rejoin are
 // removed. Completing increments the generation and answers every pending
-// Join at once; with no members left the group goes back to Empty.
+// Join at once; with no members left the group goes back to Empty. If the
+// leader sends no Sync within the rebalance timeout after that, the members
+// that sent none are removed and the others rebalance. A Sync for another
+// generation is ErrIllegalGeneration.
 //
 // The protocol is eager, Kafka's classic one: in every rebalance every
 // member gives up all its partitions and rejoins. A member learns that a
@@ -36,16 +69,16 @@
 // member id. Records it polled but did not commit are delivered again to the
 // partition's next owner: delivery is at least once.
 //
-// The coordinator computes the assignment itself (the consumers send no
-// SyncGroup and there is no group leader; in that the coordinator resembles
-// the server-side assignment of KIP-848). The assignor is Kafka's
-// RangeAssignor: for each topic, the members subscribed to it are sorted by
-// member id and the partitions split into contiguous ranges in that order,
-// the first partitions%members members getting one more. Two members of a
-// topic of three partitions get [0 1] and [2]; with two such topics, the
-// first member gets [0 1] of each. Partition counts are looked up (with
-// Config.Partitions) when a member joins; a topic that is unknown then is
-// assigned to no one.
+// A Join without protocols (and without a protocol type) is a member that
+// leaves the assignment to the coordinator, as Strata's first protocol did:
+// Join joins it with the protocol "range" and its Topics as ConsumerProtocol
+// metadata, computes Kafka's RangeAssignor (assign.Range) if it is the
+// leader, syncs, and returns the member's partitions in
+// JoinResponse.Assignment. Such members, Strata's Consumers (whose leader
+// runs the same assignor) and Kafka clients speaking "range" can share a
+// group. For a topic of three partitions two members get [0 1] and [2];
+// with two such topics, the first member gets [0 1] of each. A topic whose
+// partition count is unknown to the leader is assigned to no one.
 //
 // InitialRebalanceDelay (Kafka's group.initial.rebalance.delay.ms, 3 s
 // there, 0 here) holds an empty group's first rebalance open until no new
@@ -54,15 +87,16 @@
 //
 // # Heartbeats and sessions
 //
-// A member must call Heartbeat (or Join, or Commit) at least once per
+// A member must call Heartbeat (or Join, Sync or Commit) at least once per
 // SessionTimeout (default 45 s, Kafka's session.timeout.ms; it must lie
 // within the Config's [MinSessionTimeout, MaxSessionTimeout], 6 s to 30 min
 // by default); a member that does not is removed and the others rebalance.
 // Kafka's consumers heartbeat every 3 s (heartbeat.interval.ms), no more
-// than a third of the session. A member whose Join is pending is alive
-// whatever its session. Heartbeat answers:
+// than a third of the session. A member whose Join is pending, or whose
+// Sync waits for the leader's, is alive whatever its session. Heartbeat
+// answers:
 //
-//	nil                    the member's generation is current and stable
+//	nil                    the member's generation is current (Stable or CompletingRebalance)
 //	ErrRebalanceInProgress commit, then rejoin with the member id
 //	ErrIllegalGeneration   the group moved on without it: rejoin
 //	ErrUnknownMember       it was removed: rejoin with no member id
@@ -77,7 +111,8 @@
 // generation — also while a rebalance is in progress, so that a member told
 // to rejoin can commit first — and refused with ErrIllegalGeneration when
 // it carries an older generation (its partitions may belong to someone else
-// now) or ErrUnknownMember from a non-member. A commit with no member id and
+// now), ErrRebalanceInProgress while the group waits for the leader's
+// assignment (as Kafka), or ErrUnknownMember from a non-member. A commit with no member id and
 // generation -1 is accepted only while the group has no members, for
 // consumers that assign partitions themselves, as Kafka does. A refused
 // commit changes nothing.
@@ -118,11 +153,11 @@
 // of its Clock (the system clock, or grouptest.Clock in tests), one per
 // member and one per rebalancing group, and Close stops them and waits for
 // any callback already running, and for Store calls in progress. Pending
-// Joins fail with ErrClosed.
+// Joins and Syncs fail with ErrClosed.
 //
 // The logic of a group is a state machine without IO (machine.go): each
 // request or timer is an event applied at a time, giving effects — replies
-// to Joins, timers to arm — that the Coordinator carries out. It is tested
+// to Joins and Syncs, timers to arm — that the Coordinator carries out. It is tested
 // with scripted and random event sequences in virtual time; STRATA_SEED=n
 // replays a random run and STRATA_SOAK=1 runs many more of them.
 package group

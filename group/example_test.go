@@ -119,3 +119,62 @@ func ExampleEncodeOffsetRecord() {
 	// value 0003000000000000002affffffff00000000018bcfe56800
 	// billing orders-2 42 <nil>
 }
+
+// Kafka's classic protocol, as a Kafka client (or a Kafka server's
+// handlers) speaks it: a Join with the member's protocols, the leader's
+// Sync with the assignment it computed, and a follower's Sync waiting for
+// it. The coordinator reads neither metadata nor assignments.
+func Example_classicProtocol() {
+	c, err := group.New(group.Config{
+		Partitions:            func(string) (int, error) { return 3, nil },
+		InitialRebalanceDelay: 200 * time.Millisecond, // both members join one generation
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	join := func(client string, protocols ...string) <-chan group.JoinResponse {
+		r := group.JoinRequest{Group: "g", ClientID: client, ProtocolType: "consumer"}
+		for _, p := range protocols {
+			r.Protocols = append(r.Protocols, group.Protocol{Name: p, Metadata: []byte(client + "'s " + p + " subscription")})
+		}
+		ch := make(chan group.JoinResponse, 1)
+		go func() {
+			resp, err := c.Join(ctx, r)
+			if err != nil {
+				panic(err)
+			}
+			ch <- resp
+		}()
+		return ch
+	}
+	chA := join("a", "cooperative-sticky", "range") // kgo's default
+	chB := join("b", "range")                       // sarama's
+	a, b := <-chA, <-chB
+	fmt.Println("protocol:", a.Protocol, "leader is a:", a.Leader == a.MemberID)
+	for _, m := range a.MemberMetadata { // the leader's alone
+		fmt.Printf("  %s\n", m.Metadata)
+	}
+
+	follower := make(chan group.SyncResponse)
+	go func() {
+		s, err := c.Sync(ctx, group.SyncRequest{Group: "g", MemberID: b.MemberID, Generation: b.Generation})
+		if err != nil {
+			panic(err)
+		}
+		follower <- s
+	}()
+	mine, err := c.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a.MemberID, Generation: a.Generation,
+		Assignments: map[string][]byte{a.MemberID: []byte("orders 0 1"), b.MemberID: []byte("orders 2")}})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Printf("a: %s\nb: %s\n", mine.Assignment, (<-follower).Assignment)
+	// Output:
+	// protocol: range leader is a: true
+	//   a's range subscription
+	//   b's range subscription
+	// a: orders 0 1
+	// b: orders 2
+}

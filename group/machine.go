@@ -9,31 +9,35 @@ import (
 
 // The membership and generation logic of one group, as a state machine
 // without IO: step(now, event) changes the groupState and returns effects for
-// the driver (Coordinator) to carry out — replies to pending Joins, timers to
-// arm or cancel, lines to log. Time comes in with each event; the machine
-// never reads a clock nor starts a timer.
+// the driver (Coordinator) to carry out — replies to pending Joins and Syncs,
+// timers to arm or cancel, lines to log. Time comes in with each event; the
+// machine never reads a clock nor starts a timer. Protocol metadata and
+// assignments are opaque bytes to it.
 //
 // Timers are lazy: the machine asks the driver for a timer at a deadline
 // (effArm) and the driver keeps at most one per key, firing at or before the
 // latest deadline asked for. A heartbeat only moves the member's deadline;
 // when the timer fires early, the machine arms it again at the new deadline.
 // So a stale or early timer is harmless, and invariant: every member that is
-// not joining has a session timer armed at or before its deadline, and a
-// group preparing a rebalance has a rebalance timer armed at or before its
-// next deadline.
+// neither joining nor awaiting its assignment has a session timer armed at or
+// before its deadline, and a group preparing or completing a rebalance has a
+// rebalance timer armed at or before its next deadline.
 
 type phase uint8
 
 const (
-	phaseEmpty     phase = iota // no members
-	phasePreparing              // a rebalance is in progress: waiting for members to join
-	phaseStable                 // a generation is in effect
+	phaseEmpty      phase = iota // no members
+	phasePreparing               // a rebalance is in progress: waiting for members to join
+	phaseCompleting              // a generation is formed: waiting for the leader's assignment
+	phaseStable                  // a generation is in effect, with its assignment
 )
 
 func (p phase) state() State {
 	switch p {
 	case phasePreparing:
 		return StatePreparingRebalance
+	case phaseCompleting:
+		return StateCompletingRebalance
 	case phaseStable:
 		return StateStable
 	}
@@ -42,20 +46,27 @@ func (p phase) state() State {
 
 type member struct {
 	id               string
+	instanceID       string // "" for a dynamic member
 	clientID         string
-	topics           []string // sorted, unique
+	clientHost       string
+	protocolType     string
+	protocols        []Protocol // in the member's order of preference
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
 	// deadline is when the session expires unless renewed by a heartbeat,
-	// commit or join; it does not apply while the member is joining.
+	// commit, join or sync; it does not apply while the member is joining or
+	// awaiting its assignment.
 	deadline time.Time
 	joining  bool   // a Join is pending: the member is alive whatever its deadline
 	waiter   uint64 // the pending Join's token
-	// inGeneration: the member was assigned in some generation, so its
-	// client knows its id. A member that never was is dropped if it
-	// withdraws its first Join.
+	syncing  bool   // a Sync is pending, waiting for the leader's: alive too
+	syncer   uint64 // the pending Sync's token
+	synced   bool   // it sent a Sync in the current generation
+	// inGeneration: the member was in some generation, so its client knows
+	// its id. A member that never was is dropped if it withdraws its first
+	// Join.
 	inGeneration bool
-	assignment   []TopicPartition // in the current generation
+	assignment   []byte // from the leader, in the current generation
 }
 
 type groupState struct {
@@ -63,14 +74,21 @@ type groupState struct {
 	phase      phase
 	generation int32
 	members    map[string]*member
-	// partitions is the latest partition count seen (in a Join) of every
-	// topic a member subscribes to; assigned is the counts the current
-	// generation's assignment was computed from.
-	partitions map[string]int
-	assigned   map[string]int
+	// protocolType is every member's; protocol and leader are the current
+	// generation's ("" when empty).
+	protocolType string
+	protocol     string
+	leader       string
+	// static maps the instance id of every static member to its member id.
+	static map[string]string
+	// pending holds the member ids handed out with ErrMemberIDRequired
+	// (KIP-394) and not joined with yet, until their deadline.
+	pending map[string]time.Time
 	// While preparing: the rebalance completes once every member has joined
 	// and delayUntil (the initial rebalance delay, zero if none) has passed,
 	// or at rebalanceDeadline, dropping the members that have not joined.
+	// While completing, rebalanceDeadline is when the members that have not
+	// sent a Sync are dropped (and the others rebalance).
 	rebalanceDeadline time.Time
 	delayUntil        time.Time
 	initialDelay      time.Duration
@@ -81,7 +99,8 @@ func newGroupState(id string, initialDelay time.Duration) *groupState {
 	return &groupState{
 		id:           id,
 		members:      make(map[string]*member),
-		partitions:   make(map[string]int),
+		pending:      make(map[string]time.Time),
+		static:       make(map[string]string),
 		initialDelay: initialDelay,
 		offsets:      make(map[TopicPartition]int64),
 	}
@@ -89,7 +108,7 @@ func newGroupState(id string, initialDelay time.Duration) *groupState {
 
 // idle reports whether the group holds nothing worth keeping.
 func (g *groupState) idle() bool {
-	return g.phase == phaseEmpty && len(g.members) == 0 && len(g.offsets) == 0
+	return g.phase == phaseEmpty && len(g.members) == 0 && len(g.offsets) == 0 && len(g.pending) == 0
 }
 
 // Events.
@@ -98,18 +117,40 @@ type event interface{ isEvent() }
 
 // joinEvent is a validated JoinRequest with its defaults applied.
 type joinEvent struct {
-	member           string
-	isNew            bool // the driver assigned the id: the request had none
+	member string
+	// isNew: the driver assigned the id (the request had none); with
+	// requireKnown the member is not added but told its id
+	// (ErrMemberIDRequired), to join with it.
+	isNew            bool
+	requireKnown     bool
+	instanceID       string
 	clientID         string
-	topics           []string // sorted, unique
+	clientHost       string
+	protocolType     string
+	protocols        []Protocol // non-empty, names unique
 	sessionTimeout   time.Duration
 	rebalanceTimeout time.Duration
-	partitions       map[string]int // count of each subscribed topic the driver found
-	waiter           uint64         // token of the Join call, > 0
+	waiter           uint64 // token of the Join call, > 0
 }
 
 // cancelJoinEvent: the Join call with this token gave up (its ctx ended).
 type cancelJoinEvent struct {
+	member string
+	waiter uint64
+}
+
+// syncEvent is a SyncRequest; assignments only from the leader.
+type syncEvent struct {
+	member       string
+	generation   int32
+	protocolType string // "" → not checked
+	protocol     string // "" → not checked
+	assignments  map[string][]byte
+	waiter       uint64 // token of the Sync call, > 0
+}
+
+// cancelSyncEvent: the Sync call with this token gave up.
+type cancelSyncEvent struct {
 	member string
 	waiter uint64
 }
@@ -135,6 +176,8 @@ type timerEvent struct{ member string }
 
 func (joinEvent) isEvent()       {}
 func (cancelJoinEvent) isEvent() {}
+func (syncEvent) isEvent()       {}
+func (cancelSyncEvent) isEvent() {}
 func (heartbeatEvent) isEvent()  {}
 func (leaveEvent) isEvent()      {}
 func (commitEvent) isEvent()     {}
@@ -145,7 +188,7 @@ func (timerEvent) isEvent()      {}
 type effectKind uint8
 
 const (
-	effReply  effectKind = iota + 1 // answer the Join call waiter with resp or err
+	effReply  effectKind = iota + 1 // answer the Join or Sync call waiter with resp, sync or err
 	effArm                          // have timer fire at or before at
 	effCancel                       // timer is no longer needed
 	effLog                          // log msg about member for reason
@@ -154,7 +197,8 @@ const (
 type effect struct {
 	kind   effectKind
 	waiter uint64
-	resp   JoinResponse
+	resp   JoinResponse // to a Join
+	sync   SyncResponse // to a Sync
 	err    error
 	timer  string // a member id; "" = the group's rebalance timer
 	at     time.Time
@@ -178,16 +222,20 @@ func (k effectKind) String() string {
 }
 
 // step applies ev at time now, appending the resulting effects to out. An
-// event that returns an error changes nothing, apart from a heartbeat or
-// commit still renewing the member's session where Kafka does (a heartbeat
-// during a rebalance answers ErrRebalanceInProgress but keeps the member
-// alive).
+// event that returns an error changes nothing, apart from a heartbeat still
+// renewing the member's session where Kafka does (a heartbeat during a
+// rebalance answers ErrRebalanceInProgress but keeps the member alive) and
+// a Join answered ErrMemberIDRequired recording the id it hands out.
 func (g *groupState) step(now time.Time, ev event, out []effect) ([]effect, error) {
 	switch ev := ev.(type) {
 	case joinEvent:
 		return g.join(now, ev, out)
 	case cancelJoinEvent:
 		return g.cancelJoin(now, ev, out), nil
+	case syncEvent:
+		return g.sync(now, ev, out)
+	case cancelSyncEvent:
+		return g.cancelSync(now, ev, out), nil
 	case heartbeatEvent:
 		return out, g.heartbeat(now, ev)
 	case leaveEvent:
@@ -201,27 +249,81 @@ func (g *groupState) step(now time.Time, ev event, out []effect) ([]effect, erro
 }
 
 func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, error) {
+	for id, until := range g.pending {
+		if !now.Before(until) {
+			delete(g.pending, id)
+		}
+	}
 	m, known := g.members[ev.member]
-	if !known && !ev.isNew {
+	_, pending := g.pending[ev.member]
+	holder := g.static[ev.instanceID] // the member id holding the instance id, if any
+	switch {
+	case ev.instanceID != "" && !ev.isNew && holder != "" && holder != ev.member,
+		known && m.instanceID != ev.instanceID:
+		return out, fmt.Errorf("%w: member %q with instance id %q in group %q", ErrFencedInstanceID, ev.member, ev.instanceID, g.id)
+	case !known && !ev.isNew && !pending:
 		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
 	}
-	maps.Copy(g.partitions, ev.partitions)
-	if !known {
-		m = &member{id: ev.member}
-		g.members[m.id] = m
+	replaces := ev.instanceID != "" && ev.isNew && holder != ""
+	newID := ev.member
+	if replaces {
+		ev.member = holder // checked as the member it replaces
 	}
-	changed := !known || !slices.Equal(m.topics, ev.topics) || g.countsChanged(ev)
+	if err := g.supports(ev); err != nil {
+		return out, err
+	}
+	if replaces {
+		// KIP-345: a new instance of a static member takes the old one's
+		// place (its generation, its assignment) under the new id; the old
+		// id is fenced.
+		ev.member = newID
+		m, known = g.members[holder], true
+		out = g.fence(m, out)
+		delete(g.members, holder)
+		m.id = ev.member
+		g.members[m.id] = m
+		g.static[ev.instanceID] = m.id
+		if g.leader == holder {
+			g.leader = m.id
+		}
+		out = append(out, effect{kind: effCancel, timer: holder},
+			effect{kind: effLog, msg: "static member replaced", member: m.id, reason: "instance " + ev.instanceID + " was " + holder})
+	}
+	if !known && ev.isNew && ev.requireKnown && ev.instanceID == "" {
+		// KIP-394: the member learns its id and joins again with it.
+		g.pending[ev.member] = now.Add(ev.sessionTimeout)
+		return out, fmt.Errorf("%w: rejoin group %q as %q", ErrMemberIDRequired, g.id, ev.member)
+	}
+	delete(g.pending, ev.member)
+	if !known {
+		m = &member{id: ev.member, instanceID: ev.instanceID}
+		g.members[m.id] = m
+		if ev.instanceID != "" {
+			g.static[ev.instanceID] = m.id
+		}
+	}
+	changed := !known || m.protocolType != ev.protocolType || !slices.EqualFunc(m.protocols, ev.protocols, Protocol.equal)
 	if m.joining {
 		out = append(out, effect{kind: effReply, waiter: m.waiter,
 			err: fmt.Errorf("%w: superseded by a newer Join of member %q", ErrRebalanceInProgress, m.id)})
+		m.joining, m.waiter = false, 0
 	}
-	m.clientID, m.topics = ev.clientID, ev.topics
+	if m.syncing {
+		out = append(out, effect{kind: effReply, waiter: m.syncer,
+			err: fmt.Errorf("%w: member %q joins again", ErrRebalanceInProgress, m.id)})
+		m.syncing, m.syncer = false, 0
+	}
+	m.clientID, m.clientHost = ev.clientID, ev.clientHost
+	m.protocolType, m.protocols = ev.protocolType, ev.protocols
 	m.sessionTimeout, m.rebalanceTimeout = ev.sessionTimeout, ev.rebalanceTimeout
+	g.protocolType = ev.protocolType // every member's (or the only member's, which may change it)
 
-	if g.phase == phaseStable && !changed {
-		// A member of the current generation rejoining with the same
-		// subscription (it missed its Join's answer, say): the generation
-		// stands, as in Kafka for a follower whose metadata did not change.
+	// A member of the current generation rejoining with the same protocols
+	// (it missed its Join's answer, say) gets the generation back, as in
+	// Kafka: in CompletingRebalance any member, in Stable a follower (the
+	// leader's Join rebalances: that is how it asks for a new assignment,
+	// when partitions were added say).
+	if !changed && (g.phase == phaseCompleting || g.phase == phaseStable && m.id != g.leader) {
 		m.deadline = now.Add(m.sessionTimeout)
 		return append(out,
 			effect{kind: effArm, timer: m.id, at: m.deadline},
@@ -232,10 +334,13 @@ func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, 
 	switch g.phase {
 	case phaseEmpty:
 		out = g.startRebalance(now, "first member joined", true, out)
-	case phaseStable:
-		reason := "member changed its subscription"
-		if !known {
+	case phaseStable, phaseCompleting:
+		reason := "member changed its protocols"
+		switch {
+		case !known:
 			reason = "new member joined"
+		case m.id == g.leader && !changed:
+			reason = "leader rejoined"
 		}
 		out = g.startRebalance(now, reason, false, out)
 	case phasePreparing:
@@ -250,15 +355,69 @@ func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, 
 	return g.maybeComplete(now, out), nil
 }
 
-// countsChanged reports whether a Join sees a partition count, for a topic
-// of its subscription, other than the current assignment was computed from.
-func (g *groupState) countsChanged(ev joinEvent) bool {
-	for _, t := range ev.topics {
-		if ev.partitions[t] != g.assigned[t] {
-			return true
+// supports checks a Join's protocols against the group's, as Kafka does: a
+// group with members other than this one has their protocol type, and some
+// protocol all of them support must be among the joining member's; else
+// ErrInconsistentGroupProtocol.
+func (g *groupState) supports(ev joinEvent) error {
+	others := 0
+	for id := range g.members {
+		if id != ev.member {
+			others++
 		}
 	}
-	return false
+	if others == 0 {
+		return nil
+	}
+	if ev.protocolType != g.protocolType {
+		return fmt.Errorf("%w: protocol type %q, group %q has %q", ErrInconsistentGroupProtocol, ev.protocolType, g.id, g.protocolType)
+	}
+	for _, p := range ev.protocols {
+		if g.supportedByAll(p.Name, ev.member) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: none of the protocols of member %q is supported by every member of group %q",
+		ErrInconsistentGroupProtocol, ev.member, g.id)
+}
+
+// supportedByAll reports whether every member but except lists the protocol.
+func (g *groupState) supportedByAll(name, except string) bool {
+	for id, m := range g.members {
+		if id != except && !slices.ContainsFunc(m.protocols, func(p Protocol) bool { return p.Name == name }) {
+			return false
+		}
+	}
+	return true
+}
+
+// selectProtocol is Kafka's vote: among the protocols every member supports
+// (never none: every Join was checked), each member votes for the first of
+// its own list; the most votes win, a tie going to the name that sorts
+// first.
+func (g *groupState) selectProtocol() string {
+	common := map[string]int{} // protocol → how many members list it
+	for _, m := range g.members {
+		for _, p := range m.protocols {
+			common[p.Name]++
+		}
+	}
+	votes := map[string]int{}
+	for _, m := range g.members {
+		for _, p := range m.protocols {
+			if common[p.Name] == len(g.members) {
+				votes[p.Name]++
+				break
+			}
+		}
+	}
+	best := ""
+	for _, name := range slices.Sorted(maps.Keys(votes)) {
+		if best == "" || votes[name] > votes[best] {
+			best = name
+		}
+	}
+	return best
 }
 
 func (g *groupState) cancelJoin(now time.Time, ev cancelJoinEvent, out []effect) []effect {
@@ -275,6 +434,68 @@ func (g *groupState) cancelJoin(now time.Time, ev cancelJoinEvent, out []effect)
 	return append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
 }
 
+// sync takes a member's SyncGroup: the leader's brings the assignment of
+// the generation, which answers every member's; a follower's waits for it
+// while the group is completing, and is answered at once once stable.
+func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, error) {
+	m := g.members[ev.member]
+	switch {
+	case m == nil:
+		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
+	case ev.generation != g.generation:
+		return out, fmt.Errorf("%w: sync for generation %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
+	case ev.protocolType != "" && ev.protocolType != g.protocolType || ev.protocol != "" && ev.protocol != g.protocol:
+		return out, fmt.Errorf("%w: sync with protocol %q/%q, group %q has %q/%q", ErrInconsistentGroupProtocol,
+			ev.protocolType, ev.protocol, g.id, g.protocolType, g.protocol)
+	case g.phase == phasePreparing: // (also when m is joining: only a preparing group has joining members)
+		return out, fmt.Errorf("%w: group %q", ErrRebalanceInProgress, g.id)
+	}
+	if m.syncing {
+		out = append(out, effect{kind: effReply, waiter: m.syncer,
+			err: fmt.Errorf("%w: superseded by a newer Sync of member %q", ErrRebalanceInProgress, m.id)})
+		m.syncing, m.syncer = false, 0
+	}
+	m.synced = true
+	if g.phase == phaseCompleting && m.id != g.leader {
+		m.syncing, m.syncer = true, ev.waiter
+		return append(out, effect{kind: effCancel, timer: m.id}), nil // alive while waiting
+	}
+	if g.phase == phaseCompleting { // the leader's: the generation's assignment
+		g.phase = phaseStable
+		g.rebalanceDeadline = time.Time{}
+		out = append(out, effect{kind: effCancel},
+			effect{kind: effLog, msg: "assignment received", member: m.id, reason: fmt.Sprintf("generation %d", g.generation)})
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			o := g.members[id]
+			o.assignment = slices.Clone(ev.assignments[id])
+			if o.syncing {
+				o.deadline = now.Add(o.sessionTimeout)
+				out = append(out,
+					effect{kind: effArm, timer: id, at: o.deadline},
+					effect{kind: effReply, waiter: o.syncer, sync: g.syncResponse(o)})
+				o.syncing, o.syncer = false, 0
+			}
+		}
+	}
+	m.deadline = now.Add(m.sessionTimeout)
+	return append(out,
+		effect{kind: effArm, timer: m.id, at: m.deadline},
+		effect{kind: effReply, waiter: ev.waiter, sync: g.syncResponse(m)}), nil
+}
+
+func (g *groupState) cancelSync(now time.Time, ev cancelSyncEvent, out []effect) []effect {
+	m := g.members[ev.member]
+	if m == nil || !m.syncing || m.syncer != ev.waiter {
+		return out
+	}
+	m.syncing, m.syncer = false, 0
+	m.deadline = now.Add(m.sessionTimeout)
+	return append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
+}
+
+// heartbeat: accepted from a member of the current generation, also while
+// the group waits for the leader's assignment (Kafka's CompletingRebalance);
+// ErrRebalanceInProgress while preparing, though it renews the session.
 func (g *groupState) heartbeat(now time.Time, ev heartbeatEvent) error {
 	m := g.members[ev.member]
 	if m == nil {
@@ -283,7 +504,7 @@ func (g *groupState) heartbeat(now time.Time, ev heartbeatEvent) error {
 	if ev.generation != g.generation {
 		return fmt.Errorf("%w: %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
 	}
-	if !m.joining {
+	if !m.joining && !m.syncing {
 		m.deadline = now.Add(m.sessionTimeout)
 	}
 	if g.phase == phasePreparing {
@@ -300,11 +521,13 @@ func (g *groupState) leave(now time.Time, ev leaveEvent, out []effect) ([]effect
 	return g.removed(now, g.remove(m, "left the group", out), "member left"), nil
 }
 
-// checkCommit: a commit is accepted from a member of the current generation,
-// also while a rebalance is in progress (as Kafka accepts it in
-// PreparingRebalance: a member told to rejoin commits first), and from a
-// non-member (member "" with a negative generation) only while the group has
-// no members, as Kafka does for consumers that assign partitions themselves.
+// checkCommit: a commit is accepted from a member of the current generation
+// while the group is stable or preparing a rebalance (as Kafka accepts it in
+// PreparingRebalance: a member told to rejoin commits first), not while it
+// waits for the leader's assignment (ErrRebalanceInProgress, as Kafka), and
+// from a non-member (member "" with a negative generation) only while the
+// group has no members, as Kafka does for consumers that assign partitions
+// themselves.
 func (g *groupState) checkCommit(now time.Time, ev commitEvent) error {
 	if ev.member == "" && ev.generation < 0 {
 		if len(g.members) > 0 {
@@ -319,7 +542,10 @@ func (g *groupState) checkCommit(now time.Time, ev commitEvent) error {
 	if ev.generation != g.generation {
 		return fmt.Errorf("%w: commit from generation %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
 	}
-	if !m.joining {
+	if g.phase == phaseCompleting {
+		return fmt.Errorf("%w: group %q awaits its assignment", ErrRebalanceInProgress, g.id)
+	}
+	if !m.joining && !m.syncing {
 		m.deadline = now.Add(m.sessionTimeout)
 	}
 	return nil
@@ -336,8 +562,8 @@ func (g *groupState) timer(now time.Time, ev timerEvent, out []effect) []effect 
 		return g.rebalanceTimer(now, out)
 	}
 	m := g.members[ev.member]
-	if m == nil || m.joining {
-		return out // stale: removed, or alive while joining
+	if m == nil || m.joining || m.syncing {
+		return out // stale: removed, or alive while joining or syncing
 	}
 	if now.Before(m.deadline) {
 		return append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
@@ -346,15 +572,24 @@ func (g *groupState) timer(now time.Time, ev timerEvent, out []effect) []effect 
 }
 
 func (g *groupState) rebalanceTimer(now time.Time, out []effect) []effect {
-	if g.phase != phasePreparing {
+	switch {
+	case g.phase != phasePreparing && g.phase != phaseCompleting:
 		return out // stale
-	}
-	if now.Before(g.rebalanceDeadline) {
+	case now.Before(g.rebalanceDeadline):
 		out = g.maybeComplete(now, out)
-		if g.phase == phasePreparing {
+		if g.phase == phasePreparing || g.phase == phaseCompleting {
 			out = append(out, effect{kind: effArm, at: g.nextRebalanceTimer(now)})
 		}
 		return out
+	case g.phase == phaseCompleting:
+		// The leader sent no assignment in time: drop the members that did
+		// not sync (the leader among them), and rebalance the others.
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			if m := g.members[id]; !m.synced {
+				out = g.remove(m, "sent no SyncGroup within the rebalance timeout", out)
+			}
+		}
+		return g.removed(now, out, "no assignment within the rebalance timeout")
 	}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		if m := g.members[id]; !m.joining {
@@ -364,10 +599,16 @@ func (g *groupState) rebalanceTimer(now time.Time, out []effect) []effect {
 	return g.complete(now, out)
 }
 
-// remove deletes m from the group; its pending Join, if any, fails with
-// ErrUnknownMember.
+// remove deletes m from the group; its pending Join or Sync, if any, fails
+// with ErrUnknownMember.
 func (g *groupState) remove(m *member, reason string, out []effect) []effect {
 	delete(g.members, m.id)
+	if m.instanceID != "" && g.static[m.instanceID] == m.id {
+		delete(g.static, m.instanceID)
+	}
+	if g.leader == m.id {
+		g.leader = ""
+	}
 	out = append(out,
 		effect{kind: effCancel, timer: m.id},
 		effect{kind: effLog, msg: "member removed", member: m.id, reason: reason})
@@ -375,13 +616,32 @@ func (g *groupState) remove(m *member, reason string, out []effect) []effect {
 		out = append(out, effect{kind: effReply, waiter: m.waiter,
 			err: fmt.Errorf("%w: %q %s", ErrUnknownMember, m.id, reason)})
 	}
+	if m.syncing {
+		out = append(out, effect{kind: effReply, waiter: m.syncer,
+			err: fmt.Errorf("%w: %q %s", ErrUnknownMember, m.id, reason)})
+	}
 	return out
 }
 
-// removed moves the group on after a member was removed: a stable group
-// rebalances, a rebalancing one may now be complete.
+// fence fails m's pending Join and Sync with ErrFencedInstanceID: a newer
+// instance of the static member took its place.
+func (g *groupState) fence(m *member, out []effect) []effect {
+	err := fmt.Errorf("%w: instance %q of group %q has a newer member", ErrFencedInstanceID, m.instanceID, g.id)
+	if m.joining {
+		out = append(out, effect{kind: effReply, waiter: m.waiter, err: err})
+		m.joining, m.waiter = false, 0
+	}
+	if m.syncing {
+		out = append(out, effect{kind: effReply, waiter: m.syncer, err: err})
+		m.syncing, m.syncer = false, 0
+	}
+	return out
+}
+
+// removed moves the group on after a member was removed: a stable or
+// completing group rebalances, a preparing one may now be complete.
 func (g *groupState) removed(now time.Time, out []effect, reason string) []effect {
-	if g.phase == phaseStable {
+	if g.phase == phaseStable || g.phase == phaseCompleting {
 		out = g.startRebalance(now, reason, false, out)
 	}
 	return g.maybeComplete(now, out)
@@ -389,8 +649,21 @@ func (g *groupState) removed(now time.Time, out []effect, reason string) []effec
 
 // startRebalance moves the group to preparing: every member must join again
 // (the eager protocol) before rebalanceDeadline, the longest rebalance
-// timeout of its members from now. fromEmpty applies the initial delay.
+// timeout of its members from now. fromEmpty applies the initial delay. A
+// group that was completing answers the Syncs waiting for the leader's
+// assignment with ErrRebalanceInProgress.
 func (g *groupState) startRebalance(now time.Time, reason string, fromEmpty bool, out []effect) []effect {
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		m := g.members[id]
+		m.synced = false
+		if m.syncing {
+			out = append(out, effect{kind: effReply, waiter: m.syncer,
+				err: fmt.Errorf("%w: group %q: %s", ErrRebalanceInProgress, g.id, reason)})
+			m.syncing, m.syncer = false, 0
+			m.deadline = now.Add(m.sessionTimeout)
+			out = append(out, effect{kind: effArm, timer: id, at: m.deadline})
+		}
+	}
 	g.phase = phasePreparing
 	var longest time.Duration
 	for _, m := range g.members {
@@ -425,35 +698,39 @@ func (g *groupState) maybeComplete(now time.Time, out []effect) []effect {
 	return g.complete(now, out)
 }
 
-// complete ends the rebalance: a new generation of the members that joined,
-// each answered with its range assignment, each session starting now.
+// complete ends the joining: a new generation of the members that joined,
+// with the protocol they voted for and a leader (the previous one if it is
+// still a member, else the member whose id sorts first). Every Join is
+// answered, the leader's with every member's metadata; the group then waits
+// for the leader's Sync, up to the longest rebalance timeout.
 func (g *groupState) complete(now time.Time, out []effect) []effect {
 	g.generation++
 	g.rebalanceDeadline, g.delayUntil = time.Time{}, time.Time{}
 	out = append(out, effect{kind: effCancel})
 	if len(g.members) == 0 {
 		g.phase = phaseEmpty
-		clear(g.partitions)
-		g.assigned = nil
+		g.protocolType, g.protocol, g.leader = "", "", ""
 		return append(out, effect{kind: effLog, msg: "group is empty", reason: fmt.Sprintf("generation %d", g.generation)})
 	}
-	g.phase = phaseStable
-	subs := make(map[string][]string, len(g.members))
-	counts := make(map[string]int)
-	for id, m := range g.members {
-		subs[id] = m.topics
-		for _, t := range m.topics {
-			counts[t] = g.partitions[t]
-		}
+	g.phase = phaseCompleting
+	g.protocol = g.selectProtocol()
+	ids := slices.Sorted(maps.Keys(g.members))
+	if g.members[g.leader] == nil {
+		g.leader = ids[0]
 	}
-	g.partitions, g.assigned = counts, maps.Clone(counts) // forget topics no one subscribes to
-	assignment := assignRange(subs, g.partitions)
-	out = append(out, effect{kind: effLog, msg: "rebalance completed",
-		reason: fmt.Sprintf("generation %d with %d members", g.generation, len(g.members))})
-	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+	var longest time.Duration
+	for _, m := range g.members {
+		longest = max(longest, m.rebalanceTimeout)
+	}
+	g.rebalanceDeadline = now.Add(longest)
+	out = append(out,
+		effect{kind: effArm, at: g.rebalanceDeadline},
+		effect{kind: effLog, msg: "rebalance completed", member: g.leader,
+			reason: fmt.Sprintf("generation %d with %d members, protocol %q", g.generation, len(g.members), g.protocol)})
+	for _, id := range ids {
 		m := g.members[id]
 		waiter := m.waiter
-		m.assignment, m.inGeneration = assignment[id], true
+		m.assignment, m.inGeneration, m.synced = nil, true, false
 		m.joining, m.waiter = false, 0
 		m.deadline = now.Add(m.sessionTimeout)
 		out = append(out,
@@ -463,26 +740,58 @@ func (g *groupState) complete(now time.Time, out []effect) []effect {
 	return out
 }
 
+// response is m's JoinResponse for the current generation.
 func (g *groupState) response(m *member) JoinResponse {
-	return JoinResponse{
-		MemberID:   m.id,
-		Generation: g.generation,
-		Assignment: slices.Clone(m.assignment),
-		Members:    len(g.members),
+	r := JoinResponse{
+		MemberID:     m.id,
+		Generation:   g.generation,
+		Members:      len(g.members),
+		ProtocolType: g.protocolType,
+		Protocol:     g.protocol,
+		Leader:       g.leader,
 	}
+	if m.id == g.leader {
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			o := g.members[id]
+			r.MemberMetadata = append(r.MemberMetadata, MemberMetadata{ID: id, InstanceID: o.instanceID, Metadata: o.metadata(g.protocol)})
+		}
+	}
+	return r
+}
+
+func (g *groupState) syncResponse(m *member) SyncResponse {
+	return SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)}
+}
+
+// metadata is m's metadata for protocol name (nil if it has none).
+func (m *member) metadata(name string) []byte {
+	for _, p := range m.protocols {
+		if p.Name == name {
+			return slices.Clone(p.Metadata)
+		}
+	}
+	return nil
 }
 
 func (g *groupState) describe() Description {
-	d := Description{Group: g.id, State: g.phase.state(), Generation: g.generation}
+	d := Description{Group: g.id, State: g.phase.state(), Generation: g.generation,
+		ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[id]
-		md := MemberDescription{ID: id, ClientID: m.clientID, Topics: slices.Clone(m.topics), Joining: m.joining}
+		md := MemberDescription{ID: id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost, Joining: m.joining}
 		if m.inGeneration {
-			md.Assignment = slices.Clone(m.assignment)
+			md.MemberMetadata = m.metadata(g.protocol)
+		}
+		if g.phase == phaseStable || g.phase == phasePreparing && m.inGeneration {
+			md.MemberAssignment = slices.Clone(m.assignment)
 		}
 		d.Members = append(d.Members, md)
 	}
 	return d
+}
+
+func (p Protocol) equal(q Protocol) bool {
+	return p.Name == q.Name && string(p.Metadata) == string(q.Metadata)
 }
 
 func minTime(a, b time.Time) time.Time {

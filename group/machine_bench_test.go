@@ -7,15 +7,11 @@ import (
 )
 
 // BenchmarkRebalance: the state machine's cost of one rebalance of n
-// members subscribed to 10 topics of 64 partitions each (a member leaves
-// and joins again as a new one, the others rejoin; range assignment and the
-// replies included), per rebalance.
+// members with two protocols of 200-byte metadata each (a member leaves and
+// joins again as a new one, the others rejoin, the leader syncs an
+// assignment of 200 bytes per member; the replies included), per rebalance.
 func BenchmarkRebalance(b *testing.B) {
-	topics := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6", "t7", "t8", "t9"}
-	counts := map[string]int{}
-	for _, t := range topics {
-		counts[t] = 64
-	}
+	protocols := []Protocol{{Name: "cooperative-sticky", Metadata: make([]byte, 200)}, {Name: "range", Metadata: make([]byte, 200)}}
 	for _, n := range []int{2, 10, 100} {
 		b.Run(fmt.Sprint("members=", n), func(b *testing.B) {
 			g := newGroupState("g", 0)
@@ -31,8 +27,17 @@ func BenchmarkRebalance(b *testing.B) {
 			}
 			joinEv := func(id string, isNew bool) joinEvent {
 				token++
-				return joinEvent{member: id, isNew: isNew, topics: topics, sessionTimeout: time.Minute,
-					rebalanceTimeout: time.Minute, partitions: counts, waiter: token}
+				return joinEvent{member: id, isNew: isNew, protocolType: "consumer", protocols: protocols,
+					sessionTimeout: time.Minute, rebalanceTimeout: time.Minute, waiter: token}
+			}
+			assignments := map[string][]byte{}
+			syncLeader := func() {
+				clear(assignments)
+				for id := range g.members {
+					assignments[id] = make([]byte, 200)
+				}
+				token++
+				step(syncEvent{member: g.leader, generation: g.generation, assignments: assignments, waiter: token})
 			}
 			ids := make([]string, n)
 			for i := range ids {
@@ -41,6 +46,7 @@ func BenchmarkRebalance(b *testing.B) {
 				for _, id := range ids[:i] {
 					step(joinEv(id, false))
 				}
+				syncLeader()
 			}
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
@@ -50,6 +56,7 @@ func BenchmarkRebalance(b *testing.B) {
 				for _, id := range ids[1:] {
 					step(joinEv(id, false))
 				}
+				syncLeader()
 				if g.phase != phaseStable {
 					b.Fatal("rebalance did not complete")
 				}

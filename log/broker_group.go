@@ -97,7 +97,10 @@ func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) err
 	now := time.Now()
 	bd.Reset(now.UnixMilli())
 	for tp, off := range offsets {
-		k, v := group.EncodeOffsetRecord(groupID, tp, off, now)
+		k, v := group.EncodeOffsetRecord(groupID, tp, max(off, 0), now)
+		if off < 0 {
+			v = nil // a tombstone: the group was deleted
+		}
 		bd.Append(now.UnixMilli(), k, v, nil)
 	}
 	_, _, err = p.AppendBatch(bd.Bytes())
@@ -122,9 +125,21 @@ func (b *Broker) offsetsPartition() (*Partition, error) {
 	return t.parts[0], nil
 }
 
-// JoinGroup joins a consumer group (see Client and group.Coordinator.Join).
+// GroupCoordinator returns the broker's group coordinator, for what a
+// Kafka server answers beyond GroupClient: ListGroups (List),
+// DescribeGroups (Describe) and DeleteGroups (Delete).
+func (b *Broker) GroupCoordinator() *group.Coordinator { return b.groups }
+
+// JoinGroup joins a consumer group (see GroupClient and
+// group.Coordinator.Join).
 func (b *Broker) JoinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResponse, error) {
 	return b.groups.Join(ctx, req)
+}
+
+// SyncGroup returns a member's assignment; the leader's brings everyone's
+// (see GroupClient and group.Coordinator.Sync).
+func (b *Broker) SyncGroup(ctx context.Context, req group.SyncRequest) (group.SyncResponse, error) {
+	return b.groups.Sync(ctx, req)
 }
 
 // Heartbeat keeps a group member alive.

@@ -48,3 +48,73 @@ func TestGroupCommitsAreDurable(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 }
+
+// TestGroupClassicProtocol: the Broker's GroupClient speaks the classic
+// protocol: JoinGroup with protocols, SyncGroup with the leader's
+// assignment; commits are checked against the generation; a simple
+// consumer's commit (no member id, generation -1) works while the group has
+// no members, as in Kafka.
+func TestGroupClassicProtocol(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	b := openT(t, vfs.NewMem(), "/d")
+	defer func() { require.NoError(t, b.Close()) }()
+	_, err := b.CreateTopic("t", TopicConfig{Partitions: 2})
+	require.NoError(t, err)
+	tp0 := TopicPartition{Topic: "t", Partition: 0}
+
+	require.NoError(t, b.CommitOffsets(ctx, "g", "", -1, map[TopicPartition]int64{tp0: 3}), "a simple consumer's commit")
+	resp, err := b.JoinGroup(ctx, group.JoinRequest{Group: "g", ClientID: "k", ProtocolType: "consumer",
+		Protocols: []group.Protocol{{Name: "roundrobin", Metadata: []byte{1}}}})
+	require.NoError(t, err)
+	require.Equal(t, resp.MemberID, resp.Leader)
+	require.Equal(t, []group.MemberMetadata{{ID: resp.MemberID, Metadata: []byte{1}}}, resp.MemberMetadata)
+	require.ErrorIs(t, b.CommitOffsets(ctx, "g", resp.MemberID, resp.Generation, map[TopicPartition]int64{tp0: 4}),
+		ErrRebalanceInProgress, "no commit while the group awaits its assignment")
+	_, err = b.SyncGroup(ctx, group.SyncRequest{Group: "g", MemberID: resp.MemberID, Generation: resp.Generation - 1})
+	require.ErrorIs(t, err, ErrIllegalGeneration)
+	got, err := b.SyncGroup(ctx, group.SyncRequest{Group: "g", MemberID: resp.MemberID, Generation: resp.Generation,
+		Assignments: map[string][]byte{resp.MemberID: []byte("mine")}})
+	require.NoError(t, err)
+	require.Equal(t, group.SyncResponse{ProtocolType: "consumer", Protocol: "roundrobin", Assignment: []byte("mine")}, got)
+	require.NoError(t, b.CommitOffsets(ctx, "g", resp.MemberID, resp.Generation, map[TopicPartition]int64{tp0: 4}))
+	require.ErrorIs(t, b.CommitOffsets(ctx, "g", "", -1, map[TopicPartition]int64{tp0: 5}), ErrUnknownMember,
+		"no simple commit to a group with members")
+	_, err = b.JoinGroup(ctx, group.JoinRequest{Group: "g", ProtocolType: "consumer",
+		Protocols: []group.Protocol{{Name: "range"}}})
+	require.ErrorIs(t, err, ErrInconsistentGroupProtocol)
+	require.NoError(t, b.LeaveGroup(ctx, "g", resp.MemberID))
+	require.NoError(t, b.CommitOffsets(ctx, "g", "", -1, map[TopicPartition]int64{tp0: 6}), "empty again")
+	offs, err := b.FetchOffsets(ctx, "g", nil)
+	require.NoError(t, err)
+	require.Equal(t, map[TopicPartition]int64{tp0: 6}, offs)
+}
+
+// TestGroupDeleteIsDurable: a deleted group's offsets are tombstoned in
+// __consumer_offsets and stay deleted after a reopen; ListGroups and
+// DescribeGroups come from the coordinator.
+func TestGroupDeleteIsDurable(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	b := openT(t, fs, "/d")
+	tp0 := TopicPartition{Topic: "t", Partition: 0}
+	require.NoError(t, b.CommitOffsets(ctx, "gone", "", -1, map[TopicPartition]int64{tp0: 3}))
+	require.NoError(t, b.CommitOffsets(ctx, "kept", "", -1, map[TopicPartition]int64{tp0: 4}))
+	gc := b.GroupCoordinator()
+	require.Equal(t, []group.Listing{{Group: "gone", State: group.StateEmpty}, {Group: "kept", State: group.StateEmpty}}, gc.List())
+	require.NoError(t, gc.Delete(ctx, "gone"))
+	require.ErrorIs(t, gc.Delete(ctx, "gone"), group.ErrGroupNotFound)
+	require.NoError(t, b.Close())
+
+	b = openT(t, fs, "/d")
+	defer func() { require.NoError(t, b.Close()) }()
+	got, err := b.FetchOffsets(ctx, "gone", nil)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	got, err = b.FetchOffsets(ctx, "kept", nil)
+	require.NoError(t, err)
+	require.Equal(t, map[TopicPartition]int64{tp0: 4}, got)
+	_, ok := b.GroupCoordinator().Describe("gone")
+	require.False(t, ok)
+}

@@ -164,8 +164,8 @@ func (c ConsumerConfig) validate() error {
 // A Consumer reads records from the partitions of its topics: all of them
 // without a Group, or the share a consumer group assigns it.
 //
-// In a group the protocol is Kafka's eager one, with the range assignment
-// the broker's coordinator computes. The consumer joins in its first Poll; a
+// In a group the protocol is Kafka's classic, eager one, with the range
+// assignment its leader member computes. The consumer joins in its first Poll; a
 // goroutine of its own heartbeats every HeartbeatInterval. When the group
 // rebalances (a member joins or leaves, or one's session times out), the
 // heartbeat ends a parked Poll and Poll rejoins before it fetches again.

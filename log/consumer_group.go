@@ -7,57 +7,86 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/group/assign"
 )
 
-// join joins the group and takes the assignment it gets: the positions of
-// its partitions start from the group's committed offsets, else from Reset.
-// A rejoin that finds the same generation (nothing changed) keeps them.
+// join joins the group in Kafka's classic protocol, as a Kafka consumer
+// does: a JoinGroup with the protocol "range" and the subscription as
+// ConsumerProtocol metadata; if the coordinator makes it the leader, it
+// computes the range assignment of every member (assignRange); then a
+// SyncGroup gives it its partitions. Their positions start from the group's
+// committed offsets, else from Reset. A rejoin that finds the same
+// generation (nothing changed) keeps them.
 func (c *Consumer) join(ctx context.Context) error {
 	c.mu.Lock()
 	member, gen := c.memberID, c.generation
 	c.mu.Unlock()
-	var resp group.JoinResponse
-	var err error
-	for range consumerJoinRetries {
+	setMember := func(id string) {
+		member = id
+		c.mu.Lock()
+		c.memberID = id // now, so that Close leaves even if what follows fails
+		c.mu.Unlock()
+	}
+	var (
+		resp group.JoinResponse
+		tps  []TopicPartition
+		err  error
+	)
+	// A new member id costs one of the retries; a rebalance beginning
+	// between the join and the sync does not (each such round waits for the
+	// group to form a generation): ctx bounds those.
+	for retries := consumerJoinRetries; retries > 0; {
+		joinedAs := member
 		resp, err = c.client.JoinGroup(ctx, group.JoinRequest{
 			Group:            c.cfg.Group,
 			MemberID:         member,
 			ClientID:         c.cfg.ClientID,
-			Topics:           c.cfg.Topics,
+			ProtocolType:     assign.ProtocolType,
+			Protocols:        []group.Protocol{{Name: assign.RangeProtocol, Metadata: assign.EncodeSubscription(c.cfg.Topics)}},
 			SessionTimeout:   c.cfg.SessionTimeout,
 			RebalanceTimeout: c.cfg.RebalanceTimeout,
 		})
-		if errors.Is(err, ErrUnknownMember) && member != "" {
-			member = "" // removed meanwhile: join as a new member
-			c.mu.Lock()
-			c.memberID = ""
-			c.mu.Unlock()
+		switch {
+		case errors.Is(err, ErrMemberIDRequired) && resp.MemberID != "":
+			setMember(resp.MemberID) // KIP-394: join again with the id given
+			retries--
 			continue
-		}
-		if errors.Is(err, ErrRebalanceInProgress) && ctx.Err() == nil {
+		case errors.Is(err, ErrUnknownMember) && member != "":
+			setMember("") // removed meanwhile: join as a new member
+			retries--
+			continue
+		case errors.Is(err, ErrRebalanceInProgress) && ctx.Err() == nil:
+			retries--
 			continue // superseded by a newer join of ours: ask again
+		case err != nil:
+			return fmt.Errorf("log: consumer: join group %q: %w", c.cfg.Group, err)
+		}
+		setMember(resp.MemberID)
+		if joinedAs != "" && resp.MemberID == joinedAs && resp.Generation == gen {
+			c.mu.Lock()
+			c.rejoin = false // the same generation: nothing changed
+			c.mu.Unlock()
+			return nil
+		}
+		tps, err = c.sync(ctx, resp)
+		switch {
+		case errors.Is(err, ErrUnknownMember):
+			setMember("")
+			retries--
+			continue
+		case (errors.Is(err, ErrRebalanceInProgress) || errors.Is(err, ErrIllegalGeneration)) && ctx.Err() == nil:
+			continue // a new rebalance began before the assignment came: join it
 		}
 		break
 	}
 	if err != nil {
 		return fmt.Errorf("log: consumer: join group %q: %w", c.cfg.Group, err)
 	}
-	// The member id now, so that Close leaves even if what follows fails;
-	// the generation with the assignment, below.
-	c.mu.Lock()
-	c.memberID = resp.MemberID
-	c.mu.Unlock()
-	if resp.MemberID == member && member != "" && resp.Generation == gen {
-		c.mu.Lock()
-		c.rejoin = false // the same generation: nothing changed
-		c.mu.Unlock()
-		return nil
-	}
-	committed, err := c.client.FetchOffsets(ctx, c.cfg.Group, resp.Assignment)
+	committed, err := c.client.FetchOffsets(ctx, c.cfg.Group, tps)
 	if err != nil {
 		return fmt.Errorf("log: consumer: fetch committed offsets of group %q: %w", c.cfg.Group, err)
 	}
-	parts, err := c.positions(resp.Assignment, committed)
+	parts, err := c.positions(tps, committed)
 	if err != nil {
 		return err
 	}
@@ -67,6 +96,39 @@ func (c *Consumer) join(ctx context.Context) error {
 	c.assign(parts)
 	c.rejoin = false
 	return nil
+}
+
+// sync is the SyncGroup of a join: the leader's with the range assignment
+// of every member, the others' with none. It returns the member's
+// partitions.
+func (c *Consumer) sync(ctx context.Context, resp group.JoinResponse) ([]TopicPartition, error) {
+	if resp.Protocol != assign.RangeProtocol {
+		return nil, fmt.Errorf("%w: the group chose protocol %q; a Strata consumer speaks %q",
+			ErrInconsistentGroupProtocol, resp.Protocol, assign.RangeProtocol)
+	}
+	var assignments map[string][]byte
+	if resp.Leader == resp.MemberID {
+		var err error
+		if assignments, err = c.assignRange(resp.MemberMetadata); err != nil {
+			return nil, err
+		}
+	}
+	s, err := c.client.SyncGroup(ctx, group.SyncRequest{
+		Group:        c.cfg.Group,
+		MemberID:     resp.MemberID,
+		Generation:   resp.Generation,
+		ProtocolType: resp.ProtocolType,
+		Protocol:     resp.Protocol,
+		Assignments:  assignments,
+	})
+	if err != nil {
+		return nil, err
+	}
+	tps, err := assign.DecodeAssignment(s.Assignment)
+	if err != nil {
+		return nil, fmt.Errorf("log: consumer: the assignment of generation %d: %w", resp.Generation, err)
+	}
+	return tps, nil
 }
 
 // Commit commits to the group the position of every assigned partition:

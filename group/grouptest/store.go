@@ -29,8 +29,9 @@ type Record struct{ Key, Value []byte }
 // may be nil).
 func NewStore(clock group.Clock) *Store { return &Store{clock: clock} }
 
-// Store implements group.OffsetStore: it appends one batch of records, or
-// returns the error set by FailWith and stores nothing.
+// Store implements group.OffsetStore: it appends one batch of records (a
+// tombstone for a negative offset), or returns the error set by FailWith
+// and stores nothing.
 func (s *Store) Store(g string, offsets map[group.TopicPartition]int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -45,7 +46,10 @@ func (s *Store) Store(g string, offsets map[group.TopicPartition]int64) error {
 	for _, tp := range slices.SortedFunc(maps.Keys(offsets), func(a, b group.TopicPartition) int {
 		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	}) {
-		k, v := group.EncodeOffsetRecord(g, tp, offsets[tp], now)
+		k, v := group.EncodeOffsetRecord(g, tp, max(offsets[tp], 0), now)
+		if offsets[tp] < 0 {
+			v = nil // a tombstone, as the broker writes it
+		}
 		batch = append(batch, Record{Key: k, Value: v})
 	}
 	s.batches = append(s.batches, batch)

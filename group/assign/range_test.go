@@ -1,4 +1,4 @@
-package group
+package assign
 
 import (
 	"fmt"
@@ -9,22 +9,24 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/tp"
 )
 
 // tps parses "t0/0 t0/1 t1/2" into partitions.
-func tps(s string) []TopicPartition {
-	out := []TopicPartition{}
+func tps(s string) []tp.TopicPartition {
+	out := []tp.TopicPartition{}
 	for _, f := range strings.Fields(s) {
-		var tp TopicPartition
+		var p tp.TopicPartition
 		i := strings.LastIndexByte(f, '/')
-		tp.Topic = f[:i]
-		fmt.Sscan(f[i+1:], &tp.Partition)
-		out = append(out, tp)
+		p.Topic = f[:i]
+		fmt.Sscan(f[i+1:], &p.Partition)
+		out = append(out, p)
 	}
 	return out
 }
 
-func TestAssignRange(t *testing.T) {
+func TestRange(t *testing.T) {
 	cases := []struct {
 		name       string
 		subs       map[string][]string
@@ -98,50 +100,50 @@ func TestAssignRange(t *testing.T) {
 	}}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			want := make(map[string][]TopicPartition)
+			want := make(map[string][]tp.TopicPartition)
 			for id, s := range tc.want {
 				want[id] = tps(s)
 			}
-			require.Equal(t, want, assignRange(tc.subs, tc.partitions))
+			require.Equal(t, want, Range(tc.subs, tc.partitions))
 		})
 	}
 }
 
-// TestAssignRangeRandom checks, on random groups, what any range assignment
+// TestRangeRandom checks, on random groups, what any range assignment
 // must satisfy: every partition of a subscribed, known topic goes to exactly
 // one of its subscribers; per topic, the members' shares differ by at most
 // one and are contiguous, in member id order.
-func TestAssignRangeRandom(t *testing.T) {
+func TestRangeRandom(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
 	for range 500 {
 		topics := []string{"a", "b", "c", "d"}
 		partitions := map[string]int{}
-		for _, tp := range topics {
+		for _, topic := range topics {
 			if r.IntN(5) > 0 {
-				partitions[tp] = r.IntN(12)
+				partitions[topic] = r.IntN(12)
 			}
 		}
 		subs := map[string][]string{}
 		for i := range r.IntN(6) {
 			var s []string
-			for _, tp := range topics {
+			for _, topic := range topics {
 				if r.IntN(2) == 0 {
-					s = append(s, tp)
+					s = append(s, topic)
 				}
 			}
 			subs[fmt.Sprintf("m%02d", r.IntN(100)*10+i)] = s
 		}
-		got := assignRange(subs, partitions)
+		got := Range(subs, partitions)
 		require.ElementsMatch(t, slices.Collect(maps.Keys(subs)), slices.Collect(maps.Keys(got)))
-		owner := map[TopicPartition]string{}
+		owner := map[tp.TopicPartition]string{}
 		for id, as := range got {
-			require.True(t, slices.IsSortedFunc(as, compareTP))
-			for _, tp := range as {
-				require.Contains(t, subs[id], tp.Topic)
-				require.Empty(t, owner[tp], "%v assigned twice", tp)
-				owner[tp] = id
+			require.True(t, slices.IsSortedFunc(as, tp.Compare))
+			for _, p := range as {
+				require.Contains(t, subs[id], p.Topic)
+				require.Empty(t, owner[p], "%v assigned twice", p)
+				owner[p] = id
 			}
 		}
 		for _, topic := range topics {
@@ -159,9 +161,9 @@ func TestAssignRangeRandom(t *testing.T) {
 			next := 0 // partitions go to members in id order, contiguously
 			for i, id := range members {
 				var share []int
-				for _, tp := range got[id] {
-					if tp.Topic == topic {
-						share = append(share, tp.Partition)
+				for _, p := range got[id] {
+					if p.Topic == topic {
+						share = append(share, p.Partition)
 					}
 				}
 				wantLen := n / len(members)

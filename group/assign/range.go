@@ -1,4 +1,4 @@
-package group
+package assign
 
 import (
 	"maps"
@@ -7,7 +7,7 @@ import (
 	"github.com/strata-log/strata/tp"
 )
 
-// assignRange is Kafka's RangeAssignor. For each topic, the members
+// Range is Kafka's RangeAssignor. For each topic, the members
 // subscribed to it are sorted by member id and its partitions are split
 // into contiguous ranges in that order: each member gets
 // partitions/members of them and the first partitions%members members one
@@ -18,11 +18,11 @@ import (
 // partition count (a topic missing or with a count ≤ 0 is assigned to no
 // one). Every member of subs is in the result, with its partitions sorted
 // by topic, then partition; a member with none has an empty slice.
-func assignRange(subs map[string][]string, partitions map[string]int) map[string][]TopicPartition {
-	out := make(map[string][]TopicPartition, len(subs))
+func Range(subs map[string][]string, partitions map[string]int) map[string][]tp.TopicPartition {
+	out := make(map[string][]tp.TopicPartition, len(subs))
 	byTopic := make(map[string][]string)
 	for id, topics := range subs {
-		out[id] = []TopicPartition{}
+		out[id] = []tp.TopicPartition{}
 		for _, t := range topics {
 			byTopic[t] = append(byTopic[t], id)
 		}
@@ -45,11 +45,9 @@ func assignRange(subs map[string][]string, partitions map[string]int) map[string
 				length++
 			}
 			for p := start; p < start+length; p++ {
-				out[id] = append(out[id], TopicPartition{Topic: topic, Partition: p})
+				out[id] = append(out[id], tp.TopicPartition{Topic: topic, Partition: p})
 			}
 		}
 	}
 	return out
 }
-
-var compareTP = tp.Compare
