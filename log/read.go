@@ -101,7 +101,7 @@ func (p *Partition) readBatches(offset int64, maxBytes int, maxOffset int64, atL
 			}
 			return nil, p.outOfRange(offset)
 		}
-		raw, next, err := seg.Read(offset, maxBytes-len(out), first && atLeastOne)
+		raw, next, err := seg.Read(offset, maxBytes-len(out), maxOffset, first && atLeastOne)
 		first = false
 		segNext := seg.NextOffset()
 		seg.Release()

@@ -20,16 +20,20 @@ import (
 // SendTo. At the end offset it writes nothing and returns next = offset.
 // DecodeRecords turns the bytes back into records.
 func (p *Partition) SendTo(conn net.Conn, offset int64, maxBytes int) (n, next int64, err error) {
+	return p.sendTo(conn, offset, maxBytes, p.HighWatermark())
+}
+
+// sendTo is SendTo below maxOffset.
+func (p *Partition) sendTo(conn net.Conn, offset int64, maxBytes int, hw int64) (n, next int64, err error) {
 	if err := p.checkRange(offset); err != nil {
 		return 0, 0, err
 	}
-	hw := p.HighWatermark()
 	for offset < hw {
 		seg := p.segmentFor(offset)
 		if seg == nil {
 			return 0, 0, p.outOfRange(offset)
 		}
-		pos, length, nxt, err := seg.Range(offset, maxBytes)
+		pos, length, nxt, err := seg.Range(offset, maxBytes, hw, true)
 		if errors.Is(err, io.EOF) {
 			offset = seg.NextOffset()
 			seg.Release()

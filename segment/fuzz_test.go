@@ -163,7 +163,7 @@ func checkOpenSegment(t *testing.T, log, idx, tidx []byte, flags uint8) {
 	require.NoError(t, err)
 	off := base
 	for range len(log)/batch.HeaderSize + 2 {
-		raw, next, err := s.Read(off, 1000, true)
+		raw, next, err := s.Read(off, 1000, NoBound, true)
 		if err != nil || next <= off {
 			break
 		}
