@@ -19,23 +19,37 @@ func (b *Broker) Partitions(topic string) (int, error) {
 	return t.Partitions(), nil
 }
 
-// Produce appends one record batch to a partition (see Client). On a
-// standalone broker the only replica is the leader and is always in sync:
-// AcksAll fails with ErrNotEnoughReplicas only when the topic asks for more
-// than one in-sync replica.
+// Produce appends one record batch to a partition and returns its base
+// offset: ProduceBatch's BaseOffset.
 func (b *Broker) Produce(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	p, err := b.Partition(tp.Topic, tp.Partition)
+	res, err := b.ProduceBatch(ctx, tp, batch, acks)
 	if err != nil {
 		return 0, err
 	}
+	return res.BaseOffset, nil
+}
+
+// ProduceBatch appends one record batch to a partition (see DataClient). On
+// a standalone broker the only replica is the leader and is always in sync:
+// AcksAll fails with ErrNotEnoughReplicas only when the topic asks for more
+// than one in-sync replica. Batches keep the producer's timestamps
+// (LogAppendTime -1).
+func (b *Broker) ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ProduceResult{}, err
+	}
+	p, err := b.Partition(tp.Topic, tp.Partition)
+	if err != nil {
+		return ProduceResult{}, err
+	}
 	if acks == AcksAll && p.cfg.MinInSyncReplicas > 1 {
-		return 0, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
+		return ProduceResult{}, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
 	}
 	base, _, err := p.AppendBatch(batch)
-	return base, err
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	return ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.StartOffset()}, nil
 }
 
 // ListOffset returns the log start offset (EarliestOffset), the high

@@ -64,10 +64,14 @@ type DataClient interface {
 	// Partitions returns the number of partitions of topic
 	// (ErrUnknownTopic).
 	Partitions(topic string) (int, error)
-	// Produce appends one record batch, encoded by segment/batch.Builder
-	// with base offset 0, to a partition and returns its base offset. The
+	// ProduceBatch appends one record batch, encoded by
+	// segment/batch.Builder with base offset 0 (as a Kafka client sends
+	// it), to a partition and answers what Kafka's Produce answers. The
 	// batch may be modified. AcksAll and AcksLeader return once the batch
-	// is appended (and fsynced when the topic's FlushMessages requires it).
+	// is appended (and fsynced when the topic's FlushMessages requires it;
+	// in a cluster, AcksAll once the high watermark covers it).
+	ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error)
+	// Produce is ProduceBatch answering only the base offset.
 	Produce(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (baseOffset int64, err error)
 	// Fetch returns record batches of the requested partitions, waiting up
 	// to MaxWait for MinBytes.
@@ -75,6 +79,20 @@ type DataClient interface {
 	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
 	// in ms the first offset whose record is at least that recent.
 	ListOffset(tp TopicPartition, at int64) (int64, error)
+}
+
+// ProduceResult is the answer to a produce of one batch: the fields of
+// Kafka's Produce response for a partition.
+type ProduceResult struct {
+	// BaseOffset is the offset given to the batch's first record.
+	BaseOffset int64
+	// LogAppendTime is the broker's timestamp (ms) of the batch when the
+	// topic stamps batches at append (Kafka's LogAppendTime), and -1 when
+	// the records keep the producer's timestamps (CreateTime), as Kafka
+	// answers.
+	LogAppendTime int64
+	// LogStartOffset is the partition's log start offset after the append.
+	LogStartOffset int64
 }
 
 // FetchRequest asks for records of several partitions.
