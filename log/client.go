@@ -2,6 +2,8 @@ package log
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/strata-log/strata/group"
@@ -95,6 +97,39 @@ type ProduceResult struct {
 	LogStartOffset int64
 }
 
+// ErrInvalidRequest is returned for a request that no broker could serve
+// as asked (Kafka's INVALID_REQUEST), such as an unknown FetchIsolation.
+var ErrInvalidRequest = errors.New("log: invalid request")
+
+// FetchIsolation says how far a fetch reads: Kafka's FetchIsolation, which
+// a Kafka Fetch request sets by its replica id and isolation level.
+type FetchIsolation int8
+
+const (
+	// FetchHighWatermark reads below the high watermark: committed
+	// records only, what consumers read (Kafka's read_uncommitted). The zero
+	// value.
+	FetchHighWatermark FetchIsolation = iota
+	// FetchLogEnd reads below the log end offset: what a follower replica
+	// reads.
+	FetchLogEnd
+	// FetchTxnCommitted reads below the last stable offset (Kafka's
+	// read_committed). With no transactions it is the high watermark.
+	FetchTxnCommitted
+)
+
+func (i FetchIsolation) String() string {
+	switch i {
+	case FetchHighWatermark:
+		return "high-watermark"
+	case FetchLogEnd:
+		return "log-end"
+	case FetchTxnCommitted:
+		return "txn-committed"
+	}
+	return fmt.Sprintf("FetchIsolation(%d)", int8(i))
+}
+
 // FetchRequest asks for records of several partitions.
 type FetchRequest struct {
 	Partitions        []FetchPartition
@@ -102,6 +137,34 @@ type FetchRequest struct {
 	MaxBytes          int           // 0 → 50 MiB, the whole response; at least one batch if any
 	PartitionMaxBytes int           // 0 → 1 MiB per partition
 	MaxWait           time.Duration // 0 → 500 ms
+	// Isolation says how far the fetch reads; the zero value reads below
+	// the high watermark, as a consumer does.
+	Isolation FetchIsolation
+	// ReplicaID is the broker id (> 0) of the follower replica that
+	// fetches, 0 for a consumer (Kafka's replica id, -1 on the wire, maps
+	// to 0). A replica reads below the end offset whatever Isolation says,
+	// and in a cluster its fetch offset tells the leader the replica's end
+	// offset.
+	ReplicaID int
+}
+
+// validate refuses what no broker could serve.
+func (r FetchRequest) validate() error {
+	switch {
+	case r.Isolation < FetchHighWatermark || r.Isolation > FetchTxnCommitted:
+		return fmt.Errorf("%w: fetch isolation %d", ErrInvalidRequest, r.Isolation)
+	case r.ReplicaID < 0:
+		return fmt.Errorf("%w: fetch replica id %d (0 for a consumer)", ErrInvalidRequest, r.ReplicaID)
+	}
+	return nil
+}
+
+// isolation is how far the fetch reads: a replica reads to the log end.
+func (r FetchRequest) isolation() FetchIsolation {
+	if r.ReplicaID > 0 {
+		return FetchLogEnd
+	}
+	return r.Isolation
 }
 
 func (r FetchRequest) withDefaults() FetchRequest {
@@ -127,18 +190,30 @@ type FetchPartition struct {
 }
 
 // FetchResponse holds one FetchedPartition per requested partition, in the
-// request's order.
+// request's order. Its records hold segments until Release.
 type FetchResponse struct {
 	Partitions []FetchedPartition
 }
 
-// FetchedPartition is what a fetch read from one partition.
+// Release releases the records of every partition (Batches.Release).
+func (r *FetchResponse) Release() {
+	for i := range r.Partitions {
+		r.Partitions[i].Records.Release()
+	}
+}
+
+// FetchedPartition is what a fetch read from one partition: the fields of
+// a partition of Kafka's Fetch response.
 type FetchedPartition struct {
 	TopicPartition
-	// Records are whole record batches as stored (DecodeRecords); the first
-	// may start before the requested offset.
-	Records        []byte
-	HighWatermark  int64
-	LogStartOffset int64
-	Err            error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
+	// Records are whole record batches as stored (DecodeRecords reads
+	// their bytes), a handle on the segment files: WriteTo sends them with
+	// sendfile, Bytes reads them; Release when done. The first batch may
+	// start before the requested offset; none starts at or past the bound
+	// of the fetch's isolation.
+	Records          Batches
+	HighWatermark    int64
+	LastStableOffset int64 // the high watermark while there are no transactions
+	LogStartOffset   int64
+	Err              error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
 }

@@ -11,6 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fetchedBytes returns the bytes of fp's records and releases them.
+func fetchedBytes(t *testing.T, fp *FetchedPartition) []byte {
+	t.Helper()
+	require.NoError(t, fp.Err)
+	raw, err := fp.Records.Bytes()
+	require.NoError(t, err)
+	fp.Records.Release()
+	return raw
+}
+
 func TestFetchLongPoll(t *testing.T) { synctest.Test(t, testFetchLongPoll) }
 
 func testFetchLongPoll(t *testing.T) {
@@ -40,8 +50,8 @@ func testFetchLongPoll(t *testing.T) {
 	resp := <-got
 	require.Zero(t, time.Since(start), "completed by the append, not by a timer")
 	require.Len(t, resp.Partitions, 2)
-	require.Empty(t, resp.Partitions[0].Records)
-	recs, err := DecodeRecords(resp.Partitions[1].Records)
+	require.Zero(t, resp.Partitions[0].Records.Len())
+	recs, err := DecodeRecords(fetchedBytes(t, &resp.Partitions[1]))
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	require.EqualValues(t, 1, resp.Partitions[1].HighWatermark)
@@ -49,7 +59,7 @@ func testFetchLongPoll(t *testing.T) {
 	// Data already there: no wait at all.
 	resp, err = b.Fetch(context.Background(), req)
 	require.NoError(t, err)
-	require.NotEmpty(t, resp.Partitions[1].Records)
+	require.NotEmpty(t, fetchedBytes(t, &resp.Partitions[1]))
 
 	// Unknown partitions answer per partition.
 	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "nope", Partition: 0}, 0}}})
@@ -86,7 +96,7 @@ func TestFetchMinBytesAndMaxWait(t *testing.T) {
 		}
 		resp := <-got // at MaxWait, with what there is
 		require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
-		require.NotEmpty(t, resp.Partitions[0].Records)
+		require.NotEmpty(t, fetchedBytes(t, &resp.Partitions[0]))
 	})
 }
 

@@ -81,48 +81,85 @@ func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Reco
 // ReadBatches returns the raw record batches from the one holding offset on,
 // whole batches up to maxBytes (at least one), none starting at or after
 // maxOffset; they may span segments. They are the bytes on disk, CRCs
-// unchecked.
+// unchecked, read into a new slice: [Partition.Slice] and [Batches.Bytes].
 func (p *Partition) ReadBatches(offset int64, maxBytes int, maxOffset int64) ([]byte, error) {
-	return p.readBatches(offset, maxBytes, maxOffset, true)
-}
-
-// readBatches is ReadBatches, with at least one batch only if atLeastOne.
-func (p *Partition) readBatches(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) ([]byte, error) {
-	if err := p.checkRange(offset); err != nil {
+	b, err := p.Slice(offset, maxBytes, maxOffset)
+	if err != nil {
 		return nil, err
 	}
-	var out []byte
-	first := true
-	for offset < maxOffset && (first || len(out) < maxBytes) {
+	defer b.Release()
+	raw, err := b.Bytes()
+	if err != nil {
+		return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+	}
+	return raw, nil
+}
+
+// Slice returns a handle on the record batches from the one holding offset
+// on: whole batches up to maxBytes (at least one, however large), none
+// starting at or after maxOffset (the high watermark for a consumer, the end
+// offset for a follower); they may span segments. Nothing is read but batch
+// headers: the bytes stay in the segment files, which the handle holds
+// until its Release. Offsets outside [StartOffset, EndOffset] get an
+// *OffsetOutOfRangeError; at or past maxOffset the handle is empty.
+func (p *Partition) Slice(offset int64, maxBytes int, maxOffset int64) (Batches, error) {
+	return p.slice(offset, maxBytes, maxOffset, true)
+}
+
+// slice is Slice, with at least one batch only if atLeastOne.
+func (p *Partition) slice(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) (Batches, error) {
+	if err := p.checkRange(offset); err != nil {
+		return Batches{}, err
+	}
+	var out Batches
+	for firstSeg := true; offset < maxOffset && (out.n == 0 || out.size < int64(maxBytes)); firstSeg = false {
 		seg := p.segmentFor(offset)
 		if seg == nil {
-			if !first {
+			if !firstSeg {
 				break
 			}
-			return nil, p.outOfRange(offset)
+			return Batches{}, p.outOfRange(offset)
 		}
-		raw, next, err := seg.Read(offset, maxBytes-len(out), maxOffset, first && atLeastOne)
-		first = false
+		pos, length, next, err := seg.Range(offset, maxBytes-int(out.size), maxOffset, out.n == 0 && atLeastOne)
 		segNext := seg.NextOffset()
-		seg.Release()
 		switch {
 		case errors.Is(err, io.EOF):
 			// Nothing at or after offset in that segment (a gap at its
 			// end): go on in the next one.
+			seg.Release()
 			next = segNext
 		case err != nil:
-			return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
-		case out == nil:
-			out = raw
+			seg.Release()
+			out.Release()
+			return Batches{}, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+		case length == 0:
+			seg.Release()
 		default:
-			out = append(out, raw...)
+			out.add(seg, pos, length, next) // the handle keeps the reference
 		}
-		if next < segNext || next <= offset {
-			break // maxBytes reached within the segment
+		stop := next < segNext || next <= offset // maxBytes or maxOffset reached within the segment
+		offset = max(offset, next)
+		if stop {
+			break
 		}
-		offset = next
 	}
+	out.next = offset
 	return out, nil
+}
+
+// readable is how many bytes of whole batches a read at offset would find
+// below maxOffset, counted up to about limit: what a parked fetch waits for.
+func (p *Partition) readable(offset, maxOffset int64, limit int) (int64, error) {
+	if offset >= maxOffset {
+		return 0, p.checkRange(offset)
+	}
+	b, err := p.slice(offset, limit, maxOffset, true)
+	if err != nil {
+		return 0, err
+	}
+	n := b.Len()
+	b.Release()
+	return n, nil
 }
 
 // OffsetForTime returns the first offset whose record timestamp is at or after
