@@ -75,8 +75,13 @@ type DataClient interface {
 	ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error)
 	// Produce is ProduceBatch answering only the base offset.
 	Produce(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (baseOffset int64, err error)
-	// Fetch returns record batches of the requested partitions, waiting up
-	// to MaxWait for MinBytes.
+	// Fetch returns record batches of the requested partitions, none at
+	// or past the bound of the request's isolation (the high watermark for
+	// a consumer, the end offset for a replica), waiting up to MaxWait for
+	// MinBytes readable below it. A request no broker could serve is
+	// ErrInvalidRequest; errors of one partition are in its
+	// FetchedPartition. The caller releases the response's records
+	// (FetchResponse.Release).
 	Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error)
 	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
 	// in ms the first offset whose record is at least that recent.
