@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync"
 	"syscall"
 
 	"github.com/strata-log/strata/segment"
@@ -243,9 +244,18 @@ func sendfile(c syscall.Conn, src int, pos, length int64) (int64, error) {
 	return written, err
 }
 
+// copyBufs recycles copyFile's buffers: a server copying under TLS does it
+// for every partition of every fetch.
+var copyBufs = sync.Pool{New: func() any {
+	b := make([]byte, 256<<10)
+	return &b
+}}
+
 // copyFile is the fallback: read into a buffer, write to w.
 func copyFile(w io.Writer, f vfs.File, pos, length int64) (int64, error) {
-	buf := make([]byte, min(length, 1<<20))
+	bp := copyBufs.Get().(*[]byte)
+	defer copyBufs.Put(bp)
+	buf := *bp
 	var written int64
 	for written < length {
 		chunk := buf[:min(int64(len(buf)), length-written)]
