@@ -162,15 +162,16 @@ func (b *Broker) readFetch(req FetchRequest, op *fetchOp) (FetchResponse, int) {
 	return resp, total
 }
 
-// fetchFailed reports whether every partition of resp failed: waiting would
-// not help.
+// fetchFailed reports whether a partition of resp failed (unknown, out of
+// range, unreadable): the fetch answers at once, as Kafka's does, so that
+// the client can act on the error rather than wait MaxWait for it.
 func fetchFailed(resp FetchResponse) bool {
 	for _, p := range resp.Partitions {
-		if p.Err == nil {
-			return false
+		if p.Err != nil {
+			return true
 		}
 	}
-	return len(resp.Partitions) > 0
+	return false
 }
 
 // fetchOp is a fetch parked in the purgatory. It completes once the bytes

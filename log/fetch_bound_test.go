@@ -310,3 +310,28 @@ func writeThrough(t *testing.T, pair func() (net.Conn, net.Conn), h *Batches) []
 	require.EqualValues(t, len(out), n)
 	return out
 }
+
+// TestFetchAnswersErrorsAtOnce: when one partition of a fetch fails (here
+// its offset is out of range), the fetch answers at once, as Kafka's does,
+// rather than wait MaxWait on the others.
+func TestFetchAnswersErrorsAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := openT(t, vfs.NewMem(), "/d")
+		defer b.Close()
+		_, err := b.CreateTopic("t", TopicConfig{Partitions: 2})
+		require.NoError(t, err)
+		start := time.Now()
+		resp, err := b.Fetch(context.Background(), FetchRequest{
+			Partitions: []FetchPartition{
+				{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0},
+				{TopicPartition: TopicPartition{Topic: "t", Partition: 1}, Offset: 7},
+			},
+			MaxWait: time.Hour,
+		})
+		require.NoError(t, err)
+		require.Zero(t, time.Since(start))
+		require.NoError(t, resp.Partitions[0].Err)
+		require.Zero(t, resp.Partitions[0].Records.Len())
+		require.ErrorIs(t, resp.Partitions[1].Err, ErrOffsetOutOfRange)
+	})
+}
