@@ -91,13 +91,14 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, hw func(*Partition
 	parts := make([]*Partition, len(req.Partitions))
 	op := &fetchOp{
 		parts: parts, bounds: make([]int64, len(parts)), counts: make([]int64, len(parts)),
-		req: &req, hw: hw, done: make(chan struct{}),
+		req: &req, hw: hw,
 	}
 	resp, n := b.readFetch(req, op)
 	if n >= req.MinBytes || req.MaxWait <= 0 || fetchFailed(resp) {
 		return resp, nil
 	}
 	resp.Release() // read again once there is enough
+	op.done = make(chan struct{})
 	keys := make([]TopicPartition, 0, len(parts))
 	for _, p := range parts {
 		if p != nil {
