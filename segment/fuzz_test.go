@@ -174,6 +174,13 @@ func checkOpenSegment(t *testing.T, log, idx, tidx []byte, flags uint8) {
 			n += size
 		}
 		require.Equal(t, len(raw), n, "whole batches")
+		// Range, for a zero-copy send: within the file, whatever the
+		// indexes say.
+		if pos, length, _, err := s.Range(off, 1000, next, true); err == nil {
+			require.GreaterOrEqual(t, pos, int64(0))
+			require.GreaterOrEqual(t, length, int64(0))
+			require.LessOrEqual(t, pos+length, s.Size())
+		}
 		off = next
 	}
 	_, _, _ = s.OffsetForTime(0, base)
