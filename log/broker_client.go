@@ -145,7 +145,7 @@ func (b *Broker) readFetch(req FetchRequest, op *fetchOp) (FetchResponse, int) {
 		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, hw, p.StartOffset()
 		bound := op.bound(p)
 		op.bounds[i], op.counts[i] = bound, 0
-		budget := min(req.PartitionMaxBytes, req.MaxBytes-total)
+		budget := min(fp.maxBytes(&req), req.MaxBytes-total)
 		if budget <= 0 && total > 0 {
 			continue
 		}
@@ -186,7 +186,7 @@ func fetchFailed(resp FetchResponse) bool {
 type fetchOp struct {
 	parts  []*Partition
 	bounds []int64 // the bound each partition was last counted to
-	counts []int64 // the bytes readable then, up to PartitionMaxBytes
+	counts []int64 // the bytes readable then, up to the partition's MaxBytes
 	req    *FetchRequest
 	hw     func(*Partition) int64
 	done   chan struct{}
@@ -210,11 +210,12 @@ func (o *fetchOp) TryComplete() bool {
 			return true // deleted: answer now, with its error
 		}
 		if bound := o.bound(p); bound != o.bounds[i] {
-			c, err := p.readable(o.req.Partitions[i].Offset, bound, o.req.PartitionMaxBytes)
+			fp := &o.req.Partitions[i]
+			c, err := p.readable(fp.Offset, bound, fp.maxBytes(o.req))
 			if err != nil {
 				return true // truncated or deleted below the offset: answer with the error
 			}
-			o.bounds[i], o.counts[i] = bound, min(c, int64(o.req.PartitionMaxBytes))
+			o.bounds[i], o.counts[i] = bound, min(c, int64(fp.maxBytes(o.req)))
 		}
 		n += o.counts[i]
 	}

@@ -161,6 +161,11 @@ func (r FetchRequest) validate() error {
 	case r.ReplicaID < 0:
 		return fmt.Errorf("%w: fetch replica id %d (0 for a consumer)", ErrInvalidRequest, r.ReplicaID)
 	}
+	for _, fp := range r.Partitions {
+		if fp.MaxBytes < 0 {
+			return fmt.Errorf("%w: fetch of %s-%d: MaxBytes %d", ErrInvalidRequest, fp.Topic, fp.Partition, fp.MaxBytes)
+		}
+	}
 	return nil
 }
 
@@ -192,6 +197,17 @@ func (r FetchRequest) withDefaults() FetchRequest {
 type FetchPartition struct {
 	TopicPartition
 	Offset int64
+	// MaxBytes bounds this partition (Kafka's per-partition
+	// partition_max_bytes); 0 → the request's PartitionMaxBytes.
+	MaxBytes int
+}
+
+// maxBytes is the partition's byte budget under r.
+func (fp FetchPartition) maxBytes(r *FetchRequest) int {
+	if fp.MaxBytes > 0 {
+		return fp.MaxBytes
+	}
+	return r.PartitionMaxBytes
 }
 
 // FetchResponse holds one FetchedPartition per requested partition, in the

@@ -335,3 +335,33 @@ func TestFetchAnswersErrorsAtOnce(t *testing.T) {
 		require.ErrorIs(t, resp.Partitions[1].Err, ErrOffsetOutOfRange)
 	})
 }
+
+// TestFetchPartitionMaxBytes: a partition's own MaxBytes bounds it (whole
+// batches, at least one for the first partition with data), others take
+// the request's PartitionMaxBytes; a negative one is refused.
+func TestFetchPartitionMaxBytes(t *testing.T) {
+	b, p := boundedPartition(t, vfs.NewMem(), "/d") // batches of 3 records
+	first, err := p.ReadBatches(0, 1, 3)
+	require.NoError(t, err)
+	batchBytes := len(first) // the first three batches are as large, the others larger
+	for _, tc := range []struct {
+		partMax, reqMax int
+		want            []int64
+	}{
+		{1, 0, []int64{0}},                       // at least one batch
+		{2*batchBytes + 1, 0, []int64{0, 3}},     // two fit
+		{0, 3 * batchBytes, []int64{0, 3, 6}},    // the request's
+		{batchBytes, 3 * batchBytes, []int64{0}}, // the partition's wins
+	} {
+		resp, err := b.Fetch(context.Background(), FetchRequest{
+			Partitions:        []FetchPartition{{TopicPartition: TopicPartition{Topic: "t"}, MaxBytes: tc.partMax}},
+			PartitionMaxBytes: tc.reqMax,
+		})
+		require.NoError(t, err)
+		require.Equal(t, tc.want, batchBases(t, fetchedBytes(t, &resp.Partitions[0])), "%+v", tc)
+	}
+	_, err = b.Fetch(context.Background(), FetchRequest{
+		Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t"}, MaxBytes: -1}},
+	})
+	require.ErrorIs(t, err, ErrInvalidRequest)
+}

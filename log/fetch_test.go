@@ -30,7 +30,7 @@ func testFetchLongPoll(t *testing.T) {
 	require.NoError(t, err)
 	p1, _ := tp.Partition(1)
 	req := FetchRequest{
-		Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 0}, 0}, {TopicPartition{Topic: "t", Partition: 1}, 0}},
+		Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0}, {TopicPartition: TopicPartition{Topic: "t", Partition: 1}, Offset: 0}},
 		MaxWait:    time.Hour,
 	}
 	got := make(chan FetchResponse)
@@ -62,10 +62,10 @@ func testFetchLongPoll(t *testing.T) {
 	require.NotEmpty(t, fetchedBytes(t, &resp.Partitions[1]))
 
 	// Unknown partitions answer per partition.
-	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "nope", Partition: 0}, 0}}})
+	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "nope", Partition: 0}, Offset: 0}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Partitions[0].Err, ErrUnknownTopic)
-	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 1}, 9}}})
+	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 1}, Offset: 9}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Partitions[0].Err, ErrOffsetOutOfRange)
 }
@@ -75,7 +75,7 @@ func TestFetchMinBytesAndMaxWait(t *testing.T) {
 		b := openT(t, vfs.NewMem(), "/d")
 		defer b.Close()
 		p := createT(t, b, "t", TopicConfig{})
-		req := FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 0}, 0}}, MinBytes: 300, MaxWait: 2 * time.Second}
+		req := FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0}}, MinBytes: 300, MaxWait: 2 * time.Second}
 		start := time.Now()
 		got := make(chan FetchResponse)
 		go func() {
@@ -105,7 +105,7 @@ func TestFetchCancelAndClose(t *testing.T) { synctest.Test(t, testFetchCancelAnd
 func testFetchCancelAndClose(t *testing.T) {
 	b := openT(t, vfs.NewMem(), "/d")
 	createT(t, b, "t", TopicConfig{})
-	req := FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 0}, 0}}, MaxWait: time.Hour}
+	req := FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0}}, MaxWait: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() {
