@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/timingwheel"
 )
 
@@ -182,7 +183,9 @@ func fetchFailed(resp FetchResponse) bool {
 // the fetch then answers at once, with the error.
 //
 // It counts again only the partitions whose bound moved since it last
-// counted: appends past the high watermark wake it without costing a read.
+// counted, and reads nothing when a moved bound settles it: appends past the
+// high watermark, and the appends that complete a fetch for MinBytes 1,
+// cost no read.
 type fetchOp struct {
 	parts  []*Partition
 	bounds []int64 // the bound each partition was last counted to
@@ -201,13 +204,38 @@ func (o *fetchOp) bound(p *Partition) int64 {
 }
 
 func (o *fetchOp) TryComplete() bool {
+	// First without reading: a bound that moved past a partition's offset
+	// makes at least one batch readable there, and a batch is at least a
+	// header. That settles the usual fetch (MinBytes 1) at no cost.
 	var n int64
+	moved := false
 	for i, p := range o.parts {
 		if p == nil {
 			continue
 		}
 		if p.closed.Load() {
 			return true // deleted: answer now, with its error
+		}
+		c := o.counts[i]
+		if bound := o.bound(p); bound != o.bounds[i] {
+			moved = true
+			if bound > o.req.Partitions[i].Offset {
+				c = max(c, batch.HeaderSize)
+			}
+		}
+		n += c
+	}
+	if n >= int64(o.req.MinBytes) {
+		return true
+	}
+	if !moved {
+		return false
+	}
+	// Then count the partitions whose bound moved.
+	n = 0
+	for i, p := range o.parts {
+		if p == nil {
+			continue
 		}
 		if bound := o.bound(p); bound != o.bounds[i] {
 			fp := &o.req.Partitions[i]
