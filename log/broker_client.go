@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/timingwheel"
 )
 
@@ -19,23 +20,37 @@ func (b *Broker) Partitions(topic string) (int, error) {
 	return t.Partitions(), nil
 }
 
-// Produce appends one record batch to a partition (see Client). On a
-// standalone broker the only replica is the leader and is always in sync:
-// AcksAll fails with ErrNotEnoughReplicas only when the topic asks for more
-// than one in-sync replica.
+// Produce appends one record batch to a partition and returns its base
+// offset: ProduceBatch's BaseOffset.
 func (b *Broker) Produce(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	p, err := b.Partition(tp.Topic, tp.Partition)
+	res, err := b.ProduceBatch(ctx, tp, batch, acks)
 	if err != nil {
 		return 0, err
 	}
+	return res.BaseOffset, nil
+}
+
+// ProduceBatch appends one record batch to a partition (see DataClient). On
+// a standalone broker the only replica is the leader and is always in sync:
+// AcksAll fails with ErrNotEnoughReplicas only when the topic asks for more
+// than one in-sync replica. Batches keep the producer's timestamps
+// (LogAppendTime -1).
+func (b *Broker) ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ProduceResult{}, err
+	}
+	p, err := b.Partition(tp.Topic, tp.Partition)
+	if err != nil {
+		return ProduceResult{}, err
+	}
 	if acks == AcksAll && p.cfg.MinInSyncReplicas > 1 {
-		return 0, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
+		return ProduceResult{}, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
 	}
 	base, _, err := p.AppendBatch(batch)
-	return base, err
+	if err != nil {
+		return ProduceResult{}, err
+	}
+	return ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.StartOffset()}, nil
 }
 
 // ListOffset returns the log start offset (EarliestOffset), the high
@@ -56,21 +71,38 @@ func (b *Broker) ListOffset(tp TopicPartition, at int64) (int64, error) {
 	return p.OffsetForTime(time.UnixMilli(at))
 }
 
-// Fetch reads the requested partitions. With fewer than MinBytes available
-// it parks in the purgatory until an append to one of them brings enough,
-// MaxWait passes, ctx is done or the broker closes, then reads again.
+// Fetch reads the requested partitions: consumers below the high
+// watermark, replicas below the end offset (FetchRequest.Isolation,
+// ReplicaID). With fewer than MinBytes readable it parks in the purgatory
+// until enough is readable below those bounds (an append, or the high
+// watermark moving), MaxWait passes, ctx is done or the broker closes, then
+// reads again. The records are handles on the segment files: release them
+// (FetchResponse.Release).
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
+	return b.fetch(ctx, req, (*Partition).HighWatermark)
+}
+
+// fetch is Fetch with the high watermark read by hw: a seam for the tests
+// of a high watermark behind the end offset.
+func (b *Broker) fetch(ctx context.Context, req FetchRequest, hw func(*Partition) int64) (FetchResponse, error) {
+	if err := req.validate(); err != nil {
+		return FetchResponse{}, err
+	}
 	req = req.withDefaults()
 	parts := make([]*Partition, len(req.Partitions))
-	resp, n := b.readFetch(req, parts)
+	op := &fetchOp{
+		parts: parts, bounds: make([]int64, len(parts)), counts: make([]int64, len(parts)),
+		req: &req, hw: hw,
+	}
+	resp, n := b.readFetch(req, op)
 	if n >= req.MinBytes || req.MaxWait <= 0 || fetchFailed(resp) {
 		return resp, nil
 	}
-	op := &fetchOp{parts: parts, seen: make([]int64, len(parts)), have: n, min: req.MinBytes, done: make(chan struct{})}
+	resp.Release() // read again once there is enough
+	op.done = make(chan struct{})
 	keys := make([]TopicPartition, 0, len(parts))
-	for i, p := range parts {
+	for _, p := range parts {
 		if p != nil {
-			op.seen[i] = p.bytesIn.Load()
 			keys = append(keys, TopicPartition{Topic: p.topic, Partition: p.id})
 		}
 	}
@@ -88,79 +120,134 @@ func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, er
 			return FetchResponse{}, fmt.Errorf("log: fetch: %w", ErrClosed)
 		}
 	}
-	resp, _ = b.readFetch(req, parts)
+	resp, _ = b.readFetch(req, op)
 	return resp, nil
 }
 
 // readFetch reads every requested partition within the byte budgets and
-// returns the response and the number of bytes in it. parts gets the
-// partitions it found.
-func (b *Broker) readFetch(req FetchRequest, parts []*Partition) (FetchResponse, int) {
+// returns the response and the number of bytes in it. op gets the
+// partitions it found, the bound each was read to and the bytes read.
+func (b *Broker) readFetch(req FetchRequest, op *fetchOp) (FetchResponse, int) {
 	resp := FetchResponse{Partitions: make([]FetchedPartition, len(req.Partitions))}
 	total := 0
 	for i, fp := range req.Partitions {
 		out := &resp.Partitions[i]
 		out.TopicPartition = fp.TopicPartition
-		p := parts[i]
+		p := op.parts[i]
 		if p == nil {
 			var err error
 			if p, err = b.Partition(fp.Topic, fp.Partition); err != nil {
 				out.Err = err
 				continue
 			}
-			parts[i] = p
+			op.parts[i] = p
 		}
-		out.HighWatermark, out.LogStartOffset = p.HighWatermark(), p.StartOffset()
-		budget := min(req.PartitionMaxBytes, req.MaxBytes-total)
+		hw := op.hw(p)
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, hw, p.StartOffset()
+		bound := op.bound(p)
+		op.bounds[i], op.counts[i] = bound, 0
+		budget := min(fp.maxBytes(&req), req.MaxBytes-total)
 		if budget <= 0 && total > 0 {
 			continue
 		}
 		// Kafka's rule (KIP-74): the first partition with data returns at
 		// least one batch, however large; the others only what fits.
-		raw, err := p.readBatches(fp.Offset, max(budget, 1), out.HighWatermark, total == 0)
+		recs, err := p.slice(fp.Offset, max(budget, 1), bound, total == 0)
 		if err != nil {
 			out.Err = err
 			continue
 		}
-		out.Records = raw
-		total += len(raw)
+		out.Records = recs
+		op.counts[i] = recs.Len()
+		total += int(recs.Len())
 	}
 	return resp, total
 }
 
-// fetchFailed reports whether every partition of resp failed: waiting would
-// not help.
+// fetchFailed reports whether a partition of resp failed (unknown, out of
+// range, unreadable): the fetch answers at once, as Kafka's does, so that
+// the client can act on the error rather than wait MaxWait for it.
 func fetchFailed(resp FetchResponse) bool {
 	for _, p := range resp.Partitions {
-		if p.Err == nil {
-			return false
+		if p.Err != nil {
+			return true
 		}
 	}
-	return len(resp.Partitions) > 0
+	return false
 }
 
-// fetchOp is a fetch parked in the purgatory: it completes once the bytes
-// appended to its partitions since it parked, plus what it already had,
-// reach MinBytes, or one of its partitions is closed (its topic deleted).
+// fetchOp is a fetch parked in the purgatory. It completes once the bytes
+// readable from its offsets below its bounds (the high watermark for a
+// consumer, the end offset for a replica) reach MinBytes, or one of its
+// partitions is closed (its topic deleted) or cannot be read at its offset:
+// the fetch then answers at once, with the error.
+//
+// It counts again only the partitions whose bound moved since it last
+// counted, and reads nothing when a moved bound settles it: appends past the
+// high watermark, and the appends that complete a fetch for MinBytes 1,
+// cost no read.
 type fetchOp struct {
-	parts []*Partition
-	seen  []int64 // each partition's bytesIn when the fetch parked
-	have  int
-	min   int
-	done  chan struct{}
+	parts  []*Partition
+	bounds []int64 // the bound each partition was last counted to
+	counts []int64 // the bytes readable then, up to the partition's MaxBytes
+	req    *FetchRequest
+	hw     func(*Partition) int64
+	done   chan struct{}
+}
+
+// bound is the offset the fetch reads p below.
+func (o *fetchOp) bound(p *Partition) int64 {
+	if o.req.isolation() == FetchLogEnd {
+		return p.EndOffset()
+	}
+	return o.hw(p)
 }
 
 func (o *fetchOp) TryComplete() bool {
-	n := int64(o.have)
+	// First without reading: a bound that moved past a partition's offset
+	// makes at least one batch readable there, and a batch is at least a
+	// header. That settles the usual fetch (MinBytes 1) at no cost.
+	var n int64
+	moved := false
 	for i, p := range o.parts {
-		if p != nil {
-			if p.closed.Load() {
-				return true // deleted: answer now, with its error
-			}
-			n += p.bytesIn.Load() - o.seen[i]
+		if p == nil {
+			continue
 		}
+		if p.closed.Load() {
+			return true // deleted: answer now, with its error
+		}
+		c := o.counts[i]
+		if bound := o.bound(p); bound != o.bounds[i] {
+			moved = true
+			if bound > o.req.Partitions[i].Offset {
+				c = max(c, batch.HeaderSize)
+			}
+		}
+		n += c
 	}
-	return n >= int64(o.min)
+	if n >= int64(o.req.MinBytes) {
+		return true
+	}
+	if !moved {
+		return false
+	}
+	// Then count the partitions whose bound moved.
+	n = 0
+	for i, p := range o.parts {
+		if p == nil {
+			continue
+		}
+		if bound := o.bound(p); bound != o.bounds[i] {
+			fp := &o.req.Partitions[i]
+			c, err := p.readable(fp.Offset, bound, fp.maxBytes(o.req))
+			if err != nil {
+				return true // truncated or deleted below the offset: answer with the error
+			}
+			o.bounds[i], o.counts[i] = bound, min(c, int64(fp.maxBytes(o.req)))
+		}
+		n += o.counts[i]
+	}
+	return n >= int64(o.req.MinBytes)
 }
 
 func (o *fetchOp) OnComplete()   { close(o.done) }
@@ -178,7 +265,8 @@ func (b *Broker) startPurgatory() error {
 	return nil
 }
 
-// appended wakes the fetches parked on p.
+// appended wakes the fetches parked on p: call it after an append and
+// whenever p's high watermark moves.
 func (b *Broker) appended(p *Partition) {
 	b.fetches.CheckAndComplete(TopicPartition{Topic: p.topic, Partition: p.id})
 }

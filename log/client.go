@@ -2,6 +2,8 @@ package log
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/strata-log/strata/group"
@@ -64,17 +66,73 @@ type DataClient interface {
 	// Partitions returns the number of partitions of topic
 	// (ErrUnknownTopic).
 	Partitions(topic string) (int, error)
-	// Produce appends one record batch, encoded by segment/batch.Builder
-	// with base offset 0, to a partition and returns its base offset. The
+	// ProduceBatch appends one record batch, encoded by
+	// segment/batch.Builder with base offset 0 (as a Kafka client sends
+	// it), to a partition and answers what Kafka's Produce answers. The
 	// batch may be modified. AcksAll and AcksLeader return once the batch
-	// is appended (and fsynced when the topic's FlushMessages requires it).
+	// is appended (and fsynced when the topic's FlushMessages requires it;
+	// in a cluster, AcksAll once the high watermark covers it).
+	ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error)
+	// Produce is ProduceBatch answering only the base offset.
 	Produce(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (baseOffset int64, err error)
-	// Fetch returns record batches of the requested partitions, waiting up
-	// to MaxWait for MinBytes.
+	// Fetch returns record batches of the requested partitions, none at
+	// or past the bound of the request's isolation (the high watermark for
+	// a consumer, the end offset for a replica), waiting up to MaxWait for
+	// MinBytes readable below it. A request no broker could serve is
+	// ErrInvalidRequest; errors of one partition are in its
+	// FetchedPartition. The caller releases the response's records
+	// (FetchResponse.Release).
 	Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error)
 	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
 	// in ms the first offset whose record is at least that recent.
 	ListOffset(tp TopicPartition, at int64) (int64, error)
+}
+
+// ProduceResult is the answer to a produce of one batch: the fields of
+// Kafka's Produce response for a partition.
+type ProduceResult struct {
+	// BaseOffset is the offset given to the batch's first record.
+	BaseOffset int64
+	// LogAppendTime is the broker's timestamp (ms) of the batch when the
+	// topic stamps batches at append (Kafka's LogAppendTime), and -1 when
+	// the records keep the producer's timestamps (CreateTime), as Kafka
+	// answers.
+	LogAppendTime int64
+	// LogStartOffset is the partition's log start offset after the append.
+	LogStartOffset int64
+}
+
+// ErrInvalidRequest is returned for a request that no broker could serve
+// as asked (Kafka's INVALID_REQUEST), such as an unknown FetchIsolation.
+var ErrInvalidRequest = errors.New("log: invalid request")
+
+// FetchIsolation says how far a fetch reads: Kafka's FetchIsolation, which
+// a Kafka Fetch request sets by its replica id and isolation level.
+type FetchIsolation int8
+
+const (
+	// FetchHighWatermark reads below the high watermark: committed
+	// records only, what consumers read (Kafka's read_uncommitted). The zero
+	// value.
+	FetchHighWatermark FetchIsolation = iota
+	// FetchLogEnd reads below the log end offset: what a follower replica
+	// reads.
+	FetchLogEnd
+	// FetchTxnCommitted reads below the last stable offset (Kafka's
+	// read_committed). With no transactions it is the high watermark.
+	FetchTxnCommitted
+)
+
+func (i FetchIsolation) String() string {
+	switch i {
+	case FetchHighWatermark:
+		return "high-watermark"
+	case FetchLogEnd:
+		return "log-end"
+	case FetchTxnCommitted:
+		return "txn-committed"
+	}
+	return fmt.Sprintf("FetchIsolation(%d)", int8(i))
 }
 
 // FetchRequest asks for records of several partitions.
@@ -84,6 +142,39 @@ type FetchRequest struct {
 	MaxBytes          int           // 0 → 50 MiB, the whole response; at least one batch if any
 	PartitionMaxBytes int           // 0 → 1 MiB per partition
 	MaxWait           time.Duration // 0 → 500 ms
+	// Isolation says how far the fetch reads; the zero value reads below
+	// the high watermark, as a consumer does.
+	Isolation FetchIsolation
+	// ReplicaID is the broker id (> 0) of the follower replica that
+	// fetches, 0 for a consumer (Kafka's replica id, -1 on the wire, maps
+	// to 0). A replica reads below the end offset whatever Isolation says,
+	// and in a cluster its fetch offset tells the leader the replica's end
+	// offset.
+	ReplicaID int
+}
+
+// validate refuses what no broker could serve.
+func (r FetchRequest) validate() error {
+	switch {
+	case r.Isolation < FetchHighWatermark || r.Isolation > FetchTxnCommitted:
+		return fmt.Errorf("%w: fetch isolation %d", ErrInvalidRequest, r.Isolation)
+	case r.ReplicaID < 0:
+		return fmt.Errorf("%w: fetch replica id %d (0 for a consumer)", ErrInvalidRequest, r.ReplicaID)
+	}
+	for _, fp := range r.Partitions {
+		if fp.MaxBytes < 0 {
+			return fmt.Errorf("%w: fetch of %s-%d: MaxBytes %d", ErrInvalidRequest, fp.Topic, fp.Partition, fp.MaxBytes)
+		}
+	}
+	return nil
+}
+
+// isolation is how far the fetch reads: a replica reads to the log end.
+func (r FetchRequest) isolation() FetchIsolation {
+	if r.ReplicaID > 0 {
+		return FetchLogEnd
+	}
+	return r.Isolation
 }
 
 func (r FetchRequest) withDefaults() FetchRequest {
@@ -106,21 +197,44 @@ func (r FetchRequest) withDefaults() FetchRequest {
 type FetchPartition struct {
 	TopicPartition
 	Offset int64
+	// MaxBytes bounds this partition (Kafka's per-partition
+	// partition_max_bytes); 0 → the request's PartitionMaxBytes.
+	MaxBytes int
+}
+
+// maxBytes is the partition's byte budget under r.
+func (fp FetchPartition) maxBytes(r *FetchRequest) int {
+	if fp.MaxBytes > 0 {
+		return fp.MaxBytes
+	}
+	return r.PartitionMaxBytes
 }
 
 // FetchResponse holds one FetchedPartition per requested partition, in the
-// request's order.
+// request's order. Its records hold segments until Release.
 type FetchResponse struct {
 	Partitions []FetchedPartition
 }
 
-// FetchedPartition is what a fetch read from one partition.
+// Release releases the records of every partition (Batches.Release).
+func (r *FetchResponse) Release() {
+	for i := range r.Partitions {
+		r.Partitions[i].Records.Release()
+	}
+}
+
+// FetchedPartition is what a fetch read from one partition: the fields of
+// a partition of Kafka's Fetch response.
 type FetchedPartition struct {
 	TopicPartition
-	// Records are whole record batches as stored (DecodeRecords); the first
-	// may start before the requested offset.
-	Records        []byte
-	HighWatermark  int64
-	LogStartOffset int64
-	Err            error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
+	// Records are whole record batches as stored (DecodeRecords reads
+	// their bytes), a handle on the segment files: WriteTo sends them with
+	// sendfile, Bytes reads them; Release when done. The first batch may
+	// start before the requested offset; none starts at or past the bound
+	// of the fetch's isolation.
+	Records          Batches
+	HighWatermark    int64
+	LastStableOffset int64 // the high watermark while there are no transactions
+	LogStartOffset   int64
+	Err              error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
 }

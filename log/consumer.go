@@ -188,9 +188,11 @@ type Consumer struct {
 
 	pollMu sync.Mutex // held by Poll; Close takes it to wait for a Poll to end
 	// Owned by Poll (pollMu): the fetch request, its partitions, and per
-	// partition where its records end in the result and its next position.
+	// partition its bytes, where its records end in the result and its
+	// next position.
 	fetchReq   []FetchPartition
 	fetchParts []*partitionPosition
+	fetchRaw   [][]byte
 	fetchEnds  []int
 	fetchNexts []int64
 
@@ -410,14 +412,26 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 	if err != nil {
 		return nil, fmt.Errorf("log: consumer: fetch: %w", err)
 	}
+	defer resp.Release()
 	if len(resp.Partitions) != n {
 		return nil, fmt.Errorf("log: consumer: fetch of %d partitions answered %d", n, len(resp.Partitions))
 	}
 
-	// Decode straight into one slice sized for every record fetched.
-	total := 0
+	// Read the batches (one copy, out of the segment files) and decode
+	// them straight into one slice sized for every record fetched.
+	total, raws := 0, c.fetchRaw[:0]
+	defer func() { clear(raws); c.fetchRaw = raws[:0] }()
 	for i := range resp.Partitions {
-		total += countRecords(resp.Partitions[i].Records)
+		fp := &resp.Partitions[i]
+		var raw []byte
+		if fp.Err == nil {
+			if raw, err = fp.Records.Bytes(); err != nil {
+				return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, c.fetchReq[i].Offset, err)
+			}
+			fp.Records.Release()
+		}
+		raws = append(raws, raw)
+		total += countRecords(raw)
 	}
 	recs := make([]Record, 0, total)
 	var (
@@ -436,7 +450,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		case fp.Err != nil:
 			return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
 		default:
-			recs, nexts[i], err = decodeFrom(recs, &hdrs, fp.Records, fp.TopicPartition, from)
+			recs, nexts[i], err = decodeFrom(recs, &hdrs, raws[i], fp.TopicPartition, from)
 			if err != nil {
 				return nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
 			}

@@ -418,9 +418,16 @@ type corruptingClient struct{ *Broker }
 func (c *corruptingClient) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
 	resp, err := c.Broker.Fetch(ctx, req)
 	for i := range resp.Partitions {
-		if r := resp.Partitions[i].Records; len(r) > 0 {
+		fp := &resp.Partitions[i]
+		r, rerr := fp.Records.Bytes()
+		fp.Records.Release()
+		if rerr != nil {
+			return FetchResponse{}, rerr
+		}
+		if len(r) > 0 {
 			r[len(r)-1] ^= 0xff
 		}
+		fp.Records = BatchesOf(r)
 	}
 	return resp, err
 }

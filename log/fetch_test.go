@@ -11,6 +11,16 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// fetchedBytes returns the bytes of fp's records and releases them.
+func fetchedBytes(t *testing.T, fp *FetchedPartition) []byte {
+	t.Helper()
+	require.NoError(t, fp.Err)
+	raw, err := fp.Records.Bytes()
+	require.NoError(t, err)
+	fp.Records.Release()
+	return raw
+}
+
 func TestFetchLongPoll(t *testing.T) { synctest.Test(t, testFetchLongPoll) }
 
 func testFetchLongPoll(t *testing.T) {
@@ -20,7 +30,7 @@ func testFetchLongPoll(t *testing.T) {
 	require.NoError(t, err)
 	p1, _ := tp.Partition(1)
 	req := FetchRequest{
-		Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 0}, 0}, {TopicPartition{Topic: "t", Partition: 1}, 0}},
+		Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0}, {TopicPartition: TopicPartition{Topic: "t", Partition: 1}, Offset: 0}},
 		MaxWait:    time.Hour,
 	}
 	got := make(chan FetchResponse)
@@ -40,8 +50,8 @@ func testFetchLongPoll(t *testing.T) {
 	resp := <-got
 	require.Zero(t, time.Since(start), "completed by the append, not by a timer")
 	require.Len(t, resp.Partitions, 2)
-	require.Empty(t, resp.Partitions[0].Records)
-	recs, err := DecodeRecords(resp.Partitions[1].Records)
+	require.Zero(t, resp.Partitions[0].Records.Len())
+	recs, err := DecodeRecords(fetchedBytes(t, &resp.Partitions[1]))
 	require.NoError(t, err)
 	require.Len(t, recs, 1)
 	require.EqualValues(t, 1, resp.Partitions[1].HighWatermark)
@@ -49,13 +59,13 @@ func testFetchLongPoll(t *testing.T) {
 	// Data already there: no wait at all.
 	resp, err = b.Fetch(context.Background(), req)
 	require.NoError(t, err)
-	require.NotEmpty(t, resp.Partitions[1].Records)
+	require.NotEmpty(t, fetchedBytes(t, &resp.Partitions[1]))
 
 	// Unknown partitions answer per partition.
-	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "nope", Partition: 0}, 0}}})
+	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "nope", Partition: 0}, Offset: 0}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Partitions[0].Err, ErrUnknownTopic)
-	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 1}, 9}}})
+	resp, err = b.Fetch(context.Background(), FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 1}, Offset: 9}}})
 	require.NoError(t, err)
 	require.ErrorIs(t, resp.Partitions[0].Err, ErrOffsetOutOfRange)
 }
@@ -65,7 +75,7 @@ func TestFetchMinBytesAndMaxWait(t *testing.T) {
 		b := openT(t, vfs.NewMem(), "/d")
 		defer b.Close()
 		p := createT(t, b, "t", TopicConfig{})
-		req := FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 0}, 0}}, MinBytes: 300, MaxWait: 2 * time.Second}
+		req := FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0}}, MinBytes: 300, MaxWait: 2 * time.Second}
 		start := time.Now()
 		got := make(chan FetchResponse)
 		go func() {
@@ -86,7 +96,7 @@ func TestFetchMinBytesAndMaxWait(t *testing.T) {
 		}
 		resp := <-got // at MaxWait, with what there is
 		require.GreaterOrEqual(t, time.Since(start), 2*time.Second)
-		require.NotEmpty(t, resp.Partitions[0].Records)
+		require.NotEmpty(t, fetchedBytes(t, &resp.Partitions[0]))
 	})
 }
 
@@ -95,7 +105,7 @@ func TestFetchCancelAndClose(t *testing.T) { synctest.Test(t, testFetchCancelAnd
 func testFetchCancelAndClose(t *testing.T) {
 	b := openT(t, vfs.NewMem(), "/d")
 	createT(t, b, "t", TopicConfig{})
-	req := FetchRequest{Partitions: []FetchPartition{{TopicPartition{Topic: "t", Partition: 0}, 0}}, MaxWait: time.Hour}
+	req := FetchRequest{Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: "t", Partition: 0}, Offset: 0}}, MaxWait: time.Hour}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error)
 	go func() {

@@ -76,11 +76,11 @@ func (p *Producer) produce(tp TopicPartition, raw []byte, deadline time.Time) (i
 		return -1, p.timeoutErr(tp, context.DeadlineExceeded)
 	}
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	base, err := p.c.Produce(ctx, tp, raw, p.cfg.Acks)
+	res, err := p.c.ProduceBatch(ctx, tp, raw, p.cfg.Acks)
 	cancel()
 	switch {
 	case err == nil:
-		return base, nil
+		return res.BaseOffset, nil
 	case errors.Is(err, context.DeadlineExceeded):
 		return -1, p.timeoutErr(tp, err)
 	}

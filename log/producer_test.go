@@ -47,10 +47,10 @@ func (c *prodClient) Partitions(topic string) (int, error) {
 	return c.Broker.Partitions(topic)
 }
 
-func (c *prodClient) Produce(ctx context.Context, tp TopicPartition, b []byte, acks Acks) (int64, error) {
+func (c *prodClient) ProduceBatch(ctx context.Context, tp TopicPartition, b []byte, acks Acks) (ProduceResult, error) {
 	h, err := batch.ParseHeader(b)
 	if err != nil {
-		return 0, err
+		return ProduceResult{}, err
 	}
 	c.mu.Lock()
 	c.entered++
@@ -62,20 +62,20 @@ func (c *prodClient) Produce(ctx context.Context, tp TopicPartition, b []byte, a
 		select {
 		case <-hold:
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return ProduceResult{}, ctx.Err()
 		}
 	}
-	var base int64
+	var res ProduceResult
 	if fail != nil {
 		err = fail(n)
 	}
 	if err == nil {
-		base, err = c.Broker.Produce(ctx, tp, b, acks)
+		res, err = c.Broker.ProduceBatch(ctx, tp, b, acks)
 	}
 	c.mu.Lock()
 	c.calls = append(c.calls, prodCall{tp: tp, records: int(h.NumRecords), err: err})
 	c.mu.Unlock()
-	return base, err
+	return res, err
 }
 
 func (c *prodClient) setHold(ch chan struct{}) {

@@ -163,7 +163,7 @@ func checkOpenSegment(t *testing.T, log, idx, tidx []byte, flags uint8) {
 	require.NoError(t, err)
 	off := base
 	for range len(log)/batch.HeaderSize + 2 {
-		raw, next, err := s.Read(off, 1000, true)
+		raw, next, err := s.Read(off, 1000, NoBound, true)
 		if err != nil || next <= off {
 			break
 		}
@@ -174,6 +174,13 @@ func checkOpenSegment(t *testing.T, log, idx, tidx []byte, flags uint8) {
 			n += size
 		}
 		require.Equal(t, len(raw), n, "whole batches")
+		// Range, for a zero-copy send: within the file, whatever the
+		// indexes say.
+		if pos, length, _, err := s.Range(off, 1000, next, true); err == nil {
+			require.GreaterOrEqual(t, pos, int64(0))
+			require.GreaterOrEqual(t, length, int64(0))
+			require.LessOrEqual(t, pos+length, s.Size())
+		}
 		off = next
 	}
 	_, _, _ = s.OffsetForTime(0, base)

@@ -3,8 +3,11 @@ package segment
 import (
 	"fmt"
 	"io"
+	"math"
+	"sort"
 	"sync"
 
+	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 )
@@ -52,16 +55,24 @@ func (s *Segment) Locate(offset int64) (int64, batch.Header, error) {
 	return 0, batch.Header{}, io.EOF
 }
 
+// NoBound is a maxOffset that bounds nothing: Read and Range to the end of
+// the segment.
+const NoBound = math.MaxInt64
+
 // Read returns whole batches starting with the one that holds offset (or the
-// first after it): as many as fit in maxBytes, and with atLeastOne at least
-// one even if it is larger; and the offset after the last of them. It
-// returns io.EOF when there is nothing at or after offset in this segment.
-func (s *Segment) Read(offset int64, maxBytes int, atLeastOne bool) (data []byte, next int64, err error) {
+// first after it), none whose base offset is at or past maxOffset (the high
+// watermark a consumer reads below, the end offset a follower reads below):
+// as many as fit in maxBytes, and with atLeastOne at least one even if it is
+// larger; and the offset after the last of them. With nothing to return
+// (the first batch starts at or past maxOffset, or does not fit and
+// atLeastOne is false) it returns no data and next = offset. It returns
+// io.EOF when there is nothing at or after offset in this segment.
+func (s *Segment) Read(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) (data []byte, next int64, err error) {
 	pos, h, err := s.Locate(offset)
 	if err != nil {
 		return nil, 0, err
 	}
-	if !atLeastOne && h.Size() > maxBytes {
+	if h.BaseOffset >= maxOffset || (!atLeastOne && h.Size() > maxBytes) {
 		return nil, offset, nil
 	}
 	end := s.size.Load()
@@ -76,46 +87,67 @@ func (s *Segment) Read(offset int64, maxBytes int, atLeastOne bool) (data []byte
 	if _, err := s.log.ReadAt(buf, pos); err != nil {
 		return nil, 0, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 	}
-	n, next = wholeBatches(buf)
+	n, next = wholeBatches(buf, maxOffset)
 	return buf[:n], next, nil
 }
 
-// wholeBatches returns the length of the prefix of b made of whole batches,
-// and the offset after the last of them.
-func wholeBatches(b []byte) (n int64, next int64) {
-	last := -1
-	for len(b)-int(n) >= 12 {
+// wholeBatches returns the length of the prefix of b made of whole batches
+// whose base offsets are below maxOffset, and the offset after the last of
+// them.
+func wholeBatches(b []byte, maxOffset int64) (n int64, next int64) {
+	for len(b)-int(n) >= batch.HeaderSize {
 		size, err := batch.PeekSize(b[n:])
 		if err != nil || int(n)+size > len(b) {
 			break
 		}
-		last = int(n)
-		n += int64(size)
-	}
-	if last >= 0 {
-		if h, err := batch.ParseHeader(b[last:]); err == nil {
-			next = h.NextOffset()
+		h, err := batch.ParseHeader(b[n:])
+		if err != nil || h.BaseOffset >= maxOffset {
+			break
 		}
+		next = h.NextOffset()
+		n += int64(size)
 	}
 	return n, next
 }
 
 // Range returns the byte range [pos, pos+length) of whole batches that Read
-// would return for offset and maxBytes, and the offset after the last of
-// them, without reading their bodies: what a zero-copy send needs.
-func (s *Segment) Range(offset int64, maxBytes int) (pos, length, next int64, err error) {
+// would return for the same arguments, and the offset after the last of
+// them, without reading their bodies: what a zero-copy send needs. With
+// nothing to return, length is 0 and next = offset.
+//
+// It reads few headers: the offset index gives the last indexed batch that
+// ends within maxBytes and starts below maxOffset, and only the batches
+// after it (about IndexIntervalBytes of them) are walked.
+func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) (pos, length, next int64, err error) {
 	pos, h, err := s.Locate(offset)
 	if err != nil {
 		return 0, 0, 0, err
 	}
+	if h.BaseOffset >= maxOffset || (!atLeastOne && h.Size() > maxBytes) {
+		return pos, 0, offset, nil
+	}
 	end := s.size.Load()
+	limit := min(end, pos+max(int64(maxBytes), int64(h.Size())))
 	length, next = int64(h.Size()), h.NextOffset()
-	for p := pos + length; p < end; {
+	p := pos + length
+	// Jump over the batches the index shows to be wholly within the
+	// limits: an entry is a batch's last offset and its position, so
+	// every batch before an entry's position ends at or before it, and
+	// starts below the entry's offset.
+	if e, ok := s.lastEntryWithin(p, limit, maxOffset); ok {
+		p = e.Position
+		length = p - pos
+		next = -1 // the offset after the batch before p: the walk sets it
+	}
+	for p < end {
 		h, err := s.header(p, end)
 		if err != nil {
 			return 0, 0, 0, err
 		}
-		if length+int64(h.Size()) > int64(maxBytes) {
+		if h.BaseOffset >= maxOffset || p+int64(h.Size()) > limit {
+			if next < 0 {
+				next = h.BaseOffset // where the next read starts
+			}
 			break
 		}
 		length += int64(h.Size())
@@ -123,6 +155,30 @@ func (s *Segment) Range(offset int64, maxBytes int) (pos, length, next int64, er
 		p += int64(h.Size())
 	}
 	return pos, length, next, nil
+}
+
+// lastEntryWithin returns the offset-index entry with the largest position
+// in (from, limit] whose batch (the one at that position) starts below
+// maxOffset and below the segment's published end; false if there is none.
+func (s *Segment) lastEntryWithin(from, limit, maxOffset int64) (index.OffsetEntry, bool) {
+	end := s.size.Load()
+	ok := func(e index.OffsetEntry) bool {
+		return e.Position <= limit && e.Position < end && e.Offset < maxOffset
+	}
+	n := s.oi.Entries()
+	// Entries are sorted by offset and position: ok holds for a prefix.
+	i := sort.Search(n, func(i int) bool {
+		e, found := s.oi.Entry(i)
+		return !found || !ok(e)
+	}) - 1
+	if i < 0 {
+		return index.OffsetEntry{}, false
+	}
+	e, found := s.oi.Entry(i)
+	if !found || !ok(e) || e.Position <= from {
+		return index.OffsetEntry{}, false
+	}
+	return e, true
 }
 
 // File is the .log file, for zero-copy sends; callers hold a reference.

@@ -162,7 +162,7 @@ func readAll(t testing.TB, s *Segment, maxBytes int) []byte {
 	var out []byte
 	off, next := s.BaseOffset(), int64(-1)
 	for {
-		raw, rnext, err := s.Read(off, maxBytes, true)
+		raw, rnext, err := s.Read(off, maxBytes, NoBound, true)
 		if errors.Is(err, io.EOF) {
 			return out
 		}
@@ -254,9 +254,9 @@ func TestCreateEmpty(t *testing.T) {
 		require.Equal(t, int64(4092), fileSize(t, fs, filepath.Join(dir, Name(1000, ".timeindex"))))
 		_, _, err := s.Locate(1000)
 		require.ErrorIs(t, err, io.EOF)
-		_, _, err = s.Read(1000, 1<<20, true)
+		_, _, err = s.Read(1000, 1<<20, NoBound, true)
 		require.ErrorIs(t, err, io.EOF)
-		_, _, _, err = s.Range(1000, 1<<20)
+		_, _, _, err = s.Range(1000, 1<<20, NoBound, true)
 		require.ErrorIs(t, err, io.EOF)
 		_, ok, err := s.OffsetForTime(0, 1000)
 		require.NoError(t, err)
@@ -300,11 +300,11 @@ func TestAppendReadLocate(t *testing.T) {
 				require.Equal(t, w.pos, pos, "offset %d", off)
 				require.Equal(t, w.h, h)
 
-				raw, next, err := s.Read(off, 1, true) // at least one: the whole batch
+				raw, next, err := s.Read(off, 1, NoBound, true) // at least one: the whole batch
 				require.NoError(t, err)
 				require.Equal(t, w.b, raw)
 				require.Equal(t, w.h.NextOffset(), next)
-				raw, next, err = s.Read(off, 1, false) // does not fit: nothing
+				raw, next, err = s.Read(off, 1, NoBound, false) // does not fit: nothing
 				require.NoError(t, err)
 				require.Empty(t, raw)
 				require.Equal(t, off, next)
@@ -318,12 +318,12 @@ func TestAppendReadLocate(t *testing.T) {
 				if i+1 < len(ws) {
 					wantNext = ws[i+1].h.NextOffset()
 				}
-				raw, next, err = s.Read(off, len(want)+len(ws[min(i+2, len(ws)-1)].b)-1, false)
+				raw, next, err = s.Read(off, len(want)+len(ws[min(i+2, len(ws)-1)].b)-1, NoBound, false)
 				require.NoError(t, err)
 				require.Equal(t, want, raw)
 				require.Equal(t, wantNext, next)
 
-				p, n, next, err := s.Range(off, len(want))
+				p, n, next, err := s.Range(off, len(want), NoBound, true)
 				require.NoError(t, err)
 				require.Equal(t, w.pos, p)
 				require.Equal(t, int64(len(want)), n)
@@ -337,17 +337,17 @@ func TestAppendReadLocate(t *testing.T) {
 		require.Equal(t, ws[0].h, h)
 		_, _, err = s.Locate(s.NextOffset())
 		require.ErrorIs(t, err, io.EOF)
-		_, _, err = s.Read(s.NextOffset(), 1<<20, true)
+		_, _, err = s.Read(s.NextOffset(), 1<<20, NoBound, true)
 		require.ErrorIs(t, err, io.EOF)
 
 		// Range with a small maxBytes still covers one batch.
-		p, n, next, err := s.Range(base, 1)
+		p, n, next, err := s.Range(base, 1, NoBound, true)
 		require.NoError(t, err)
 		require.Zero(t, p)
 		require.Equal(t, int64(len(ws[0].b)), n)
 		require.Equal(t, ws[0].h.NextOffset(), next)
 		// A Range over everything matches the file.
-		p, n, next, err = s.Range(base, math.MaxInt32)
+		p, n, next, err = s.Range(base, math.MaxInt32, NoBound, true)
 		require.NoError(t, err)
 		require.Zero(t, p)
 		require.Equal(t, s.Size(), n)
@@ -1146,7 +1146,7 @@ func TestAcquireReleaseDelete(t *testing.T) {
 
 		// The last reference is gone: the files are closed.
 		require.False(t, s.Acquire())
-		_, _, err = s.Read(0, 1<<20, true)
+		_, _, err = s.Read(0, 1<<20, NoBound, true)
 		require.Error(t, err)
 		require.NoError(t, s.Close(), "a second close is a no-op")
 	})
@@ -1212,7 +1212,7 @@ func TestConcurrentReaders(t *testing.T) {
 					if r > 0 {
 						off /= 2
 					}
-					raw, _, err := s.Read(off, 4096, true)
+					raw, _, err := s.Read(off, 4096, NoBound, true)
 					if errors.Is(err, io.EOF) {
 						continue
 					}
