@@ -338,3 +338,27 @@ func TestCompressedAllocs(t *testing.T) {
 		}
 	}
 }
+
+func TestRecompress(t *testing.T) {
+	recs := testRecs(7)
+	for _, from := range append([]int{CompressionNone}, codecs...) {
+		b := buildWith(from, recs)
+		h, err := Validate(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, to := range append([]int{CompressionNone}, codecs...) {
+			out, err := Recompress([]byte("x"), b, h, to)
+			if err != nil {
+				t.Fatalf("%s → %s: %v", codecName(from), codecName(to), err)
+			}
+			oh, got := mustDecode(t, out[1:])
+			if oh.Compression() != to {
+				t.Fatalf("%s → %s: codec %d", codecName(from), codecName(to), oh.Compression())
+			}
+			if err := equalRecs(got, recs); err != nil {
+				t.Fatalf("%s → %s: %v", codecName(from), codecName(to), err)
+			}
+		}
+	}
+}

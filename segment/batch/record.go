@@ -1,9 +1,6 @@
 package batch
 
-import (
-	"math"
-	"sync"
-)
+import "math"
 
 // RecordHeader is one key/value header of a record. The key cannot be null; a nil Value
 // is encoded as null.
@@ -237,10 +234,10 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 // with Batches pays for the CRC and the framing checks once. fn, r and the error are as
 // for Decode.
 //
-// For a compressed batch the records are decompressed into a pooled buffer first
-// (checked as Validate checks them: a corrupt payload yields no records), and r's
-// Key, Value and header Values alias that buffer, valid only during the call. A
-// reader that keeps the records uses Decompress.
+// For a compressed batch the records are first decompressed, with a pooled decoder,
+// into a buffer allocated for the batch, and checked as Validate checks them (a
+// corrupt payload yields no records); r's Key, Value and header Values alias that
+// buffer, so a caller may keep them as it may keep those of an uncompressed batch.
 //
 // Records on bytes that were not validated is memory-safe but not a validation: it
 // never panics and returns ErrCorrupt at the first malformed record, after fn has seen
@@ -316,20 +313,10 @@ func decodeHeaders(b []byte, i, n int, hdrs []RecordHeader) []RecordHeader {
 	return hdrs
 }
 
-// inflated holds the buffers compressed batches are decompressed into by Records.
-var inflated = sync.Pool{New: func() any { return new([]byte) }}
-
-// compressedRecords is Records for a compressed batch.
+// compressedRecords is Records for a compressed batch: decompressed (and
+// checked) into a buffer of its own, which the records alias.
 func compressedRecords(b []byte, h Header, fn func(r *Record) error) error {
-	bp := inflated.Get().(*[]byte)
-	defer func() {
-		if cap(*bp) > 4<<20 { // keep the pool small after a large batch
-			*bp = nil
-		}
-		inflated.Put(bp)
-	}()
-	out, err := Decompress((*bp)[:0], b, h)
-	*bp = out
+	out, err := Decompress(nil, b, h)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package batch
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"sync"
@@ -177,9 +178,9 @@ func scanRecordsIn(recs []byte, h *Header) error {
 // payload that does not decompress or holds other records than h says;
 // dst's contents are then unspecified.
 //
-// A reader that keeps the records (their Key and Value alias the result)
-// uses it; one that only needs each record during a call uses Records, which
-// decompresses into a pooled buffer.
+// Records uses it for compressed batches; a reader that decodes many batches
+// uses it directly to choose where the records go (their Key and Value alias
+// the result).
 func Decompress(dst, b []byte, h Header) ([]byte, error) {
 	if h.Length < minLength {
 		return dst, corruptf("batch length %d is less than the minimum %d", h.Length, minLength)
@@ -232,6 +233,34 @@ func Decompress(dst, b []byte, h Header) ([]byte, error) {
 	be := binary.BigEndian
 	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
 	be.PutUint16(out[offAttributes:], uint16(h.Attributes&^attrCompression))
+	SetCRC(out)
+	return dst, nil
+}
+
+// Recompress appends to dst the batch at the start of b, whose header h was returned
+// by Validate, with its records section compressed with codec instead (uncompressed
+// for CompressionNone): the same header fields and records, a new length, codec and
+// CRC. A broker whose topic stores one codec whatever the producer sent uses it.
+func Recompress(dst, b []byte, h Header, codec int) ([]byte, error) {
+	if !ValidCompression(codec) {
+		return dst, fmt.Errorf("batch: unknown compression codec %d", codec)
+	}
+	plain, err := Decompress(nil, b, h)
+	if err != nil || codec == CompressionNone {
+		return append(dst, plain...), err
+	}
+	start := len(dst)
+	dst = append(dst, plain[:HeaderSize]...)
+	if dst, err = compress(dst, codec, plain[HeaderSize:]); err != nil {
+		return dst, err
+	}
+	out := dst[start:]
+	if int64(len(out))-logOverhead > math.MaxInt32 {
+		return dst, fmt.Errorf("batch: recompressed batch larger than 2 GiB")
+	}
+	be := binary.BigEndian
+	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
+	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])&^attrCompression|uint16(codec))
 	SetCRC(out)
 	return dst, nil
 }
