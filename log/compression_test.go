@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -325,5 +327,40 @@ func TestDecodeRecordsCorruptCompressed(t *testing.T) {
 		got, err = DecodeRecords(append(append([]byte(nil), good...), bad...))
 		require.Nil(t, got)
 		require.True(t, errors.Is(err, ErrCorrupt), "%s: %v", codec, err)
+	}
+}
+
+// TestAppendGoldenBatches: batches written by kgo and sarama (each codec, as
+// segment/batch/testdata/golden holds them) are accepted by AppendBatch,
+// stored as they arrived, and read back.
+func TestAppendGoldenBatches(t *testing.T) {
+	files, err := filepath.Glob("../segment/batch/testdata/golden/*.batch")
+	require.NoError(t, err)
+	require.Len(t, files, 8)
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	for i, f := range files {
+		raw, err := os.ReadFile(f)
+		require.NoError(t, err)
+		sent := append([]byte(nil), raw...)
+		first, next, err := p.AppendBatch(sent)
+		require.NoError(t, err, f)
+		require.EqualValues(t, 5*i, first)
+		require.EqualValues(t, 5*i+5, next)
+		stored, err := p.ReadBatches(first, 1<<20, next)
+		require.NoError(t, err)
+		stored = append([]byte(nil), stored[:len(raw)]...)
+		batch.SetBaseOffset(stored, 0)
+		require.Equal(t, raw, stored, "%s stored as it arrived", f)
+		got, err := p.Read(first, 1<<20)
+		require.NoError(t, err)
+		require.Len(t, got, 5)
+		require.Equal(t, []byte("key-0"), got[0].Key)
+		require.Nil(t, got[1].Key)
+		require.Nil(t, got[2].Value)
+		require.Equal(t, []byte("three"), got[3].Value)
+		require.Equal(t, "trace", got[0].Headers[0].Key)
+		require.Equal(t, int64(1_764_000_001_500), got[4].Timestamp.UnixMilli())
 	}
 }

@@ -2,6 +2,8 @@ package batch
 
 import (
 	"bytes"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -35,6 +37,18 @@ func fuzzCodec(f *testing.F, codec int) {
 		}
 		f.Add(b[HeaderSize:], uint8(h.NumRecords), false, h.BaseTimestamp, h.MaxTimestamp)
 		f.Add(b[HeaderSize:], uint8(h.NumRecords), true, h.BaseTimestamp, int64(0))
+	}
+	golden, _ := filepath.Glob("testdata/golden/*-" + codecName(codec) + ".batch")
+	for _, g := range golden {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			f.Fatal(err)
+		}
+		h, err := Validate(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b[HeaderSize:h.Size()], uint8(h.NumRecords), false, h.BaseTimestamp, h.MaxTimestamp)
 	}
 	if codec == CompressionSnappy {
 		plain := build(testRecs(3))

@@ -3,6 +3,8 @@ package batch
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -31,6 +33,14 @@ func seedBatches(tb testing.TB) [][]byte {
 		seeds = append(seeds,
 			buildWith(codec, []rec{{Timestamp: 1, Key: []byte("k"), Value: []byte("v"), Headers: []RecordHeader{{Key: "h"}}}}),
 			buildWith(codec, []rec{{Timestamp: 5}, {Timestamp: 3, Value: bytes.Repeat([]byte("ab"), 200)}}))
+	}
+	golden, _ := filepath.Glob("testdata/golden/*.batch")
+	for _, g := range golden {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		seeds = append(seeds, b)
 	}
 	log, _ := logOf(3)
 	seeds = append(seeds, log, log[:len(log)-7])
