@@ -201,12 +201,8 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 		f.lz.Reset(lz4Lenient(&f.src, payload))
 		return f.lz, nil, nil
 	case CompressionZstd:
-		if f.zd == nil {
-			d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxInflated), zstd.WithDecoderLowmem(true))
-			if err != nil {
-				return nil, nil, fmt.Errorf("batch: zstd decoder options: %w", err)
-			}
-			f.zd = d
+		if err := f.zstdDecoder(); err != nil {
+			return nil, nil, err
 		}
 		// f.src is not a *bytes.Buffer: the decoder streams it block by
 		// block instead of decoding the whole payload into one buffer.
@@ -216,6 +212,31 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 		return f.zd, nil, nil
 	}
 	return nil, nil, corruptf("unknown compression codec %d", codec)
+}
+
+// zstdDecoder makes f's zstd decoder if it has none yet.
+func (f *inflater) zstdDecoder() error {
+	if f.zd != nil {
+		return nil
+	}
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxInflated), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return fmt.Errorf("batch: zstd decoder options: %w", err)
+	}
+	f.zd = d
+	return nil
+}
+
+// zstdAll appends the zstd payload decoded whole to dst.
+func (f *inflater) zstdAll(dst, payload []byte) ([]byte, error) {
+	if err := f.zstdDecoder(); err != nil {
+		return dst, err
+	}
+	out, err := f.zd.DecodeAll(payload, dst)
+	if err != nil {
+		return dst, corruptf("zstd payload: %v", err)
+	}
+	return out, nil
 }
 
 // sliceReader reads a byte slice. Unlike bytes.Reader it has no Len method,

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/klauspost/compress/s2"
@@ -359,6 +360,39 @@ func TestRecompress(t *testing.T) {
 			if err := equalRecs(got, recs); err != nil {
 				t.Fatalf("%s → %s: %v", codecName(from), codecName(to), err)
 			}
+		}
+	}
+}
+
+// TestValidateMemoryBounded: validating a compressed batch holds a window, not
+// the records: a 16 MiB value inflated from a small payload costs Validate
+// well under 1 MiB, while Decompress (which must hold it) takes it all.
+func TestValidateMemoryBounded(t *testing.T) {
+	value := make([]byte, 16<<20)
+	for _, codec := range codecs {
+		b := buildWith(codec, []rec{{Timestamp: 1, Key: []byte("k"), Value: value, Headers: []RecordHeader{{Key: "h", Value: value[:1<<20]}}}, {Timestamp: 2, Value: []byte("v")}})
+		if len(b) > 4<<20 {
+			t.Fatalf("%s: %d bytes compressed", codecName(codec), len(b))
+		}
+		if _, err := Validate(b); err != nil { // warm the pools
+			t.Fatal(err)
+		}
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		h, err := Validate(b)
+		runtime.ReadMemStats(&after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if codec == CompressionSnappy {
+			continue // a raw snappy block is decoded whole: not streamable
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Errorf("%s: Validate allocated %d bytes", codecName(codec), n)
+		}
+		plain, err := Decompress(nil, b, h)
+		if err != nil || len(plain) < 17<<20 {
+			t.Fatalf("%s: Decompress: %d bytes, %v", codecName(codec), len(plain), err)
 		}
 	}
 }

@@ -27,7 +27,7 @@ func fuzzCodec(f *testing.F, codec int) {
 		nil,
 		{{Timestamp: 7, Key: []byte("k"), Value: []byte("v")}},
 		{{Timestamp: 7}, {Timestamp: 9, Key: []byte{}, Value: bytes.Repeat([]byte("xy"), 300), Headers: []RecordHeader{{Key: "a", Value: []byte("b")}, {Key: "n"}}}},
-		testRecs(6),
+		{{Timestamp: 1_700_000_000_000, Key: []byte("key"), Value: bytes.Repeat([]byte(`{"a":1},`), 500)}, {Timestamp: 1_699_999_999_000, Value: []byte{}}, {Timestamp: 1_700_000_000_500}},
 	}
 	for _, recs := range sets {
 		b := buildWith(codec, recs)

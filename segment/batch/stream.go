@@ -61,34 +61,149 @@ func (s *recordStream) fill(n int) (int, error) {
 	return min(n, len(s.buf)-s.i), nil
 }
 
-// next parses the next record into r and returns the bytes it spans in
-// s.buf (valid until the next call). ok is false at the end of the section.
-func (s *recordStream) next(r *rawRecord) (start int, ok bool, err error) {
-	got, err := s.fill(5) // a varint length takes at most 5 bytes
-	if err != nil || got == 0 {
-		return 0, false, err
+// consumed is the position in the decompressed records section of s.buf[s.i].
+func (s *recordStream) consumed() int { return s.total - (len(s.buf) - s.i) }
+
+// view returns s.buf holding up to n bytes after s.i (fewer at the end).
+func (s *recordStream) view(n int) ([]byte, error) {
+	got, err := s.fill(n)
+	if err != nil {
+		return nil, err
 	}
-	length, j, vok := readVarint32(s.buf, s.i)
-	if !vok {
-		return 0, false, corruptf("record at byte %d of the records: bad length varint", s.total-len(s.buf)+s.i)
+	return s.buf[:s.i+got], nil
+}
+
+// varint reads a varint (max 5 bytes) or varlong (max 10) that must end by
+// the section position end.
+func (s *recordStream) varint(end int, long bool) (int64, bool, error) {
+	if long {
+		b, err := s.view(min(10, end-s.consumed()))
+		if err != nil {
+			return 0, false, err
+		}
+		v, next, ok := readVarint64(b, s.i)
+		if ok {
+			s.i = next
+		}
+		return v, ok, nil
 	}
-	if length < minRecordBody {
-		return 0, false, corruptf("record at byte %d of the records: length %d", s.total-len(s.buf)+s.i, length)
-	}
-	need := j - s.i + int(length)
-	if got, err = s.fill(need); err != nil {
-		return 0, false, err
-	}
-	if got < need {
-		return 0, false, corruptf("record at byte %d of the records: length %d with %d bytes left", s.total-len(s.buf)+s.i, length, got-(j-s.i))
-	}
-	start = s.i
-	end, err := parseRecord(s.buf[:start+need], start, r)
+	b, err := s.view(min(5, end-s.consumed()))
 	if err != nil {
 		return 0, false, err
 	}
-	s.i = end
-	return start, true, nil
+	v, next, ok := readVarint32(b, s.i)
+	if ok {
+		s.i = next
+	}
+	return int64(v), ok, nil
+}
+
+// skip consumes n bytes without keeping them; false if the stream ends first.
+func (s *recordStream) skip(n int) (bool, error) {
+	for n > 0 {
+		if s.i == len(s.buf) {
+			got, err := s.fill(1)
+			if err != nil || got == 0 {
+				return false, err
+			}
+		}
+		k := min(n, len(s.buf)-s.i)
+		s.i += k
+		n -= k
+	}
+	return true, nil
+}
+
+// nullable skips a length-prefixed byte string that must end by end
+// (length -1 is null); false if it is malformed.
+func (s *recordStream) nullable(end int) (bool, error) {
+	n, ok, err := s.varint(end, false)
+	if err != nil || !ok {
+		return false, err
+	}
+	if n < 0 {
+		return n == -1, nil
+	}
+	if n > int64(end-s.consumed()) {
+		return false, nil
+	}
+	return s.skip(int(n))
+}
+
+// next reads the next record, checking its framing as parseRecord does,
+// without holding its key, value or headers in memory: they are skipped
+// through the window (as Kafka's LogValidator skips them), so the memory of
+// a validation is the window's, whatever the records' size. ok is false at
+// the end of the section.
+func (s *recordStream) next(r *rawRecord) (ok bool, err error) {
+	b, err := s.view(1)
+	if err != nil || len(b) == s.i {
+		return false, err
+	}
+	start := s.consumed()
+	bad := func(what string) error { return corruptf("record at byte %d of the records: %s", start, what) }
+	length, vok, err := s.varint(math.MaxInt, false)
+	if err != nil {
+		return false, err
+	}
+	if !vok {
+		return false, bad("bad length varint")
+	}
+	if length < minRecordBody {
+		return false, bad(fmt.Sprintf("length %d", length))
+	}
+	end := s.consumed() + int(length)
+	if end < 0 || end > maxInflated {
+		return false, bad(fmt.Sprintf("length %d", length))
+	}
+	if ok, err := s.skip(1); err != nil || !ok { // attributes
+		return false, cmp(err, bad("cut short"))
+	}
+	if r.tsDelta, vok, err = s.varint(end, true); err != nil || !vok {
+		return false, cmp(err, bad("bad timestamp delta"))
+	}
+	off, vok, err := s.varint(end, false)
+	if err != nil || !vok {
+		return false, cmp(err, bad("bad offset delta"))
+	}
+	r.offDelta = int32(off)
+	if ok, err := s.nullable(end); err != nil || !ok {
+		return false, cmp(err, bad("bad key"))
+	}
+	if ok, err := s.nullable(end); err != nil || !ok {
+		return false, cmp(err, bad("bad value"))
+	}
+	n, vok, err := s.varint(end, false)
+	if err != nil || !vok {
+		return false, cmp(err, bad("bad header count"))
+	}
+	if n < 0 || n > int64(end-s.consumed())/2 { // a header takes at least 2 bytes
+		return false, bad(fmt.Sprintf("bad header count %d", n))
+	}
+	for range n {
+		kl, vok, err := s.varint(end, false)
+		if err != nil || !vok || kl < 0 || kl > int64(end-s.consumed()) {
+			return false, cmp(err, bad("bad header key"))
+		}
+		if ok, err := s.skip(int(kl)); err != nil || !ok {
+			return false, cmp(err, bad("bad header key"))
+		}
+		if ok, err := s.nullable(end); err != nil || !ok {
+			return false, cmp(err, bad("bad header value"))
+		}
+	}
+	if got := s.consumed(); got != end {
+		return false, bad(fmt.Sprintf("length %d, fields take %d", length, got-(end-int(length))))
+	}
+	return true, nil
+}
+
+// cmp returns err if it is set, else alt.
+func cmp(err, alt error) error {
+	if err != nil {
+		return err
+	}
+	return alt
 }
 
 // scanCompressed validates the records of the compressed batch b (len(b) ==
@@ -118,7 +233,7 @@ func scanCompressed(b []byte, h *Header) error {
 	var raw rawRecord
 	prev, maxTS := int32(-1), int64(math.MinInt64)
 	for n := range h.NumRecords {
-		_, ok, err := s.next(&raw)
+		ok, err := s.next(&raw)
 		if err != nil {
 			return err
 		}
@@ -197,6 +312,14 @@ func Decompress(dst, b []byte, h Header) ([]byte, error) {
 	dst = append(dst, b[:HeaderSize]...)
 	f := getInflater()
 	defer f.release()
+	if codec == CompressionZstd {
+		// The whole output is wanted: zstd decodes it fastest in one call.
+		var err error
+		if dst, err = f.zstdAll(dst, b[HeaderSize:]); err != nil {
+			return dst, err
+		}
+		return finishDecompressed(dst, start, codec, h)
+	}
 	r, whole, err := f.open(codec, b[HeaderSize:])
 	if err != nil {
 		return dst, err
@@ -223,6 +346,12 @@ func Decompress(dst, b []byte, h Header) ([]byte, error) {
 			}
 		}
 	}
+	return finishDecompressed(dst, start, codec, h)
+}
+
+// finishDecompressed checks the records of the batch decompressed into
+// dst[start:] and makes its header that of an uncompressed batch.
+func finishDecompressed(dst []byte, start, codec int, h Header) ([]byte, error) {
 	out := dst[start:]
 	if len(out)-logOverhead > math.MaxInt32 {
 		return dst, corruptf("%s payload inflates past the 2 GiB a batch can hold", codecName(codec))
