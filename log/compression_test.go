@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -362,5 +363,38 @@ func TestAppendGoldenBatches(t *testing.T) {
 		require.Equal(t, []byte("three"), got[3].Value)
 		require.Equal(t, "trace", got[0].Headers[0].Key)
 		require.Equal(t, int64(1_764_000_001_500), got[4].Timestamp.UnixMilli())
+	}
+}
+
+// TestProducerSplitKeepsCompression: a compressed batch the broker finds too
+// large is split into batches compressed with the same codec.
+func TestProducerSplitKeepsCompression(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{MaxMessageBytes: 1024})
+	pr, err := NewProducer(b, ProducerConfig{Compression: CompressionLz4, Linger: time.Minute, Timeout: time.Hour})
+	require.NoError(t, err)
+	defer pr.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	var want [][]byte
+	for range 8 {
+		v := make([]byte, 300) // incompressible: the batch stays too large
+		for i := range v {
+			v[i] = byte(rng.Uint32())
+		}
+		want = append(want, v)
+		pr.SendAsync(Record{Topic: "t", Value: v}, func(_ Record, err error) { require.NoError(t, err) })
+	}
+	require.NoError(t, pr.Flush(context.Background()))
+	cs := codecsOf(t, p)
+	require.Greater(t, len(cs), 1, "split")
+	for _, c := range cs {
+		require.Equal(t, batch.CompressionLz4, c)
+	}
+	got, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range want {
+		require.Equal(t, want[i], got[i].Value)
 	}
 }
