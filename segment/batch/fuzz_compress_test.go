@@ -79,6 +79,11 @@ func checkCompressed(t *testing.T, b []byte) {
 			t.Fatalf("unexpected error kind: %v", err)
 		}
 	}
+	if _, cerr := Check(b); cerr == nil {
+		if terr := scanTiny(b, h); (terr == nil) != (verr == nil) || (terr != nil && !isKnown(terr)) {
+			t.Fatalf("a 16-byte window says %v, the full window %v", terr, verr)
+		}
+	}
 	if (verr == nil) != (derr == nil) || (verr == nil) != (rerr == nil) || (verr == nil) != (perr == nil) {
 		t.Fatalf("entry points disagree: Validate %v, Decode %v, Records %v, Decompress %v", verr, derr, rerr, perr)
 	}
@@ -102,4 +107,20 @@ func checkCompressed(t *testing.T, b []byte) {
 	if err := equalRecs(again, viaDecode); err != nil {
 		t.Fatalf("the decompressed batch has other records: %v", err)
 	}
+}
+
+// scanTiny is Validate's walk over the records of the checked batch b through
+// a 16-byte window, so that every record straddles refills and goes the
+// field-by-field way.
+func scanTiny(b []byte, h Header) error {
+	f := getInflater()
+	defer f.release()
+	r, whole, err := f.open(h.Compression(), b[HeaderSize:h.Size()])
+	if err != nil {
+		return err
+	}
+	if whole != nil {
+		return scanRecordsIn(whole, &h)
+	}
+	return scanStream(r, h.Compression(), &h, make([]byte, 0, 16))
 }

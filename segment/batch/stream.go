@@ -9,8 +9,9 @@ import (
 	"sync"
 )
 
-// windowSize is the initial size of the window through which a compressed
-// batch's records are validated; it grows to fit the largest record.
+// windowSize is the size of the window through which a compressed batch's
+// records are validated: records that fit in it are parsed in place, larger
+// ones (and those that straddle a refill) field by field, their bytes skipped.
 const windowSize = 128 << 10
 
 // windows holds the validation windows, so that validating a compressed batch
@@ -27,6 +28,7 @@ type recordStream struct {
 	i     int
 	eof   bool
 	total int // bytes read from r
+	empty int // reads in a row that returned nothing
 }
 
 // fill makes buf[i:] hold at least n bytes, or everything that is left.
@@ -37,17 +39,21 @@ func (s *recordStream) fill(n int) (int, error) {
 			m := copy(s.buf[:cap(s.buf)], s.buf[s.i:])
 			s.buf, s.i = s.buf[:m], 0
 		}
-		if cap(s.buf)-len(s.buf) < windowSize/2 {
-			// The window is full of one record: grow it by doubling, so a
-			// record promising more bytes than come costs at most twice
-			// what did come.
-			g := make([]byte, len(s.buf), 2*cap(s.buf)+windowSize)
+		if len(s.buf) == cap(s.buf) { // a window smaller than a varint: grow it
+			g := make([]byte, len(s.buf), max(2*cap(s.buf), 16))
 			copy(g, s.buf)
 			s.buf = g
 		}
 		m, err := s.r.Read(s.buf[len(s.buf):cap(s.buf)])
 		s.buf = s.buf[:len(s.buf)+m]
 		s.total += m
+		if m == 0 && err == nil {
+			if s.empty++; s.empty > 100 {
+				return 0, corruptf("%s decoder makes no progress", codecName(s.codec))
+			}
+		} else {
+			s.empty = 0
+		}
 		if s.total > maxInflated {
 			return 0, corruptf("%s payload inflates to more than %d bytes", codecName(s.codec), maxInflated)
 		}
@@ -136,6 +142,16 @@ func (s *recordStream) nullable(end int) (bool, error) {
 // a validation is the window's, whatever the records' size. ok is false at
 // the end of the section.
 func (s *recordStream) next(r *rawRecord) (ok bool, err error) {
+	// Fast path: the whole record is in the window already (all but the
+	// few that straddle a refill): parse it in place.
+	if length, j, vok := readVarint32(s.buf, s.i); vok && length >= minRecordBody && int(length) <= len(s.buf)-j {
+		end, err := parseRecord(s.buf[:j+int(length)], s.i, r)
+		if err != nil {
+			return false, err
+		}
+		s.i = end
+		return true, nil
+	}
 	b, err := s.view(1)
 	if err != nil || len(b) == s.i {
 		return false, err
@@ -223,13 +239,15 @@ func scanCompressed(b []byte, h *Header) error {
 		return scanRecordsIn(whole, h)
 	}
 	wp := windows.Get().(*[]byte)
-	s := recordStream{r: r, codec: codec, buf: (*wp)[:0]}
-	defer func() {
-		if cap(s.buf) <= 4*windowSize {
-			*wp = s.buf[:0]
-		}
-		windows.Put(wp)
-	}()
+	defer windows.Put(wp)
+	return scanStream(r, codec, h, (*wp)[:0])
+}
+
+// scanStream is scanCompressed's walk over the records read from r through
+// the window buf (its capacity; tests give a tiny one, so that records
+// straddle refills).
+func scanStream(r io.Reader, codec int, h *Header, buf []byte) error {
+	s := recordStream{r: r, codec: codec, buf: buf}
 	var raw rawRecord
 	prev, maxTS := int32(-1), int64(math.MinInt64)
 	for n := range h.NumRecords {
