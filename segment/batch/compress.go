@@ -154,6 +154,9 @@ func (f *inflater) release() {
 	if cap(f.block) > 4<<20 { // keep the pool's memory small after a large batch
 		f.block = nil
 	}
+	if cap(f.xr.buf) > 4<<20 {
+		f.xr.buf = nil
+	}
 	inflaters.Put(f)
 }
 
@@ -183,8 +186,8 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 		if err != nil {
 			return nil, nil, corruptf("snappy: %v", err)
 		}
-		if n > maxInflated {
-			return nil, nil, corruptf("snappy: block inflates to %d bytes, more than %d", n, maxInflated)
+		if n > snappyMaxDecoded(len(payload)) {
+			return nil, nil, corruptf("snappy: a block of %d bytes cannot inflate to the %d it claims", len(payload), n)
 		}
 		if cap(f.block) < n || f.block == nil {
 			f.block = make([]byte, max(n, 64))
@@ -238,6 +241,12 @@ func (f *inflater) zstdAll(dst, payload []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// snappyMaxDecoded bounds what n bytes of snappy block can decode to: a copy
+// element of 2 bytes yields at most 11, one of 3 or 5 bytes at most 64. A
+// block whose header claims more is corrupt, found before its buffer is
+// allocated.
+func snappyMaxDecoded(n int) int { return min(32*n+64, maxInflated) }
 
 // sliceReader reads a byte slice. Unlike bytes.Reader it has no Len method,
 // so zstd does not take it for a buffer to decode in one piece.

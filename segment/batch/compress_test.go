@@ -412,3 +412,31 @@ func TestValidateMemoryBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestSnappyClaimedLength: a snappy block (or xerial chunk) whose header claims
+// more than its bytes can decode to is refused before anything is allocated
+// for it; the bound holds for the most compressible input.
+func TestSnappyClaimedLength(t *testing.T) {
+	zeros := make([]byte, 4<<20)
+	if enc := s2.EncodeSnappy(nil, zeros); len(zeros) > snappyMaxDecoded(len(enc)) {
+		t.Fatalf("%d zeros encode to %d bytes: the bound %d is too tight", len(zeros), len(enc), snappyMaxDecoded(len(enc)))
+	}
+	plain := build(testRecs(2))
+	claim := binary.AppendUvarint(nil, 1<<29) // 512 MiB, then nothing
+	for name, payload := range map[string][]byte{
+		"raw":    claim,
+		"xerial": append(append(append([]byte{}, xerialMagic...), 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, byte(len(claim))), claim...),
+	} {
+		b := recompress(plain, CompressionSnappy, payload)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := Validate(b)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
+			t.Fatalf("%s: %d bytes allocated for a claim", name, n)
+		}
+	}
+}

@@ -39,8 +39,8 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 		if err != nil {
 			return 0, corruptf("snappy: xerial chunk: %v", err)
 		}
-		if dl > maxInflated {
-			return 0, corruptf("snappy: xerial chunk inflates to %d bytes", dl)
+		if dl > snappyMaxDecoded(len(chunk)) {
+			return 0, corruptf("snappy: a xerial chunk of %d bytes cannot inflate to the %d it claims", len(chunk), dl)
 		}
 		if cap(x.buf) < dl {
 			x.buf = make([]byte, dl)
