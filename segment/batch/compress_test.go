@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/s2"
+	"github.com/pierrec/lz4/v4"
 )
 
 var codecs = []int{CompressionGzip, CompressionSnappy, CompressionLz4, CompressionZstd}
@@ -438,5 +439,30 @@ func TestSnappyClaimedLength(t *testing.T) {
 		if n := after.TotalAlloc - before.TotalAlloc; n > 1<<20 {
 			t.Fatalf("%s: %d bytes allocated for a claim", name, n)
 		}
+	}
+}
+
+// TestLz4JavaFrame: Kafka's Java client (KafkaLZ4BlockOutputStream) writes
+// independent 64 KiB blocks without a content checksum; such frames are read.
+func TestLz4JavaFrame(t *testing.T) {
+	recs := testRecs(6)
+	plain := build(recs)
+	var buf bytes.Buffer
+	w := lz4.NewWriter(&buf)
+	if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ChecksumOption(false), lz4.BlockChecksumOption(false)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(plain[HeaderSize:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if flg := buf.Bytes()[4]; flg&0x04 != 0 || flg&0x20 == 0 {
+		t.Fatalf("frame flags %#x: want independent blocks, no content checksum", flg)
+	}
+	_, got := mustDecode(t, recompress(plain, CompressionLz4, buf.Bytes()))
+	if err := equalRecs(got, recs); err != nil {
+		t.Fatal(err)
 	}
 }
