@@ -26,7 +26,8 @@
 // zstd frames.
 //
 // [Validate] checks a compressed batch as Kafka's LogValidator does, streaming the
-// payload through a pooled decoder and a window that holds one record at a time: the
+// payload through a pooled decoder and a 128 KiB window (keys, values and headers larger
+// than it are skipped as they stream past, so memory does not grow with them): the
 // same record checks as for an uncompressed batch, that the payload decompresses
 // (checksums included), and that nothing follows the last record. [ValidateProduced]
 // adds the rule for a producer's batch: inner offset deltas 0 to n-1. [Records] and
