@@ -90,6 +90,10 @@ type TopicConfig struct {
 	MaxMessageBytes    int           // 0 → 1 MiB + 12 bytes of log overhead, as Kafka (one batch)
 	FlushMessages      int64         // fsync after this many records; 0 → leave to the OS; 1 → every append
 	FlushInterval      time.Duration // fsync at least this often; 0 → never by time
+	// Compression is the topic's compression.type: TopicCompressionProducer
+	// (zero: keep each batch as the producer sent it), TopicCompressionNone,
+	// or a codec every batch is recompressed to on append.
+	Compression TopicCompression
 }
 
 // Kafka's defaults.
@@ -144,6 +148,9 @@ func (c TopicConfig) merge(d TopicConfig) TopicConfig {
 	if c.FlushInterval == 0 {
 		c.FlushInterval = d.FlushInterval
 	}
+	if c.Compression == TopicCompressionProducer {
+		c.Compression = d.Compression
+	}
 	return c
 }
 
@@ -193,6 +200,8 @@ func (c TopicConfig) Validate() error {
 		return bad("negative flush messages %d", c.FlushMessages)
 	case c.FlushInterval < 0:
 		return bad("negative flush interval %v", c.FlushInterval)
+	case c.Compression < TopicCompressionProducer || c.Compression > TopicCompressionZstd:
+		return bad("unknown compression type %d", int(c.Compression))
 	}
 	return nil
 }

@@ -110,6 +110,7 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	// the page cache; a concurrent append or a roll only makes the copy
 	// slower. No lock: segs is published atomically.
 	segs := *p.segs.Load()
+	bd.SetCompression(p.cfg.Compression.appendCodec())
 	bd.ResetAt(timestampMs(recs[0].Timestamp, now), segs[len(segs)-1].Size())
 	for i := range recs {
 		r := &recs[i]
@@ -137,7 +138,7 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if len(b) > p.cfg.MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
 	}
-	h, err := batch.Validate(b)
+	b, h, err := p.producedBatch(b) // validated; recompressed if the topic says so
 	if err != nil {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, err)
 	}

@@ -53,6 +53,13 @@ type ProducerConfig struct {
 	// Idempotent asks for an idempotent producer: not built yet, NewProducer
 	// refuses it with ErrIdempotenceUnsupported.
 	Idempotent bool
+	// Compression is the codec of the batches the producer sends (Kafka's
+	// compression.type): CompressionNone (the zero value, Kafka's default),
+	// CompressionGzip, CompressionSnappy, CompressionLz4 or CompressionZstd.
+	// A batch is compressed once, when it is closed; BatchBytes counts the
+	// records' uncompressed size. The broker stores the batch as it is sent
+	// unless its topic's Compression says otherwise.
+	Compression Compression
 	// Partitioner picks each record's partition; the zero value is
 	// PartitionerDefault (Kafka's murmur2 for keys, sticky for nil keys).
 	Partitioner Partitioner
@@ -103,6 +110,8 @@ func (c ProducerConfig) validate() error {
 		return ErrIdempotenceUnsupported
 	case c.Acks < AcksAll || c.Acks > AcksNone:
 		return bad("unknown acks %d", int(c.Acks))
+	case !c.Compression.valid():
+		return bad("unknown compression %d", int(c.Compression))
 	case c.Partitioner < PartitionerDefault || c.Partitioner > PartitionerRoundRobin:
 		return bad("unknown partitioner %d", int(c.Partitioner))
 	case c.BatchBytes < 0:

@@ -197,6 +197,7 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 		b = new(pbatch)
 	}
 	now := p.anchorLocked(time.Now())
+	b.bd.SetCompression(int(p.cfg.Compression)) // compressed when finished
 	b.bd.Reset(ms)
 	p.nextID++
 	b.id = p.nextID

@@ -111,6 +111,7 @@ func (p *Producer) sendSplit(ps *partState, b *pbatch, raw []byte) {
 		return
 	}
 	var bd batch.Builder
+	bd.SetCompression(int(p.cfg.Compression))
 	var split func(lo, hi int)
 	split = func(lo, hi int) {
 		bd.Reset(recs[lo].Timestamp)

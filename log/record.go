@@ -29,7 +29,8 @@ type Header = batch.RecordHeader
 // the bytes do not say. Key, Value and header values alias raw. A torn or
 // corrupt batch is an error (errors.Is ErrCorrupt, or batch.ErrShort for a
 // truncated one), never records. Control batches (transaction markers) are
-// skipped.
+// skipped. Compressed batches (any of Kafka's codecs) are decompressed; their
+// records' Key, Value and header values alias a buffer allocated for the batch.
 func DecodeRecords(raw []byte) ([]Record, error) {
 	var hdrs []Header
 	recs, _, err := decodeFrom(make([]Record, 0, countRecords(raw)), &hdrs, raw, TopicPartition{}, 0)
@@ -68,7 +69,13 @@ func countRecords(raw []byte) int {
 		// A record takes at least minRecordBytes: a count beyond what the
 		// bytes can hold (a corrupt header, refused by the decoding) must
 		// not size the slice.
-		n += min(max(int(h.NumRecords), 0), (size-batch.HeaderSize)/minRecordBytes)
+		// A compressed record can take less: the bound is then a guess of
+		// 16:1 at most, enough for a size hint.
+		most := (size - batch.HeaderSize) / minRecordBytes
+		if h.Compression() != batch.CompressionNone {
+			most *= 16
+		}
+		n += min(max(int(h.NumRecords), 0), most)
 		raw = raw[size:]
 	}
 	return n
@@ -85,7 +92,8 @@ func countRecords(raw []byte) int {
 // walk (batch.Validate): the broker validated the batch in full when it was
 // appended, and the CRC shows these are the same bytes. A record Records
 // finds malformed all the same is an error, and no record of its batch is
-// returned.
+// returned. A compressed batch is decompressed (batch.Decompress, which
+// also checks its records) into a buffer of its own that its records alias.
 func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
 	next, prevEnd := from, int64(-1)
 	for pos := 0; pos < len(raw); {
@@ -104,6 +112,17 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 		next = max(next, prevEnd)
 		if h.Control() {
 			continue
+		}
+		if h.Compression() != batch.CompressionNone {
+			// Decompressed into a buffer of the batch's own, which the
+			// records alias; checked in full, so a payload that does not
+			// decompress or disagrees with its header yields no record.
+			if b, err = batch.Decompress(nil, b, h); err == nil {
+				h, err = batch.ParseHeader(b)
+			}
+			if err != nil {
+				return dst, from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
+			}
 		}
 		n := len(dst)
 		err = batch.Records(b, h, func(r *batch.Record) error {

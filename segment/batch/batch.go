@@ -51,7 +51,10 @@ var (
 	// that disagree with the header. Test for it with errors.Is.
 	ErrCorrupt = errors.New("batch: corrupt record batch")
 
-	// ErrCompressed is returned for a batch whose attributes name a compression codec.
+	// ErrCompressed is no longer returned: compressed batches are read and
+	// validated like any other.
+	//
+	// Deprecated: kept for callers that test for it; nothing returns it.
 	ErrCompressed = errors.New("batch: compressed record batches are not supported yet")
 
 	// ErrShort is returned when the bytes end before the batch does: a torn tail.

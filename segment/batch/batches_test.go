@@ -167,7 +167,7 @@ func TestRecordsRefusesWhatItCannotRead(t *testing.T) {
 	checkErr(t, "Records on a cut batch", Records(b[:len(b)-1], h, fn), ErrShort)
 	hc := h
 	hc.Attributes |= 3
-	checkErr(t, "Records on a compressed batch", Records(b, hc, fn), ErrCompressed)
+	checkErr(t, "Records on plain records marked lz4", Records(b, hc, fn), ErrCorrupt)
 	bad := clone(b)
 	bad[HeaderSize] = 0x7f // first record's length: -64
 	checkErr(t, "Records on a bad record", Records(bad, h, fn), ErrCorrupt)

@@ -7,9 +7,9 @@ import (
 	"unsafe"
 )
 
-// Builder encodes one uncompressed record batch. Append records, then call Bytes; Reset
-// starts the next batch in the same buffer, so in steady state a Builder allocates
-// nothing.
+// Builder encodes one record batch. Append records, then call Bytes; Reset starts the
+// next batch in the same buffer, so in steady state a Builder allocates nothing.
+// SetCompression makes Bytes compress the records (Kafka's gzip, snappy, lz4 or zstd).
 //
 // The zero Builder is ready to use: the first Append starts a batch whose base
 // timestamp is that record's timestamp. A Builder is not safe for concurrent use.
@@ -20,6 +20,10 @@ type Builder struct {
 	baseTimestamp int64
 	maxTimestamp  int64
 	n             int32
+	pos           int64 // where the batch will be written (ResetAt), or -1
+
+	codec int    // compression codec, kept across Reset
+	zmem  []byte // the compressed batch's array, from its start (len 0)
 
 	producerSet   bool // else Kafka's "no producer": id, epoch and sequence -1
 	producerID    int64
@@ -65,7 +69,7 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 		addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
 		skew = int((uint64(pos) - addr) % alignTo)
 	}
-	bd.mem, bd.skew = mem, skew
+	bd.mem, bd.skew, bd.pos = mem, skew, pos
 	b := mem[skew : skew+HeaderSize]
 	clear(b)
 	be := binary.BigEndian
@@ -84,6 +88,21 @@ func (bd *Builder) SetProducer(id int64, epoch int16, baseSequence int32) {
 	bd.producerSet = true
 	bd.producerID, bd.producerEpoch, bd.baseSequence = id, epoch, baseSequence
 }
+
+// SetCompression makes Bytes compress the records with codec (CompressionNone,
+// CompressionGzip, CompressionSnappy, CompressionLz4 or CompressionZstd), from the
+// next Bytes on and across Reset, until changed. It panics for another codec id.
+// Snappy is written as one raw block and lz4 as an LZ4 frame of 64 KiB blocks, as
+// kgo and sarama write them; every Kafka client reads both.
+func (bd *Builder) SetCompression(codec int) {
+	if !ValidCompression(codec) {
+		panic("batch: unknown compression codec")
+	}
+	bd.codec = codec
+}
+
+// Compression returns the codec set by SetCompression.
+func (bd *Builder) Compression() int { return bd.codec }
 
 // init starts a batch if none has been started since the Builder was made.
 func (bd *Builder) init(baseTimestamp int64) {
@@ -151,7 +170,9 @@ func (bd *Builder) Append(timestamp int64, key, value []byte, headers []RecordHe
 // Len returns the number of records appended since the last Reset.
 func (bd *Builder) Len() int { return int(bd.n) }
 
-// Size returns the encoded size of the batch so far, header included.
+// Size returns the encoded size of the batch so far, header included, before
+// compression: what the records take uncompressed, an upper bound for a
+// compressed batch in practice.
 func (bd *Builder) Size() int { return max(len(bd.buf), HeaderSize) }
 
 // Bytes finishes the batch, filling in its length, last offset delta, max timestamp,
@@ -159,6 +180,10 @@ func (bd *Builder) Size() int { return max(len(bd.buf), HeaderSize) }
 // until the next Reset, and appending more records and calling Bytes again finishes the
 // longer batch. A batch with no records is Kafka's empty batch (count 0, last offset
 // delta 0, max timestamp -1).
+//
+// With a compression codec set, the records are compressed into a second buffer of
+// the Builder, which is returned (its base offset and leader epoch can be set as
+// for any batch); the uncompressed records stay, so more can still be appended.
 func (bd *Builder) Bytes() []byte {
 	bd.init(0)
 	b := bd.buf
@@ -181,8 +206,42 @@ func (bd *Builder) Bytes() []byte {
 	be.PutUint64(b[offProducerID:], uint64(id))
 	be.PutUint16(b[offProducerEpoch:], uint16(epoch))
 	be.PutUint32(b[offBaseSequence:], uint32(seq))
+	if bd.codec != CompressionNone {
+		return bd.compressed(b)
+	}
 	SetCRC(b)
 	return b
+}
+
+// compressed returns the batch b with its records compressed, in zmem.
+func (bd *Builder) compressed(b []byte) []byte {
+	z := bd.zmem[:0]
+	if cap(z) < HeaderSize+alignTo {
+		z = make([]byte, 0, max(4096, len(b)/2))
+	}
+	skew := 0
+	if bd.pos >= 0 {
+		addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(z))))
+		skew = int((uint64(bd.pos) - addr) % alignTo)
+	}
+	z = append(z[:skew], b[:HeaderSize]...)
+	z, err := compress(z, bd.codec, b[HeaderSize:])
+	if err != nil {
+		// Only snappy can fail, for more than 4 GiB: larger than a batch.
+		panic("batch: " + err.Error())
+	}
+	if cap(z) >= cap(bd.zmem) {
+		bd.zmem = z[:0]
+	}
+	out := z[skew:]
+	if int64(len(out))-logOverhead > math.MaxInt32 {
+		panic("batch: batch larger than 2 GiB")
+	}
+	be := binary.BigEndian
+	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
+	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])&^attrCompression|uint16(bd.codec))
+	SetCRC(out)
+	return out
 }
 
 // SetCRC computes the CRC-32C of the batch at the start of b (attributes to

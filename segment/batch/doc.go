@@ -11,8 +11,28 @@
 // [SetPartitionLeaderEpoch] rewrite the two fields outside the CRC in place, so a broker
 // can encode a batch first and assign its offsets later under its lock.
 //
-// Compressed batches (attribute bits 0-2 non-zero) are refused with [ErrCompressed]
-// everywhere until compression is built.
+// # Compression
+//
+// A batch's records section (everything after the 61-byte header) may be compressed
+// as a whole with one of Kafka's codecs, named by attribute bits 0-2: 1 gzip, 2 snappy,
+// 3 lz4, 4 zstd. The header stays uncompressed and the CRC covers the compressed
+// bytes, so a broker stores and serves such a batch exactly as the producer sent it.
+// [Builder.SetCompression] writes them: snappy as one raw block and lz4 as an LZ4
+// frame (64 KiB blocks, content checksum), as kgo and sarama do. Readers accept every
+// framing Kafka clients write: raw snappy blocks (kgo, sarama) and snappy-java's
+// xerial framing (Kafka's Java producer: the magic "\x82SNAPPY\x00", version and
+// compatible version, then length-prefixed raw blocks); LZ4 frames, including those
+// whose header checksum also covers the frame magic (Kafka before 0.10); gzip streams;
+// zstd frames.
+//
+// [Validate] checks a compressed batch as Kafka's LogValidator does, streaming the
+// payload through a pooled decoder and a 128 KiB window (keys, values and headers larger
+// than it are skipped as they stream past, so memory does not grow with them): the
+// same record checks as for an uncompressed batch, that the payload decompresses
+// (checksums included), and that nothing follows the last record. [ValidateProduced]
+// adds the rule for a producer's batch: inner offset deltas 0 to n-1. [Records] and
+// [Decode] decompress transparently; [Decompress] turns a compressed batch into the
+// equivalent uncompressed one. A payload that inflates past 1 GiB is corrupt.
 //
 // # Batch layout
 //
@@ -64,6 +84,7 @@
 // # What is checked
 //
 // [Validate], [Decode] and [Batches] return [ErrCorrupt] (wrapped with the reason) for:
+// an unknown compression codec (5-7) or a compressed payload that does not decompress;
 // magic other than 2; batchLength below 49 (an empty batch); a CRC mismatch; a negative
 // base offset, last offset delta or record count; a last offset that overflows; more
 // records than the offset range holds; a malformed varint; a record, key, value or

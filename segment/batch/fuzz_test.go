@@ -3,6 +3,8 @@ package batch
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -27,6 +29,19 @@ func seedBatches(tb testing.TB) [][]byte {
 			encRecord(0, 1, nil, nil), encRecord(3, 5, []byte("x"), nil)),
 		rawBatch(fields{attrs: 2, count: 1}, []byte("compressed bytes")),
 	)
+	for _, codec := range codecs {
+		seeds = append(seeds,
+			buildWith(codec, []rec{{Timestamp: 1, Key: []byte("k"), Value: []byte("v"), Headers: []RecordHeader{{Key: "h"}}}}),
+			buildWith(codec, []rec{{Timestamp: 5}, {Timestamp: 3, Value: bytes.Repeat([]byte("ab"), 200)}}))
+	}
+	golden, _ := filepath.Glob("testdata/golden/*.batch")
+	for _, g := range golden {
+		b, err := os.ReadFile(g)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		seeds = append(seeds, b)
+	}
 	log, _ := logOf(3)
 	seeds = append(seeds, log, log[:len(log)-7])
 	return seeds

@@ -1,9 +1,6 @@
 package batch
 
-import (
-	"fmt"
-	"math"
-)
+import "math"
 
 // RecordHeader is one key/value header of a record. The key cannot be null; a nil Value
 // is encoded as null.
@@ -156,20 +153,41 @@ func scanRecords(b []byte, h *Header) error {
 
 // Validate checks that b starts with one whole, intact batch and returns its header.
 // ErrShort: b ends before the batch does. ErrCorrupt: bad magic, CRC, header fields,
-// or records that do not match the header (see the package documentation).
-// ErrCompressed: an intact batch whose records are compressed (its header is returned).
-// Bytes after the batch are ignored.
+// or records that do not match the header (see the package documentation). A
+// compressed batch's records are checked the same way, streamed through a pooled
+// decoder: a payload that does not decompress, or that holds other records than the
+// header says, or anything after them, is ErrCorrupt. Bytes after the batch are
+// ignored.
 func Validate(b []byte) (Header, error) {
 	h, err := Check(b)
 	if err != nil {
 		return h, err
 	}
+	if h.Compression() != CompressionNone {
+		return h, scanCompressed(b[:h.Size()], &h)
+	}
 	return h, scanRecords(b[:h.Size()], &h)
 }
 
+// ValidateProduced is Validate for a batch as a producer sends it, with the rule
+// Kafka's LogValidator adds for those: the records of a compressed batch have offset
+// deltas 0, 1, ..., n-1 (a batch with gaps can only come from compaction, never from
+// a producer). Validate accepts gaps, so that recovery and readers keep compacted
+// batches.
+func ValidateProduced(b []byte) (Header, error) {
+	h, err := Validate(b)
+	if err != nil {
+		return h, err
+	}
+	if h.Compression() != CompressionNone && h.NumRecords > 0 && int64(h.NumRecords) != int64(h.LastOffsetDelta)+1 {
+		return h, corruptf("compressed batch of %d records with last offset delta %d: inner offsets must be 0 to %d", h.NumRecords, h.LastOffsetDelta, h.NumRecords-1)
+	}
+	return h, nil
+}
+
 // Check is Validate without the walk over the records: framing, CRC, header
-// fields and compression. A reader of batches that were validated when they
-// were written uses it, then decodes with Records (which still refuses a
+// fields and a known compression codec. A reader of batches that were validated
+// when they were written uses it, then decodes with Records (which still refuses a
 // malformed record): the CRC shows the bytes are the ones validated.
 func Check(b []byte) (Header, error) {
 	h, err := ParseHeader(b)
@@ -187,11 +205,8 @@ func Check(b []byte) (Header, error) {
 	if err := checkHeader(&h); err != nil {
 		return h, err
 	}
-	switch c := h.Compression(); {
-	case c > 4:
+	if c := h.Compression(); !ValidCompression(c) {
 		return h, corruptf("unknown compression codec %d", c)
-	case c != 0:
-		return h, fmt.Errorf("%w (codec %d)", ErrCompressed, c)
 	}
 	return h, nil
 }
@@ -219,6 +234,11 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 // with Batches pays for the CRC and the framing checks once. fn, r and the error are as
 // for Decode.
 //
+// For a compressed batch the records are first decompressed, with a pooled decoder,
+// into a buffer allocated for the batch, and checked as Validate checks them (a
+// corrupt payload yields no records); r's Key, Value and header Values alias that
+// buffer, so a caller may keep them as it may keep those of an uncompressed batch.
+//
 // Records on bytes that were not validated is memory-safe but not a validation: it
 // never panics and returns ErrCorrupt at the first malformed record, after fn has seen
 // the ones before it; it checks neither the CRC nor the header's counts and timestamps.
@@ -229,8 +249,11 @@ func Records(b []byte, h Header, fn func(r *Record) error) error {
 	if h.Size() > len(b) {
 		return shortf("%d bytes, the batch needs %d", len(b), h.Size())
 	}
-	if h.Compression() != 0 {
-		return fmt.Errorf("%w (codec %d)", ErrCompressed, h.Compression())
+	if c := h.Compression(); c != CompressionNone {
+		if !ValidCompression(c) {
+			return corruptf("unknown compression codec %d", c)
+		}
+		return compressedRecords(b, h, fn)
 	}
 	b = b[:h.Size()]
 	var (
@@ -288,4 +311,16 @@ func decodeHeaders(b []byte, i, n int, hdrs []RecordHeader) []RecordHeader {
 		hdrs = append(hdrs, RecordHeader{Key: key, Value: v})
 	}
 	return hdrs
+}
+
+// compressedRecords is Records for a compressed batch: decompressed (and
+// checked) into a buffer of its own, which the records alias.
+func compressedRecords(b []byte, h Header, fn func(r *Record) error) error {
+	out, err := Decompress(nil, b, h)
+	if err != nil {
+		return err
+	}
+	h.Attributes &^= attrCompression
+	h.Length = int32(len(out) - logOverhead)
+	return Records(out, h, fn)
 }
