@@ -59,8 +59,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s:      s,
 		nc:     nc,
 		remote: nc.RemoteAddr().String(),
-		queue:  make(chan *pending, s.cfg.MaxInFlight),
-		lanes:  map[log.TopicPartition]chan struct{}{},
+		// The writer holds one pending request out of the queue.
+		queue: make(chan *pending, s.cfg.MaxInFlight-1),
+		lanes: map[log.TopicPartition]chan struct{}{},
 	}
 	c.logger = s.logger.With("remote", c.remote)
 	if s.cfg.SASL != nil {
@@ -201,6 +202,9 @@ func (s *Server) decode(frame []byte) (header, *api, kmsg.Request, error) {
 			return h, a, nil, errUnsupportedAPIVersions
 		}
 		return h, nil, nil, fmt.Errorf("%w: %s version %d is not served (%d to %d are)", errBadRequest, kmsg.NameForKey(h.key), h.version, a.min, a.max)
+	}
+	if body, err = skipHeaderTags(h, body); err != nil {
+		return h, nil, nil, err
 	}
 	req := kmsg.RequestForKey(h.key)
 	req.SetVersion(h.version)
@@ -343,4 +347,20 @@ type api struct {
 	key      int16
 	min, max int16
 	handle   func(ctx context.Context, c *conn, req kmsg.Request) reply
+}
+
+// connLanes returns the produce lanes still open on every connection (for
+// tests).
+func (s *Server) connLanes() []log.TopicPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []log.TopicPartition
+	for c := range s.conns {
+		c.lanesMu.Lock()
+		for tp := range c.lanes {
+			out = append(out, tp)
+		}
+		c.lanesMu.Unlock()
+	}
+	return out
 }

@@ -77,10 +77,10 @@ type header struct {
 	flexible      bool // the request (and so its response header) is flexible
 }
 
-// parseHeader parses a request header; body is what follows it. The key
-// and version are not checked against what the server serves, but the
-// header's shape (flexible or not) follows kmsg's for that key and version.
-func parseHeader(frame []byte) (h header, body []byte, err error) {
+// parseHeader parses a request header up to its tagged fields (see
+// skipHeaderTags); rest is what follows. The key and version are not
+// checked against what the server serves; h.flexible is kmsg's for them.
+func parseHeader(frame []byte) (h header, rest []byte, err error) {
 	if len(frame) < 10 {
 		return h, nil, fmt.Errorf("%w: %d bytes is too short for a request header", errBadFrame, len(frame))
 	}
@@ -88,7 +88,7 @@ func parseHeader(frame []byte) (h header, body []byte, err error) {
 	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
 	h.correlationID = int32(binary.BigEndian.Uint32(frame[4:]))
 	n := int16(binary.BigEndian.Uint16(frame[8:]))
-	rest := frame[10:]
+	rest = frame[10:]
 	switch {
 	case n < -1:
 		return h, nil, fmt.Errorf("%w: client id length %d", errBadFrame, n)
@@ -103,18 +103,21 @@ func parseHeader(frame []byte) (h header, body []byte, err error) {
 		req.SetVersion(h.version)
 		h.flexible = req.IsFlexible()
 	}
-	// ApiVersions' body may be of a version the server does not know: its
-	// header is read as flexible from v3 as kmsg says, and the body is not
-	// parsed when the version is unknown (KIP-511).
-	if h.flexible {
-		tr := tagReader{src: rest}
-		kmsg.SkipTags(&tr)
-		if tr.failed {
-			return h, nil, fmt.Errorf("%w: truncated tagged fields in the request header", errBadFrame)
-		}
-		rest = tr.src
-	}
 	return h, rest, nil
+}
+
+// skipHeaderTags skips the tagged fields that end a flexible request
+// header (header v2) and returns the body after them.
+func skipHeaderTags(h header, rest []byte) ([]byte, error) {
+	if !h.flexible {
+		return rest, nil
+	}
+	tr := tagReader{src: rest}
+	kmsg.SkipTags(&tr)
+	if tr.failed {
+		return nil, fmt.Errorf("%w: truncated tagged fields in the request header", errBadFrame)
+	}
+	return tr.src, nil
 }
 
 // tagReader is a kmsg.TagReader over a byte slice.
