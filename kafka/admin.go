@@ -63,8 +63,8 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	var cfg log.TopicConfig
 	switch {
 	case rt.NumPartitions == -1: // the broker's default
-	case rt.NumPartitions <= 0:
-		return fmt.Errorf("%w: %d partitions", errInvalidPartitionsErr, rt.NumPartitions)
+	case rt.NumPartitions <= 0 || rt.NumPartitions > maxTopicPartitions:
+		return fmt.Errorf("%w: %d partitions (1 to %d)", errInvalidPartitionsErr, rt.NumPartitions, maxTopicPartitions)
 	default:
 		cfg.Partitions = int(rt.NumPartitions)
 	}
@@ -91,6 +91,10 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	}
 	return s.b.CreateTopicContext(ctx, rt.Topic, cfg)
 }
+
+// maxTopicPartitions bounds what one CreateTopics may ask for: a single
+// request must not make the broker create millions of partitions.
+const maxTopicPartitions = 10000
 
 // More errors with a Kafka code of their own.
 var (

@@ -288,7 +288,11 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
 			p.out, p.closeAfter = nil, true
 		}
 	}()
-	rep := a.handle(c.s.ctx, c, req)
+	c.encode(p, a.handle(c.s.ctx, c, req))
+}
+
+// encode sets p's response frame from a handler's reply.
+func (c *conn) encode(p *pending, rep reply) {
 	switch {
 	case rep.none:
 	case rep.records != nil:
