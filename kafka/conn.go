@@ -140,6 +140,9 @@ func (c *conn) read() {
 // dispatch decodes one request and starts its handler; false closes the
 // connection (after the responses already due).
 func (c *conn) dispatch(frame []byte) bool {
+	if c.sasl != nil && c.sasl.raw && !c.sasl.done {
+		return c.rawToken(frame)
+	}
 	h, a, req, err := c.s.decode(frame)
 	switch {
 	case errors.Is(err, errUnsupportedAPIVersions):

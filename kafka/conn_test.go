@@ -47,7 +47,8 @@ func TestBadInputClosesOnlyThatConnection(t *testing.T) {
 	}{
 		{"negative size", []byte{0x80, 0, 0, 0, 1, 2, 3, 4}, "negative size"},
 		{"minus one size", []byte{0xff, 0xff, 0xff, 0xff}, "negative size"},
-		{"size too small for a header", sized([]byte{0, 3, 0}), "too small"},
+		{"size too small for a header", sized([]byte{0, 3, 0}), "too short"},
+		{"empty frame", sized(nil), "too short"},
 		{"oversized", binary.BigEndian.AppendUint32(nil, 1025), "larger than the maximum"},
 		{"huge", binary.BigEndian.AppendUint32(nil, 1<<31-1), "larger than the maximum"},
 		{"client id past the end", sized(append(rawHeader(metadataKey, 1, 1)[:8], 0x00, 0x50, 'a')), "client id"},

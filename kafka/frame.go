@@ -25,8 +25,9 @@ import (
 var errBadFrame = errors.New("kafka: bad frame")
 
 // readFrame reads one size-prefixed frame into buf (grown if needed) and
-// returns it without its size. A size that is negative, too small for a
-// header or above max is errBadFrame. hdr reports whether any byte of the
+// returns it without its size. A size that is negative or above max is
+// errBadFrame. (A raw SASL token, after SaslHandshake v0, may be shorter
+// than a request header.) started reports whether any byte of the
 // frame was read, for telling an idle connection from a torn frame.
 func readFrame(r io.Reader, buf []byte, max int) (frame []byte, started bool, err error) {
 	var size [4]byte
@@ -38,8 +39,6 @@ func readFrame(r io.Reader, buf []byte, max int) (frame []byte, started bool, er
 	switch {
 	case sz < 0:
 		return nil, true, fmt.Errorf("%w: negative size %d", errBadFrame, sz)
-	case sz < 10:
-		return nil, true, fmt.Errorf("%w: size %d is too small for a request header", errBadFrame, sz)
 	case int(sz) > max:
 		return nil, true, fmt.Errorf("%w: size %d is larger than the maximum request size %d", errBadFrame, sz, max)
 	}
