@@ -18,6 +18,11 @@ type Config struct {
 	// AdvertisedAddr is the host:port given to clients in Metadata; "" →
 	// the bound address (Server.Addr).
 	AdvertisedAddr string
+	// AutoCreateTopics creates a topic, with the broker's defaults, the
+	// first time a client asks Metadata for it and allows auto-creation
+	// (Kafka's auto.create.topics.enable, which is true by default there;
+	// false here, so that a typo does not make a topic).
+	AutoCreateTopics bool
 	// TLS, when set, makes every connection TLS (crypto/tls).
 	TLS *tls.Config
 	// SASL, when set, makes every connection authenticate with one of its

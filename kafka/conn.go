@@ -31,6 +31,11 @@ type conn struct {
 	nc     net.Conn
 	remote string
 	logger *slog.Logger
+	// ctx is cancelled once the connection stops reading (the client went
+	// away, sent something bad, or the server closes): parked requests
+	// then answer at once with what they have.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	queue    chan *pending // read, not yet answered; closed by the reader
 	inFlight atomic.Int32  // requests read and not yet written
@@ -64,6 +69,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		lanes: map[log.TopicPartition]chan struct{}{},
 	}
 	c.logger = s.logger.With("remote", c.remote)
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.cfg.SASL != nil {
 		c.sasl = &saslState{}
 	}
@@ -104,6 +110,7 @@ func (c *conn) setWriteDeadline() {
 func (c *conn) read() {
 	defer c.s.wg.Done()
 	defer close(c.queue)
+	defer c.cancel()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
 		if !c.setReadDeadline() {
@@ -291,7 +298,7 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
 			p.out, p.closeAfter = nil, true
 		}
 	}()
-	c.encode(p, a.handle(c.s.ctx, c, req))
+	c.encode(p, a.handle(c.ctx, c, req))
 }
 
 // encode sets p's response frame from a handler's reply.
@@ -333,8 +340,9 @@ func (c *conn) write() {
 			failed = true
 		}
 		if failed {
-			// Stop the reader: its next read fails.
+			// Stop the reader (its next read fails) and what is parked.
 			c.nc.Close()
+			c.cancel()
 		}
 	}
 }

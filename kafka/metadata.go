@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -9,7 +10,7 @@ import (
 
 // handleMetadata answers with this broker as the only one: the leader of
 // every partition and its only in-sync replica.
-func handleMetadata(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.MetadataRequest)
 	s := c.s
 	resp := kmsg.NewPtrMetadataResponse()
@@ -27,11 +28,21 @@ func handleMetadata(_ context.Context, c *conn, r kmsg.Request) reply {
 		}
 		return reply{resp: resp}
 	}
+	// Before v4 clients could not say; Kafka then allowed it.
+	autoCreate := s.cfg.AutoCreateTopics && (req.Version < 4 || req.AllowAutoTopicCreation)
 	for _, t := range req.Topics {
 		name := ""
 		switch {
 		case t.Topic != nil:
 			name = *t.Topic
+			if autoCreate && log.ValidTopicName(name) == nil {
+				if _, err := s.b.Partitions(name); errors.Is(err, log.ErrUnknownTopic) {
+					err := s.b.CreateTopicContext(ctx, name, log.TopicConfig{})
+					if err != nil && !errors.Is(err, log.ErrTopicExists) {
+						c.logger.Warn("kafka: auto-create topic", "topic", name, "err", err)
+					}
+				}
+			}
 		default: // v10+: by id
 			name, _ = s.topicName(t.TopicID)
 		}
