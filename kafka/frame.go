@@ -29,7 +29,7 @@ var errBadFrame = errors.New("kafka: bad frame")
 // errBadFrame. (A raw SASL token, after SaslHandshake v0, may be shorter
 // than a request header.) started reports whether any byte of the
 // frame was read, for telling an idle connection from a torn frame.
-func readFrame(r io.Reader, buf []byte, max int) (frame []byte, started bool, err error) {
+func readFrame(r io.Reader, buf []byte, maxSize int) (frame []byte, started bool, err error) {
 	var size [4]byte
 	n, err := io.ReadFull(r, size[:])
 	if err != nil {
@@ -39,20 +39,24 @@ func readFrame(r io.Reader, buf []byte, max int) (frame []byte, started bool, er
 	switch {
 	case sz < 0:
 		return nil, true, fmt.Errorf("%w: negative size %d", errBadFrame, sz)
-	case int(sz) > max:
-		return nil, true, fmt.Errorf("%w: size %d is larger than the maximum request size %d", errBadFrame, sz, max)
+	case int(sz) > maxSize:
+		return nil, true, fmt.Errorf("%w: size %d is larger than the maximum request size %d", errBadFrame, sz, maxSize)
 	}
-	if int(sz) <= cap(buf) {
+	if int(sz) <= max(cap(buf), eagerFrameBytes) {
+		if int(sz) > cap(buf) {
+			buf = make([]byte, sz)
+		}
 		buf = buf[:sz]
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, true, unexpected(err)
 		}
 		return buf, true, nil
 	}
-	// The memory follows the bytes that arrive, not the size a peer
-	// claims: a frame that says 100 MiB and sends nothing costs little.
+	// Past eagerFrameBytes the memory follows the bytes that arrive, not
+	// the size a peer claims: a frame that says 100 MiB and sends nothing
+	// costs little.
 	var b bytes.Buffer
-	b.Grow(min(int(sz), 64<<10))
+	b.Grow(eagerFrameBytes)
 	if n, err := b.ReadFrom(io.LimitReader(r, int64(sz))); err != nil {
 		return nil, true, err
 	} else if n < int64(sz) {
@@ -60,6 +64,9 @@ func readFrame(r io.Reader, buf []byte, max int) (frame []byte, started bool, er
 	}
 	return b.Bytes(), true, nil
 }
+
+// eagerFrameBytes is the largest frame whose buffer is allocated at once.
+const eagerFrameBytes = 1 << 20
 
 func unexpected(err error) error {
 	if err == io.EOF {
