@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,10 @@ import (
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// maxUnauthenticatedBytes is the largest request of a connection that
+// has yet to authenticate (Kafka's sasl.server.max.receive.size).
+const maxUnauthenticatedBytes = 512 << 10
 
 // closeDrainTimeout bounds how long Close waits for a client to take the
 // responses of the requests it had in flight.
@@ -118,7 +123,11 @@ func (c *conn) read() {
 		}
 		// Each request gets its own buffer: handlers keep slices of it
 		// (record batches) while the reader goes on.
-		frame, started, err := readFrame(r, nil, c.s.cfg.MaxRequestBytes)
+		limit := c.s.cfg.MaxRequestBytes
+		if c.sasl != nil && !c.sasl.done {
+			limit = min(limit, maxUnauthenticatedBytes)
+		}
+		frame, started, err := readFrame(r, nil, limit)
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded) && !started && c.inFlight.Load() > 0:
@@ -146,9 +155,27 @@ func (c *conn) read() {
 
 // dispatch decodes one request and starts its handler; false closes the
 // connection (after the responses already due).
-func (c *conn) dispatch(frame []byte) bool {
-	if c.sasl != nil && c.sasl.raw && !c.sasl.done {
-		return c.rawToken(frame)
+func (c *conn) dispatch(frame []byte) (ok bool) {
+	defer func() {
+		// kmsg decoding a peer's bytes must not take the server down.
+		if r := recover(); r != nil {
+			c.logger.Error("kafka: closing connection: decoding panicked", "panic", r)
+			ok = false
+		}
+	}()
+	if c.sasl != nil && !c.sasl.done {
+		if c.sasl.raw {
+			return c.rawToken(frame)
+		}
+		// Before authentication only the SASL exchange is decoded.
+		if len(frame) >= 2 {
+			switch key := int16(binary.BigEndian.Uint16(frame)); key {
+			case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
+			default:
+				c.logger.Warn("kafka: closing connection: request before authentication", "api", kmsg.NameForKey(key))
+				return false
+			}
+		}
 	}
 	h, a, req, err := c.s.decode(frame)
 	switch {

@@ -69,6 +69,7 @@ func (s *Server) topicMetadata(name string, id [16]byte) kmsg.MetadataResponseTo
 		return t
 	}
 	t.TopicID = topicID(name)
+	t.IsInternal = name == log.OffsetsTopic
 	node := s.cfg.NodeID
 	for i := range n {
 		p := kmsg.NewMetadataResponseTopicPartition()

@@ -206,6 +206,15 @@ func TestSASLOverTheWire(t *testing.T) {
 		c.closed()
 		require.Contains(t, logs.String(), "request before authentication")
 
+		// Before authenticating, a large frame closes the connection.
+		c = dial(t, s.Addr())
+		big := kmsg.NewPtrSASLAuthenticateRequest()
+		big.SetVersion(1)
+		big.SASLAuthBytes = make([]byte, 600<<10)
+		c.write(c.f.AppendRequest(nil, big, 1)[:64]) // the size is enough
+		c.closed()
+		require.Contains(t, logs.String(), "larger than the maximum request size 524288")
+
 		c = dial(t, s.Addr())
 		hs := handshake(c, 1, "GSSAPI")
 		require.Equal(t, errUnsupportedSaslMechanism, hs.ErrorCode)
