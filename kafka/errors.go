@@ -18,6 +18,7 @@ const (
 	errOffsetOutOfRange                   int16 = 1
 	errCorruptMessage                     int16 = 2
 	errUnknownTopicOrPartition            int16 = 3
+	errLeaderNotAvailable                 int16 = 5
 	errNotLeaderOrFollower                int16 = 6
 	errRequestTimedOut                    int16 = 7
 	errMessageTooLarge                    int16 = 10
