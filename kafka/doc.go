@@ -9,6 +9,17 @@
 // For tests, kafka/kafkatest starts an in-memory broker with a listener in
 // one call.
 //
+// The other way round, Dial returns a Client, a log.Client over the Kafka
+// protocol, so that Strata's Producer and Consumer run against any
+// Kafka-protocol cluster (Strata, Apache Kafka, Redpanda):
+//
+//	c, _ := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{"kafka:9092"}})
+//	p, _ := log.NewProducer(c, log.ProducerConfig{})
+//
+// It keeps one pipelined connection per broker, routes each request to the
+// partition's leader from cached Metadata and retries when a leader moves.
+// Consumer groups over the wire are not supported yet.
+//
 // # What is served
 //
 // Every request and response is encoded and decoded by franz-go's kmsg;
