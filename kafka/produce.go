@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/strata-log/strata/log"
@@ -42,7 +43,13 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 	if req.Version >= 13 {
 		ids = s.topicNames()
 	}
-	failed := false
+	type job struct {
+		tp   log.TopicPartition
+		recs []byte
+		t, p int // where its result goes in resp
+	}
+	var jobs []job
+	distinct := map[log.TopicPartition]bool{}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
 		name := rt.Topic
@@ -67,15 +74,39 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 				p.ErrorMessage = kmsg.StringPtr(topicMsg)
 			} else {
 				tp := log.TopicPartition{Topic: name, Partition: int(rp.Partition)}
-				p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(ctx, tp, rp.Records, acks)
-			}
-			if p.ErrorCode != errNone {
-				failed = true
-				c.logger.Debug("kafka: produce", "topic", name, "partition", rp.Partition, "code", p.ErrorCode)
+				jobs = append(jobs, job{tp: tp, recs: rp.Records, t: i, p: j})
+				distinct[tp] = true
 			}
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
+	}
+	run := func(jb job) {
+		p := &resp.Topics[jb.t].Partitions[jb.p]
+		p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(ctx, jb.tp, jb.recs, acks)
+	}
+	if len(jobs) > 1 && len(distinct) == len(jobs) && acks != log.AcksNone {
+		// Partitions are appended (and, with acks=all, replicated or
+		// fsynced) concurrently; a partition named twice keeps the
+		// request's order, sequentially.
+		var wg sync.WaitGroup
+		for _, jb := range jobs {
+			wg.Go(func() { run(jb) })
+		}
+		wg.Wait()
+	} else {
+		for _, jb := range jobs {
+			run(jb)
+		}
+	}
+	failed := false
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != errNone {
+				failed = true
+				c.logger.Debug("kafka: produce", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
+			}
+		}
 	}
 	if req.Acks == 0 {
 		return reply{none: true, closeAfter: failed}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -444,4 +445,36 @@ func TestListOffsets(t *testing.T) {
 			require.Equal(t, w.off, ps[i].Offset, "v%d #%d", v, i)
 		}
 	}
+}
+
+// One produce request for several partitions: each gets its own result;
+// a partition named twice appends in the request's order.
+func TestProduceManyPartitions(t *testing.T) {
+	s, b, _ := start(t, Config{}, logtest.Topic("t", 3))
+	c := dial(t, s.Addr())
+	req := produceReq(9, -1, "t", 0, records("p0"))
+	for _, part := range []int32{1, 2, 7} {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition, rp.Records = part, records(fmt.Sprint("p", part))
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	}
+	resp := c.do(req).(*kmsg.ProduceResponse)
+	ps := resp.Topics[0].Partitions
+	require.Len(t, ps, 4)
+	for i, want := range []int16{0, 0, 0, errUnknownTopicOrPartition} {
+		require.Equal(t, want, ps[i].ErrorCode, "partition %d", ps[i].Partition)
+	}
+	for part := range 3 {
+		p, _ := b.Partition("t", part)
+		recs, err := p.Read(0, 1<<20)
+		require.NoError(t, err)
+		require.Equal(t, fmt.Sprint("p", part), string(recs[0].Value))
+	}
+	// Twice the same partition.
+	req = produceReq(9, -1, "t", 1, records("first"))
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = 1, records("second")
+	req.Topics[0].Partitions = append(req.Topics[0].Partitions, rp)
+	ps = c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions
+	require.Equal(t, []int64{1, 2}, []int64{ps[0].BaseOffset, ps[1].BaseOffset})
 }
