@@ -106,15 +106,13 @@ func TestMaxConnections(t *testing.T) {
 	require.Contains(t, logs.String(), "too many connections")
 	first.do(metadataV9())
 	first.nc.Close()
-	// Once the first is gone a new one is served; the server notices the
-	// close asynchronously, so try until it has.
-	for {
-		c := dial(t, s.Addr())
-		c.send(metadataV9())
-		if _, err := c.frame(); err == nil {
-			break
-		}
-	}
+	// Once the server has let the first go, a new one is served.
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.conns) == 0
+	})
+	dial(t, s.Addr()).do(metadataV9())
 }
 
 func TestIdleTimeout(t *testing.T) {
@@ -242,7 +240,8 @@ func TestCloseDrains(t *testing.T) {
 	require.Error(t, err, "no longer listening")
 }
 
-// waitFor polls cond: for state with no event to wait on.
+// waitFor polls cond, for server state that no event announces (how many
+// requests a connection has read, whether it is forgotten).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
