@@ -1,0 +1,52 @@
+package kafka
+
+import (
+	"context"
+	"crypto/sha256"
+
+	"github.com/strata-log/strata/log"
+)
+
+// Backend is what a Server serves: the topics and partitions of a broker.
+// *log.Broker implements it (a standalone node: this server is the leader
+// of every partition) and *replica.Broker will. Its errors are log's
+// sentinels (log.ErrUnknownTopic, log.ErrNotLeader, ...), which the server
+// maps to Kafka's error codes.
+type Backend interface {
+	// Topics returns the names of the topics clients may see, sorted.
+	Topics() []string
+	// Partitions returns the number of partitions of a topic.
+	Partitions(topic string) (int, error)
+	// TopicConfig returns a topic's configuration, defaults applied.
+	TopicConfig(topic string) (log.TopicConfig, error)
+	// CreateTopicContext creates a topic (log.ErrTopicExists,
+	// log.ErrInvalidTopic, log.ErrInvalidConfig).
+	CreateTopicContext(ctx context.Context, name string, cfg log.TopicConfig) error
+	// DeleteTopic deletes a topic and its data.
+	DeleteTopic(name string) error
+	// Produce appends one record batch, as a Kafka client sent it, to a
+	// partition (see log.DataClient).
+	Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (baseOffset int64, err error)
+	// Fetch reads record batches, waiting up to MaxWait for MinBytes (see
+	// log.DataClient).
+	Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error)
+	// ListOffset returns log.EarliestOffset, log.LatestOffset or the first
+	// offset at or after a timestamp in ms.
+	ListOffset(tp log.TopicPartition, at int64) (int64, error)
+}
+
+var _ Backend = (*log.Broker)(nil)
+
+// topicID is the id a topic is known by in Metadata v10+, Fetch v13+ and
+// Produce v13+: derived from its name, so that every server over the same
+// topics gives the same ids. (A topic deleted and created again keeps its
+// id: Strata has no topic incarnations yet.)
+func topicID(name string) [16]byte {
+	sum := sha256.Sum256([]byte("strata topic id\x00" + name))
+	var id [16]byte
+	copy(id[:], sum[:16])
+	if id == ([16]byte{}) {
+		id[0] = 1 // the zero id means "no id"
+	}
+	return id
+}

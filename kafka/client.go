@@ -1,0 +1,568 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// DialConfig configures a Client.
+type DialConfig struct {
+	// Seeds are host:port addresses of brokers of the cluster; the others
+	// are learned from Metadata.
+	Seeds []string
+	// TLS, when set, makes every connection TLS.
+	TLS *tls.Config
+	// SASL, when set, authenticates every connection.
+	SASL *DialSASL
+	// ClientID names the client in the brokers' logs; "" → "strata".
+	ClientID string
+}
+
+// Versions the client speaks at most: before topic ids (Fetch and
+// Produce v13) and within what it was tested with.
+const (
+	clientProduceMax     = 12
+	clientFetchMax       = 12
+	clientListOffsetsMax = 6
+	clientMetadataMax    = 12
+)
+
+// ErrGroupsUnsupported is returned by the consumer-group methods of a
+// Client: the group protocol over the wire is not built yet.
+var ErrGroupsUnsupported = errors.New("kafka: consumer groups over the Kafka protocol are not supported yet")
+
+// Client is a log.Client that talks to any Kafka-protocol cluster:
+// requests go to each partition's leader, learned from Metadata and
+// refreshed when a broker says it is not the leader.
+type Client struct {
+	cfg DialConfig
+
+	mu      sync.Mutex
+	closed  bool
+	brokers map[int32]string           // node id → host:port
+	leaders map[string][]int32         // topic → leader of each partition
+	conns   map[string]*brokerConn     // by address
+	dialing map[string]*sync.WaitGroup // addresses being dialed
+}
+
+var _ log.Client = (*Client)(nil)
+
+// Dial connects to the first seed that answers and loads the cluster's
+// metadata.
+func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
+	if len(cfg.Seeds) == 0 {
+		return nil, fmt.Errorf("%w: no seed brokers", ErrInvalidConfig)
+	}
+	c := &Client{
+		cfg:     cfg,
+		brokers: map[int32]string{},
+		leaders: map[string][]int32{},
+		conns:   map[string]*brokerConn{},
+		dialing: map[string]*sync.WaitGroup{},
+	}
+	if err := c.refresh(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Close closes every connection.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	conns := c.conns
+	c.conns = map[string]*brokerConn{}
+	c.mu.Unlock()
+	for _, bc := range conns {
+		bc.close()
+	}
+	return nil
+}
+
+// conn returns a connection to addr, dialing it if needed.
+func (c *Client) conn(ctx context.Context, addr string) (*brokerConn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, fmt.Errorf("kafka: client: %w", log.ErrClosed)
+		}
+		if bc := c.conns[addr]; bc != nil && !bc.broken() {
+			c.mu.Unlock()
+			return bc, nil
+		}
+		if wg := c.dialing[addr]; wg != nil {
+			c.mu.Unlock()
+			wg.Wait() // another caller dials it
+			continue
+		}
+		wg := &sync.WaitGroup{}
+		wg.Add(1)
+		c.dialing[addr] = wg
+		old := c.conns[addr]
+		delete(c.conns, addr)
+		c.mu.Unlock()
+		if old != nil {
+			old.close()
+		}
+		bc, err := dialBroker(ctx, addr, c.cfg)
+		c.mu.Lock()
+		delete(c.dialing, addr)
+		wg.Done()
+		if err == nil {
+			if c.closed {
+				c.mu.Unlock()
+				bc.close()
+				return nil, fmt.Errorf("kafka: client: %w", log.ErrClosed)
+			}
+			c.conns[addr] = bc
+		}
+		c.mu.Unlock()
+		return bc, err
+	}
+}
+
+// anyConn returns a connection to a known broker or a seed.
+func (c *Client) anyConn(ctx context.Context) (*brokerConn, error) {
+	c.mu.Lock()
+	addrs := make([]string, 0, len(c.brokers)+len(c.cfg.Seeds))
+	for _, a := range c.brokers {
+		addrs = append(addrs, a)
+	}
+	c.mu.Unlock()
+	addrs = append(addrs, c.cfg.Seeds...)
+	var errs []error
+	for _, a := range addrs {
+		bc, err := c.conn(ctx, a)
+		if err == nil {
+			return bc, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, fmt.Errorf("kafka: no broker reachable: %w", errors.Join(errs...))
+}
+
+// refresh reloads the metadata of every topic.
+func (c *Client) refresh(ctx context.Context) error {
+	bc, err := c.anyConn(ctx)
+	if err != nil {
+		return err
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	resp, err := bc.do(ctx, req, clientMetadataMax)
+	if err != nil {
+		return fmt.Errorf("kafka: metadata: %w", err)
+	}
+	m := resp.(*kmsg.MetadataResponse)
+	brokers := map[int32]string{}
+	for _, b := range m.Brokers {
+		brokers[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	leaders := map[string][]int32{}
+	for _, t := range m.Topics {
+		if t.Topic == nil || t.ErrorCode != errNone {
+			continue
+		}
+		ls := make([]int32, len(t.Partitions))
+		for _, p := range t.Partitions {
+			if int(p.Partition) < len(ls) && p.Partition >= 0 {
+				ls[p.Partition] = p.Leader
+			}
+		}
+		leaders[*t.Topic] = ls
+	}
+	c.mu.Lock()
+	c.brokers, c.leaders = brokers, leaders
+	c.mu.Unlock()
+	return nil
+}
+
+// leader returns a connection to the leader of tp, refreshing the
+// metadata once if tp is not known.
+func (c *Client) leader(ctx context.Context, tp log.TopicPartition) (*brokerConn, error) {
+	for attempt := 0; ; attempt++ {
+		c.mu.Lock()
+		ls, ok := c.leaders[tp.Topic]
+		var addr string
+		if ok && tp.Partition >= 0 && tp.Partition < len(ls) {
+			addr = c.brokers[ls[tp.Partition]]
+		}
+		c.mu.Unlock()
+		if addr != "" {
+			return c.conn(ctx, addr)
+		}
+		if attempt > 0 {
+			if !ok {
+				return nil, fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
+			}
+			if tp.Partition < 0 || tp.Partition >= len(ls) {
+				return nil, fmt.Errorf("%w: %s", log.ErrUnknownPartition, tp)
+			}
+			return nil, fmt.Errorf("%w: %s has no reachable leader", log.ErrNotLeader, tp)
+		}
+		if err := c.refresh(ctx); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// retriable reports whether err may go away once the metadata is
+// refreshed: a leader moved, a topic is being created, a connection broke.
+func retriable(err error) bool {
+	var ke *Error
+	if errors.As(err, &ke) {
+		switch ke.Code {
+		case errNotLeaderOrFollower, errUnknownTopicOrPartition, errLeaderNotAvailable:
+			return true
+		}
+		return false
+	}
+	return errors.Is(err, errConnClosed)
+}
+
+// attempts is how often a request is tried when it fails retriably.
+const attempts = 3
+
+// backoff waits before attempt i (from 1), or until ctx is done.
+func backoff(ctx context.Context, i int) error {
+	t := time.NewTimer(time.Duration(i) * 50 * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Partitions returns the number of partitions of topic.
+func (c *Client) Partitions(topic string) (int, error) {
+	c.mu.Lock()
+	ls, ok := c.leaders[topic]
+	c.mu.Unlock()
+	if ok {
+		return len(ls), nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.refresh(ctx); err != nil {
+		return 0, err
+	}
+	c.mu.Lock()
+	ls, ok = c.leaders[topic]
+	c.mu.Unlock()
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
+	}
+	return len(ls), nil
+}
+
+// Produce sends one record batch to the partition's leader.
+func (c *Client) Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (int64, error) {
+	req := kmsg.NewPtrProduceRequest()
+	switch acks {
+	case log.AcksAll:
+		req.Acks = -1
+	case log.AcksLeader:
+		req.Acks = 1
+	case log.AcksNone:
+		req.Acks = 0
+	default:
+		return 0, fmt.Errorf("%w: acks %v", log.ErrInvalidConfig, acks)
+	}
+	req.TimeoutMillis = 30000
+	if dl, ok := ctx.Deadline(); ok {
+		req.TimeoutMillis = int32(max(time.Until(dl).Milliseconds(), 1))
+	}
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition, rp.Records = int32(tp.Partition), batch
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	var err error
+	for i := range attempts {
+		if i > 0 {
+			if err := backoff(ctx, i); err != nil {
+				return 0, err
+			}
+			if rerr := c.refresh(ctx); rerr != nil {
+				return 0, rerr
+			}
+		}
+		var base int64
+		base, err = c.produceOnce(ctx, tp, req)
+		if err == nil || !retriable(err) {
+			return base, err
+		}
+	}
+	return 0, err
+}
+
+func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *kmsg.ProduceRequest) (int64, error) {
+	bc, err := c.leader(ctx, tp)
+	if err != nil {
+		return 0, err
+	}
+	if req.Acks == 0 {
+		return -1, bc.send(ctx, req, clientProduceMax)
+	}
+	resp, err := bc.do(ctx, req, clientProduceMax)
+	if err != nil {
+		return 0, err
+	}
+	r := resp.(*kmsg.ProduceResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("kafka: produce to %s: malformed response", tp)
+	}
+	p := r.Topics[0].Partitions[0]
+	if err := codeError(p.ErrorCode); err != nil {
+		return 0, fmt.Errorf("kafka: produce to %s: %w", tp, err)
+	}
+	return p.BaseOffset, nil
+}
+
+// ListOffset asks the partition's leader for an offset.
+func (c *Client) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var err error
+	for i := range attempts {
+		if i > 0 {
+			if err := backoff(ctx, i); err != nil {
+				return 0, err
+			}
+			if rerr := c.refresh(ctx); rerr != nil {
+				return 0, rerr
+			}
+		}
+		var off int64
+		off, err = c.listOffsetOnce(ctx, tp, at)
+		if err == nil || !retriable(err) {
+			return off, err
+		}
+	}
+	return 0, err
+}
+
+func (c *Client) listOffsetOnce(ctx context.Context, tp log.TopicPartition, at int64) (int64, error) {
+	bc, err := c.leader(ctx, tp)
+	if err != nil {
+		return 0, err
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.Timestamp = int32(tp.Partition), at
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := bc.do(ctx, req, clientListOffsetsMax)
+	if err != nil {
+		return 0, err
+	}
+	r := resp.(*kmsg.ListOffsetsResponse)
+	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("kafka: list offsets of %s: malformed response", tp)
+	}
+	p := r.Topics[0].Partitions[0]
+	if err := codeError(p.ErrorCode); err != nil {
+		return 0, fmt.Errorf("kafka: list offsets of %s: %w", tp, err)
+	}
+	if p.Offset < 0 && at >= 0 {
+		// No record that recent: the end, as log.Broker answers.
+		return c.listOffsetOnce(ctx, tp, log.LatestOffset)
+	}
+	return p.Offset, nil
+}
+
+// Fetch reads the partitions from their leaders, one request per leader,
+// in parallel; the response keeps the request's order.
+func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error) {
+	out := log.FetchResponse{Partitions: make([]log.FetchedPartition, len(req.Partitions))}
+	for i, fp := range req.Partitions {
+		out.Partitions[i].TopicPartition = fp.TopicPartition
+	}
+	todo := make([]int, len(req.Partitions))
+	for i := range todo {
+		todo[i] = i
+	}
+	for attempt := 0; len(todo) > 0; attempt++ {
+		if attempt > 0 {
+			if err := backoff(ctx, attempt); err != nil {
+				return log.FetchResponse{}, err
+			}
+			if err := c.refresh(ctx); err != nil {
+				return log.FetchResponse{}, err
+			}
+		}
+		last := attempt == attempts-1
+		byConn := map[*brokerConn][]int{}
+		var retry []int
+		for _, i := range todo {
+			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition)
+			if err != nil {
+				if ctx.Err() != nil {
+					return log.FetchResponse{}, ctx.Err()
+				}
+				out.Partitions[i].Err = err
+				if retriable(err) && !last {
+					retry = append(retry, i)
+				}
+				continue
+			}
+			byConn[bc] = append(byConn[bc], i)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var fatal error
+		for bc, idx := range byConn {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				again, err := c.fetchFrom(ctx, bc, req, idx, &out)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil && fatal == nil && ctx.Err() != nil {
+					fatal = err
+				}
+				if !last {
+					retry = append(retry, again...)
+				}
+			}()
+		}
+		wg.Wait()
+		if fatal != nil {
+			return log.FetchResponse{}, fatal
+		}
+		todo = retry
+	}
+	return out, nil
+}
+
+// fetchFrom fetches the partitions idx of req from one broker into out and
+// returns those that failed retriably.
+func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchRequest, idx []int, out *log.FetchResponse) ([]int, error) {
+	fr := kmsg.NewPtrFetchRequest()
+	fr.ReplicaID = -1
+	fr.MaxWaitMillis = int32(req.MaxWait.Milliseconds())
+	if req.MaxWait <= 0 {
+		fr.MaxWaitMillis = 500
+	}
+	fr.MinBytes = int32(max(req.MinBytes, 1))
+	fr.MaxBytes = int32(req.MaxBytes)
+	if req.MaxBytes <= 0 {
+		fr.MaxBytes = 50 << 20
+	}
+	partMax := int32(req.PartitionMaxBytes)
+	if partMax <= 0 {
+		partMax = 1 << 20
+	}
+	fr.SessionID, fr.SessionEpoch = 0, -1 // no fetch session
+	where := map[string]int{}             // topic → index in fr.Topics
+	for _, i := range idx {
+		fp := req.Partitions[i]
+		ti, ok := where[fp.Topic]
+		if !ok {
+			ti = len(fr.Topics)
+			where[fp.Topic] = ti
+			rt := kmsg.NewFetchRequestTopic()
+			rt.Topic = fp.Topic
+			fr.Topics = append(fr.Topics, rt)
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.FetchOffset, rp.PartitionMaxBytes = int32(fp.Partition), fp.Offset, partMax
+		rp.CurrentLeaderEpoch, rp.LogStartOffset = -1, -1
+		fr.Topics[ti].Partitions = append(fr.Topics[ti].Partitions, rp)
+	}
+	// The broker may wait up to MaxWait: give the round trip that long
+	// and more.
+	resp, err := bc.do(ctx, fr, clientFetchMax)
+	if err != nil {
+		for _, i := range idx {
+			out.Partitions[i].Err = err
+		}
+		if retriable(err) {
+			return idx, nil
+		}
+		return nil, err
+	}
+	r := resp.(*kmsg.FetchResponse)
+	if err := codeError(r.ErrorCode); err != nil {
+		for _, i := range idx {
+			out.Partitions[i].Err = err
+		}
+		return nil, nil
+	}
+	type key struct {
+		topic string
+		part  int32
+	}
+	got := map[key]*kmsg.FetchResponseTopicPartition{}
+	for ti := range r.Topics {
+		for pi := range r.Topics[ti].Partitions {
+			p := &r.Topics[ti].Partitions[pi]
+			got[key{r.Topics[ti].Topic, p.Partition}] = p
+		}
+	}
+	var again []int
+	for _, i := range idx {
+		fp := req.Partitions[i]
+		dst := &out.Partitions[i]
+		p := got[key{fp.Topic, int32(fp.Partition)}]
+		if p == nil {
+			dst.Err = fmt.Errorf("kafka: fetch %s: missing from the response", fp.TopicPartition)
+			continue
+		}
+		dst.HighWatermark, dst.LogStartOffset = p.HighWatermark, p.LogStartOffset
+		dst.Records, dst.Err = p.RecordBatches, nil
+		if err := codeError(p.ErrorCode); err != nil {
+			dst.Records = nil
+			if errors.Is(err, log.ErrOffsetOutOfRange) {
+				err = &log.OffsetOutOfRangeError{Topic: fp.Topic, Partition: fp.Partition, Requested: fp.Offset, Start: p.LogStartOffset, End: p.HighWatermark}
+			}
+			dst.Err = err
+			if retriable(err) {
+				again = append(again, i)
+			}
+		}
+	}
+	return again, nil
+}
+
+// JoinGroup is not supported yet over the Kafka protocol.
+func (c *Client) JoinGroup(context.Context, group.JoinRequest) (group.JoinResponse, error) {
+	return group.JoinResponse{}, ErrGroupsUnsupported
+}
+
+// Heartbeat is not supported yet over the Kafka protocol.
+func (c *Client) Heartbeat(context.Context, string, string, int32) error {
+	return ErrGroupsUnsupported
+}
+
+// LeaveGroup is not supported yet over the Kafka protocol.
+func (c *Client) LeaveGroup(context.Context, string, string) error { return ErrGroupsUnsupported }
+
+// CommitOffsets is not supported yet over the Kafka protocol.
+func (c *Client) CommitOffsets(context.Context, string, string, int32, map[log.TopicPartition]int64) error {
+	return ErrGroupsUnsupported
+}
+
+// FetchOffsets is not supported yet over the Kafka protocol.
+func (c *Client) FetchOffsets(context.Context, string, []log.TopicPartition) (map[log.TopicPartition]int64, error) {
+	return nil, ErrGroupsUnsupported
+}

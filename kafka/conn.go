@@ -1,0 +1,408 @@
+package kafka
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxUnauthenticatedBytes is the largest request of a connection that
+// has yet to authenticate (Kafka's sasl.server.max.receive.size).
+const maxUnauthenticatedBytes = 512 << 10
+
+// closeDrainTimeout bounds how long Close waits for a client to take the
+// responses of the requests it had in flight.
+const closeDrainTimeout = 5 * time.Second
+
+// conn is one client connection. Its reader goroutine reads and decodes
+// requests and starts one handler goroutine per request; its writer
+// goroutine writes the responses in request order (Kafka's rule), each once
+// its handler is done. The queue between them holds at most MaxInFlight
+// requests: when it is full the reader stops reading.
+type conn struct {
+	s      *Server
+	nc     net.Conn
+	remote string
+	logger *slog.Logger
+	// ctx is cancelled once the connection stops reading (the client went
+	// away, sent something bad, or the server closes): parked requests
+	// then answer at once with what they have.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	queue    chan *pending // read, not yet answered; closed by the reader
+	inFlight atomic.Int32  // requests read and not yet written
+
+	mu      sync.Mutex // guards closing and the deadlines set on nc
+	closing bool
+
+	lanesMu sync.Mutex
+	lanes   map[log.TopicPartition]chan struct{} // the last produce to each partition
+
+	sasl *saslState // nil: no authentication needed (or done)
+}
+
+// pending is one request read and its response to come.
+type pending struct {
+	h    header
+	done chan struct{} // closed once out is set
+	out  net.Buffers   // the response frame; nil: no response (acks=0)
+	// closeAfter closes the connection once out is written (a failed
+	// acks=0 produce, as Kafka does, or a failed authentication).
+	closeAfter bool
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		s:      s,
+		nc:     nc,
+		remote: nc.RemoteAddr().String(),
+		// The writer holds one pending request out of the queue.
+		queue: make(chan *pending, s.cfg.MaxInFlight-1),
+		lanes: map[log.TopicPartition]chan struct{}{},
+	}
+	c.logger = s.logger.With("remote", c.remote)
+	c.ctx, c.cancel = context.WithCancel(s.ctx)
+	if s.cfg.SASL != nil {
+		c.sasl = &saslState{}
+	}
+	return c
+}
+
+// shutdown makes the reader stop at once and the writer give up on a
+// client that does not read its responses within closeDrainTimeout.
+func (c *conn) shutdown() {
+	c.mu.Lock()
+	c.closing = true
+	now := time.Now()
+	c.nc.SetReadDeadline(now)
+	c.nc.SetWriteDeadline(now.Add(closeDrainTimeout))
+	c.mu.Unlock()
+}
+
+// setReadDeadline arms the idle timeout, unless closing; false if closing.
+func (c *conn) setReadDeadline() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closing {
+		return false
+	}
+	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	return true
+}
+
+func (c *conn) setWriteDeadline() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.closing {
+		c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	}
+}
+
+// read is the reader goroutine.
+func (c *conn) read() {
+	defer c.s.wg.Done()
+	defer close(c.queue)
+	defer c.cancel()
+	r := bufio.NewReaderSize(c.nc, 64<<10)
+	for {
+		if !c.setReadDeadline() {
+			return
+		}
+		// Each request gets its own buffer: handlers keep slices of it
+		// (record batches) while the reader goes on.
+		limit := c.s.cfg.MaxRequestBytes
+		if c.sasl != nil && !c.sasl.done {
+			limit = min(limit, maxUnauthenticatedBytes)
+		}
+		frame, started, err := readFrame(r, nil, limit)
+		if err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded) && !started && c.inFlight.Load() > 0:
+				continue // waiting for our answers is not idle
+			case errors.Is(err, os.ErrDeadlineExceeded) && !started:
+				c.mu.Lock()
+				closing := c.closing
+				c.mu.Unlock()
+				if !closing {
+					c.logger.Info("kafka: closing idle connection", "idle", c.s.cfg.IdleTimeout)
+				}
+			case errors.Is(err, errBadFrame):
+				c.logger.Warn("kafka: closing connection", "err", err)
+			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+			default:
+				c.logger.Debug("kafka: read", "err", err)
+			}
+			return
+		}
+		if !c.dispatch(frame) {
+			return
+		}
+	}
+}
+
+// dispatch decodes one request and starts its handler; false closes the
+// connection (after the responses already due).
+func (c *conn) dispatch(frame []byte) (ok bool) {
+	defer func() {
+		// kmsg decoding a peer's bytes must not take the server down.
+		if r := recover(); r != nil {
+			c.logger.Error("kafka: closing connection: decoding panicked", "panic", r)
+			ok = false
+		}
+	}()
+	if c.sasl != nil && !c.sasl.done {
+		if c.sasl.raw {
+			return c.rawToken(frame)
+		}
+		// Before authentication only the SASL exchange is decoded.
+		if len(frame) >= 2 {
+			switch key := int16(binary.BigEndian.Uint16(frame)); key {
+			case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
+			default:
+				c.logger.Warn("kafka: closing connection: request before authentication", "api", kmsg.NameForKey(key))
+				return false
+			}
+		}
+	}
+	h, a, req, err := c.s.decode(frame)
+	switch {
+	case errors.Is(err, errUnsupportedAPIVersions):
+		// KIP-511: answer with UNSUPPORTED_VERSION and the versions
+		// served, in v0, without reading the body.
+		resp := c.s.apiVersions(errUnsupportedVersion)
+		resp.SetVersion(0)
+		c.enqueueDone(h, resp)
+		return true
+	case err != nil:
+		c.logger.Warn("kafka: closing connection", "err", err)
+		return false
+	}
+	if c.sasl != nil && !c.sasl.done {
+		// Until authenticated, requests are handled here, one at a time,
+		// and only those of the SASL exchange.
+		return c.authenticate(h, req)
+	}
+	p := &pending{h: h, done: make(chan struct{})}
+	var waits []chan struct{}
+	var mine chan struct{}
+	if pr, ok := req.(*kmsg.ProduceRequest); ok {
+		waits, mine = c.laneFor(pr)
+	}
+	c.enqueue(p)
+	c.s.wg.Add(1)
+	go func() {
+		defer c.s.wg.Done()
+		for _, w := range waits {
+			<-w
+		}
+		c.handle(p, a, req)
+		if mine != nil {
+			c.leaveLane(mine)
+		}
+	}()
+	return true
+}
+
+// errUnsupportedAPIVersions is an ApiVersions request of a version the
+// server does not know: it is answered, in v0 (KIP-511).
+var errUnsupportedAPIVersions = errors.New("kafka: unsupported ApiVersions version")
+
+// decode parses a request frame: its header, the API it is for and the
+// request, kmsg-decoded. An unknown API key, an unsupported version or a
+// body that does not parse is an error (the connection is closed), except
+// an unknown ApiVersions version (errUnsupportedAPIVersions, h set to v0).
+func (s *Server) decode(frame []byte) (header, *api, kmsg.Request, error) {
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		return h, nil, nil, err
+	}
+	a := s.apis[h.key]
+	if a == nil {
+		return h, nil, nil, fmt.Errorf("%w: unknown or unsupported api key %d (version %d)", errBadRequest, h.key, h.version)
+	}
+	if h.version < a.min || h.version > a.max {
+		if h.key == apiVersionsKey {
+			h.version, h.flexible = 0, false
+			return h, a, nil, errUnsupportedAPIVersions
+		}
+		return h, nil, nil, fmt.Errorf("%w: %s version %d is not served (%d to %d are)", errBadRequest, kmsg.NameForKey(h.key), h.version, a.min, a.max)
+	}
+	if body, err = skipHeaderTags(h, body); err != nil {
+		return h, nil, nil, err
+	}
+	req := kmsg.RequestForKey(h.key)
+	req.SetVersion(h.version)
+	if err := req.ReadFrom(body); err != nil {
+		return h, nil, nil, fmt.Errorf("%w: malformed %s v%d: %v", errBadRequest, kmsg.NameForKey(h.key), h.version, err)
+	}
+	return h, a, req, nil
+}
+
+// errBadRequest marks a request the server cannot serve: the connection is
+// closed.
+var errBadRequest = errors.New("kafka: bad request")
+
+// laneFor orders the produce requests of a connection to the same
+// partition: they append in the order they were sent (an idempotent
+// producer's sequence numbers depend on it), while those to other
+// partitions proceed at once. It returns the earlier produces to wait for
+// and the channel to close when done.
+func (c *conn) laneFor(req *kmsg.ProduceRequest) ([]chan struct{}, chan struct{}) {
+	mine := make(chan struct{})
+	var waits []chan struct{}
+	c.lanesMu.Lock()
+	defer c.lanesMu.Unlock()
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		name := t.Topic
+		if req.Version >= 13 {
+			name = string(t.TopicID[:]) // a key only: not a valid topic name
+		}
+		for _, pt := range t.Partitions {
+			tp := log.TopicPartition{Topic: name, Partition: int(pt.Partition)}
+			if prev, ok := c.lanes[tp]; ok {
+				if prev == mine {
+					continue
+				}
+				waits = append(waits, prev)
+			}
+			c.lanes[tp] = mine
+		}
+	}
+	return waits, mine
+}
+
+// leaveLane closes mine and forgets the partitions whose last produce it
+// was.
+func (c *conn) leaveLane(mine chan struct{}) {
+	c.lanesMu.Lock()
+	defer c.lanesMu.Unlock()
+	close(mine)
+	for tp, ch := range c.lanes {
+		if ch == mine {
+			delete(c.lanes, tp)
+		}
+	}
+}
+
+// enqueue queues p for the writer; it blocks while MaxInFlight requests are
+// queued (backpressure: the connection is not read meanwhile).
+func (c *conn) enqueue(p *pending) {
+	c.inFlight.Add(1)
+	c.queue <- p
+}
+
+// enqueueDone queues the response resp to h, already done.
+func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
+	p := &pending{h: h, done: make(chan struct{})}
+	p.out = net.Buffers{appendResponse(nil, h, resp)}
+	close(p.done)
+	c.enqueue(p)
+	return p
+}
+
+// handle runs a request's handler and sets its response.
+func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
+	defer close(p.done)
+	defer func() {
+		// A bug in a handler must not take the server down: the
+		// connection is closed and the bug logged.
+		if r := recover(); r != nil {
+			c.logger.Error("kafka: handler panicked", "api", kmsg.NameForKey(p.h.key), "version", p.h.version, "panic", r)
+			p.out, p.closeAfter = nil, true
+		}
+	}()
+	c.encode(p, a.handle(c.ctx, c, req))
+}
+
+// encode sets p's response frame from a handler's reply.
+func (c *conn) encode(p *pending, rep reply) {
+	switch {
+	case rep.none:
+	case rep.records != nil:
+		p.out = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
+	default:
+		rep.resp.SetVersion(p.h.version)
+		p.out = net.Buffers{appendResponse(nil, p.h, rep.resp)}
+	}
+	p.closeAfter = rep.closeAfter
+}
+
+// write is the writer goroutine: it writes the responses in request order
+// and closes the connection once the reader is done and every response is
+// written (or writing failed).
+func (c *conn) write() {
+	defer c.s.wg.Done()
+	defer c.s.forget(c)
+	defer c.nc.Close()
+	failed := false
+	for p := range c.queue {
+		<-p.done
+		c.inFlight.Add(-1)
+		if failed {
+			continue // drain, so that the reader never blocks on a full queue
+		}
+		if p.out != nil {
+			c.setWriteDeadline()
+			bufs := p.out
+			if _, err := bufs.WriteTo(c.nc); err != nil {
+				c.logger.Debug("kafka: write", "err", err)
+				failed = true
+			}
+		}
+		if p.closeAfter {
+			failed = true
+		}
+		if failed {
+			// Stop the reader (its next read fails) and what is parked.
+			c.nc.Close()
+			c.cancel()
+		}
+	}
+}
+
+// reply is what a handler returns.
+type reply struct {
+	resp kmsg.Response // encoded at the request's version
+	// records, for a fetch response, are each partition's record bytes
+	// in order, spliced in as they are (see splicer).
+	records    [][]byte
+	none       bool // no response (acks=0 produce)
+	closeAfter bool
+}
+
+// api is one API the server serves.
+type api struct {
+	key      int16
+	min, max int16
+	handle   func(ctx context.Context, c *conn, req kmsg.Request) reply
+}
+
+// connLanes returns the produce lanes still open on every connection (for
+// tests).
+func (s *Server) connLanes() []log.TopicPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []log.TopicPartition
+	for c := range s.conns {
+		c.lanesMu.Lock()
+		for tp := range c.lanes {
+			out = append(out, tp)
+		}
+		c.lanesMu.Unlock()
+	}
+	return out
+}

@@ -1,0 +1,79 @@
+// Package kafka speaks the Kafka wire protocol. A Server serves a Strata
+// broker (a Backend: *log.Broker today, a cluster member later) to any
+// Kafka client — franz-go, sarama, kafka-go, the Java client:
+//
+//	b, _ := log.Open(dir, log.Config{})
+//	srv, _ := kafka.Listen("127.0.0.1:9092", b, kafka.Config{})
+//	defer srv.Close()
+//
+// For tests, kafka/kafkatest starts an in-memory broker with a listener in
+// one call.
+//
+// The other way round, Dial returns a Client, a log.Client over the Kafka
+// protocol, so that Strata's Producer and Consumer run against any
+// Kafka-protocol cluster (Strata, Apache Kafka, Redpanda):
+//
+//	c, _ := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{"kafka:9092"}})
+//	p, _ := log.NewProducer(c, log.ProducerConfig{})
+//
+// It keeps one pipelined connection per broker, routes each request to the
+// partition's leader from cached Metadata and retries when a leader moves.
+// Consumer groups over the wire are not supported yet.
+//
+// # What is served
+//
+// Every request and response is encoded and decoded by franz-go's kmsg;
+// the server only frames them. ApiVersions lists exactly what works:
+//
+//	ApiVersions      v0–v3 (an unknown version is answered in v0 with
+//	                 UNSUPPORTED_VERSION and the versions served, KIP-511)
+//	Metadata         v0–v12 (this broker is the leader and only replica
+//	                 of every partition; topic ids from v10)
+//	Produce          v3–v13 (acks 0, 1 and -1; one record batch per
+//	                 partition, as clients send it)
+//	Fetch            v4–v16 (long polls park in the broker's purgatory;
+//	                 fetch sessions are declined with session id 0)
+//	ListOffsets      v1–v6 (earliest, latest, by timestamp)
+//	CreateTopics     v0–v7, DeleteTopics v0–v6
+//	DescribeConfigs  v0–v4 (topic configs, read-only)
+//	DescribeCluster  v0–v1
+//	SaslHandshake    v0–v1 and SaslAuthenticate v0–v2, when Config.SASL
+//	                 is set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
+//
+// Topic ids (Metadata v10+, Fetch and Produce v13+) are derived from topic
+// names, so every server over the same topics gives the same ids.
+//
+// # Connections
+//
+// Each connection has one reader goroutine, which reads and decodes
+// requests and starts a handler goroutine for each, and one writer
+// goroutine, which writes the responses in the order of the requests
+// (Kafka's rule) as their handlers finish. At most Config.MaxInFlight
+// requests of a connection are unanswered at once: then the reader stops
+// reading, and TCP pushes back on the client. Produces to the same
+// partition on one connection append in the order they were sent; others
+// proceed concurrently. A produce with acks=0 gets no response; if it
+// fails, the connection is closed, as Kafka does.
+//
+// Fetch responses are kmsg-encoded with each partition's record bytes cut
+// out, and written as a list of buffers (writev): the records go to the
+// socket as the backend returned them, and later straight from the
+// segment file with sendfile.
+//
+// # Bad input
+//
+// A frame with a negative size, a size above Config.MaxRequestBytes or too
+// small for a header, an unknown API key, a version not served, a header or
+// body that does not decode: each closes that connection (after the
+// responses already due) with a log line. Bad records (a wrong CRC, a
+// truncated or malformed batch, a batch too large) get Kafka's error code
+// for their partition and change nothing. Nothing a peer sends brings the
+// server down.
+//
+// # Errors
+//
+// Strata's errors map to Kafka's error codes through one table (errorCode)
+// and back (codeError, an *Error that unwraps to the Strata error: a
+// client of any Kafka cluster gets log.ErrOffsetOutOfRange for
+// OFFSET_OUT_OF_RANGE).
+package kafka

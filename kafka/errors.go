@@ -1,0 +1,134 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/segment/batch"
+)
+
+// Kafka's error codes that Strata uses (Kafka's protocol guide, "Error
+// Codes").
+const (
+	errUnknownServerError                 int16 = -1
+	errNone                               int16 = 0
+	errOffsetOutOfRange                   int16 = 1
+	errCorruptMessage                     int16 = 2
+	errUnknownTopicOrPartition            int16 = 3
+	errLeaderNotAvailable                 int16 = 5
+	errNotLeaderOrFollower                int16 = 6
+	errRequestTimedOut                    int16 = 7
+	errMessageTooLarge                    int16 = 10
+	errCoordinatorNotAvailable            int16 = 15
+	errInvalidTopicException              int16 = 17
+	errNotEnoughReplicas                  int16 = 19
+	errInvalidRequiredAcks                int16 = 21
+	errIllegalGeneration                  int16 = 22
+	errInvalidGroupID                     int16 = 24
+	errUnknownMemberID                    int16 = 25
+	errInvalidSessionTimeout              int16 = 26
+	errRebalanceInProgress                int16 = 27
+	errUnsupportedSaslMechanism           int16 = 33
+	errIllegalSaslState                   int16 = 34
+	errUnsupportedVersion                 int16 = 35
+	errTopicAlreadyExists                 int16 = 36
+	errInvalidPartitions                  int16 = 37
+	errInvalidReplicationFactor           int16 = 38
+	errInvalidReplicaAssignment           int16 = 39
+	errInvalidConfig                      int16 = 40
+	errInvalidRequest                     int16 = 42
+	errTransactionalIDAuthorizationFailed int16 = 53
+	errSaslAuthenticationFailed           int16 = 58
+	errUnsupportedCompressionType         int16 = 76
+	errUnknownTopicID                     int16 = 100
+	errMismatchedEndpointType             int16 = 114
+	errUnsupportedEndpointType            int16 = 115
+)
+
+// errorTable maps Strata's errors to Kafka's codes, in the order they are
+// tried: the first whose error errors.Is matches wins. Reading it backwards
+// (codeError) gives the Strata error a Kafka code stands for; for codes
+// listed twice the first row is the reverse.
+var errorTable = []struct {
+	err  error
+	code int16
+}{
+	{log.ErrUnknownTopic, errUnknownTopicOrPartition},
+	{log.ErrUnknownPartition, errUnknownTopicOrPartition},
+	{log.ErrOffsetOutOfRange, errOffsetOutOfRange},
+	{log.ErrRecordTooLarge, errMessageTooLarge},
+	{batch.ErrCompressed, errUnsupportedCompressionType},
+	{log.ErrCorrupt, errCorruptMessage},
+	{log.ErrNotEnoughReplicas, errNotEnoughReplicas},
+	{log.ErrNotLeader, errNotLeaderOrFollower},
+	{log.ErrInvalidTopic, errInvalidTopicException},
+	{log.ErrTopicExists, errTopicAlreadyExists},
+	{log.ErrInvalidConfig, errInvalidConfig},
+	{log.ErrTimeout, errRequestTimedOut},
+	{context.DeadlineExceeded, errRequestTimedOut},
+	{log.ErrClosed, errNotLeaderOrFollower}, // closing: the client retries elsewhere
+	{group.ErrRebalanceInProgress, errRebalanceInProgress},
+	{group.ErrUnknownMember, errUnknownMemberID},
+	{group.ErrIllegalGeneration, errIllegalGeneration},
+	{group.ErrInvalidSessionTimeout, errInvalidSessionTimeout},
+	{group.ErrInvalidGroup, errInvalidGroupID},
+	{group.ErrInvalidRequest, errInvalidRequest},
+	{group.ErrClosed, errCoordinatorNotAvailable},
+	{errUnknownTopicIDErr, errUnknownTopicID},
+	{errInvalidRequestErr, errInvalidRequest},
+	{errInvalidPartitionsErr, errInvalidPartitions},
+	{errInvalidReplicationFactorErr, errInvalidReplicationFactor},
+	{errInvalidReplicaAssignmentErr, errInvalidReplicaAssignment},
+}
+
+// errUnknownTopicIDErr is the error of a topic id that names no topic.
+var errUnknownTopicIDErr = errors.New("kafka: unknown topic id")
+
+// errorCode returns Kafka's code for err: 0 for nil, UNKNOWN_SERVER_ERROR
+// for an error not in the table.
+func errorCode(err error) int16 {
+	if err == nil {
+		return errNone
+	}
+	for _, e := range errorTable {
+		if errors.Is(err, e.err) {
+			return e.code
+		}
+	}
+	return errUnknownServerError
+}
+
+// Error is the error a Kafka error code stands for, as a client of any
+// Kafka cluster receives it. It matches the Strata error of the code with
+// errors.Is (an OFFSET_OUT_OF_RANGE is log.ErrOffsetOutOfRange).
+type Error struct {
+	Code int16
+	err  error // the Strata error, nil if the code has none
+}
+
+func (e *Error) Error() string {
+	if e.err != nil {
+		return fmt.Sprintf("kafka: error code %d: %v", e.Code, e.err)
+	}
+	return fmt.Sprintf("kafka: error code %d", e.Code)
+}
+
+// Unwrap returns the Strata error of the code, if any.
+func (e *Error) Unwrap() error { return e.err }
+
+// codeError returns the error for a Kafka error code: nil for 0, an *Error
+// that unwraps to the Strata error of the code otherwise.
+func codeError(code int16) error {
+	if code == errNone {
+		return nil
+	}
+	for _, e := range errorTable {
+		if e.code == code {
+			return &Error{Code: code, err: e.err}
+		}
+	}
+	return &Error{Code: code}
+}

@@ -1,0 +1,182 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleFetch reads through the backend, which parks the fetch in its
+// purgatory until MinBytes arrive or MaxWait passes. Fetch sessions
+// (KIP-227) are declined: every response has session id 0, so clients
+// send full fetches.
+func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.FetchRequest)
+	s := c.s
+	var ids map[[16]byte]string
+	if req.Version >= 13 {
+		ids = s.topicNames()
+	}
+	fr := log.FetchRequest{MinBytes: int(req.MinBytes), MaxBytes: int(req.MaxBytes)}
+	if req.Version < 3 || req.MaxBytes <= 0 {
+		fr.MaxBytes = 50 << 20
+	}
+	// Kafka answers at once for MaxWait 0 or MinBytes 0; the backend
+	// treats zero as its default, so ask for the shortest wait instead.
+	fr.MaxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
+	if fr.MaxWait <= 0 || fr.MinBytes <= 0 {
+		fr.MaxWait, fr.MinBytes = time.Nanosecond, 1
+	}
+	type slot struct {
+		t, p int // the response topic and partition
+		code int16
+	}
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	var slots []slot // one per requested partition
+	var asked []int  // index in slots of each partition asked of the backend
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		name := rt.Topic
+		code := errNone
+		if ids != nil {
+			var ok bool
+			if name, ok = ids[rt.TopicID]; !ok {
+				code = errUnknownTopicID
+			}
+		}
+		t := kmsg.NewFetchResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			p := kmsg.NewFetchResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.HighWatermark, p.LastStableOffset, p.LogStartOffset = -1, -1, -1
+			t.Partitions = append(t.Partitions, p)
+			slots = append(slots, slot{t: i, p: j, code: code})
+			if code == errNone {
+				asked = append(asked, len(slots)-1)
+				fr.Partitions = append(fr.Partitions, log.FetchPartition{
+					TopicPartition: log.TopicPartition{Topic: name, Partition: int(rp.Partition)},
+					Offset:         rp.FetchOffset,
+				})
+				fr.PartitionMaxBytes = max(fr.PartitionMaxBytes, int(rp.PartitionMaxBytes))
+			}
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	var res log.FetchResponse
+	var err error
+	if len(fr.Partitions) > 0 {
+		res, err = s.b.Fetch(ctx, fr)
+		if err != nil && ctx.Err() != nil && !errors.Is(err, log.ErrClosed) {
+			// The server is closing: answer with what there is now.
+			fr.MaxWait = time.Nanosecond
+			res, err = s.b.Fetch(context.Background(), fr)
+		}
+	}
+	records := make([][]byte, len(slots))
+	for k, si := range asked {
+		sl := &slots[si]
+		switch {
+		case err != nil:
+			sl.code = errorCode(err)
+		case k < len(res.Partitions):
+			fp := &res.Partitions[k]
+			p := &resp.Topics[sl.t].Partitions[sl.p]
+			sl.code = errorCode(fp.Err)
+			if fp.Err == nil || errors.Is(fp.Err, log.ErrOffsetOutOfRange) {
+				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStartOffset
+			}
+			records[si] = fp.Records
+		default:
+			sl.code = errUnknownServerError
+		}
+	}
+	for _, sl := range slots {
+		resp.Topics[sl.t].Partitions[sl.p].ErrorCode = sl.code
+	}
+	return reply{resp: resp, records: records}
+}
+
+// splicer encodes fetch responses with kmsg but leaves out the record
+// bytes: the response is a list of buffers, kmsg-encoded framing between
+// each partition's records, so that the records go to the socket as they
+// are (with writev now; from the segment file with sendfile later).
+//
+// Each partition with records is encoded with a placeholder of
+// markerLen random bytes, drawn once per server, which is then found in
+// the encoding (in partition order) and cut out along with its length
+// prefix. Nothing a client sends can contain it but by chance.
+type splicer struct {
+	marker [markerLen]byte
+}
+
+const markerLen = 16
+
+func newSplicer() *splicer {
+	var sp splicer
+	rand.Read(sp.marker[:])
+	return &sp
+}
+
+// frame encodes resp, whose partitions in order have records (nil: none),
+// as a response frame to h.
+func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records [][]byte) net.Buffers {
+	k := 0
+	spliced := false
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			p := &resp.Topics[i].Partitions[j]
+			if len(records[k]) > 0 {
+				p.RecordBatches = sp.marker[:]
+				spliced = true
+			} else {
+				p.RecordBatches = []byte{} // empty, not null
+			}
+			k++
+		}
+	}
+	resp.SetVersion(h.version)
+	enc := appendResponse(nil, h, resp)
+	if !spliced {
+		return net.Buffers{enc}
+	}
+	flexible := resp.IsFlexible()
+	prefix := 4
+	if flexible {
+		prefix = 1 // uvarint(markerLen+1)
+	}
+	out := make(net.Buffers, 0, 2*len(records)+1)
+	rest := enc
+	total := len(enc)
+	for _, rec := range records {
+		if len(rec) == 0 {
+			continue
+		}
+		at := bytes.Index(rest, sp.marker[:])
+		if at < prefix {
+			panic("kafka: fetch response marker not found") // recovered: the connection closes
+		}
+		head := rest[:at-prefix]
+		if flexible {
+			head = binary.AppendUvarint(head, uint64(len(rec))+1)
+		} else {
+			head = binary.BigEndian.AppendUint32(head, uint32(len(rec)))
+		}
+		// head grew over the old prefix and the marker, which are not
+		// needed: at most 5 bytes over 1+markerLen or 4 over 4+markerLen.
+		total += len(head) - (at + markerLen) + len(rec)
+		out = append(out, head, rec)
+		rest = rest[at+markerLen:]
+	}
+	out = append(out, rest)
+	binary.BigEndian.PutUint32(out[0], uint32(total-4))
+	return out
+}

@@ -1,0 +1,175 @@
+package kafka
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Framing (Kafka's protocol guide): every request and response is an int32
+// size followed by that many bytes. A request starts with its header:
+//
+//	api_key int16, api_version int16, correlation_id int32,
+//	client_id nullable string (int16 length, even in flexible versions),
+//	tagged fields (header v2: flexible versions only)
+//
+// A response starts with correlation_id int32 and, in flexible versions but
+// never for ApiVersions, an empty tagged-field section (header v1).
+
+// errBadFrame marks a frame the server cannot read: the connection is
+// closed.
+var errBadFrame = errors.New("kafka: bad frame")
+
+// readFrame reads one size-prefixed frame into buf (grown if needed) and
+// returns it without its size. A size that is negative or above max is
+// errBadFrame. (A raw SASL token, after SaslHandshake v0, may be shorter
+// than a request header.) started reports whether any byte of the
+// frame was read, for telling an idle connection from a torn frame.
+func readFrame(r io.Reader, buf []byte, maxSize int) (frame []byte, started bool, err error) {
+	var size [4]byte
+	n, err := io.ReadFull(r, size[:])
+	if err != nil {
+		return nil, n > 0, err
+	}
+	sz := int32(binary.BigEndian.Uint32(size[:]))
+	switch {
+	case sz < 0:
+		return nil, true, fmt.Errorf("%w: negative size %d", errBadFrame, sz)
+	case int(sz) > maxSize:
+		return nil, true, fmt.Errorf("%w: size %d is larger than the maximum request size %d", errBadFrame, sz, maxSize)
+	}
+	if int(sz) <= max(cap(buf), eagerFrameBytes) {
+		if int(sz) > cap(buf) {
+			buf = make([]byte, sz)
+		}
+		buf = buf[:sz]
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return nil, true, unexpected(err)
+		}
+		return buf, true, nil
+	}
+	// Past eagerFrameBytes the memory follows the bytes that arrive, not
+	// the size a peer claims: a frame that says 100 MiB and sends nothing
+	// costs little.
+	var b bytes.Buffer
+	b.Grow(eagerFrameBytes)
+	if n, err := b.ReadFrom(io.LimitReader(r, int64(sz))); err != nil {
+		return nil, true, err
+	} else if n < int64(sz) {
+		return nil, true, io.ErrUnexpectedEOF
+	}
+	return b.Bytes(), true, nil
+}
+
+// eagerFrameBytes is the largest frame whose buffer is allocated at once.
+const eagerFrameBytes = 1 << 20
+
+func unexpected(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// header is a request's header.
+type header struct {
+	key, version  int16
+	correlationID int32
+	clientID      *string
+	flexible      bool // the request (and so its response header) is flexible
+}
+
+// parseHeader parses a request header up to its tagged fields (see
+// skipHeaderTags); rest is what follows. The key and version are not
+// checked against what the server serves; h.flexible is kmsg's for them.
+func parseHeader(frame []byte) (h header, rest []byte, err error) {
+	if len(frame) < 10 {
+		return h, nil, fmt.Errorf("%w: %d bytes is too short for a request header", errBadFrame, len(frame))
+	}
+	h.key = int16(binary.BigEndian.Uint16(frame[0:]))
+	h.version = int16(binary.BigEndian.Uint16(frame[2:]))
+	h.correlationID = int32(binary.BigEndian.Uint32(frame[4:]))
+	n := int16(binary.BigEndian.Uint16(frame[8:]))
+	rest = frame[10:]
+	switch {
+	case n < -1:
+		return h, nil, fmt.Errorf("%w: client id length %d", errBadFrame, n)
+	case n >= 0:
+		if int(n) > len(rest) {
+			return h, nil, fmt.Errorf("%w: client id of %d bytes in %d", errBadFrame, n, len(rest))
+		}
+		id := string(rest[:n])
+		h.clientID, rest = &id, rest[n:]
+	}
+	if req := kmsg.RequestForKey(h.key); req != nil && h.version >= 0 {
+		req.SetVersion(h.version)
+		h.flexible = req.IsFlexible()
+	}
+	return h, rest, nil
+}
+
+// skipHeaderTags skips the tagged fields that end a flexible request
+// header (header v2) and returns the body after them.
+func skipHeaderTags(h header, rest []byte) ([]byte, error) {
+	if !h.flexible {
+		return rest, nil
+	}
+	tr := tagReader{src: rest}
+	kmsg.SkipTags(&tr)
+	if tr.failed {
+		return nil, fmt.Errorf("%w: truncated tagged fields in the request header", errBadFrame)
+	}
+	return tr.src, nil
+}
+
+// tagReader is a kmsg.TagReader over a byte slice.
+type tagReader struct {
+	src    []byte
+	failed bool
+}
+
+func (r *tagReader) Ok() bool { return !r.failed }
+
+func (r *tagReader) Uvarint() uint32 {
+	v, n := binary.Uvarint(r.src)
+	if n <= 0 || v > 1<<32-1 {
+		r.failed, r.src = true, nil
+		return 0
+	}
+	r.src = r.src[n:]
+	return uint32(v)
+}
+
+func (r *tagReader) Span(n int) []byte {
+	if n < 0 || n > len(r.src) {
+		r.failed, r.src = true, nil
+		return nil
+	}
+	b := r.src[:n]
+	r.src = r.src[n:]
+	return b
+}
+
+// appendResponse appends a whole response frame: size, header and body.
+func appendResponse(dst []byte, h header, resp kmsg.Response) []byte {
+	start := len(dst)
+	dst = appendResponseHeader(dst, h)
+	dst = resp.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// appendResponseHeader appends a response's size (to be filled in) and
+// header.
+func appendResponseHeader(dst []byte, h header) []byte {
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(h.correlationID))
+	if h.flexible && h.key != apiVersionsKey {
+		dst = append(dst, 0) // no tagged fields
+	}
+	return dst
+}

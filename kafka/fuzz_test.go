@@ -1,0 +1,160 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/log/logtest"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// seedRequests are kmsg-encoded requests of every served API at a few
+// versions, each a whole frame (size included).
+func seedRequests() [][]byte {
+	var out [][]byte
+	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
+	add := func(req kmsg.Request, versions ...int16) {
+		for _, v := range versions {
+			req.SetVersion(v)
+			out = append(out, f.AppendRequest(nil, req, int32(len(out))))
+		}
+	}
+	add(kmsg.NewPtrApiVersionsRequest(), 0, 3)
+	meta := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("t")
+	meta.Topics = append(meta.Topics, rt)
+	add(meta, 0, 4, 9, 12)
+	add(produceReq(3, -1, "t", 0, records("a", "b")), 3, 7, 9, 13)
+	add(produceReq(3, 0, "t", 0, records("a")), 8)
+	add(fetchReq(4, "t", 0, 0, 0), 4, 11, 12, 13, 16)
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "t"
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Timestamp = -1
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	add(lo, 1, 6)
+	add(createReq(0, false, newTopic("n", 1, 1, "retention.ms", "1")), 0, 5, 7)
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"n"}
+	add(del, 0, 4)
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dr := kmsg.NewDescribeConfigsRequestResource()
+	dr.ResourceType, dr.ResourceName = kmsg.ConfigResourceTypeTopic, "t"
+	dc.Resources = append(dc.Resources, dr)
+	add(dc, 0, 4)
+	add(kmsg.NewPtrDescribeClusterRequest(), 0, 1)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = "PLAIN"
+	add(hs, 0, 1)
+	au := kmsg.NewPtrSASLAuthenticateRequest()
+	au.SASLAuthBytes = []byte("\x00user\x00pass")
+	add(au, 0, 2)
+	return out
+}
+
+// FuzzReadFrame: the frame reader and header parser never panic, and a
+// frame read is exactly as long as it says.
+func FuzzReadFrame(f *testing.F) {
+	for _, s := range seedRequests() {
+		f.Add(s)
+	}
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0, 0, 0, 10, 0, 3, 0, 9, 0, 0, 0, 1, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		frame, _, err := readFrame(bytes.NewReader(b), nil, 1<<16)
+		if err != nil {
+			return
+		}
+		if want := int(binary.BigEndian.Uint32(b)); len(frame) != want {
+			t.Fatalf("frame of %d bytes, size says %d", len(frame), want)
+		}
+		h, rest, err := parseHeader(frame)
+		if err != nil {
+			return
+		}
+		if _, err := skipHeaderTags(h, rest); err != nil {
+			return
+		}
+	})
+}
+
+// FuzzRequest decodes a frame as the server does and, if it decodes,
+// handles it against an in-memory broker and encodes the response: nothing
+// may panic (a handler's panic is recovered by the server, so it is
+// reported here as a failure).
+func FuzzRequest(f *testing.F) {
+	for _, s := range seedRequests() {
+		f.Add(s[4:])
+	}
+	b := logtest.New(f, logtest.InMemory(), logtest.Topic("t", 2))
+	s, err := Listen("127.0.0.1:0", b, Config{SASL: &SASLConfig{Plain: func(string) (string, bool) { return "pass", true }}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		h, a, req, err := s.decode(frame)
+		if err != nil {
+			return
+		}
+		switch r := req.(type) {
+		case *kmsg.FetchRequest:
+			r.MaxWaitMillis = min(r.MaxWaitMillis, 2) // no long polls here
+		case *kmsg.CreateTopicsRequest:
+			r.ValidateOnly = true // the broker would fill up
+		case *kmsg.DeleteTopicsRequest:
+			return
+		}
+		c := newConn(s, nopConn{})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		p := &pending{h: h, done: make(chan struct{})}
+		rep := a.handle(ctx, c, req)
+		c.encode(p, rep)
+		if p.out == nil && !rep.none {
+			t.Fatalf("no response to %s", kmsg.NameForKey(h.key))
+		}
+	})
+}
+
+// nopConn is the connection of requests handled without one.
+type nopConn struct{ net.Conn }
+
+func (nopConn) RemoteAddr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)} }
+
+// FuzzClientResponse: the client's response decoding never panics on what
+// a broker sends. The first byte picks the request the bytes answer.
+func FuzzClientResponse(f *testing.F) {
+	reqs := []kmsg.Request{
+		kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(),
+		kmsg.NewPtrFetchRequest(), kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrSASLHandshakeRequest(),
+		kmsg.NewPtrSASLAuthenticateRequest(),
+	}
+	versions := []int16{3, 12, 12, 12, 6, 1, 2}
+	for i, r := range reqs {
+		r.SetVersion(versions[i])
+		resp := r.ResponseKind()
+		resp.SetVersion(versions[i])
+		body := resp.AppendTo(nil)
+		if r.IsFlexible() && r.Key() != apiVersionsKey {
+			body = append([]byte{0}, body...)
+		}
+		f.Add(append([]byte{byte(i)}, body...))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		i := int(b[0]) % len(reqs)
+		req := kmsg.RequestForKey(reqs[i].Key())
+		req.SetVersion(versions[i])
+		decodeResponse(req, b[1:])
+	})
+}

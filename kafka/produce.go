@@ -1,0 +1,135 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// handleProduce appends each partition's batch, as the client sent it, to
+// the backend. Errors are per partition. With acks=0 nothing is answered;
+// if a partition failed the connection is closed instead, as Kafka does, so
+// that the client notices.
+func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.ProduceRequest)
+	s := c.s
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	var acks log.Acks
+	ackErr, ackMsg := errNone, ""
+	switch req.Acks {
+	case -1:
+		acks = log.AcksAll
+	case 1:
+		acks = log.AcksLeader
+	case 0:
+		acks = log.AcksNone
+	default:
+		ackErr, ackMsg = errInvalidRequiredAcks, "acks must be -1, 0 or 1"
+	}
+	if req.TransactionID != nil {
+		ackErr, ackMsg = errTransactionalIDAuthorizationFailed, "transactions are not supported"
+	}
+	if acks == log.AcksAll && req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
+	var ids map[[16]byte]string
+	if req.Version >= 13 {
+		ids = s.topicNames()
+	}
+	type job struct {
+		tp   log.TopicPartition
+		recs []byte
+		t, p int // where its result goes in resp
+	}
+	var jobs []job
+	distinct := map[log.TopicPartition]bool{}
+	for i := range req.Topics {
+		rt := &req.Topics[i]
+		name := rt.Topic
+		t := kmsg.NewProduceResponseTopic()
+		t.Topic, t.TopicID = rt.Topic, rt.TopicID
+		topicErr, topicMsg := ackErr, ackMsg
+		if ids != nil {
+			var ok bool
+			if name, ok = ids[rt.TopicID]; !ok && topicErr == errNone {
+				topicErr, topicMsg = errUnknownTopicID, "unknown topic id"
+			}
+		} else if err := log.ValidTopicName(name); err != nil && topicErr == errNone {
+			topicErr, topicMsg = errorCode(err), err.Error()
+		}
+		for j := range rt.Partitions {
+			rp := &rt.Partitions[j]
+			p := kmsg.NewProduceResponseTopicPartition()
+			p.Partition = rp.Partition
+			p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
+			p.ErrorCode = topicErr
+			if topicErr != errNone {
+				p.ErrorMessage = kmsg.StringPtr(topicMsg)
+			} else {
+				tp := log.TopicPartition{Topic: name, Partition: int(rp.Partition)}
+				jobs = append(jobs, job{tp: tp, recs: rp.Records, t: i, p: j})
+				distinct[tp] = true
+			}
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	run := func(jb job) {
+		p := &resp.Topics[jb.t].Partitions[jb.p]
+		p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(ctx, jb.tp, jb.recs, acks)
+	}
+	if len(jobs) > 1 && len(distinct) == len(jobs) && acks != log.AcksNone {
+		// Partitions are appended (and, with acks=all, replicated or
+		// fsynced) concurrently; a partition named twice keeps the
+		// request's order, sequentially.
+		var wg sync.WaitGroup
+		for _, jb := range jobs {
+			wg.Go(func() { run(jb) })
+		}
+		wg.Wait()
+	} else {
+		for _, jb := range jobs {
+			run(jb)
+		}
+	}
+	failed := false
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != errNone {
+				failed = true
+				c.logger.Debug("kafka: produce", "topic", t.Topic, "partition", p.Partition, "code", p.ErrorCode)
+			}
+		}
+	}
+	if req.Acks == 0 {
+		return reply{none: true, closeAfter: failed}
+	}
+	return reply{resp: resp}
+}
+
+// produce appends one partition's records.
+func (s *Server) produce(ctx context.Context, tp log.TopicPartition, records []byte, acks log.Acks) (code int16, base, start int64, msg *string) {
+	if len(records) == 0 {
+		return errCorruptMessage, -1, -1, kmsg.StringPtr("no record batch")
+	}
+	base, err := s.b.Produce(ctx, tp, records, acks)
+	if err != nil {
+		code := errorCode(err)
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			code = errCorruptMessage // a batch shorter than it says
+		}
+		return code, -1, -1, kmsg.StringPtr(err.Error())
+	}
+	start, err = s.b.ListOffset(tp, log.EarliestOffset)
+	if err != nil {
+		start = -1
+	}
+	return errNone, base, start, nil
+}

@@ -1,0 +1,162 @@
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// Server serves a Backend to Kafka clients over TCP.
+type Server struct {
+	b      Backend
+	cfg    Config
+	logger *slog.Logger
+	ln     net.Listener
+	addr   string
+	apis   map[int16]*api
+	splice *splicer
+
+	ctx    context.Context // cancelled by Close: ends parked requests
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards conns and closed
+	conns  map[*conn]struct{}
+	closed bool
+
+	wg sync.WaitGroup // the accept loop and every connection's goroutines
+}
+
+// Listen listens on addr ("127.0.0.1:0" picks a port) and serves b until
+// Close.
+func Listen(addr string, b Backend, cfg Config) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if b == nil {
+		return nil, fmt.Errorf("%w: nil backend", ErrInvalidConfig)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: listen: %w", err)
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
+	}
+	s := &Server{
+		b:      b,
+		cfg:    cfg,
+		logger: cfg.Logger,
+		ln:     ln,
+		addr:   ln.Addr().String(),
+		conns:  map[*conn]struct{}{},
+	}
+	s.apis = s.apiTable()
+	s.splice = newSplicer()
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.accept()
+	return s, nil
+}
+
+// Addr is the bound host:port.
+func (s *Server) Addr() string { return s.addr }
+
+// advertised is the host and port clients are told to connect to.
+func (s *Server) advertised() (string, int32) {
+	addr := s.cfg.AdvertisedAddr
+	if addr == "" {
+		addr = s.addr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	var p int32
+	fmt.Sscan(port, &p)
+	return host, p
+}
+
+// Close stops accepting connections, stops reading requests, answers the
+// requests already read (parked fetches are answered at once), closes every
+// connection and waits for all of the server's goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	conns := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	err := s.ln.Close()
+	s.cancel()
+	for _, c := range conns {
+		c.shutdown()
+	}
+	s.wg.Wait()
+	if errors.Is(err, net.ErrClosed) {
+		err = nil
+	}
+	return err
+}
+
+// accept accepts connections until the listener is closed.
+func (s *Server) accept() {
+	defer s.wg.Done()
+	backoff := 5 * time.Millisecond
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// Out of file descriptors and the like: wait a little, as
+			// net/http does, unless closing.
+			s.logger.Warn("kafka: accept", "err", err, "retry in", backoff)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			}
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 5 * time.Millisecond
+		s.mu.Lock()
+		switch {
+		case s.closed:
+			s.mu.Unlock()
+			nc.Close()
+			return
+		case len(s.conns) >= s.cfg.MaxConnections:
+			s.mu.Unlock()
+			s.logger.Warn("kafka: too many connections: closing a new one", "remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections)
+			nc.Close()
+			continue
+		}
+		c := newConn(s, nc)
+		s.conns[c] = struct{}{}
+		s.wg.Add(2)
+		s.mu.Unlock()
+		go c.read()
+		go c.write()
+	}
+}
+
+// forget removes a closed connection.
+func (s *Server) forget(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
