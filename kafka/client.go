@@ -273,6 +273,13 @@ func (c *Client) Partitions(topic string) (int, error) {
 
 // Produce sends one record batch to the partition's leader.
 func (c *Client) Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (int64, error) {
+	res, err := c.ProduceBatch(ctx, tp, batch, acks)
+	return res.BaseOffset, err
+}
+
+// ProduceBatch sends one record batch to the partition's leader and returns
+// what its Produce response says.
+func (c *Client) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error) {
 	req := kmsg.NewPtrProduceRequest()
 	switch acks {
 	case log.AcksAll:
@@ -282,7 +289,7 @@ func (c *Client) Produce(ctx context.Context, tp log.TopicPartition, batch []byt
 	case log.AcksNone:
 		req.Acks = 0
 	default:
-		return 0, fmt.Errorf("%w: acks %v", log.ErrInvalidConfig, acks)
+		return log.ProduceResult{}, fmt.Errorf("%w: acks %v", log.ErrInvalidConfig, acks)
 	}
 	req.TimeoutMillis = 30000
 	if dl, ok := ctx.Deadline(); ok {
@@ -298,42 +305,42 @@ func (c *Client) Produce(ctx context.Context, tp log.TopicPartition, batch []byt
 	for i := range attempts {
 		if i > 0 {
 			if err := backoff(ctx, i); err != nil {
-				return 0, err
+				return log.ProduceResult{}, err
 			}
 			if rerr := c.refresh(ctx); rerr != nil {
-				return 0, rerr
+				return log.ProduceResult{}, rerr
 			}
 		}
-		var base int64
-		base, err = c.produceOnce(ctx, tp, req)
+		var res log.ProduceResult
+		res, err = c.produceOnce(ctx, tp, req)
 		if err == nil || !retriable(err) {
-			return base, err
+			return res, err
 		}
 	}
-	return 0, err
+	return log.ProduceResult{}, err
 }
 
-func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *kmsg.ProduceRequest) (int64, error) {
+func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *kmsg.ProduceRequest) (log.ProduceResult, error) {
 	bc, err := c.leader(ctx, tp)
 	if err != nil {
-		return 0, err
+		return log.ProduceResult{}, err
 	}
 	if req.Acks == 0 {
-		return -1, bc.send(ctx, req, clientProduceMax)
+		return log.ProduceResult{BaseOffset: -1, LogAppendTime: -1, LogStartOffset: -1}, bc.send(ctx, req, clientProduceMax)
 	}
 	resp, err := bc.do(ctx, req, clientProduceMax)
 	if err != nil {
-		return 0, err
+		return log.ProduceResult{}, err
 	}
 	r := resp.(*kmsg.ProduceResponse)
 	if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 {
-		return 0, fmt.Errorf("kafka: produce to %s: malformed response", tp)
+		return log.ProduceResult{}, fmt.Errorf("kafka: produce to %s: malformed response", tp)
 	}
 	p := r.Topics[0].Partitions[0]
 	if err := codeError(p.ErrorCode); err != nil {
-		return 0, fmt.Errorf("kafka: produce to %s: %w", tp, err)
+		return log.ProduceResult{}, fmt.Errorf("kafka: produce to %s: %w", tp, err)
 	}
-	return p.BaseOffset, nil
+	return log.ProduceResult{BaseOffset: p.BaseOffset, LogAppendTime: p.LogAppendTime, LogStartOffset: p.LogStartOffset}, nil
 }
 
 // ListOffset asks the partition's leader for an offset.
@@ -529,9 +536,9 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 			continue
 		}
 		dst.HighWatermark, dst.LogStartOffset = p.HighWatermark, p.LogStartOffset
-		dst.Records, dst.Err = p.RecordBatches, nil
+		dst.Records, dst.Err = log.BatchesOf(p.RecordBatches), nil
 		if err := codeError(p.ErrorCode); err != nil {
-			dst.Records = nil
+			dst.Records = log.Batches{}
 			if errors.Is(err, log.ErrOffsetOutOfRange) {
 				err = &log.OffsetOutOfRangeError{Topic: fp.Topic, Partition: fp.Partition, Requested: fp.Offset, Start: p.LogStartOffset, End: p.HighWatermark}
 			}
@@ -547,6 +554,11 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 // JoinGroup is not supported yet over the Kafka protocol.
 func (c *Client) JoinGroup(context.Context, group.JoinRequest) (group.JoinResponse, error) {
 	return group.JoinResponse{}, ErrGroupsUnsupported
+}
+
+// SyncGroup is not supported yet over the Kafka protocol.
+func (c *Client) SyncGroup(context.Context, group.SyncRequest) (group.SyncResponse, error) {
+	return group.SyncResponse{}, ErrGroupsUnsupported
 }
 
 // Heartbeat is not supported yet over the Kafka protocol.

@@ -94,11 +94,18 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 			if fp.Err == nil || errors.Is(fp.Err, log.ErrOffsetOutOfRange) {
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStartOffset
 			}
-			records[si] = fp.Records
+			// Copied out for now; the zero-copy handle goes into the
+			// reply next (sendfile from the segment file).
+			if b, rerr := fp.Records.Bytes(); rerr != nil {
+				sl.code = errorCode(rerr)
+			} else {
+				records[si] = b
+			}
 		default:
 			sl.code = errUnknownServerError
 		}
 	}
+	res.Release()
 	for _, sl := range slots {
 		resp.Topics[sl.t].Partitions[sl.p].ErrorCode = sl.code
 	}
