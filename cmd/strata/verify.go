@@ -1,0 +1,335 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/segment"
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
+)
+
+const verifyHelp = `
+Checks a whole data dir offline: every partition directory (<topic>-<N>) and
+every segment in it. For each segment: every batch is validated (framing,
+CRC, header fields, records), offsets must follow on from one batch to the
+next and from one segment to the next, every offset-index entry must point at
+the start of a batch holding its offset, and the time index must be in order
+and agree with the batches' max timestamps.
+
+One line per problem goes to stdout; a summary to stderr. The exit code is 0
+when everything checks out and 1 otherwise. A progress line goes to stderr
+when it is a terminal, or with --progress. Files are only read, never
+changed; a data dir a broker has open is refused.`
+
+// maxProblemsPerFile bounds the lines printed for one damaged file.
+const maxProblemsPerFile = 20
+
+func runVerify(e *env, args []string) error {
+	fs := newFlags(e, "verify", "[flags] DIR", verifyHelp)
+	progress := fs.Bool("progress", false, "print progress to stderr even when it is not a terminal")
+	quiet := fs.Bool("quiet", false, "print no summary, only the problems")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usagef("want one data dir, got %d arguments", len(pos))
+	}
+	v := &verifier{out: e.stdout, dir: pos[0]}
+	if *progress || e.stderrIsTTY {
+		v.progress = &progressLine{w: e.stderr, tty: e.stderrIsTTY}
+	}
+	start := time.Now()
+	if err := v.run(); err != nil {
+		return err
+	}
+	if v.progress != nil {
+		v.progress.done()
+	}
+	if !*quiet {
+		el := time.Since(start)
+		fmt.Fprintf(e.stderr, "verified %s: %d partitions, %d segments, %d batches, %d bytes in %v (%.0f MB/s): ",
+			v.dir, v.partitions, v.segments, v.batches, v.bytes, el.Round(time.Millisecond), float64(v.bytes)/1e6/max(el.Seconds(), 1e-9))
+		if v.problems == 0 {
+			fmt.Fprintln(e.stderr, "everything checks out")
+		} else {
+			fmt.Fprintf(e.stderr, "%d problem(s)\n", v.problems)
+		}
+	}
+	if v.problems > 0 {
+		return errProblems
+	}
+	return nil
+}
+
+// verifier walks a data dir and prints a line per problem.
+type verifier struct {
+	out      io.Writer
+	dir      string
+	progress *progressLine
+
+	partitions, segments, batches int
+	bytes, totalBytes             int64
+	problems                      int
+}
+
+func (v *verifier) run() error {
+	st, err := os.Stat(v.dir)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s is not a directory", v.dir)
+	}
+	if err := checkNotInUse(v.dir); err != nil {
+		return err
+	}
+	names, err := vfs.Default.ReadDir(v.dir)
+	if err != nil {
+		return err
+	}
+	var parts []string
+	for _, name := range names {
+		if fi, err := os.Stat(filepath.Join(v.dir, name)); err == nil && fi.IsDir() && isPartitionDir(name) {
+			parts = append(parts, name)
+		}
+	}
+	if len(parts) == 0 {
+		fmt.Fprintf(v.out, "%s: no partition directories (<topic>-<partition>): not a data dir?\n", v.dir)
+		v.problems++
+		return nil
+	}
+	if v.progress != nil {
+		for _, p := range parts {
+			logs, _ := filepath.Glob(filepath.Join(v.dir, p, "*.log"))
+			for _, l := range logs {
+				if fi, err := os.Stat(l); err == nil {
+					v.totalBytes += fi.Size()
+				}
+			}
+		}
+	}
+	for _, p := range parts {
+		if err := v.partition(filepath.Join(v.dir, p)); err != nil {
+			return err
+		}
+		v.partitions++
+	}
+	return nil
+}
+
+// checkNotInUse refuses a data dir whose lock a broker holds: its active
+// segments change under the reader.
+func checkNotInUse(dir string) error {
+	lockPath := filepath.Join(dir, ".lock")
+	if _, err := os.Stat(lockPath); err != nil {
+		return nil // never opened by a broker, or not a data dir: nothing holds it
+	}
+	l, err := vfs.Default.Lock(lockPath)
+	if errors.Is(err, vfs.ErrLocked) {
+		return fmt.Errorf("%s is in use by a running broker (%w): stop it first", dir, log.ErrDirInUse)
+	}
+	if err != nil {
+		return err
+	}
+	return l.Close()
+}
+
+// isPartitionDir reports whether name is <topic>-<partition>.
+func isPartitionDir(name string) bool {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return false
+	}
+	n, err := strconv.Atoi(name[i+1:])
+	return err == nil && n >= 0 && log.ValidTopicName(name[:i]) == nil
+}
+
+// reporter prints the problems of one file, up to maxProblemsPerFile.
+type reporter struct {
+	v    *verifier
+	file string
+	n    int
+}
+
+func (r *reporter) report(format string, args ...any) {
+	r.n++
+	r.v.problems++
+	if r.n <= maxProblemsPerFile {
+		fmt.Fprintf(r.v.out, "%s: "+format+"\n", append([]any{r.file}, args...)...)
+	}
+}
+
+func (r *reporter) flush() {
+	if r.n > maxProblemsPerFile {
+		fmt.Fprintf(r.v.out, "%s: and %d more problems\n", r.file, r.n-maxProblemsPerFile)
+	}
+}
+
+func (v *verifier) partition(dir string) error {
+	names, err := vfs.Default.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	files := map[string]bool{}
+	var bases []int64
+	for _, n := range names {
+		files[n] = true
+		if filepath.Ext(n) == ".log" {
+			if base, err := segmentBase(n); err == nil {
+				bases = append(bases, base)
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	pr := &reporter{v: v, file: dir}
+	for _, n := range names {
+		ext := filepath.Ext(n)
+		if ext != ".index" && ext != ".timeindex" {
+			continue
+		}
+		if base, err := segmentBase(n); err == nil && !files[segment.Name(base, ".log")] {
+			pr.report("%s has no .log: a leftover of a deleted segment", n)
+		}
+	}
+	if len(bases) == 0 {
+		pr.report("no segments")
+	}
+	pr.flush()
+	next := int64(-1)
+	for _, base := range bases {
+		if next >= 0 && base != next {
+			r := &reporter{v: v, file: filepath.Join(dir, segment.Name(base, ".log"))}
+			if base > next {
+				r.report("segment starts at offset %d, the one before it ends at %d: offsets %d..%d are missing", base, next-1, next, base-1)
+			} else {
+				r.report("segment starts at offset %d, inside the one before it (which ends at %d)", base, next-1)
+			}
+			r.flush()
+		}
+		end, err := v.segment(dir, base, files)
+		if err != nil {
+			return err
+		}
+		next = end
+		v.segments++
+	}
+	return nil
+}
+
+// segment checks one segment and returns the offset after its last batch.
+func (v *verifier) segment(dir string, base int64, files map[string]bool) (int64, error) {
+	logName := segment.Name(base, ".log")
+	lr := &reporter{v: v, file: filepath.Join(dir, logName)}
+	defer lr.flush()
+	var idx [2]*indexFile
+	var irs [2]*reporter
+	for i, ext := range []string{".index", ".timeindex"} {
+		name := segment.Name(base, ext)
+		irs[i] = &reporter{v: v, file: filepath.Join(dir, name)}
+		defer irs[i].flush()
+		if !files[name] {
+			irs[i].report("missing (opening the data dir rebuilds it)")
+			continue
+		}
+		x, err := readIndexFile(filepath.Join(dir, name), base, i == 1)
+		if err != nil {
+			irs[i].report("%v", err)
+			continue
+		}
+		reportIndexShape(irs[i].report, x, i == 1)
+		idx[i] = x
+	}
+	c := newIndexCheck(base, idx[0], idx[1], irs[0].report, irs[1].report)
+
+	l, err := openLogFile(filepath.Join(dir, logName))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	next := base
+	first := true
+	var lastProgress time.Time
+	for {
+		pos, b, err := l.next()
+		if err == io.EOF {
+			c.finish(pos, true)
+			v.bytes += pos
+			return next, nil
+		}
+		var fe *framingError
+		if errors.As(err, &fe) {
+			lr.report("batch at byte %d: %v; the remaining %d bytes cannot be read", pos, fe.err, l.size-pos)
+			c.finish(pos, false)
+			v.bytes += l.size
+			return next, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		v.batches++
+		h, verr := batch.Validate(b)
+		if verr != nil && !errors.Is(verr, batch.ErrCompressed) {
+			lr.report("batch at byte %d (offsets %d..%d): %v", pos, h.BaseOffset, h.LastOffset(), verr)
+			if _, perr := batch.ParseHeader(b); perr != nil {
+				continue // the offsets in the header are not to be trusted
+			}
+		}
+		switch {
+		case first && h.BaseOffset != base:
+			lr.report("first batch (at byte 0) starts at offset %d, the file name says %d", h.BaseOffset, base)
+		case !first && h.BaseOffset > next:
+			lr.report("batch at byte %d starts at offset %d, the one before it ends at %d: offsets %d..%d are missing", pos, h.BaseOffset, next-1, next, h.BaseOffset-1)
+		case !first && h.BaseOffset < next:
+			lr.report("batch at byte %d starts at offset %d, not after the one before it, which ends at %d", pos, h.BaseOffset, next-1)
+		}
+		if first {
+			next = h.NextOffset()
+		} else {
+			next = max(next, h.NextOffset())
+		}
+		first = false
+		c.batch(pos, h)
+		if v.progress != nil && time.Since(lastProgress) > 250*time.Millisecond {
+			lastProgress = time.Now()
+			v.progress.show(v.bytes+pos, v.totalBytes, filepath.Join(dir, logName))
+		}
+	}
+}
+
+// progressLine prints "verify: 42% ..." to stderr, rewriting one line on a
+// terminal and one line per update otherwise.
+type progressLine struct {
+	w     io.Writer
+	tty   bool
+	shown bool
+}
+
+func (p *progressLine) show(done, total int64, file string) {
+	pct := 100.0
+	if total > 0 {
+		pct = 100 * float64(done) / float64(total)
+	}
+	line := fmt.Sprintf("verify: %5.1f%% %d of %d MB, at %s", pct, done>>20, total>>20, file)
+	if p.tty {
+		fmt.Fprintf(p.w, "\r\033[K%s", line)
+	} else {
+		fmt.Fprintln(p.w, line)
+	}
+	p.shown = true
+}
+
+func (p *progressLine) done() {
+	if p.tty && p.shown {
+		fmt.Fprint(p.w, "\r\033[K")
+	}
+}

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestVerifyGood(t *testing.T) {
+	r := strata(t, "", "", "verify", "testdata/data")
+	if r.code != 0 || r.stdout != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and no problems", r.code, r.stdout, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "2 partitions, 4 segments, 12 batches, 1978 bytes") || !strings.Contains(r.stderr, "everything checks out") {
+		t.Errorf("summary: %q", r.stderr)
+	}
+	r = strata(t, "", "", "verify", "--quiet", "testdata/data")
+	if r.code != 0 || r.stdout != "" || r.stderr != "" {
+		t.Errorf("--quiet: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+func TestVerifyDamaged(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	p0, p1 := filepath.Join(dir, "events-0"), filepath.Join(dir, "events-1")
+	flipValueByte(t, p0)
+	// An offset-index entry pointing into the middle of a batch.
+	patch(t, filepath.Join(p1, "00000000000000000000.index"), 12, []byte{0, 0, 1, 64})
+	// The second segment of events-1 loses its tail.
+	if err := os.Truncate(filepath.Join(p1, "00000000000000000012.log"), 300); err != nil {
+		t.Fatal(err)
+	}
+	// A leftover index without its .log.
+	if err := os.WriteFile(filepath.Join(p1, "00000000000000000099.index"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := strata(t, dir, "", "verify", ".")
+	if r.code != exitProblem {
+		t.Errorf("exit %d, want %d", r.code, exitProblem)
+	}
+	if !strings.Contains(r.stderr, "6 problem(s)") {
+		t.Errorf("summary %q", r.stderr)
+	}
+	golden(t, "verify_damaged", r.stdout)
+}
+
+func TestVerifyMissingSegmentAndIndexes(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	p0 := filepath.Join(dir, "events-0")
+	// Remove the first segment's .log but keep a later one: offsets 0..11
+	// are gone; the second segment's indexes are missing.
+	for _, f := range []string{"00000000000000000000.log", "00000000000000000000.index", "00000000000000000000.timeindex",
+		"00000000000000000012.index", "00000000000000000012.timeindex"} {
+		if err := os.Remove(filepath.Join(p0, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A segment that does not follow the one before it: copy the second
+	// segment of events-1 under a later name.
+	p1 := filepath.Join(dir, "events-1")
+	data, err := os.ReadFile(filepath.Join(p1, "00000000000000000012.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{".log", ".index", ".timeindex"} {
+		src, _ := os.ReadFile(filepath.Join(p1, "00000000000000000012"+ext))
+		if ext == ".log" {
+			src = data
+		}
+		if err := os.WriteFile(filepath.Join(p1, "00000000000000000030"+ext), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := strata(t, dir, "", "verify", ".")
+	if r.code != exitProblem {
+		t.Errorf("exit %d, want %d", r.code, exitProblem)
+	}
+	golden(t, "verify_missing", r.stdout)
+}
+
+func TestVerifyBadInput(t *testing.T) {
+	empty := t.TempDir()
+	for _, tc := range []struct {
+		args []string
+		code int
+		out  string // in stdout or stderr
+	}{
+		{[]string{"verify"}, exitUsage, "want one data dir"},
+		{[]string{"verify", "a", "b"}, exitUsage, "want one data dir"},
+		{[]string{"verify", filepath.Join(empty, "nope")}, exitProblem, "no such file or directory"},
+		{[]string{"verify", "main.go"}, exitProblem, "is not a directory"},
+		{[]string{"verify", empty}, exitProblem, "no partition directories"},
+	} {
+		r := strata(t, "", "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stdout+r.stderr, tc.out) {
+			t.Errorf("strata %v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, r.code, r.stdout, r.stderr, tc.code, tc.out)
+		}
+	}
+}
+
+func TestVerifyProgress(t *testing.T) {
+	r := strata(t, "", "", "verify", "--progress", "testdata/data")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// The data is small: the first segment's first batch prints the line.
+	if !strings.Contains(r.stderr, "verify: ") || !strings.Contains(r.stderr, "% 0 of 0 MB, at testdata/data/events-0/00000000000000000000.log") {
+		t.Errorf("no progress line in stderr: %q", r.stderr)
+	}
+}
