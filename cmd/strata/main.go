@@ -43,10 +43,10 @@ func usagef(format string, args ...any) error {
 }
 
 // errNeedsKafka is the error of everything that needs the Kafka client.
-var errNeedsKafka = errors.New("not available yet: needs the Kafka client (package kafka), not built yet; use --data-dir on a data dir the broker is not running on")
+var errNeedsKafka = errors.New("not available yet: needs the Kafka client, not built yet (package kafka); use --data-dir on a data dir the broker is not running on")
 
 // errNeedsKafkaServer is the error of serve.
-var errNeedsKafkaServer = errors.New("not available yet: needs the Kafka server (package kafka), not built yet")
+var errNeedsKafkaServer = errors.New("not available yet: needs the Kafka server, not built yet (package kafka)")
 
 // errProblems says that a command found and printed problems: exit code 1
 // with nothing more to print.
@@ -70,6 +70,9 @@ func commands() []command {
 	return []command{
 		{"dump", "print the batches, records and index entries of segment files, with CRC checks", runDump},
 		{"verify", "check every segment and index of a data dir offline", runVerify},
+		{"topics", "list, create, describe and delete topics", runTopics},
+		{"produce", "append one record per line of stdin to a topic", runProduce},
+		{"consume", "print a topic's records", runConsume},
 		{"serve", "serve a data dir over the Kafka protocol (not available yet)", runServe},
 	}
 }
