@@ -73,6 +73,7 @@ func commands() []command {
 		{"topics", "list, create, describe and delete topics", runTopics},
 		{"produce", "append one record per line of stdin to a topic", runProduce},
 		{"consume", "print a topic's records", runConsume},
+		{"perf", "measure produce or consume throughput and latency", runPerf},
 		{"serve", "serve a data dir over the Kafka protocol (not available yet)", runServe},
 	}
 }
