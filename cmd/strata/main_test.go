@@ -25,7 +25,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	strataBin = filepath.Join(dir, "strata")
-	out, err := exec.Command("go", "build", "-o", strataBin, ".").CombinedOutput()
+	build := []string{"build", "-o", strataBin}
+	if raceEnabled {
+		build = append(build, "-race")
+	}
+	out, err := exec.Command("go", append(build, ".")...).CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
 		os.RemoveAll(dir)
