@@ -132,6 +132,7 @@ func dumpLog(w *bufio.Writer, path string, o dumpOpts) (int, error) {
 	fmt.Fprintf(w, "Dumping %s\n", path)
 	fmt.Fprintf(w, "Log starting offset: %d\n", base)
 	problems := 0
+	oc := newOffsetCheck(base)
 	for {
 		pos, b, err := l.next()
 		if err == io.EOF {
@@ -147,6 +148,12 @@ func dumpLog(w *bufio.Writer, path string, o dumpOpts) (int, error) {
 		}
 		if !dumpBatch(w, pos, b, o) {
 			problems++
+		}
+		if h, err := batch.ParseHeader(b); err == nil {
+			if msg := oc.batch(pos, h); msg != "" {
+				fmt.Fprintf(w, "problem: %s\n", msg)
+				problems++
+			}
 		}
 	}
 	return problems, nil

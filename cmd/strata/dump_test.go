@@ -165,3 +165,27 @@ func TestDumpIndexWithoutLog(t *testing.T) {
 		t.Errorf("stdout:\n%s", out)
 	}
 }
+
+// The base offset is outside the CRC: a batch renumbered on disk still
+// checks out by itself, and only the offsets give it away.
+func TestDumpOffsetsOutOfSequence(t *testing.T) {
+	dir := damaged(t, func(dir string) {
+		patch(t, filepath.Join(dir, "00000000000000000000.log"), 319, []byte{0, 0, 0, 0, 0, 0, 0, 100})
+	})
+	r := strata(t, dir, "", "dump", "00000000000000000000.log", "00000000000000000000.index")
+	if r.code != exitProblem {
+		t.Errorf("exit %d, want %d", r.code, exitProblem)
+	}
+	for _, want := range []string{
+		"problem: batch at byte 319 starts at offset 100, the one before it ends at 5: offsets 6..99 are missing\n",
+		"problem: batch at byte 478 starts at offset 9, not after the one before it, which ends at 102\n",
+		"problem: entry 1 (offset 8, position 319): the batch there holds offsets 100..102\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if strings.Contains(r.stdout, "isvalid: false") {
+		t.Errorf("a batch failed its own checks:\n%s", r.stdout)
+	}
+}

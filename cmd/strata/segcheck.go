@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment/batch"
 )
@@ -141,4 +143,37 @@ func (c *indexCheck) finish(end int64, complete bool) {
 			c.tiReport("entry %d (timestamp %d, offset %d): offset past the log's last offset %d", i, e.Timestamp, e.Offset, last)
 		}
 	}
+}
+
+// offsetCheck checks that the batches of a segment follow one another: the
+// first starts at the segment's base offset, each next one right after the
+// one before. (Compaction, once built, will leave gaps between batches.)
+type offsetCheck struct {
+	base  int64
+	next  int64
+	first bool
+}
+
+func newOffsetCheck(base int64) *offsetCheck {
+	return &offsetCheck{base: base, next: base, first: true}
+}
+
+// batch returns what is wrong with the offsets of the batch at pos, or "".
+func (c *offsetCheck) batch(pos int64, h batch.Header) string {
+	var msg string
+	switch {
+	case c.first && h.BaseOffset != c.base:
+		msg = fmt.Sprintf("first batch (at byte %d) starts at offset %d, the file name says %d", pos, h.BaseOffset, c.base)
+	case !c.first && h.BaseOffset > c.next:
+		msg = fmt.Sprintf("batch at byte %d starts at offset %d, the one before it ends at %d: offsets %d..%d are missing", pos, h.BaseOffset, c.next-1, c.next, h.BaseOffset-1)
+	case !c.first && h.BaseOffset < c.next:
+		msg = fmt.Sprintf("batch at byte %d starts at offset %d, not after the one before it, which ends at %d", pos, h.BaseOffset, c.next-1)
+	}
+	if c.first {
+		c.next = h.NextOffset()
+	} else {
+		c.next = max(c.next, h.NextOffset())
+	}
+	c.first = false
+	return msg
 }

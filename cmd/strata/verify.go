@@ -256,22 +256,21 @@ func (v *verifier) segment(dir string, base int64, files map[string]bool) (int64
 		return 0, err
 	}
 	defer l.Close()
-	next := base
-	first := true
+	oc := newOffsetCheck(base)
 	var lastProgress time.Time
 	for {
 		pos, b, err := l.next()
 		if err == io.EOF {
 			c.finish(pos, true)
 			v.bytes += pos
-			return next, nil
+			return oc.next, nil
 		}
 		var fe *framingError
 		if errors.As(err, &fe) {
 			lr.report("batch at byte %d: %v; the remaining %d bytes cannot be read", pos, fe.err, l.size-pos)
 			c.finish(pos, false)
 			v.bytes += l.size
-			return next, nil
+			return oc.next, nil
 		}
 		if err != nil {
 			return 0, err
@@ -284,20 +283,9 @@ func (v *verifier) segment(dir string, base int64, files map[string]bool) (int64
 				continue // the offsets in the header are not to be trusted
 			}
 		}
-		switch {
-		case first && h.BaseOffset != base:
-			lr.report("first batch (at byte 0) starts at offset %d, the file name says %d", h.BaseOffset, base)
-		case !first && h.BaseOffset > next:
-			lr.report("batch at byte %d starts at offset %d, the one before it ends at %d: offsets %d..%d are missing", pos, h.BaseOffset, next-1, next, h.BaseOffset-1)
-		case !first && h.BaseOffset < next:
-			lr.report("batch at byte %d starts at offset %d, not after the one before it, which ends at %d", pos, h.BaseOffset, next-1)
+		if msg := oc.batch(pos, h); msg != "" {
+			lr.report("%s", msg)
 		}
-		if first {
-			next = h.NextOffset()
-		} else {
-			next = max(next, h.NextOffset())
-		}
-		first = false
 		c.batch(pos, h)
 		if v.progress != nil && time.Since(lastProgress) > 250*time.Millisecond {
 			lastProgress = time.Now()
