@@ -44,7 +44,7 @@ func runVerify(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("want one data dir, got %d arguments", len(pos))
 	}
-	v := &verifier{out: e.stdout, dir: pos[0]}
+	v := &verifier{out: e.stdout, notes: e.stderr, dir: pos[0]}
 	if *progress || e.stderrIsTTY {
 		v.progress = &progressLine{w: e.stderr, tty: e.stderrIsTTY}
 	}
@@ -74,6 +74,7 @@ func runVerify(e *env, args []string) error {
 // verifier walks a data dir and prints a line per problem.
 type verifier struct {
 	out      io.Writer
+	notes    io.Writer // remarks that are not problems; nil: none
 	dir      string
 	progress *progressLine
 
@@ -108,6 +109,8 @@ func (v *verifier) run() error {
 		v.problems++
 		return nil
 	}
+	meta := v.readMeta()
+	v.checkTopics(meta, parts)
 	if v.progress != nil {
 		for _, p := range parts {
 			logs, _ := filepath.Glob(filepath.Join(v.dir, p, "*.log"))
@@ -119,12 +122,23 @@ func (v *verifier) run() error {
 		}
 	}
 	for _, p := range parts {
-		if err := v.partition(filepath.Join(v.dir, p)); err != nil {
+		first, end, err := v.partition(filepath.Join(v.dir, p))
+		if err != nil {
 			return err
+		}
+		if first >= 0 {
+			v.checkCheckpoints(meta, p, first, end)
 		}
 		v.partitions++
 	}
 	return nil
+}
+
+// note prints a remark that is not a problem to stderr.
+func (v *verifier) note(format string, args ...any) {
+	if v.notes != nil {
+		fmt.Fprintf(v.notes, "note: "+format+"\n", args...)
+	}
 }
 
 // checkNotInUse refuses a data dir whose lock a broker holds: its active
@@ -175,10 +189,12 @@ func (r *reporter) flush() {
 	}
 }
 
-func (v *verifier) partition(dir string) error {
+// partition checks the segments of one partition directory and returns the
+// offsets they cover, [first, end); first is -1 when there are none.
+func (v *verifier) partition(dir string) (first, end int64, err error) {
 	names, err := vfs.Default.ReadDir(dir)
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	files := map[string]bool{}
 	var bases []int64
@@ -205,7 +221,10 @@ func (v *verifier) partition(dir string) error {
 		pr.report("no segments")
 	}
 	pr.flush()
-	next := int64(-1)
+	next, first := int64(-1), int64(-1)
+	if len(bases) > 0 {
+		first = bases[0]
+	}
 	for _, base := range bases {
 		if next >= 0 && base != next {
 			r := &reporter{v: v, file: filepath.Join(dir, segment.Name(base, ".log"))}
@@ -218,12 +237,12 @@ func (v *verifier) partition(dir string) error {
 		}
 		end, err := v.segment(dir, base, files)
 		if err != nil {
-			return err
+			return 0, 0, err
 		}
 		next = end
 		v.segments++
 	}
-	return nil
+	return first, next, nil
 }
 
 // segment checks one segment and returns the offset after its last batch.

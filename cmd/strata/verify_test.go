@@ -39,7 +39,7 @@ func TestVerifyDamaged(t *testing.T) {
 	if r.code != exitProblem {
 		t.Errorf("exit %d, want %d", r.code, exitProblem)
 	}
-	if !strings.Contains(r.stderr, "6 problem(s)") {
+	if !strings.Contains(r.stderr, "7 problem(s)") {
 		t.Errorf("summary %q", r.stderr)
 	}
 	golden(t, "verify_damaged", r.stdout)
@@ -107,5 +107,36 @@ func TestVerifyProgress(t *testing.T) {
 	// The data is small: the first segment's first batch prints the line.
 	if !strings.Contains(r.stderr, "verify: ") || !strings.Contains(r.stderr, "% 0 of 0 MB, at testdata/data/events-0/00000000000000000000.log") {
 		t.Errorf("no progress line in stderr: %q", r.stderr)
+	}
+}
+
+func TestVerifyDataDirFiles(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	// topics.json names events-1, which is gone; orders-0 is in no topic.
+	if err := os.Rename(filepath.Join(dir, "events-1"), filepath.Join(dir, "orders-0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "log-start-offset-checkpoint"), []byte("0\n3\nevents 0 0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := strata(t, dir, "", "verify", ".")
+	if r.code != exitProblem {
+		t.Errorf("exit %d, want %d", r.code, exitProblem)
+	}
+	golden(t, "verify_dir_files", r.stdout)
+
+	// A topics.json of a later version is not checked, and said so.
+	if err := os.WriteFile(filepath.Join(dir, "topics.json"), []byte(`{"version": 2, "topics": {}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(filepath.Join(dir, "log-start-offset-checkpoint"))
+	r = strata(t, dir, "", "verify", ".")
+	if r.code != 0 || !strings.Contains(r.stderr, "note: topics.json: version 2 is not one this strata knows") {
+		t.Errorf("topics.json version 2: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	os.Remove(filepath.Join(dir, "topics.json"))
+	r = strata(t, dir, "", "verify", ".")
+	if r.code != exitProblem || r.stdout != "topics.json: missing: the broker would open no topics, and ignore every partition directory\n" {
+		t.Errorf("no topics.json: exit %d, stdout %q", r.code, r.stdout)
 	}
 }
