@@ -179,8 +179,15 @@ func (c *consumer) partition(b *log.Broker, p *log.Partition, at int64, byTime b
 		return false, fmt.Errorf("partition %d: offset %d is outside the log, [%d, %d]", p.ID(), off, p.StartOffset(), end)
 	}
 	var recs []log.Record
+	maxBytes := 1 << 20
 	for off < end {
-		if recs, err = p.ReadAppend(recs[:0], off, 1<<20); err != nil {
+		if recs, err = p.ReadAppend(recs[:0], off, maxBytes); err != nil {
+			if errors.Is(err, log.ErrCorrupt) && maxBytes > 1 {
+				// Print the records before the damage: read again one
+				// batch at a time, up to the corrupt one.
+				maxBytes = 1
+				continue
+			}
 			return false, fmt.Errorf("partition %d at offset %d: %w", p.ID(), off, err)
 		}
 		if len(recs) == 0 {

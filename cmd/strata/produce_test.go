@@ -170,3 +170,16 @@ func TestProduceConsumeBadInput(t *testing.T) {
 		t.Errorf("after the separator error the topic holds %q, want k=v", out)
 	}
 }
+
+// consume never prints records of a corrupt batch: it fails.
+func TestConsumeCorrupt(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	flipValueByte(t, filepath.Join(dir, "events-0"))
+	r := strata(t, dir, "", "consume", "--data-dir", ".", "--topic", "events", "--partition", "0", "--from-beginning", "-f", `%o\n`)
+	if r.code != exitProblem || !strings.Contains(r.stderr, "corrupt") {
+		t.Errorf("exit %d, stderr %q; want 1 and corrupt", r.code, r.stderr)
+	}
+	if r.stdout != "0\n1\n2\n" {
+		t.Errorf("printed %q, want the records before the damaged batch", r.stdout)
+	}
+}
