@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-log/strata/segment/batch"
 )
 
 const (
@@ -77,6 +80,34 @@ func flipValueByte(t *testing.T, dir string) {
 		t.Fatalf("record value not found in the second batch (at %d)", i)
 	}
 	patch(t, path, int64(i), []byte("V"))
+}
+
+const gzipFlagged = "testdata/segments/gzipflag/00000000000000000000.log"
+
+// skipIfCompressionBuilt skips a test of how the tools show compressed
+// batches while the library refuses them (batch.ErrCompressed): the gzip
+// flagged batch of testdata is not gzip, so once compression is built it is
+// corrupt, and the test is to be replaced by one on real compressed batches.
+func skipIfCompressionBuilt(t *testing.T) {
+	t.Helper()
+	data, err := os.ReadFile(gzipFlagged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := batch.Validate(data); !errors.Is(err, batch.ErrCompressed) {
+		t.Skipf("the library decodes compressed batches now (Validate: %v): test dump and verify on real ones", err)
+	}
+}
+
+func TestDumpCompressed(t *testing.T) {
+	skipIfCompressionBuilt(t)
+	out := ok(t, "", "", "dump", "--print-data-log", gzipFlagged)
+	for _, want := range []string{"compresscodec: gzip", "attributes: 0x0001", "isvalid: true",
+		"| records compressed with gzip: not decoded (compressed batches are not supported yet)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestDumpCorruptCRC(t *testing.T) {

@@ -26,8 +26,8 @@ var baseTime = time.UnixMilli(1_700_000_000_000)
 //	                            index, records with keys, headers, null values
 //	testdata/segments/crafted/  a .log whose batches the log package does not
 //	                            write yet: an idempotent producer's, a
-//	                            transactional one, a LogAppendTime one and a
-//	                            gzip-flagged one
+//	                            transactional one and a LogAppendTime one
+//	testdata/segments/gzipflag/ a batch flagged gzip whose records are not
 func TestRegenerateTestdata(t *testing.T) {
 	if !*regen {
 		t.Skip("run with -regen to rewrite the segment files under testdata")
@@ -117,10 +117,22 @@ func TestRegenerateTestdata(t *testing.T) {
 		bd.Append(ts+20, []byte("k"), []byte("appended at broker time"), nil)
 		bd.Append(ts+21, []byte("k"), []byte("binary \x00\x01\xff"), nil)
 	}, 0x08)
-	add(func(bd *batch.Builder) { // gzip-flagged: the records are not gzip, but the header says so
+	if err := os.WriteFile(filepath.Join(crafted, "00000000000000000000.log"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	// A batch whose attributes say gzip over records that are not: while
+	// the library refuses compressed batches, the tools show its header
+	// and say its records are not decoded.
+	file, next = nil, 0
+	add(func(bd *batch.Builder) {
 		bd.Append(ts+30, []byte("z"), []byte("pretend this is gzip"), nil)
 	}, 0x01)
-	if err := os.WriteFile(filepath.Join(crafted, "00000000000000000000.log"), file, 0o644); err != nil {
+	gz := filepath.Join("testdata", "segments", "gzipflag")
+	if err := os.MkdirAll(gz, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gz, "00000000000000000000.log"), file, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
