@@ -126,10 +126,7 @@ func (v *verifier) run() error {
 		}
 	}
 	for _, p := range parts {
-		first, end, err := v.partition(filepath.Join(v.dir, p))
-		if err != nil {
-			return err
-		}
+		first, end := v.partition(filepath.Join(v.dir, p))
 		if first >= 0 {
 			v.checkCheckpoints(meta, p, first, end)
 		}
@@ -195,10 +192,11 @@ func (r *reporter) flush() {
 
 // partition checks the segments of one partition directory and returns the
 // offsets they cover, [first, end); first is -1 when there are none.
-func (v *verifier) partition(dir string) (first, end int64, err error) {
+func (v *verifier) partition(dir string) (first, end int64) {
 	names, err := vfs.Default.ReadDir(dir)
 	if err != nil {
-		return 0, 0, err
+		(&reporter{v: v, file: dir}).report("%v", err)
+		return -1, 0
 	}
 	files := map[string]bool{}
 	var bases []int64
@@ -239,18 +237,16 @@ func (v *verifier) partition(dir string) (first, end int64, err error) {
 			}
 			r.flush()
 		}
-		end, err := v.segment(dir, base, files)
-		if err != nil {
-			return 0, 0, err
-		}
-		next = end
+		next = v.segment(dir, base, files)
 		v.segments++
 	}
-	return first, next, nil
+	return first, next
 }
 
 // segment checks one segment and returns the offset after its last batch.
-func (v *verifier) segment(dir string, base int64, files map[string]bool) (int64, error) {
+// Every error is a problem it reports: the walk goes on with the next
+// segment.
+func (v *verifier) segment(dir string, base int64, files map[string]bool) int64 {
 	logName := segment.Name(base, ".log")
 	lr := &reporter{v: v, file: filepath.Join(dir, logName)}
 	defer lr.flush()
@@ -276,7 +272,8 @@ func (v *verifier) segment(dir string, base int64, files map[string]bool) (int64
 
 	l, err := openLogFile(filepath.Join(dir, logName))
 	if err != nil {
-		return 0, err
+		lr.report("%v", err)
+		return base
 	}
 	defer l.Close()
 	oc := newOffsetCheck(base)
@@ -286,17 +283,20 @@ func (v *verifier) segment(dir string, base int64, files map[string]bool) (int64
 		if err == io.EOF {
 			c.finish(pos, true)
 			v.bytes += pos
-			return oc.next, nil
+			return oc.next
 		}
 		var fe *framingError
 		if errors.As(err, &fe) {
 			lr.report("batch at byte %d: %v; the remaining %d bytes cannot be read", pos, fe.err, l.size-pos)
 			c.finish(pos, false)
 			v.bytes += l.size
-			return oc.next, nil
+			return oc.next
 		}
-		if err != nil {
-			return 0, err
+		if err != nil { // an I/O error: what follows cannot be read
+			lr.report("byte %d: %v", pos, err)
+			c.finish(pos, false)
+			v.bytes += l.size
+			return oc.next
 		}
 		v.batches++
 		h, verr := batch.Validate(b)

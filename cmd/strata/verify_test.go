@@ -170,3 +170,21 @@ func TestVerifyCompressed(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// A file verify cannot read is a problem like any other, and the walk goes
+// on to the next segment.
+func TestVerifyUnreadable(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	bad := filepath.Join(dir, "events-0", "00000000000000000000.log")
+	if err := os.Remove(bad); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(bad, 0o755); err != nil { // a .log that is a directory
+		t.Fatal(err)
+	}
+	r := strata(t, dir, "", "verify", ".")
+	if r.code != exitProblem || !strings.Contains(r.stdout, "events-0/00000000000000000000.log: byte 0: read ") ||
+		!strings.Contains(r.stdout, "is a directory") || !strings.Contains(r.stderr, "4 segments") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
