@@ -68,10 +68,44 @@ func benchDataDir(b *testing.B, recordSize int) (string, int64) {
 
 // BenchmarkVerify reads a data dir from the page cache (the first, untimed
 // run brings it there) and checks everything verify checks. The figure is
-// bytes of segments per second.
+// bytes of segments per second. raw-read is the limit in the same run:
+// reading the same .log files in the same 1 MiB chunks and doing nothing
+// with them.
 //
 //	go test -run '^$' -bench BenchmarkVerify -benchtime 10x ./cmd/strata
 func BenchmarkVerify(b *testing.B) {
+	b.Run("raw-read", func(b *testing.B) {
+		dir, total := benchDataDir(b, 1000)
+		logs, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
+		buf := make([]byte, chunkBytes)
+		read := func() {
+			var n int64
+			for _, path := range logs {
+				f, err := os.Open(path)
+				if err != nil {
+					b.Fatal(err)
+				}
+				for off := int64(0); ; {
+					k, err := f.ReadAt(buf, off)
+					off += int64(k)
+					n += int64(k)
+					if err != nil {
+						break
+					}
+				}
+				f.Close()
+			}
+			if n != total {
+				b.Fatalf("read %d of %d bytes", n, total)
+			}
+		}
+		read()
+		b.SetBytes(total)
+		b.ResetTimer()
+		for range b.N {
+			read()
+		}
+	})
 	for _, size := range []int{100, 1000, 10000} {
 		b.Run(fmt.Sprintf("record=%dB", size), func(b *testing.B) {
 			dir, total := benchDataDir(b, size)
