@@ -26,7 +26,11 @@ On a data dir nothing else can append while consume has it open, so consume
 exits when it reaches the end of every partition (as kcat -e does), or after
 --max-messages records.
 
-Format tokens (--format, -f): ` + formatTokens
+Format tokens (--format, -f): ` + formatTokens + `
+
+Or Kafka's formatter: --property print.key=true --property key.separator=:
+(also print.timestamp, print.partition, print.offset, print.headers,
+print.value, line.separator, headers.separator, null.literal).`
 
 func runConsume(e *env, args []string) (err error) {
 	fs := newFlags(e, "consume", "--data-dir DIR --topic T [flags]", consumeHelp)
@@ -42,6 +46,8 @@ func runConsume(e *env, args []string) (err error) {
 	format := "%s\\n"
 	fs.StringVar(&format, "format", format, "`FMT`: kcat-like output format of each record")
 	fs.StringVar(&format, "f", format, "`FMT`: the same as --format (kcat's flag)")
+	var props stringList
+	fs.Var(&props, "property", "`KEY=VALUE` of kafka-console-consumer.sh's formatter (print.key=true, key.separator=:, ...) instead of --format; repeatable")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -67,9 +73,22 @@ func runConsume(e *env, args []string) (err error) {
 	if *maxMessages < 0 {
 		return usagef("--max-messages must not be negative")
 	}
-	fmtParts, err := parseFormat(format)
-	if err != nil {
-		return usagef("%v", err)
+	var out recordWriter
+	switch {
+	case len(props) > 0 && (isFlagSet(fs, "format") || isFlagSet(fs, "f")):
+		return usagef("give --format or --property, not both")
+	case len(props) > 0:
+		pf, err := parseConsumerProperties(props)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		out = pf
+	default:
+		rf, err := parseFormat(format)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		out = rf
 	}
 	var at int64 = log.LatestOffset
 	switch {
@@ -99,7 +118,7 @@ func runConsume(e *env, args []string) (err error) {
 			err = ferr
 		}
 	}()
-	c := &consumer{w: w, format: fmtParts, max: *maxMessages}
+	c := &consumer{w: w, format: out, max: *maxMessages}
 	if *group != "" {
 		reset := log.ResetLatest
 		if *fromBeginning {
@@ -155,7 +174,7 @@ func parseTime(s string) (int64, error) {
 
 type consumer struct {
 	w      *bufio.Writer
-	format recordFormat
+	format recordWriter
 	max    int // 0: no limit
 	n      int // records printed
 }

@@ -106,3 +106,95 @@ func (f recordFormat) write(w *bufio.Writer, r *log.Record) {
 		}
 	}
 }
+
+// recordWriter prints a record.
+type recordWriter interface {
+	write(w *bufio.Writer, r *log.Record)
+}
+
+// propertyFormat is kafka-console-consumer.sh's default formatter, set up by
+// its --property flags: print.timestamp, print.partition, print.offset,
+// print.headers, print.key, print.value, and the separators.
+type propertyFormat struct {
+	timestamp, partition, offset, headers, key, value bool
+	keySep, lineSep, headersSep, nullLiteral          string
+}
+
+// parseConsumerProperties builds the formatter from KEY=VALUE properties.
+func parseConsumerProperties(props []string) (*propertyFormat, error) {
+	f := &propertyFormat{value: true, keySep: "\t", lineSep: "\n", headersSep: ",", nullLiteral: "null"}
+	for _, kv := range props {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("--property %q: want KEY=VALUE", kv)
+		}
+		flags := map[string]*bool{"print.timestamp": &f.timestamp, "print.partition": &f.partition, "print.offset": &f.offset,
+			"print.headers": &f.headers, "print.key": &f.key, "print.value": &f.value}
+		seps := map[string]*string{"key.separator": &f.keySep, "line.separator": &f.lineSep,
+			"headers.separator": &f.headersSep, "null.literal": &f.nullLiteral}
+		if b, ok := flags[k]; ok {
+			x, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, fmt.Errorf("--property %s: want true or false", kv)
+			}
+			*b = x
+		} else if s, ok := seps[k]; ok {
+			*s = v
+		} else {
+			return nil, fmt.Errorf("--property %q: unknown (known: print.timestamp, print.partition, print.offset, print.headers, print.key, print.value, key.separator, line.separator, headers.separator, null.literal)", k)
+		}
+	}
+	return f, nil
+}
+
+func (f *propertyFormat) write(w *bufio.Writer, r *log.Record) {
+	first := true
+	field := func() {
+		if !first {
+			w.WriteString(f.keySep)
+		}
+		first = false
+	}
+	nullable := func(b []byte) {
+		if b == nil {
+			w.WriteString(f.nullLiteral)
+		} else {
+			w.Write(b)
+		}
+	}
+	if f.timestamp {
+		field()
+		fmt.Fprintf(w, "CreateTime:%d", r.Timestamp.UnixMilli())
+	}
+	if f.partition {
+		field()
+		fmt.Fprintf(w, "Partition:%d", r.Partition)
+	}
+	if f.offset {
+		field()
+		fmt.Fprintf(w, "Offset:%d", r.Offset)
+	}
+	if f.headers {
+		field()
+		if len(r.Headers) == 0 {
+			w.WriteString("NO_HEADERS")
+		}
+		for i, h := range r.Headers {
+			if i > 0 {
+				w.WriteString(f.headersSep)
+			}
+			w.WriteString(h.Key)
+			w.WriteByte(':')
+			nullable(h.Value)
+		}
+	}
+	if f.key {
+		field()
+		nullable(r.Key)
+	}
+	if f.value {
+		field()
+		nullable(r.Value)
+	}
+	w.WriteString(f.lineSep)
+}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -35,6 +36,8 @@ func runProduce(e *env, args []string) error {
 	acks := fs.String("acks", "all", "`ACKS`: all (or -1), 1 or 0, as Kafka's --request-required-acks")
 	fs.StringVar(acks, "request-required-acks", "all", "`ACKS`: the same as --acks (Kafka's flag)")
 	verbose := fs.Bool("verbose", false, "print each record's partition and offset to stderr")
+	var props stringList
+	fs.Var(&props, "property", "`KEY=VALUE` of kafka-console-producer.sh's line reader: parse.key=true, key.separator=SEP (Kafka's default: a tab); repeatable")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -47,6 +50,9 @@ func runProduce(e *env, args []string) error {
 	}
 	if *sep == "" && isFlagSet(fs, "key-separator") {
 		return usagef("--key-separator must not be empty")
+	}
+	if err := applyProducerProperties(props, sep); err != nil {
+		return err
 	}
 	hdrs, err := parseHeaders(headers)
 	if err != nil {
@@ -137,6 +143,42 @@ func isFlagSet(fs *flag.FlagSet, name string) bool {
 		}
 	})
 	return set
+}
+
+// applyProducerProperties applies Kafka's line reader properties: with
+// parse.key=true lines are key SEP value, SEP being key.separator (a tab
+// unless given, as in Kafka) or --key-separator.
+func applyProducerProperties(props []string, sep *string) error {
+	parseKey, keySep := false, ""
+	for _, kv := range props {
+		k, v, ok := strings.Cut(kv, "=")
+		switch {
+		case !ok:
+			return usagef("--property %q: want KEY=VALUE", kv)
+		case k == "parse.key":
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return usagef("--property %s: want true or false", kv)
+			}
+			parseKey = b
+		case k == "key.separator":
+			if v == "" {
+				return usagef("--property key.separator must not be empty")
+			}
+			keySep = v
+		default:
+			return usagef("--property %q: unknown (known: parse.key, key.separator)", k)
+		}
+	}
+	switch {
+	case parseKey && *sep == "" && keySep == "":
+		*sep = "\t"
+	case parseKey && *sep == "":
+		*sep = keySep
+	case parseKey && keySep != "" && keySep != *sep:
+		return usagef("--key-separator %q and --property key.separator=%s disagree", *sep, keySep)
+	}
+	return nil
 }
 
 // parseHeaders turns KEY=VALUE flags into record headers.

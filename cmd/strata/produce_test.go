@@ -183,3 +183,38 @@ func TestConsumeCorrupt(t *testing.T) {
 		t.Errorf("printed %q, want the records before the damaged batch", r.stdout)
 	}
 }
+
+// Kafka's console tools' --property flags: parse.key on the way in, the
+// default formatter's print.* on the way out.
+func TestKafkaProperties(t *testing.T) {
+	dir := newTopic(t, "t", 1)
+	ok(t, "", "a\t1\nb\t2\n", "produce", "--data-dir", dir, "--topic", "t", "--property", "parse.key=true")
+	ok(t, "", "c=3\n", "produce", "--data-dir", dir, "--topic", "t", "--property", "parse.key=true", "--property", "key.separator==", "--header", "h=x")
+	ok(t, "", "no key\n", "produce", "--data-dir", dir, "--topic", "t")
+	got := ok(t, "", "", "consume", "--data-dir", dir, "--topic", "t", "--from-beginning",
+		"--property", "print.key=true", "--property", "print.offset=true", "--property", "print.headers=true", "--property", "key.separator=|")
+	want := "Offset:0|NO_HEADERS|a|1\nOffset:1|NO_HEADERS|b|2\nOffset:2|h:x|c|3\nOffset:3|NO_HEADERS|null|no key\n"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	got = ok(t, "", "", "consume", "--data-dir", dir, "--topic", "t", "--offset", "3", "--property", "print.timestamp=true", "--property", "print.value=false")
+	if !strings.HasPrefix(got, "CreateTime:") || strings.Count(got, "\n") != 1 {
+		t.Errorf("print.timestamp only: %q", got)
+	}
+	for _, tc := range []struct {
+		stdin string
+		args  []string
+		msg   string
+	}{
+		{"x\n", []string{"produce", "--data-dir", dir, "--topic", "t", "--property", "parse.headers=true"}, `unknown (known: parse.key, key.separator)`},
+		{"x\n", []string{"produce", "--data-dir", dir, "--topic", "t", "--property", "parse.key=yes please"}, "want true or false"},
+		{"x\n", []string{"produce", "--data-dir", dir, "--topic", "t", "--key-separator", ":", "--property", "parse.key=true", "--property", "key.separator=;"}, "disagree"},
+		{"", []string{"consume", "--data-dir", dir, "--topic", "t", "--property", "print.colour=true"}, `"print.colour": unknown`},
+		{"", []string{"consume", "--data-dir", dir, "--topic", "t", "--property", "print.key=true", "-f", "%k"}, "not both"},
+	} {
+		r := strata(t, "", tc.stdin, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("strata %v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.msg)
+		}
+	}
+}
