@@ -26,11 +26,33 @@ func newFlags(e *env, name, synopsis, description string) *flag.FlagSet {
 		fmt.Fprintln(w, strings.TrimSpace(description))
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Flags:")
-		fs.SetOutput(w)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
+		printFlags(w, fs)
 	}
 	return fs
+}
+
+// printFlags lists the flags as --name VALUE, with their usage and a
+// default that says something (not "", 0, false or -1).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		usage = strings.TrimPrefix(usage, name+": ")
+		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name
+		}
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
+		switch f.DefValue {
+		case "", "0", "false", "-1", "[]":
+		default:
+			fmt.Fprintf(w, " (default \"%s\")", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
 }
 
 // parseInterleaved parses args allowing flags after positional arguments
@@ -40,8 +62,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fs.Usage()
+			if errors.Is(err, flag.ErrHelp) { // fs.Parse printed the usage
 				return nil, errHelp
 			}
 			return nil, usagef("%v", err)

@@ -131,7 +131,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("--help does not list %s:\n%s", c.name, out)
 		}
 		help := strata(t, "", "", c.name, "--help")
-		if help.code != 0 || !strings.HasPrefix(help.stdout, "Usage: strata "+c.name) {
+		if help.code != 0 || !strings.HasPrefix(help.stdout, "Usage: strata "+c.name) || strings.Count(help.stdout, "Usage:") != 1 {
 			t.Errorf("strata %s --help: exit %d, stdout %q", c.name, help.code, help.stdout)
 		}
 	}
