@@ -34,9 +34,10 @@ reported and the exit code is 1; so is an index entry that disagrees with the
 log. Files are only read, never changed.`
 
 type dumpOpts struct {
-	deep      bool // a line per record
-	data      bool // and its key, value and headers
-	indexOnly bool // index files: only the problems
+	deep      bool  // a line per record
+	data      bool  // and its key, value and headers
+	indexOnly bool  // index files: only the problems
+	maxBytes  int64 // .log files: stop after the batch that reaches it; 0: no limit
 }
 
 func runDump(e *env, args []string) error {
@@ -46,6 +47,7 @@ func runDump(e *env, args []string) error {
 	fs.BoolVar(&o.data, "print-data-log", false, "print each record's key, value and headers (implies --deep-iteration)")
 	fs.BoolVar(&o.deep, "deep-iteration", false, "print a line per record, not only per batch")
 	fs.BoolVar(&o.indexOnly, "verify-index-only", false, "for index files, print only the entries that disagree with the log")
+	fs.Int64Var(&o.maxBytes, "max-bytes", 0, "`B`: read batches of a .log only up to B bytes into the file (0: all)")
 	fs.StringVar(&files, "files", "", "`FILES`: comma-separated files to dump (Kafka's flag; or give them as arguments)")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -145,6 +147,9 @@ func dumpLog(w *bufio.Writer, path string, o dumpOpts) (int, error) {
 				return problems + 1, nil
 			}
 			return problems, fmt.Errorf("%s: %w", path, err)
+		}
+		if o.maxBytes > 0 && pos+int64(len(b)) > o.maxBytes {
+			break
 		}
 		if !dumpBatch(w, pos, b, o) {
 			problems++

@@ -220,3 +220,11 @@ func TestDumpOffsetsOutOfSequence(t *testing.T) {
 		t.Errorf("a batch failed its own checks:\n%s", r.stdout)
 	}
 }
+
+func TestDumpMaxBytes(t *testing.T) {
+	// Batches at 0 (181 bytes), 181 (138), 319 (159), 478 (181).
+	out := ok(t, "", "", "dump", "--max-bytes", "400", seg0+".log")
+	if n := strings.Count(out, "baseOffset: "); n != 2 || !strings.Contains(out, "position: 181 ") {
+		t.Errorf("--max-bytes 400 dumped %d batches:\n%s", n, out)
+	}
+}
