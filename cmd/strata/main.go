@@ -16,7 +16,8 @@
 //
 // Exit codes: 0 success; 1 a problem was found (a CRC failure, a damaged
 // segment) or the command failed; 2 bad usage, or a feature that is not
-// available yet.
+// available yet; 130 stopped by SIGINT or SIGTERM (produce and perf flush
+// what they have and close the data dir cleanly first).
 package main
 
 import (
@@ -115,6 +116,9 @@ func exitCode(e *env, name string, err error) int {
 		return exitOK
 	case errors.Is(err, errProblems):
 		return exitProblem
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(e.stderr, "strata %s: interrupted; stopped cleanly\n", name)
+		return exitInterrupted
 	case errors.As(err, &ue):
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		fmt.Fprintf(e.stderr, "Run 'strata %s --help' for usage.\n", name)

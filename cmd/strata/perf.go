@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -209,9 +208,16 @@ func runPerfProduce(e *env, args []string) (err error) {
 		firstErr error
 		failed   int64
 	)
+	ctx, stopSignals := interruptible()
+	defer stopSignals()
 	stop := startReporter(e.stdout, lat, time.Duration(*interval)*time.Millisecond, "sent")
 	start := time.Now()
+	interrupted := false
 	for i := range *numRecords {
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
 		sent := time.Now()
 		prod.SendAsync(log.Record{Topic: *topic, Value: value}, func(r log.Record, err error) {
 			if err != nil {
@@ -237,6 +243,9 @@ func runPerfProduce(e *env, args []string) (err error) {
 	lat.summary(e.stdout, "sent")
 	if firstErr != nil {
 		return fmt.Errorf("%d records failed; the first: %w", failed, firstErr)
+	}
+	if cerr == nil && interrupted {
+		return errInterrupted
 	}
 	return cerr
 }
@@ -327,11 +336,17 @@ func runPerfConsume(e *env, args []string) (err error) {
 	defer cons.Close()
 	lat := newLatencies(0) // a latency per poll: few enough to keep them all
 	stop := startReporter(e.stdout, lat, time.Duration(*interval)*time.Millisecond, "consumed")
-	ctx := context.Background()
+	ctx, stopSignals := interruptible()
+	defer stopSignals()
 	var got int64
 	for got < want {
 		t0 := time.Now()
 		recs, err := cons.Poll(ctx)
+		if ctx.Err() != nil {
+			stop()
+			lat.summary(e.stdout, "consumed")
+			return errInterrupted
+		}
 		if err != nil {
 			stop()
 			return err

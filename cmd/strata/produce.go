@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -82,29 +81,40 @@ func runProduce(e *env, args []string) error {
 		failed   int
 		firstErr error
 	)
-	in := bufio.NewReaderSize(e.stdin, 64<<10)
-	line := 0
+	ctx, stop := interruptible()
+	defer stop()
+	quit := make(chan struct{})
+	defer close(quit)
+	lines := readLines(e.stdin, quit)
+	lineNo := 0
 	var readErr error
+read:
 	for {
-		text, err := in.ReadBytes('\n')
-		if len(text) == 0 && err != nil {
-			if err != io.EOF {
-				readErr = fmt.Errorf("read stdin: %w", err)
+		var l line
+		select {
+		case <-ctx.Done():
+			readErr = errInterrupted
+			break read
+		case l = <-lines:
+		}
+		if l.err != nil {
+			if l.err != io.EOF {
+				readErr = fmt.Errorf("read stdin: %w", l.err)
 			}
 			break
 		}
-		line++
-		text = bytes.TrimSuffix(bytes.TrimSuffix(text, []byte("\n")), []byte("\r"))
+		text := l.text
+		lineNo++
 		r := log.Record{Topic: *topic, Partition: max(*partition, 0), Value: text, Headers: hdrs}
 		if *sep != "" {
 			k, v, ok := bytes.Cut(text, []byte(*sep))
 			if !ok {
-				readErr = fmt.Errorf("line %d: no key separator %q", line, *sep)
+				readErr = fmt.Errorf("line %d: no key separator %q", lineNo, *sep)
 				break
 			}
 			r.Key, r.Value = k, v
 		}
-		n := line
+		n := lineNo
 		prod.SendAsync(r, func(r log.Record, err error) {
 			mu.Lock()
 			defer mu.Unlock()
