@@ -228,3 +228,16 @@ func TestDumpMaxBytes(t *testing.T) {
 		t.Errorf("--max-bytes 400 dumped %d batches:\n%s", n, out)
 	}
 }
+
+// An index file too large to be one is refused before it is read.
+func TestDumpHugeIndex(t *testing.T) {
+	dir := damaged(t, func(dir string) {
+		if err := os.Truncate(filepath.Join(dir, "00000000000000000000.index"), 3<<30); err != nil { // sparse
+			t.Fatal(err)
+		}
+	})
+	r := strata(t, dir, "", "dump", "00000000000000000000.index")
+	if r.code != exitProblem || !strings.Contains(r.stderr, "more than an index can be") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -17,6 +17,10 @@ const (
 	timeEntryBytes   = 12
 )
 
+// maxIndexFileBytes bounds the index files dump and verify read into
+// memory: Kafka's segment.index.bytes is an int32.
+const maxIndexFileBytes = 1<<31 - 1
+
 // segmentBase returns the base offset a segment file's name gives
 // (00000000000000000042.log → 42).
 func segmentBase(path string) (int64, error) {
@@ -47,6 +51,13 @@ func (x *indexFile) entries() int {
 // opens files read-write (and trims them on close), so the bytes are copied
 // into an in-memory file system first: dump and verify never change a file.
 func readIndexFile(path string, base int64, timeIndex bool) (*indexFile, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxIndexFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than an index can be (Kafka's segment.index.bytes is at most %d)", path, st.Size(), int64(maxIndexFileBytes))
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
