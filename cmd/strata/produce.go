@@ -23,7 +23,7 @@ one), or to --partition. Nothing is printed on success; --verbose prints
 each record's partition and offset to stderr. The exit code is 1 if any
 record failed.`
 
-func runProduce(e *env, args []string) error {
+func runProduce(e *env, args []string) (err error) {
 	fs := newFlags(e, "produce", "--data-dir DIR --topic T [flags] < lines", produceHelp)
 	var t target
 	t.register(fs)

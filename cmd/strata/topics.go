@@ -32,7 +32,7 @@ or configuration.`
 
 var topicActions = []string{"list", "create", "describe", "delete", "alter"}
 
-func runTopics(e *env, args []string) error {
+func runTopics(e *env, args []string) (err error) {
 	fs := newFlags(e, "topics", "--data-dir DIR list|create|describe|delete|alter [flags]", topicsHelp)
 	var t target
 	t.register(fs)
