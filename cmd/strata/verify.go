@@ -25,7 +25,8 @@ next and from one segment to the next, every offset-index entry must point at
 the start of a batch holding its offset, and the time index must be in order
 and agree with the batches' max timestamps.
 
-One line per problem goes to stdout; a summary to stderr. The exit code is 0
+DIR may also be one partition's directory: then only its segments are
+checked. One line per problem goes to stdout; a summary to stderr. The exit code is 0
 when everything checks out and 1 otherwise. A progress line goes to stderr
 when it is a terminal, or with --progress. Files are only read, never
 changed; a data dir a broker has open is refused.`
@@ -35,6 +36,7 @@ const maxProblemsPerFile = 20
 
 func runVerify(e *env, args []string) error {
 	fs := newFlags(e, "verify", "[flags] DIR", verifyHelp)
+
 	progress := fs.Bool("progress", false, "print progress to stderr even when it is not a terminal")
 	quiet := fs.Bool("quiet", false, "print no summary, only the problems")
 	pos, err := parseInterleaved(fs, args)
@@ -109,7 +111,14 @@ func (v *verifier) run() error {
 		}
 	}
 	if len(parts) == 0 {
-		fmt.Fprintf(v.out, "%s: no partition directories (<topic>-<partition>): not a data dir?\n", v.dir)
+		if logs, _ := filepath.Glob(filepath.Join(v.dir, "*.log")); len(logs) > 0 {
+			// One partition's directory: its segments, without the data
+			// dir's files around it.
+			v.partition(v.dir)
+			v.partitions++
+			return nil
+		}
+		fmt.Fprintf(v.out, "%s: no partition directories (<topic>-<partition>) and no segments: not a data dir?\n", v.dir)
 		v.problems++
 		return nil
 	}

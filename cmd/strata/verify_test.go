@@ -15,6 +15,11 @@ func TestVerifyGood(t *testing.T) {
 	if !strings.Contains(r.stderr, "2 partitions, 4 segments, 12 batches, 1978 bytes") || !strings.Contains(r.stderr, "everything checks out") {
 		t.Errorf("summary: %q", r.stderr)
 	}
+	// One partition's directory.
+	r = strata(t, "", "", "verify", "testdata/data/events-1")
+	if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "1 partitions, 2 segments, 6 batches") {
+		t.Errorf("a partition dir: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
 	r = strata(t, "", "", "verify", "--quiet", "testdata/data")
 	if r.code != 0 || r.stdout != "" || r.stderr != "" {
 		t.Errorf("--quiet: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
