@@ -5,6 +5,7 @@ import (
 	"fmt"
 	stdlog "log/slog"
 	"os"
+	"path/filepath"
 
 	"github.com/strata-log/strata/log"
 )
@@ -24,6 +25,12 @@ func openBroker(e *env, t *target, create bool) (*log.Broker, error) {
 		}
 		if !st.IsDir() {
 			return nil, fmt.Errorf("data dir %s is not a directory", t.dataDir)
+		}
+		// log.Open would make any directory a data dir; only create does.
+		_, err1 := os.Stat(filepath.Join(t.dataDir, topicsFile))
+		_, err2 := os.Stat(filepath.Join(t.dataDir, ".lock"))
+		if err1 != nil && err2 != nil {
+			return nil, fmt.Errorf("%s is not a Strata data dir (no %s): create a topic in it with 'strata topics --data-dir %s create --topic T'", t.dataDir, topicsFile, t.dataDir)
 		}
 	}
 	logger := stdlog.New(stdlog.NewTextHandler(e.stderr, &stdlog.HandlerOptions{Level: stdlog.LevelWarn}))

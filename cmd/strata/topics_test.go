@@ -85,6 +85,7 @@ func TestTopicsBadInput(t *testing.T) {
 		{[]string{"topics", "--data-dir", dir, "describe", "--topic", "nope"}, exitProblem, "unknown topic"},
 		{[]string{"topics", "--data-dir", dir, "alter", "--topic", "events", "--partitions", "4"}, exitUsage, "not available yet"},
 		{[]string{"topics", "--data-dir", missing, "list"}, exitProblem, "no such file or directory"},
+		{[]string{"topics", "--data-dir", t.TempDir(), "list"}, exitProblem, "is not a Strata data dir (no topics.json)"},
 		{[]string{"topics", "--bootstrap-server", "localhost:9092", "list"}, exitUsage, "needs the Kafka client, not built yet"},
 		{[]string{"topics", "--bootstrap-server", "localhost:9092", "--data-dir", dir, "list"}, exitUsage, "not both"},
 	} {
