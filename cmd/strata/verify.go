@@ -1,14 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/log"
@@ -38,6 +42,7 @@ func runVerify(e *env, args []string) error {
 	fs := newFlags(e, "verify", "[flags] DIR", verifyHelp)
 
 	progress := fs.Bool("progress", false, "print progress to stderr even when it is not a terminal")
+	jobs := fs.Int("jobs", runtime.GOMAXPROCS(0), "`N` partitions checked at once")
 	quiet := fs.Bool("quiet", false, "print no summary, only the problems")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -46,7 +51,10 @@ func runVerify(e *env, args []string) error {
 	if len(pos) != 1 {
 		return usagef("want one data dir, got %d arguments", len(pos))
 	}
-	v := &verifier{out: e.stdout, notes: e.stderr, dir: pos[0]}
+	if *jobs < 1 {
+		return usagef("--jobs must be at least 1")
+	}
+	v := &verifier{out: e.stdout, notes: e.stderr, dir: pos[0], jobs: *jobs}
 	if *progress || e.stderrIsTTY {
 		v.progress = &progressLine{w: e.stderr, tty: e.stderrIsTTY}
 	}
@@ -55,7 +63,7 @@ func runVerify(e *env, args []string) error {
 		return err
 	}
 	if v.progress != nil {
-		v.progress.done()
+		v.progress.finish()
 	}
 	if !*quiet {
 		el := time.Since(start)
@@ -76,17 +84,34 @@ func runVerify(e *env, args []string) error {
 	return nil
 }
 
-// verifier walks a data dir and prints a line per problem.
+// verifier walks a data dir and prints a line per problem. run checks the
+// partitions on jobs goroutines, each with a verifier of its own writing to
+// a buffer; the buffers are printed in partition order as they complete.
 type verifier struct {
 	out      io.Writer
 	notes    io.Writer // remarks that are not problems; nil: none
 	dir      string
-	progress *progressLine
+	progress *progressLine // nil: none
+	jobs     int           // partitions checked at once; 0 → 1
 
+	counts
+}
+
+// counts are what a verifier saw.
+type counts struct {
 	partitions, segments, batches int
 	compressed                    int // batches whose records were not checked
-	bytes, totalBytes             int64
+	bytes                         int64
 	problems                      int
+}
+
+func (c *counts) add(o counts) {
+	c.partitions += o.partitions
+	c.segments += o.segments
+	c.batches += o.batches
+	c.compressed += o.compressed
+	c.bytes += o.bytes
+	c.problems += o.problems
 }
 
 func (v *verifier) run() error {
@@ -114,6 +139,7 @@ func (v *verifier) run() error {
 		if logs, _ := filepath.Glob(filepath.Join(v.dir, "*.log")); len(logs) > 0 {
 			// One partition's directory: its segments, without the data
 			// dir's files around it.
+			v.sumSizes(v.dir)
 			v.partition(v.dir)
 			v.partitions++
 			return nil
@@ -124,24 +150,64 @@ func (v *verifier) run() error {
 	}
 	meta := v.readMeta()
 	v.checkTopics(meta, parts)
-	if v.progress != nil {
-		for _, p := range parts {
-			logs, _ := filepath.Glob(filepath.Join(v.dir, p, "*.log"))
-			for _, l := range logs {
-				if fi, err := os.Stat(l); err == nil {
-					v.totalBytes += fi.Size()
-				}
-			}
-		}
-	}
 	for _, p := range parts {
-		first, end := v.partition(filepath.Join(v.dir, p))
-		if first >= 0 {
-			v.checkCheckpoints(meta, p, first, end)
-		}
-		v.partitions++
+		v.sumSizes(filepath.Join(v.dir, p))
 	}
-	return nil
+
+	type result struct {
+		out bytes.Buffer
+		counts
+	}
+	results := make([]chan *result, len(parts))
+	for i := range results {
+		results[i] = make(chan *result, 1)
+	}
+	var next atomic.Int64 // the next partition to take
+	var wg sync.WaitGroup
+	for range max(1, min(v.jobs, len(parts))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(parts) {
+					return
+				}
+				r := &result{}
+				w := &verifier{out: &r.out, notes: v.notes, dir: v.dir, progress: v.progress}
+				first, end := w.partition(filepath.Join(v.dir, parts[i]))
+				if first >= 0 {
+					w.checkCheckpoints(meta, parts[i], first, end)
+				}
+				w.partitions++
+				r.counts = w.counts
+				results[i] <- r
+			}
+		}()
+	}
+	var werr error
+	for _, ch := range results {
+		r := <-ch
+		if _, err := v.out.Write(r.out.Bytes()); err != nil && werr == nil {
+			werr = err
+		}
+		v.add(r.counts)
+	}
+	wg.Wait()
+	return werr
+}
+
+// sumSizes adds the sizes of the .log files in dir to the progress total.
+func (v *verifier) sumSizes(dir string) {
+	if v.progress == nil {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.log"))
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil {
+			v.progress.total += fi.Size()
+		}
+	}
 }
 
 // note prints a remark that is not a problem to stderr.
@@ -286,7 +352,6 @@ func (v *verifier) segment(dir string, base int64, files map[string]bool) int64 
 	}
 	defer l.Close()
 	oc := newOffsetCheck(base)
-	var lastProgress time.Time
 	for {
 		pos, b, err := l.next()
 		if err == io.EOF {
@@ -321,27 +386,44 @@ func (v *verifier) segment(dir string, base int64, files map[string]bool) int64 
 			lr.report("%s", msg)
 		}
 		c.batch(pos, h)
-		if v.progress != nil && time.Since(lastProgress) > 250*time.Millisecond {
-			lastProgress = time.Now()
-			v.progress.show(v.bytes+pos, v.totalBytes, filepath.Join(dir, logName))
-		}
+		v.progress.advance(int64(len(b)), lr.file)
 	}
 }
 
-// progressLine prints "verify: 42% ..." to stderr, rewriting one line on a
-// terminal and one line per update otherwise.
+// progressLine prints "verify: 42% ..." to stderr at most every
+// progressEvery, rewriting one line on a terminal and one line per update
+// otherwise. The goroutines that check partitions share it. A nil
+// *progressLine prints nothing.
 type progressLine struct {
 	w     io.Writer
 	tty   bool
+	total int64 // bytes of .log files, summed before the checks start
+
+	done  atomic.Int64 // bytes checked
+	last  atomic.Int64 // time of the last line, unix ns
+	mu    sync.Mutex   // held to print
 	shown bool
 }
 
-func (p *progressLine) show(done, total int64, file string) {
-	pct := 100.0
-	if total > 0 {
-		pct = 100 * float64(done) / float64(total)
+const progressEvery = 250 * time.Millisecond
+
+// advance counts n bytes of file checked, and prints a line if it is time.
+func (p *progressLine) advance(n int64, file string) {
+	if p == nil {
+		return
 	}
-	line := fmt.Sprintf("verify: %5.1f%% %d of %d MB, at %s", pct, done>>20, total>>20, file)
+	done := p.done.Add(n)
+	now, last := time.Now().UnixNano(), p.last.Load()
+	if now-last < int64(progressEvery) && last != 0 || !p.last.CompareAndSwap(last, now) {
+		return
+	}
+	pct := 100.0
+	if p.total > 0 {
+		pct = min(100, 100*float64(done)/float64(p.total))
+	}
+	line := fmt.Sprintf("verify: %5.1f%% %d of %d MB, at %s", pct, done>>20, p.total>>20, file)
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K%s", line)
 	} else {
@@ -350,7 +432,10 @@ func (p *progressLine) show(done, total int64, file string) {
 	p.shown = true
 }
 
-func (p *progressLine) done() {
+// finish clears the line on a terminal.
+func (p *progressLine) finish() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if p.tty && p.shown {
 		fmt.Fprint(p.w, "\r\033[K")
 	}

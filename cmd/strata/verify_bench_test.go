@@ -5,6 +5,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-log/strata/log"
@@ -68,35 +71,50 @@ func benchDataDir(b *testing.B, recordSize int) (string, int64) {
 
 // BenchmarkVerify reads a data dir from the page cache (the first, untimed
 // run brings it there) and checks everything verify checks. The figure is
-// bytes of segments per second. raw-read is the limit in the same run:
-// reading the same .log files in the same 1 MiB chunks and doing nothing
-// with them.
+// bytes of segments per second, with as many partitions checked at once as
+// GOMAXPROCS (verify's default --jobs). raw-read is the limit in the same
+// run: reading the same .log files in the same 1 MiB chunks on as many
+// goroutines, and doing nothing with them.
 //
 //	go test -run '^$' -bench BenchmarkVerify -benchtime 10x ./cmd/strata
 func BenchmarkVerify(b *testing.B) {
 	b.Run("raw-read", func(b *testing.B) {
 		dir, total := benchDataDir(b, 1000)
 		logs, _ := filepath.Glob(filepath.Join(dir, "*", "*.log"))
-		buf := make([]byte, chunkBytes)
 		read := func() {
-			var n int64
-			for _, path := range logs {
-				f, err := os.Open(path)
-				if err != nil {
-					b.Fatal(err)
-				}
-				for off := int64(0); ; {
-					k, err := f.ReadAt(buf, off)
-					off += int64(k)
-					n += int64(k)
-					if err != nil {
-						break
+			var n atomic.Int64
+			var wg sync.WaitGroup
+			jobs := make(chan string)
+			for range runtime.GOMAXPROCS(0) {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					buf := make([]byte, chunkBytes)
+					for path := range jobs {
+						f, err := os.Open(path)
+						if err != nil {
+							b.Error(err)
+							continue
+						}
+						for off := int64(0); ; {
+							k, err := f.ReadAt(buf, off)
+							off += int64(k)
+							n.Add(int64(k))
+							if err != nil {
+								break
+							}
+						}
+						f.Close()
 					}
-				}
-				f.Close()
+				}()
 			}
-			if n != total {
-				b.Fatalf("read %d of %d bytes", n, total)
+			for _, path := range logs {
+				jobs <- path
+			}
+			close(jobs)
+			wg.Wait()
+			if n.Load() != total {
+				b.Fatalf("read %d of %d bytes", n.Load(), total)
 			}
 		}
 		read()
@@ -110,7 +128,7 @@ func BenchmarkVerify(b *testing.B) {
 		b.Run(fmt.Sprintf("record=%dB", size), func(b *testing.B) {
 			dir, total := benchDataDir(b, size)
 			verify := func() {
-				v := &verifier{out: io.Discard, dir: dir}
+				v := &verifier{out: io.Discard, dir: dir, jobs: runtime.GOMAXPROCS(0)}
 				if err := v.run(); err != nil {
 					b.Fatal(err)
 				}
