@@ -61,7 +61,6 @@ func runDump(e *env, args []string) error {
 	}
 	o.deep = o.deep || o.data
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
-	defer w.Flush()
 	problems, unsupported := 0, 0
 	for _, path := range paths {
 		n, err := dumpFile(w, path, o)
@@ -77,7 +76,9 @@ func runDump(e *env, args []string) error {
 			problems++
 		}
 	}
-	w.Flush()
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
 	switch {
 	case problems > 0:
 		fmt.Fprintf(e.stderr, "strata dump: %d problem(s) found\n", problems)
