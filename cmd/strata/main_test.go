@@ -19,6 +19,10 @@ var strataBin string
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
+		// A fuzzing worker runs only the fuzz target, in-process: no binary.
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "strata-cmd-test")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
