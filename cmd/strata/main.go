@@ -8,6 +8,7 @@
 //	strata produce --data-dir DIR --topic T      one record per stdin line
 //	strata consume --data-dir DIR --topic T      records to stdout, kcat-like --format
 //	strata perf    produce|consume --data-dir DIR --topic T
+//	strata groups  --data-dir DIR describe --group G   committed offsets and lag
 //
 // Every subcommand has --help. Flags are Kafka's tool flags where Kafka has
 // one. Commands that work on a data dir open it with log.Open, so the broker
@@ -75,6 +76,7 @@ func commands() []command {
 		{"produce", "append one record per line of stdin to a topic", runProduce},
 		{"consume", "print a topic's records", runConsume},
 		{"perf", "measure produce or consume throughput and latency", runPerf},
+		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
 		{"serve", "serve a data dir over the Kafka protocol (not available yet)", runServe},
 	}
 }

@@ -112,6 +112,9 @@ func TestConsumeGroup(t *testing.T) {
 	// A group reads 4, commits; the next run resumes after them; a third
 	// finds nothing left.
 	first := ok(t, "", "", "consume", "--data-dir", dir, "--topic", "jobs", "--group", "workers", "--from-beginning", "--max-messages", "4")
+	if lag := groupLag(t, dir, "workers"); lag != 6 {
+		t.Errorf("after 4 of 10 records the group's lag is %d, want 6", lag)
+	}
 	second := ok(t, "", "", "consume", "--data-dir", dir, "--topic", "jobs", "--group", "workers")
 	third := ok(t, "", "", "consume", "--data-dir", dir, "--topic", "jobs", "--group", "workers")
 	if strings.Count(first, "\n") != 4 || strings.Count(second, "\n") != 6 || third != "" {
@@ -129,6 +132,34 @@ func TestConsumeGroup(t *testing.T) {
 			t.Errorf("%q never delivered to the group", l)
 		}
 	}
+	// groups describe shows the commits: 10 records over 2 partitions, all
+	// consumed, no lag.
+	desc := ok(t, "", "", "groups", "--data-dir", dir, "describe", "--group", "workers")
+	lines := strings.Split(strings.TrimSpace(desc), "\n")
+	if len(lines) != 3 || lines[0] != "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG" {
+		t.Fatalf("groups describe:\n%s", desc)
+	}
+	total := 0
+	for i, l := range lines[1:] {
+		var g, top string
+		var p, cur, end, lag int
+		if _, err := fmt.Sscanf(l, "%s\t%s\t%d\t%d\t%d\t%d", &g, &top, &p, &cur, &end, &lag); err != nil || g != "workers" || top != "jobs" || p != i || cur != end || lag != 0 {
+			t.Errorf("row %q (%v)", l, err)
+		}
+		total += end
+	}
+	if total != 10 {
+		t.Errorf("log end offsets sum to %d, want 10:\n%s", total, desc)
+	}
+	r := strata(t, "", "", "groups", "--data-dir", dir, "describe", "--group", "nobody")
+	if r.code != exitProblem || !strings.Contains(r.stderr, "group nobody has no committed offsets") {
+		t.Errorf("unknown group: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = strata(t, "", "", "groups", "--data-dir", dir, "list")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not available yet") {
+		t.Errorf("groups list: exit %d, stderr %q", r.code, r.stderr)
+	}
+
 	// A new group without --from-beginning starts at the end.
 	if out := ok(t, "", "", "consume", "--data-dir", dir, "--topic", "jobs", "--group", "latecomers"); out != "" {
 		t.Errorf("new group from the end: %q", out)
@@ -217,4 +248,20 @@ func TestKafkaProperties(t *testing.T) {
 			t.Errorf("strata %v: exit %d, stderr %q; want 2 and %q", tc.args, r.code, r.stderr, tc.msg)
 		}
 	}
+}
+
+// groupLag sums the LAG column of groups describe.
+func groupLag(t *testing.T, dir, group string) int {
+	t.Helper()
+	out := ok(t, "", "", "groups", "--data-dir", dir, "describe", "--group", group)
+	total := 0
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n")[1:] {
+		f := strings.Split(l, "\t")
+		n := 0
+		if _, err := fmt.Sscan(f[len(f)-1], &n); err != nil {
+			t.Fatalf("row %q: %v", l, err)
+		}
+		total += n
+	}
+	return total
 }
