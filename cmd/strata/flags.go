@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// errHelp is returned when --help was asked for and printed: exit code 0.
+var errHelp = errors.New("help printed")
+
+// errNotYet marks a feature of the command line that is not built yet.
+var errNotYet = errors.New("not available yet")
+
+// newFlags returns a flag set for a subcommand whose --help prints synopsis,
+// description and the flags to w. Flags take one or two dashes, as with the
+// flag package.
+func newFlags(e *env, name, synopsis, description string) *flag.FlagSet {
+	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned and printed once, by exitCode
+	fs.Usage = func() {
+		w := e.stdout
+		fmt.Fprintf(w, "Usage: strata %s %s\n\n", name, synopsis)
+		fmt.Fprintln(w, strings.TrimSpace(description))
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Flags:")
+		printFlags(w, fs)
+	}
+	return fs
+}
+
+// printFlags lists the flags as --name VALUE, with their usage and a
+// default that says something (not "", 0, false or -1).
+func printFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		usage = strings.TrimPrefix(usage, name+": ")
+		line := "  --" + f.Name
+		if len(f.Name) == 1 {
+			line = "  -" + f.Name
+		}
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintln(w, line)
+		fmt.Fprintf(w, "        %s", strings.ReplaceAll(usage, "\n", "\n        "))
+		switch f.DefValue {
+		case "", "0", "false", "-1", "[]":
+		default:
+			fmt.Fprintf(w, " (default \"%s\")", f.DefValue)
+		}
+		fmt.Fprintln(w)
+	})
+}
+
+// parseInterleaved parses args allowing flags after positional arguments
+// ("strata dump a.log --print-data-log"), which the flag package alone stops
+// at. "--" ends the flags. It returns the positional arguments.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) { // fs.Parse printed the usage
+				return nil, errHelp
+			}
+			return nil, usagef("%v", err)
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		// fs.Parse stops at the first non-flag, or after "--".
+		consumed := len(args) - len(rest)
+		if consumed > 0 && args[consumed-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// target is where a command finds its topics: a data dir, or (not yet) a
+// Kafka address.
+type target struct {
+	dataDir   string
+	bootstrap string
+}
+
+func (t *target) register(fs *flag.FlagSet) {
+	fs.StringVar(&t.dataDir, "data-dir", "", "`DIR`: the data directory to work on directly (the broker must not be running on it)")
+	fs.StringVar(&t.bootstrap, "bootstrap-server", "", "`ADDR`: a Kafka-protocol address (host:port); needs the Kafka client, not built yet")
+}
+
+// check returns the error of a target that cannot be used.
+func (t *target) check() error {
+	switch {
+	case t.bootstrap != "" && t.dataDir != "":
+		return usagef("give --data-dir or --bootstrap-server, not both")
+	case t.bootstrap != "":
+		return fmt.Errorf("--bootstrap-server %s: %w", t.bootstrap, errNeedsKafka)
+	case t.dataDir == "":
+		return usagef("--data-dir is required (--bootstrap-server needs the Kafka client, not built yet)")
+	}
+	return nil
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+
+	"github.com/strata-log/strata/log"
+)
+
+const groupsHelp = `
+Describes a consumer group's committed offsets and lag on a data dir, as
+kafka-consumer-groups.sh --describe does: for every partition of the
+group's topics (or of --topic) with a committed offset, the offset, the
+log end offset and the lag between them.
+
+  strata groups --data-dir DIR describe --group G [--topic T]
+
+list is not available yet: the library has no call that lists groups.`
+
+func runGroups(e *env, args []string) (err error) {
+	fs := newFlags(e, "groups", "--data-dir DIR describe --group G [--topic T]", groupsHelp)
+	var t target
+	t.register(fs)
+	group := fs.String("group", "", "`GROUP` to describe (required)")
+	topic := fs.String("topic", "", "`NAME`: only this topic (default: every topic with a committed offset)")
+	describe := fs.Bool("describe", false, "the describe action (Kafka's flag form)")
+	list := fs.Bool("list", false, "the list action (Kafka's flag form): not available yet")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	action := ""
+	switch {
+	case len(pos) == 1 && !*describe && !*list:
+		action = pos[0]
+	case len(pos) == 0 && *describe != *list:
+		action = map[bool]string{true: "describe", false: "list"}[*describe]
+	default:
+		return usagef("want one action: describe or list")
+	}
+	switch action {
+	case "list":
+		if err := t.check(); err != nil {
+			return err
+		}
+		return fmt.Errorf("list: %w: the library has no call that lists consumer groups", errNotYet)
+	case "describe":
+	default:
+		return usagef("unknown action %q (want describe or list)", action)
+	}
+	if *group == "" {
+		return usagef("describe needs --group")
+	}
+	b, err := openBroker(e, &t, false)
+	if err != nil {
+		return err
+	}
+	defer closeBroker(b, &err)
+	topics := b.Topics()
+	if *topic != "" {
+		if _, err := b.Topic(*topic); err != nil {
+			return err
+		}
+		topics = []string{*topic}
+	}
+	var tps []log.TopicPartition
+	for _, name := range topics {
+		n, err := b.Partitions(name)
+		if err != nil {
+			return err
+		}
+		for i := range n {
+			tps = append(tps, log.TopicPartition{Topic: name, Partition: i})
+		}
+	}
+	committed, err := b.FetchOffsets(context.Background(), *group, tps)
+	if err != nil {
+		return err
+	}
+	if len(committed) == 0 {
+		return fmt.Errorf("group %s has no committed offsets on %s", *group, map[bool]string{true: "topic " + *topic, false: "any topic"}[*topic != ""])
+	}
+	w := bufio.NewWriter(e.stdout)
+	fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG")
+	for _, tp := range tps {
+		off, ok := committed[tp]
+		if !ok {
+			continue
+		}
+		p, err := b.Partition(tp.Topic, tp.Partition)
+		if err != nil {
+			return err
+		}
+		end := p.EndOffset()
+		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", *group, tp.Topic, tp.Partition, off, end, max(0, end-off))
+	}
+	return w.Flush()
+}

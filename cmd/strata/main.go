@@ -1,0 +1,151 @@
+// Command strata operates Strata data directories: it looks inside segment
+// and index files (dump), checks a whole data dir offline (verify), manages
+// topics, produces and consumes records, and measures throughput (perf).
+//
+//	strata dump    FILE...                       batches, records, index entries, CRC checks
+//	strata verify  DIR                           exit 0 when everything checks out, 1 otherwise
+//	strata topics  --data-dir DIR list|create|describe|delete
+//	strata produce --data-dir DIR --topic T      one record per stdin line
+//	strata consume --data-dir DIR --topic T      records to stdout, kcat-like --format
+//	strata perf    produce|consume --data-dir DIR --topic T
+//	strata groups  --data-dir DIR describe --group G   committed offsets and lag
+//
+// Every subcommand has --help. Flags are Kafka's tool flags where Kafka has
+// one. Commands that work on a data dir open it with log.Open, so the broker
+// must not be running on it. --bootstrap-server (a Kafka address) is accepted
+// but needs the Kafka client, which is not built yet; so does serve.
+//
+// Exit codes: 0 success; 1 a problem was found (a CRC failure, a damaged
+// segment) or the command failed; 2 bad usage, or a feature that is not
+// available yet; 130 stopped by SIGINT or SIGTERM (produce and perf flush
+// what they have and close the data dir cleanly first).
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitProblem = 1 // the command failed, or found problems
+	exitUsage   = 2 // bad usage, or not available yet
+)
+
+// usageError is a mistake in the command line: exit code 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// errNeedsKafka is the error of everything that needs the Kafka client.
+var errNeedsKafka = errors.New("not available yet: needs the Kafka client, not built yet (package kafka); use --data-dir on a data dir the broker is not running on")
+
+// errNeedsKafkaServer is the error of serve.
+var errNeedsKafkaServer = errors.New("not available yet: needs the Kafka server, not built yet (package kafka)")
+
+// errProblems says that a command found and printed problems: exit code 1
+// with nothing more to print.
+var errProblems = errors.New("problems found")
+
+// env is what a command reads and writes: main passes the process's, tests
+// their own.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	stderrIsTTY    bool
+}
+
+type command struct {
+	name    string
+	summary string
+	run     func(e *env, args []string) error
+}
+
+func commands() []command {
+	return []command{
+		{"dump", "print the batches, records and index entries of segment files, with CRC checks", runDump},
+		{"verify", "check every segment and index of a data dir offline", runVerify},
+		{"topics", "list, create, describe and delete topics", runTopics},
+		{"produce", "append one record per line of stdin to a topic", runProduce},
+		{"consume", "print a topic's records", runConsume},
+		{"perf", "measure produce or consume throughput and latency", runPerf},
+		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
+		{"serve", "serve a data dir over the Kafka protocol (not available yet)", runServe},
+	}
+}
+
+func main() {
+	e := &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, stderrIsTTY: isTerminal(os.Stderr)}
+	os.Exit(run(e, os.Args[1:]))
+}
+
+func run(e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		w := e.stdout
+		code := exitOK
+		if len(args) == 0 {
+			w, code = e.stderr, exitUsage
+		}
+		mainUsage(w)
+		return code
+	}
+	for _, c := range commands() {
+		if c.name != args[0] {
+			continue
+		}
+		err := c.run(e, args[1:])
+		return exitCode(e, c.name, err)
+	}
+	fmt.Fprintf(e.stderr, "strata: unknown command %q\n\n", args[0])
+	mainUsage(e.stderr)
+	return exitUsage
+}
+
+// exitCode prints err, if it says anything, and maps it to an exit code.
+func exitCode(e *env, name string, err error) int {
+	var ue *usageError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, errHelp):
+		return exitOK
+	case errors.Is(err, errProblems):
+		return exitProblem
+	case errors.Is(err, errInterrupted):
+		fmt.Fprintf(e.stderr, "strata %s: interrupted; stopped cleanly\n", name)
+		return exitInterrupted
+	case errors.As(err, &ue):
+		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
+		fmt.Fprintf(e.stderr, "Run 'strata %s --help' for usage.\n", name)
+		return exitUsage
+	case errors.Is(err, errNeedsKafka), errors.Is(err, errNeedsKafkaServer), errors.Is(err, errNotYet):
+		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
+		return exitUsage
+	default:
+		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
+		return exitProblem
+	}
+}
+
+func mainUsage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: strata <command> [flags] [arguments]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Commands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run 'strata <command> --help' for a command's flags.")
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}

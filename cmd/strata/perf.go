@@ -1,0 +1,379 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/log"
+)
+
+const perfHelp = `
+Measures throughput and latency on a data dir, as kafka-producer-perf-test.sh
+and kafka-consumer-perf-test.sh do. Every --reporting-interval a line gives
+the records/s, MB/s and latency percentiles of that interval; at the end a
+summary gives those of the whole run.
+
+  strata perf produce --data-dir DIR --topic T --num-records N --record-size B
+                      [--throughput R] [--producer-props acks=1 linger.ms=5 ...]
+  strata perf consume --data-dir DIR --topic T [--num-records N] [--group G]
+
+produce: the latency of a record is from its Send to its acknowledgement.
+--producer-props takes acks, linger.ms, batch.size, buffer.memory and
+request.timeout.ms. consume: reads from the start of the log; the latency is
+that of each Poll. The topic must exist (strata topics create).`
+
+func runPerf(e *env, args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fs := newFlags(e, "perf", "produce|consume --data-dir DIR --topic T [flags]", perfHelp)
+		fs.Usage()
+		if len(args) == 0 {
+			return usagef("want produce or consume")
+		}
+		return errHelp
+	}
+	switch args[0] {
+	case "produce":
+		return runPerfProduce(e, args[1:])
+	case "consume":
+		return runPerfConsume(e, args[1:])
+	}
+	return usagef("unknown perf test %q: want produce or consume", args[0])
+}
+
+// latencies collects latencies: every one of an interval (for its line),
+// and a sample of the whole run (for the summary): every n-th of the
+// expected number, as Kafka's perf test keeps (0: every one).
+type latencies struct {
+	mu         sync.Mutex
+	count      int64 // records in the run
+	adds       int64 // latencies in the run
+	bytes      int64
+	window     []time.Duration
+	winCount   int64
+	winBytes   int64
+	winStart   time.Time
+	sample     []time.Duration
+	sampleEach int64
+	sum, max   time.Duration
+	start      time.Time
+}
+
+func newLatencies(expected int64) *latencies {
+	now := time.Now()
+	return &latencies{sampleEach: max(1, expected/500_000), start: now, winStart: now}
+}
+
+func (l *latencies) add(records, bytes int64, lat time.Duration) {
+	l.mu.Lock()
+	l.count += records
+	l.bytes += bytes
+	l.winCount += records
+	l.winBytes += bytes
+	l.window = append(l.window, lat)
+	if l.adds%l.sampleEach == 0 {
+		l.sample = append(l.sample, lat)
+	}
+	l.adds++
+	l.sum += lat
+	l.max = max(l.max, lat)
+	l.mu.Unlock()
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+func msOf(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// line prints the interval's figures and starts the next interval.
+func (l *latencies) line(w io.Writer, verb string) {
+	l.mu.Lock()
+	now := time.Now()
+	el := now.Sub(l.winStart).Seconds()
+	win := slices.Clone(l.window)
+	n, b := l.winCount, l.winBytes
+	l.window, l.winCount, l.winBytes, l.winStart = l.window[:0], 0, 0, now
+	l.mu.Unlock()
+	slices.Sort(win)
+	var sum, mx time.Duration
+	for _, d := range win {
+		sum += d
+		mx = max(mx, d)
+	}
+	avg := time.Duration(0)
+	if len(win) > 0 {
+		avg = sum / time.Duration(len(win))
+	}
+	fmt.Fprintf(w, "%d records %s, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th.\n",
+		n, verb, float64(n)/el, float64(b)/1e6/el, msOf(avg), msOf(mx), msOf(percentile(win, 0.5)), msOf(percentile(win, 0.99)))
+}
+
+// summary prints the whole run's figures.
+func (l *latencies) summary(w io.Writer, verb string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	el := time.Since(l.start).Seconds()
+	s := slices.Clone(l.sample)
+	slices.Sort(s)
+	avg := time.Duration(0)
+	if l.adds > 0 {
+		avg = l.sum / time.Duration(l.adds)
+	}
+	fmt.Fprintf(w, "%d records %s, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 95th, %.2f ms 99th, %.2f ms 99.9th.\n",
+		l.count, verb, float64(l.count)/el, float64(l.bytes)/1e6/el, msOf(avg), msOf(l.max),
+		msOf(percentile(s, 0.5)), msOf(percentile(s, 0.95)), msOf(percentile(s, 0.99)), msOf(percentile(s, 0.999)))
+}
+
+// reporter prints l's interval line every interval until stop is called,
+// which waits for it.
+func startReporter(w io.Writer, l *latencies, interval time.Duration, verb string) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				l.line(w, verb)
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+func runPerfProduce(e *env, args []string) (err error) {
+	fs := newFlags(e, "perf produce", "--data-dir DIR --topic T --num-records N --record-size B [flags]", perfHelp)
+	var t target
+	t.register(fs)
+	topic := fs.String("topic", "", "`NAME` of the topic (required)")
+	numRecords := fs.Int64("num-records", 0, "`N` records to send (required)")
+	recordSize := fs.Int("record-size", 100, "`B` bytes of each record's value")
+	throughput := fs.Float64("throughput", -1, "`R`: at most R records/s; -1: as fast as possible")
+	interval := fs.Int("reporting-interval", 5000, "`MS` between interval lines")
+	var props stringList
+	fs.Var(&props, "producer-props", "`KEY=VALUE` producer setting (acks, linger.ms, batch.size, buffer.memory, request.timeout.ms); repeatable")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	for _, p := range pos { // Kafka's --producer-props takes several words
+		props = append(props, p)
+	}
+	if *topic == "" || *numRecords <= 0 {
+		return usagef("--topic and a positive --num-records are required")
+	}
+	if *recordSize < 0 || *interval <= 0 {
+		return usagef("--record-size must not be negative and --reporting-interval must be positive")
+	}
+	var cfg log.ProducerConfig
+	for _, kv := range props {
+		if err := setProducerProp(&cfg, kv); err != nil {
+			return usagef("--producer-props %s: %v", kv, err)
+		}
+	}
+	b, err := openBroker(e, &t, false)
+	if err != nil {
+		return err
+	}
+	defer closeBroker(b, &err)
+	if _, err := b.Topic(*topic); err != nil {
+		return err
+	}
+	prod, err := log.NewProducer(b, cfg)
+	if err != nil {
+		return err
+	}
+	value := make([]byte, *recordSize)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range value {
+		value[i] = byte('A' + rng.IntN(26))
+	}
+	lat := newLatencies(*numRecords)
+	var (
+		errMu    sync.Mutex
+		firstErr error
+		failed   int64
+	)
+	ctx, stopSignals := interruptible()
+	defer stopSignals()
+	stop := startReporter(e.stdout, lat, time.Duration(*interval)*time.Millisecond, "sent")
+	start := time.Now()
+	interrupted := false
+	for i := range *numRecords {
+		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		sent := time.Now()
+		prod.SendAsync(log.Record{Topic: *topic, Value: value}, func(r log.Record, err error) {
+			if err != nil {
+				errMu.Lock()
+				failed++
+				if firstErr == nil {
+					firstErr = err
+				}
+				errMu.Unlock()
+				return
+			}
+			lat.add(1, int64(len(r.Value)), time.Since(sent))
+		})
+		if *throughput > 0 {
+			// Pace the sends: record i is due at start + i/R.
+			if ahead := time.Duration(float64(i+1)/(*throughput)*float64(time.Second)) - time.Since(start); ahead > 0 {
+				time.Sleep(ahead)
+			}
+		}
+	}
+	cerr := prod.Close()
+	stop()
+	lat.summary(e.stdout, "sent")
+	if firstErr != nil {
+		return fmt.Errorf("%d records failed; the first: %w", failed, firstErr)
+	}
+	if cerr == nil && interrupted {
+		return errInterrupted
+	}
+	return cerr
+}
+
+// setProducerProp applies one of Kafka's producer settings.
+func setProducerProp(c *log.ProducerConfig, kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return fmt.Errorf("want KEY=VALUE")
+	}
+	n, nerr := strconv.Atoi(v)
+	switch k {
+	case "acks":
+		a, err := parseAcks(v)
+		c.Acks = a
+		return err
+	case "linger.ms":
+		c.Linger = time.Duration(n) * time.Millisecond
+		if nerr == nil && n == 0 {
+			c.Linger = -1 // Kafka's 0: send at once
+		}
+	case "batch.size":
+		c.BatchBytes = n
+	case "buffer.memory":
+		c.BufferBytes = n
+	case "request.timeout.ms", "delivery.timeout.ms":
+		c.Timeout = time.Duration(n) * time.Millisecond
+	default:
+		return fmt.Errorf("unknown producer setting %q (known: acks, linger.ms, batch.size, buffer.memory, request.timeout.ms)", k)
+	}
+	if nerr != nil || n < 0 {
+		return fmt.Errorf("%s: want a non-negative number", k)
+	}
+	return nil
+}
+
+func runPerfConsume(e *env, args []string) (err error) {
+	fs := newFlags(e, "perf consume", "--data-dir DIR --topic T [--num-records N] [flags]", perfHelp)
+	var t target
+	t.register(fs)
+	topic := fs.String("topic", "", "`NAME` of the topic (required)")
+	numRecords := fs.Int64("num-records", 0, "`N` records to read; 0: to the end of the log")
+	fs.Int64Var(numRecords, "messages", 0, "`N`: the same as --num-records (Kafka's flag)")
+	group := fs.String("group", "", "`GROUP` to consume as (its committed offsets are not used: the test reads from the start)")
+	interval := fs.Int("reporting-interval", 5000, "`MS` between interval lines")
+	fetchBytes := fs.Int("fetch-size", 0, "`B`: the most bytes of one poll (default 50 MiB)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	if *topic == "" || *numRecords < 0 || *interval <= 0 {
+		return usagef("--topic is required, --num-records must not be negative, --reporting-interval must be positive")
+	}
+	b, err := openBroker(e, &t, false)
+	if err != nil {
+		return err
+	}
+	defer closeBroker(b, &err)
+	top, err := b.Topic(*topic)
+	if err != nil {
+		return err
+	}
+	var available int64
+	ends := map[int]int64{}
+	for i := range top.Partitions() {
+		p, err := top.Partition(i)
+		if err != nil {
+			return err
+		}
+		ends[i] = p.EndOffset()
+		available += p.EndOffset() - p.StartOffset()
+	}
+	want := available
+	if *numRecords > 0 {
+		if *numRecords > available {
+			return fmt.Errorf("--num-records %d: the topic holds %d records", *numRecords, available)
+		}
+		want = *numRecords
+	}
+	cons, err := log.NewConsumer(b, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
+		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf"})
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	lat := newLatencies(0) // a latency per poll: few enough to keep them all
+	stop := startReporter(e.stdout, lat, time.Duration(*interval)*time.Millisecond, "consumed")
+	ctx, stopSignals := interruptible()
+	defer stopSignals()
+	var got int64
+	for got < want {
+		t0 := time.Now()
+		recs, err := cons.Poll(ctx)
+		if ctx.Err() != nil {
+			stop()
+			lat.summary(e.stdout, "consumed")
+			return errInterrupted
+		}
+		if err != nil {
+			stop()
+			return err
+		}
+		var n int64
+		for i := range recs {
+			if got+n == want {
+				break
+			}
+			n++
+			lat.addBytes(int64(len(recs[i].Key) + len(recs[i].Value)))
+		}
+		got += n
+		lat.add(n, 0, time.Since(t0))
+		if len(recs) == 0 && caughtUp(cons, *topic, ends) {
+			break
+		}
+	}
+	stop()
+	lat.summary(e.stdout, "consumed")
+	return nil
+}
+
+// addBytes counts bytes without a latency sample.
+func (l *latencies) addBytes(n int64) {
+	l.mu.Lock()
+	l.bytes += n
+	l.winBytes += n
+	l.mu.Unlock()
+}

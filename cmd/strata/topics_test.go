@@ -1,0 +1,119 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strata-log/strata/log"
+)
+
+func TestTopics(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if out := ok(t, "", "", "topics", "--data-dir", dir, "create", "--topic", "orders", "--partitions", "3",
+		"--config", "retention.ms=-1", "--config", "cleanup.policy=compact"); out != "Created topic orders.\n" {
+		t.Errorf("create: %q", out)
+	}
+	// Kafka's flag form of the action.
+	ok(t, "", "", "topics", "--data-dir", dir, "--create", "--topic", "audit")
+	if out := ok(t, "", "", "topics", "--data-dir", dir, "list"); out != "audit\norders\n" {
+		t.Errorf("list: %q", out)
+	}
+	want := "Topic: orders\tPartitionCount: 3\tReplicationFactor: 1\tConfigs: cleanup.policy=compact,retention.ms=-1\n" +
+		"\tTopic: orders\tPartition: 0\tStartOffset: 0\tEndOffset: 0\tSize: 0\tSegments: 1\n" +
+		"\tTopic: orders\tPartition: 1\tStartOffset: 0\tEndOffset: 0\tSize: 0\tSegments: 1\n" +
+		"\tTopic: orders\tPartition: 2\tStartOffset: 0\tEndOffset: 0\tSize: 0\tSegments: 1\n"
+	if out := ok(t, "", "", "topics", "--data-dir", dir, "describe", "--topic", "orders"); out != want {
+		t.Errorf("describe:\n%s\nwant:\n%s", out, want)
+	}
+	r := strata(t, "", "", "topics", "--data-dir", dir, "create", "--topic", "orders")
+	if r.code != exitProblem || !strings.Contains(r.stderr, "topic already exists") {
+		t.Errorf("create twice: exit %d, stderr %q", r.code, r.stderr)
+	}
+	ok(t, "", "", "topics", "--data-dir", dir, "create", "--topic", "orders", "--if-not-exists")
+	if out := ok(t, "", "", "topics", "--data-dir", dir, "delete", "--topic", "audit"); out != "Deleted topic audit.\n" {
+		t.Errorf("delete: %q", out)
+	}
+	if out := ok(t, "", "", "topics", "--data-dir", dir, "list"); out != "orders\n" {
+		t.Errorf("list after delete: %q", out)
+	}
+	r = strata(t, "", "", "topics", "--data-dir", dir, "delete", "--topic", "audit")
+	if r.code != exitProblem || !strings.Contains(r.stderr, "unknown topic") {
+		t.Errorf("delete unknown: exit %d, stderr %q", r.code, r.stderr)
+	}
+	ok(t, "", "", "topics", "--data-dir", dir, "delete", "--topic", "audit", "--if-exists")
+
+	// The library opens what the command wrote.
+	b, err := log.Open(dir, log.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := b.Topic("orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg := top.Config(); top.Partitions() != 3 || cfg.RetentionTime >= 0 || cfg.Cleanup != log.CleanupCompact {
+		t.Errorf("orders: %d partitions, config %+v", top.Partitions(), cfg)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTopicsDescribeGolden(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	golden(t, "topics_describe", ok(t, dir, "", "topics", "--data-dir", ".", "describe"))
+}
+
+func TestTopicsBadInput(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	missing := filepath.Join(t.TempDir(), "missing")
+	for _, tc := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"topics", "list"}, exitUsage, "--data-dir is required"},
+		{[]string{"topics", "--data-dir", dir}, exitUsage, "want exactly one action"},
+		{[]string{"topics", "--data-dir", dir, "list", "--describe"}, exitUsage, "want exactly one action"},
+		{[]string{"topics", "--data-dir", dir, "frob"}, exitUsage, `unknown action "frob"`},
+		{[]string{"topics", "--data-dir", dir, "create"}, exitUsage, "create needs --topic"},
+		{[]string{"topics", "--data-dir", dir, "create", "--topic", "a/b"}, exitUsage, "invalid topic name"},
+		{[]string{"topics", "--data-dir", dir, "create", "--topic", "x", "--config", "retention.ms"}, exitUsage, "want KEY=VALUE"},
+		{[]string{"topics", "--data-dir", dir, "create", "--topic", "x", "--config", "colour=blue"}, exitUsage, `unknown configuration "colour"`},
+		{[]string{"topics", "--data-dir", dir, "create", "--topic", "x", "--replication-factor", "3"}, exitProblem, "invalid config"},
+		{[]string{"topics", "--data-dir", dir, "describe", "--topic", "nope"}, exitProblem, "unknown topic"},
+		{[]string{"topics", "--data-dir", dir, "alter", "--topic", "events", "--partitions", "4"}, exitUsage, "not available yet"},
+		{[]string{"topics", "--data-dir", missing, "list"}, exitProblem, "no such file or directory"},
+		{[]string{"topics", "--data-dir", t.TempDir(), "list"}, exitProblem, "is not a Strata data dir (no topics.json)"},
+		{[]string{"topics", "--bootstrap-server", "localhost:9092", "list"}, exitUsage, "needs the Kafka client, not built yet"},
+		{[]string{"topics", "--bootstrap-server", "localhost:9092", "--data-dir", dir, "list"}, exitUsage, "not both"},
+	} {
+		r := strata(t, "", "", tc.args...)
+		if r.code != tc.code || !strings.Contains(r.stderr, tc.msg) {
+			t.Errorf("strata %v: exit %d, stderr %q; want %d and %q", tc.args, r.code, r.stderr, tc.code, tc.msg)
+		}
+	}
+}
+
+// TestDirInUse: every command that opens a data dir refuses one a broker
+// holds, with a message that says so.
+func TestDirInUse(t *testing.T) {
+	dir := copyDir(t, "testdata/data")
+	b, err := log.Open(dir, log.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	for _, args := range [][]string{
+		{"topics", "--data-dir", dir, "list"},
+		{"produce", "--data-dir", dir, "--topic", "events"},
+		{"consume", "--data-dir", dir, "--topic", "events"},
+		{"verify", dir},
+	} {
+		r := strata(t, "", "x\n", args...)
+		if r.code != exitProblem || !strings.Contains(r.stderr, "in use by a running broker") {
+			t.Errorf("strata %v: exit %d, stderr %q; want 1 and in use", args, r.code, r.stderr)
+		}
+	}
+}
