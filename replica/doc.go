@@ -76,8 +76,8 @@
 // Each answer of the leader is an event (FetchResponse,
 // EpochEndResponse); the driver reports the outcome of each truncation or
 // append it was asked for (Truncated, FollowerAppended) before any other
-// event. Its actions are Truncate, TruncateFully, AppendRecords, SetHW,
-// SetLogStart, Fetch and FetchEpochEnd.
+// event. Its actions are Truncate, TruncateFully, AppendRecords,
+// SetFollowerHW, SetLogStart, Fetch and FetchEpochEnd.
 //
 // A diverging epoch (e, end) from the leader truncates the log to
 // min(end, the follower's own end of e) when the follower knows e; when it

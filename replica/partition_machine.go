@@ -364,7 +364,7 @@ func (m *PartitionMachine) metadata(now time.Time, ev Metadata, out []Action) []
 	// one comes, no longer matches.
 	m.pending = nil
 	if isNewLeader {
-		m.leo, m.hw, m.logStart = ev.LogEnd, ev.HW, ev.LogStart
+		m.leo, m.hw, m.logStart = ev.LogEnd, min(ev.HW, ev.LogEnd), ev.LogStart
 		m.followers = make(map[int]*follower)
 	}
 	// Followers that are no longer replicas go; new ones come in as not in
