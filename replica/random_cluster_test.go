@@ -25,7 +25,8 @@ import (
 //   - every acknowledged acks=all record is, at its offset, in the log of
 //     every member of the controller's ISR (so of every leader it elects);
 //   - a broker's HW never decreases while it leads;
-//   - a follower only appends what its leader has at those offsets.
+//   - a follower appends only to a log that is its leader's up to there,
+//     and only what its leader has at those offsets.
 //
 // At the end, with every broker restarted and unfenced and every message
 // delivered, every log is the leader's, record for record.
@@ -416,6 +417,9 @@ func (c *cluster) followerActs(b *cbroker, acts []replica.Action, rs []rec) {
 			leader, _, _ := b.fm.Following()
 			ld := c.brokers[leader]
 			at := b.log.end()
+			if at > ld.log.end() || !slices.Equal(b.log.recs, ld.log.recs[:at]) {
+				c.fatalf("broker %d appends at %d to a log that is not its leader %d's", b.id, at, leader)
+			}
 			for i, x := range rs {
 				if o := at + int64(i); o >= ld.log.end() || ld.log.recs[o] != x {
 					c.fatalf("broker %d appends %v at %d, not its leader %d's", b.id, x, o, leader)
