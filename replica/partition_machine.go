@@ -325,6 +325,10 @@ func (m *PartitionMachine) effectiveMinISR() int {
 	return max(1, min(m.minISR, len(m.replicas)))
 }
 
+func (m *PartitionMachine) inMaximalISR(r int) bool {
+	return slices.Contains(m.isr, r) || m.pending != nil && slices.Contains(m.pending.isr, r)
+}
+
 func (m *PartitionMachine) maximalISR() []int {
 	if m.pending == nil {
 		return slices.Clone(m.isr)
@@ -577,7 +581,15 @@ func (m *PartitionMachine) await(ev AwaitProduce, out []Action) []Action {
 // reached a produce: acknowledged if the maximal ISR has MinInSyncReplicas
 // members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND.
 func (m *PartitionMachine) afterAppendErr() error {
-	if len(m.maximalISR()) < m.effectiveMinISR() {
+	n := len(m.isr)
+	if m.pending != nil {
+		for _, r := range m.pending.isr {
+			if !slices.Contains(m.isr, r) {
+				n++
+			}
+		}
+	}
+	if n < m.effectiveMinISR() {
 		return ErrNotEnoughReplicasAfterAppend
 	}
 	return nil
@@ -600,10 +612,9 @@ func (m *PartitionMachine) maybeAdvanceHW(now time.Time, out []Action) []Action 
 	if !m.leading || len(m.isr) < m.effectiveMinISR() {
 		return out
 	}
-	maximal := m.maximalISR()
 	hw := m.leo
 	for r, f := range m.followers {
-		if f.leo < hw && (slices.Contains(maximal, r) || m.caughtUp(f, now)) {
+		if f.leo < hw && (m.inMaximalISR(r) || m.caughtUp(f, now)) {
 			hw = f.leo
 		}
 	}
