@@ -48,7 +48,9 @@
 //     makes it caught up as of that previous fetch. A follower in the ISR that
 //     has not caught up for ReplicaLagTime is proposed out (on a Tick).
 //   - A follower outside the ISR whose LEO is at least the HW and the start
-//     offset of the leader's epoch is proposed in (on its fetch).
+//     offset of the leader's epoch is proposed in (on its fetch), unless the
+//     metadata lists it Ineligible (fenced or shutting down). The driver
+//     sends a Metadata event when a replica's fencing changes too.
 //   - At most one AlterPartition is in flight. While it is, the HW is computed
 //     over the maximal ISR (the committed ISR plus the proposal's members,
 //     KIP-497): during an expansion it waits for the new member, during a

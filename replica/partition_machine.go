@@ -33,6 +33,7 @@ type PartitionMachine struct {
 	partitionEpoch int32
 	isr            []int // committed: as the metadata (or an accepted AlterPartition) says
 	minISR         int
+	ineligible     []int
 	pending        *isrChange // the AlterPartition in flight, if any
 
 	followers map[int]*follower // every replica but this broker, while leading
@@ -109,6 +110,11 @@ type Metadata struct {
 	Replicas          []int
 	ISR               []int
 	MinInSyncReplicas int // ≤ 0 → 1
+	// Ineligible are the replicas that may not join the ISR now: fenced
+	// or shutting down (Kafka's isReplicaIsrEligible). The leader neither
+	// proposes them nor lets them hold the HW unless they are in the ISR.
+	// It is taken from every Metadata event, even one otherwise known.
+	Ineligible []int
 
 	LogEnd   int64
 	HW       int64
@@ -359,11 +365,15 @@ func (m *PartitionMachine) metadata(now time.Time, ev Metadata, out []Action) []
 	isNewLeader := !m.leading
 	isNewEpoch := isNewLeader || ev.LeaderEpoch > m.leaderEpoch
 	if !isNewEpoch && ev.PartitionEpoch <= m.partitionEpoch {
-		return out // known already (say, from an accepted AlterPartition)
+		// Known already (say, from an accepted AlterPartition), but a
+		// broker may have been fenced or unfenced.
+		m.ineligible = slices.Clone(ev.Ineligible)
+		return m.maybeAdvanceHW(now, out)
 	}
 	m.leading, m.leader = true, m.id
 	m.leaderEpoch, m.partitionEpoch = ev.LeaderEpoch, ev.PartitionEpoch
 	m.replicas, m.isr, m.minISR = slices.Clone(ev.Replicas), slices.Clone(ev.ISR), ev.MinInSyncReplicas
+	m.ineligible = slices.Clone(ev.Ineligible)
 	// Newer metadata replaces whatever was in flight: an answer to it, if
 	// one comes, no longer matches.
 	m.pending = nil
@@ -488,12 +498,12 @@ func (m *PartitionMachine) caughtUp(f *follower, now time.Time) bool {
 }
 
 // maybeExpand proposes adding a follower outside the ISR that holds the
-// whole committed log and the start of the leader's epoch (Kafka's
+// whole committed log and the start of the leader's epoch, if eligible (Kafka's
 // isFollowerInSync: LEO ≥ HW and LEO ≥ leader epoch start offset). The
 // second condition keeps out a follower that has not yet fetched anything
 // of this epoch, whose log may still hold records a failed leader left.
 func (m *PartitionMachine) maybeExpand(r int, f *follower, out []Action) []Action {
-	if m.pending != nil || slices.Contains(m.isr, r) {
+	if m.pending != nil || slices.Contains(m.isr, r) || slices.Contains(m.ineligible, r) {
 		return out
 	}
 	if f.leo < m.hw || f.leo < m.epochStart {
@@ -605,8 +615,8 @@ func (m *PartitionMachine) failWaiting(err error, out []Action) []Action {
 
 // maybeAdvanceHW is Kafka's maybeIncrementLeaderHW: the HW is the least LEO
 // over the leader and every follower in the maximal ISR, or outside it but
-// caught up within the lag time (about to join: the HW waits for it, or it
-// could never catch up with a moving HW). It only moves up, and not at all
+// caught up within the lag time and eligible (about to join: the HW waits
+// for it, or it could never catch up with a moving HW). It only moves up, and not at all
 // while the committed ISR is smaller than MinInSyncReplicas (KIP-966).
 func (m *PartitionMachine) maybeAdvanceHW(now time.Time, out []Action) []Action {
 	if !m.leading || len(m.isr) < m.effectiveMinISR() {
@@ -614,7 +624,7 @@ func (m *PartitionMachine) maybeAdvanceHW(now time.Time, out []Action) []Action 
 	}
 	hw := m.leo
 	for r, f := range m.followers {
-		if f.leo < hw && (m.inMaximalISR(r) || m.caughtUp(f, now)) {
+		if f.leo < hw && (m.inMaximalISR(r) || m.caughtUp(f, now) && !slices.Contains(m.ineligible, r)) {
 			hw = f.leo
 		}
 	}

@@ -457,3 +457,20 @@ func TestLeaderErrorsAreSentinels(t *testing.T) {
 	require.True(t, errors.Is(err, replica.ErrNotEnoughReplicas))
 	require.Contains(t, err.Error(), "ISR [1], min 2")
 }
+
+// A fenced or shutting-down follower is not proposed into the ISR and does
+// not hold the HW (Kafka's isReplicaIsrEligible), until the metadata says it
+// is eligible again.
+func TestLeaderIneligibleFollower(t *testing.T) {
+	l := newLeader(t, []int{1, 2, 3}, []int{1, 2}, 1, 0, 0)
+	md := replica.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 10, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1, Ineligible: []int{3}}
+	require.Empty(t, l.step(md), "known partition state: only eligibility is taken")
+	l.append(10)
+	l.fetch(2, 10)
+	require.Empty(t, only[replica.ProposeISR](l.fetch(3, 10)), "ineligible")
+	l.append(20)
+	require.Equal(t, []replica.SetHW{{HW: 20}}, only[replica.SetHW](l.fetch(2, 20)), "follower 3, caught up but ineligible, does not hold the HW")
+	md.Ineligible = nil
+	l.step(md)
+	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](l.fetch(3, 20)))
+}

@@ -159,13 +159,25 @@ func (c *cluster) fatalf(format string, args ...any) {
 }
 
 func (c *cluster) metadata() replica.Metadata {
-	return replica.Metadata{Leader: c.leader, LeaderEpoch: c.le, PartitionEpoch: c.pe, Replicas: c.replicas, ISR: slices.Clone(c.isr), MinInSyncReplicas: c.minISR}
+	var inel []int
+	for _, id := range c.replicas {
+		if c.fenced[id] {
+			inel = append(inel, id)
+		}
+	}
+	return replica.Metadata{Leader: c.leader, LeaderEpoch: c.le, PartitionEpoch: c.pe, Replicas: c.replicas, ISR: slices.Clone(c.isr), MinInSyncReplicas: c.minISR, Ineligible: inel}
 }
 
 // broadcast commits the controller's state: every running broker will
 // learn it, in its own time.
 func (c *cluster) broadcast() {
 	c.pe++
+	c.tell()
+}
+
+// tell sends the metadata to every running broker; a fencing change
+// without a partition change comes this way.
+func (c *cluster) tell() {
 	md := c.metadata()
 	for _, b := range c.brokers {
 		if b.alive {
@@ -207,7 +219,9 @@ func (c *cluster) fenceBroker(id int) {
 		}
 		c.elect()
 		c.broadcast()
+		return
 	}
+	c.tell()
 }
 
 func (c *cluster) unfenceBroker(id int) {
@@ -216,8 +230,10 @@ func (c *cluster) unfenceBroker(id int) {
 		c.elect()
 		if c.leader != -1 {
 			c.broadcast()
+			return
 		}
 	}
+	c.tell()
 }
 
 func (c *cluster) start(b *cbroker) {
