@@ -71,8 +71,13 @@ type BecomeFollower struct {
 	// OffsetForLeaderEpoch before it fetches (KIP-101/KIP-279).
 	TruncateOnFetch bool
 
-	LogEnd    int64
-	LastEpoch int32 // the epoch of the last batch in the log; NoEpoch if none
+	LogEnd int64
+	// LastEpoch is the latest epoch in the log's epoch cache (Kafka's
+	// latestEpoch), NoEpoch if none. It may be above the last batch's: an
+	// epoch this broker led without appending. Sending the last batch's
+	// instead would let the leader's records of an older epoch be appended
+	// after that entry, and the cache lose the true start of their epoch.
+	LastEpoch int32
 	HW        int64
 	LogStart  int64
 }
@@ -99,15 +104,16 @@ type EpochEndResponse struct {
 }
 
 // Truncated: the driver carried out a Truncate or TruncateFully; the log
-// now ends at LogEnd, its last batch of epoch LastEpoch (NoEpoch if empty).
+// now ends at LogEnd, and LastEpoch is its cache's latest epoch (NoEpoch if
+// none), as in BecomeFollower.
 type Truncated struct {
 	LogEnd    int64
 	LastEpoch int32
 }
 
 // FollowerAppended: the driver appended the records of the last
-// FetchResponse; the log now ends at LogEnd, its last batch of epoch
-// LastEpoch.
+// FetchResponse; the log now ends at LogEnd, and LastEpoch is its cache's
+// latest epoch.
 type FollowerAppended struct {
 	LogEnd    int64
 	LastEpoch int32
@@ -140,8 +146,9 @@ type FetchEpochEnd struct {
 	Epoch       int32
 }
 
-// Truncate: truncate the log to end at To (To < its end), with its epoch
-// cache, and lower its HW to To if above; then step Truncated.
+// Truncate: truncate the log to end at To (at most its end), with its epoch
+// cache: entries of epochs starting at To or later go, even when To is the
+// log end. Lower the HW to To if above; then step Truncated.
 type Truncate struct{ To int64 }
 
 // TruncateFully: empty the log and start it at StartAt (the follower is
@@ -317,9 +324,9 @@ type truncation struct {
 	to      int64
 	done    bool // false: an intermediate truncation; ask (or fetch) again with the new last epoch
 	noEpoch bool // fetch without a last fetched epoch afterwards
-	// epoch is, for an intermediate truncation, our largest epoch below the
-	// leader's: the last epoch once truncated.
-	epoch int32
+	// known: the leader knows our latest epoch, so a cut at the log end
+	// would change nothing (no empty epoch entry of ours to drop)
+	known bool
 }
 
 // truncation is Kafka's getOffsetTruncationState: where to truncate given
@@ -342,23 +349,23 @@ func (m *FollowerMachine) truncation(leader EpochEnd) truncation {
 	case epoch != leader.Epoch:
 		// We do not know the leader's epoch: cut to the end of our largest
 		// epoch below it, and compare again from there.
-		return truncation{to: min(end, m.leo), done: false, epoch: epoch}
+		return truncation{to: min(end, m.leo), done: false}
 	}
-	return truncation{to: min(end, leader.EndOffset, m.leo), done: true}
+	return truncation{to: min(end, leader.EndOffset, m.leo), done: true, known: leader.Epoch == m.lastEpoch}
 }
 
 func (m *FollowerMachine) truncateTo(tr truncation, out []Action) []Action {
 	m.askAgain = !tr.done
 	m.noEpoch = tr.noEpoch
-	if tr.to >= m.leo {
-		// Nothing to cut. After an intermediate answer, go on with our
-		// epoch below the leader's (it ends at our log end: the epochs
-		// above it hold no records), so that the comparison moves down.
-		if !tr.done {
-			m.lastEpoch = tr.epoch
-		}
+	if tr.to >= m.leo && tr.known {
 		return m.next(out)
 	}
+	// Even at the log end: the cache may hold an epoch that starts there
+	// with no records (one this broker led without appending), which must
+	// go before records of an older epoch come (Kafka truncates the cache
+	// from the log end in that case too). With a cache whose epochs all
+	// hold records, a diverging answer always cuts below the log end, so
+	// this cannot repeat: each truncation drops the latest epoch.
 	m.phase = followerTruncated
-	return append(out, Truncate{To: tr.to})
+	return append(out, Truncate{To: min(tr.to, m.leo)})
 }

@@ -71,12 +71,9 @@ type clog struct {
 
 func (l *clog) end() int64 { return int64(len(l.recs)) }
 
-func (l *clog) lastEpoch() int32 {
-	if len(l.recs) == 0 {
-		return replica.NoEpoch
-	}
-	return l.recs[len(l.recs)-1].epoch
-}
+// lastEpoch is the latest epoch of the log's cache (Kafka's latestEpoch),
+// which may be above the last record's: a leader's epoch with no records yet.
+func (l *clog) lastEpoch() int32 { return l.cache.Latest() }
 
 func (l *clog) append(rs ...rec) {
 	for _, x := range rs {
@@ -423,7 +420,7 @@ func (c *cluster) followerActs(b *cbroker, acts []replica.Action, rs []rec) {
 		acts = acts[1:]
 		switch a := a.(type) {
 		case replica.Truncate:
-			if a.To >= b.log.end() {
+			if a.To > b.log.end() {
 				c.fatalf("broker %d truncates to %d, its log ends at %d", b.id, a.To, b.log.end())
 			}
 			c.stats["truncate"]++
@@ -434,7 +431,12 @@ func (c *cluster) followerActs(b *cbroker, acts []replica.Action, rs []rec) {
 			ld := c.brokers[leader]
 			at := b.log.end()
 			if at > ld.log.end() || !slices.Equal(b.log.recs, ld.log.recs[:at]) {
-				c.fatalf("broker %d appends at %d to a log that is not its leader %d's", b.id, at, leader)
+				d := 0
+				for d < len(b.log.recs) && d < len(ld.log.recs) && b.log.recs[d] == ld.log.recs[d] {
+					d++
+				}
+				c.fatalf("broker %d appends at %d to a log that is not its leader %d's: first difference at %d\nfollower %v %v\nleader %v %v", b.id, at, leader, d,
+					b.log.recs[max(0, d-3):], b.log.cache.Entries, ld.log.recs[max(0, d-3):min(len(ld.log.recs), d+10)], ld.log.cache.Entries)
 			}
 			for i, x := range rs {
 				if o := at + int64(i); o >= ld.log.end() || ld.log.recs[o] != x {

@@ -296,7 +296,7 @@ func (h *harness) followerActs(f *fnode, acts []replica.Action, recs []int32) {
 		acts = acts[1:]
 		switch a := a.(type) {
 		case replica.Truncate:
-			if a.To >= f.log.end() {
+			if a.To > f.log.end() {
 				h.fatalf("follower %d truncates to %d, its log ends at %d", f.id, a.To, f.log.end())
 			}
 			if a.To < h.hw && slices.Contains(h.ctrlISR, f.id) {

@@ -30,9 +30,9 @@ func (c *Epochs) Assign(epoch int32, start int64) {
 }
 
 // TruncateTo drops every record at or above end: epochs that start there or
-// later go.
+// later go, even when end is the log end (an epoch with no records).
 func (c *Epochs) TruncateTo(end int64) {
-	if end >= c.End {
+	if end > c.End {
 		return
 	}
 	keep := c.Entries[:0]
