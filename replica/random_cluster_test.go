@@ -22,6 +22,9 @@ import (
 // learns the metadata late, in its own time. Records carry unique ids.
 //
 // Invariants, after every step:
+//   - no two leaders ever have different records below their HWs (what a
+//     consumer reads is never rewritten), and every member of the
+//     controller's ISR holds every record that was below some leader's HW;
 //   - every acknowledged acks=all record is, at its offset, in the log of
 //     every member of the controller's ISR (so of every leader it elects);
 //   - a broker's HW never decreases while it leads;
@@ -128,6 +131,7 @@ type cluster struct {
 	waiting   map[uint64][]rec // by token: the records and their offsets (id order)
 	waitAt    map[uint64]int64 // by token: the offset of the first record
 	acked     map[int64]rec    // offset → acknowledged record
+	committed []rec            // every record that was below some leader's HW
 	stats     map[string]int
 }
 
@@ -471,6 +475,14 @@ func (c *cluster) leaderActs(b *cbroker, acts []replica.Action) replica.FetchAns
 			}
 			b.hwLead = a.HW
 			b.log.hw = a.HW
+			for off, x := range b.log.recs[:a.HW] {
+				if off < len(c.committed) && c.committed[off] != x {
+					c.fatalf("leader %d commits %v at %d where %v was committed", b.id, x, off, c.committed[off])
+				}
+			}
+			if int(a.HW) > len(c.committed) {
+				c.committed = append(c.committed, b.log.recs[len(c.committed):a.HW]...)
+			}
 		case replica.StartEpoch:
 			b.log.cache.Assign(a.Epoch, a.StartOffset)
 		case replica.ProposeISR:
@@ -544,6 +556,9 @@ func (c *cluster) check() {
 	}
 	for _, id := range c.isr {
 		l := c.brokers[id].log
+		if len(l.recs) < len(c.committed) || !slices.Equal(l.recs[:len(c.committed)], c.committed) {
+			c.fatalf("ISR member %d (ISR %v) does not hold the %d records committed so far", id, c.isr, len(c.committed))
+		}
 		for off, x := range c.acked {
 			if off >= l.end() || l.recs[off] != x {
 				c.fatalf("acknowledged %v at %d is not on ISR member %d (ISR %v, leader %d epoch %d)", x, off, id, c.isr, c.leader, c.le)
