@@ -117,7 +117,11 @@ type cluster struct {
 
 	replicas []int
 	minISR   int
-	brokers  map[int]*cbroker
+	// unclean: the controller elects a leader outside the ISR rather than
+	// go offline; acknowledged records may then be lost, but the logs must
+	// still never diverge.
+	unclean bool
+	brokers map[int]*cbroker
 
 	// the controller
 	leader int
@@ -140,7 +144,7 @@ func newCluster(t *testing.T, r *rand.Rand) *cluster {
 	c := &cluster{
 		t: t, r: r, now: t0, brokers: make(map[int]*cbroker), fenced: make(map[int]bool),
 		waiting: make(map[uint64][]rec), waitAt: make(map[uint64]int64), acked: make(map[int64]rec), stats: make(map[string]int),
-		leader: 1, le: 1, pe: 1, minISR: 1 + r.IntN(n),
+		leader: 1, le: 1, pe: 1, minISR: 1 + r.IntN(n), unclean: r.IntN(4) == 0,
 	}
 	for id := 1; id <= n; id++ {
 		c.replicas = append(c.replicas, id)
@@ -150,7 +154,7 @@ func newCluster(t *testing.T, r *rand.Rand) *cluster {
 	for _, id := range c.replicas {
 		c.start(c.brokers[id])
 	}
-	t.Logf("replicas %v, min ISR %d", c.replicas, c.minISR)
+	t.Logf("replicas %v, min ISR %d, unclean %v", c.replicas, c.minISR, c.unclean)
 	return c
 }
 
@@ -190,16 +194,25 @@ func (c *cluster) tell() {
 // elect picks the first live ISR member, as the controller does (clean
 // elections only), keeping the leader if it still qualifies.
 func (c *cluster) elect() {
-	ok := func(id int) bool { return c.brokers[id].alive && !c.fenced[id] || false }
+	ok := func(id int) bool { return c.brokers[id].alive && !c.fenced[id] }
 	if c.leader != -1 && slices.Contains(c.isr, c.leader) && !c.fenced[c.leader] {
 		return
 	}
 	old := c.leader
 	c.leader = -1
 	for _, id := range c.replicas {
-		if slices.Contains(c.isr, id) && ok(id) && !c.fenced[id] {
+		if slices.Contains(c.isr, id) && ok(id) {
 			c.leader = id
 			break
+		}
+	}
+	if c.leader == -1 && c.unclean {
+		for _, id := range c.replicas {
+			if ok(id) {
+				c.leader, c.isr = id, []int{id}
+				c.stats["unclean"]++
+				break
+			}
 		}
 	}
 	if c.leader != old {
@@ -475,13 +488,8 @@ func (c *cluster) leaderActs(b *cbroker, acts []replica.Action) replica.FetchAns
 			}
 			b.hwLead = a.HW
 			b.log.hw = a.HW
-			for off, x := range b.log.recs[:a.HW] {
-				if off < len(c.committed) && c.committed[off] != x {
-					c.fatalf("leader %d commits %v at %d where %v was committed", b.id, x, off, c.committed[off])
-				}
-			}
-			if int(a.HW) > len(c.committed) {
-				c.committed = append(c.committed, b.log.recs[len(c.committed):a.HW]...)
+			if !c.unclean {
+				c.commit(b, a.HW)
 			}
 		case replica.StartEpoch:
 			b.log.cache.Assign(a.Epoch, a.StartOffset)
@@ -555,6 +563,9 @@ func (c *cluster) check() {
 		c.fatalf("empty ISR")
 	}
 	for _, id := range c.isr {
+		if c.unclean {
+			break
+		}
 		l := c.brokers[id].log
 		if len(l.recs) < len(c.committed) || !slices.Equal(l.recs[:len(c.committed)], c.committed) {
 			c.fatalf("ISR member %d (ISR %v) does not hold the %d records committed so far", id, c.isr, len(c.committed))
@@ -618,4 +629,16 @@ func (c *cluster) settle() {
 		}
 	}
 	c.fatalf("did not settle: leader %d, ISR %v", c.leader, c.isr)
+}
+
+// commit records that leader b's log is committed up to hw.
+func (c *cluster) commit(b *cbroker, hw int64) {
+	for off, x := range b.log.recs[:hw] {
+		if off < len(c.committed) && c.committed[off] != x {
+			c.fatalf("leader %d commits %v at %d where %v was committed", b.id, x, off, c.committed[off])
+		}
+	}
+	if int(hw) > len(c.committed) {
+		c.committed = append(c.committed, b.log.recs[len(c.committed):hw]...)
+	}
 }
