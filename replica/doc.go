@@ -84,6 +84,41 @@
 // A diverging epoch (e, end) from the leader truncates the log to
 // min(end, the follower's own end of e) when the follower knows e; when it
 // does not, to the end of its own largest epoch below e, and it asks again
-// with that epoch. The leader's HW (at most the follower's LEO) and log start
-// are adopted from every fetch answer.
+// with that epoch. The epochs the machine sends are the cache's latest
+// (Kafka's latestEpoch), which may be an epoch this broker led without
+// appending; such an entry is dropped by a truncation at the log end before
+// older records are appended after it. The leader's HW (at most the
+// follower's LEO) and log start are adopted from every fetch answer.
+//
+// # What the driver does with each action
+//
+//	StartEpoch       log: assign (Epoch, StartOffset) in the epoch cache
+//	SetHW            log: set the HW; wake consumers waiting below it
+//	ProposeISR       controller.AlterPartition{LeaderEpoch, PartitionEpoch,
+//	                 ISR}; step AlterResultOf's answer, or retry if unknown
+//	CompleteProduce  answer the produce request (nil: acknowledged)
+//	FetchAnswer      read records from the fetch offset (sendfile) unless
+//	                 Err or Diverging; send them with HW, LogStart, LogEnd
+//	Fetch            add the partition to the next Fetch to Leader
+//	FetchEpochEnd    send OffsetForLeaderEpoch to Leader
+//	Truncate         log: TruncateTo(To), then step Truncated
+//	TruncateFully    log: empty it, start at StartAt, then step Truncated
+//	AppendRecords    log: AppendAsFollower(the records), then step
+//	                 FollowerAppended (on error: BecomeFollower again)
+//	SetFollowerHW    log: set the HW
+//	SetLogStart      log: move the log start up
+//
+// On an error answer to Fetch or FetchEpochEnd the machine does nothing:
+// the driver sends the same request again after a backoff, unless new
+// metadata comes first.
+//
+// # Tests
+//
+// The machines are tested with scripts after Kafka's PartitionTest and
+// AbstractFetcherThread cases, and with randomized runs replayable from a
+// seed (STRATA_SEED): one leader and 2–4 followers with crashes, restarts
+// and AlterPartition answers delayed, rejected or lost; and 3–5 brokers with
+// failovers, zombie leaders, late metadata and unclean elections, checked
+// for lost acknowledged records and diverging logs. Package replicatest has
+// an in-memory epoch cache with Kafka's semantics.
 package replica
