@@ -3,10 +3,10 @@
 // set (ISR) kept with the controller, a high watermark (HW) below which
 // records are committed, and acks=all produces that wait for it.
 //
-// This file describes the part that exists so far: the rules, as state
-// machines without IO (the shape of etcd's raft: (state, event) → (state,
-// actions)). The cluster member that drives them — sockets, fetchers, the
-// log, the controller — comes later, in this package.
+// So far the package holds the rules, as state machines without IO (the
+// shape of etcd's raft: (state, event) → (state, actions)). The cluster
+// member that drives them — sockets, fetchers, the log, the controller —
+// comes later, in this package.
 //
 // # PartitionMachine: the leader side
 //
