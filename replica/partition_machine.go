@@ -589,7 +589,10 @@ func (m *PartitionMachine) await(ev AwaitProduce, out []Action) []Action {
 
 // afterAppendErr is Kafka's checkEnoughReplicasReachOffset once the HW has
 // reached a produce: acknowledged if the maximal ISR has MinInSyncReplicas
-// members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND.
+// members, else NOT_ENOUGH_REPLICAS_AFTER_APPEND. Since the HW does not move
+// while the committed ISR (a subset of the maximal) is under min, the error
+// cannot arise from this machine's own rules; it stays, as in Kafka, as the
+// guard of the acknowledgement.
 func (m *PartitionMachine) afterAppendErr() error {
 	n := len(m.isr)
 	if m.pending != nil {
