@@ -474,3 +474,23 @@ func TestLeaderIneligibleFollower(t *testing.T) {
 	l.step(md)
 	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](l.fetch(3, 20)))
 }
+
+// Under a steady stream of appends a follower outside the ISR is always one
+// fetch behind the leader's LEO; it can still join, because once caught up
+// (with the LEO of its previous fetch) it holds the HW at its own LEO.
+func TestLeaderFollowerJoinsUnderSteadyAppends(t *testing.T) {
+	l := newLeader(t, []int{1, 2}, []int{1}, 1, 0, 0)
+	end := int64(0)
+	for i := range 100 {
+		l.at(time.Duration(i) * 100 * time.Millisecond)
+		end += 5
+		l.append(end)
+		// The follower fetches what it got last time: the LEO of its
+		// previous fetch, never the current one.
+		if ps := only[replica.ProposeISR](l.fetch(2, end-5)); len(ps) > 0 {
+			require.Equal(t, []int{1, 2}, ps[0].ISR)
+			return
+		}
+	}
+	t.Fatal("follower 2 never proposed into the ISR")
+}
