@@ -120,6 +120,10 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 			k = max(k, i+1)
 		}
 	}
+	// Kafka's rule: only records below the high watermark are deleted.
+	for k > 0 && segs[k].BaseOffset() > p.hw.Load() {
+		k--
+	}
 	if k == 0 {
 		p.mu.Unlock()
 		return 0, nil
@@ -129,11 +133,18 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 		p.start.Store(start)
 	}
 	p.segs.Store(&kept)
+	// The epochs wholly below the new start go; the cache is checkpointed
+	// after the segments are out of the list (a crash before that leaves
+	// epochs below the start, which open drops).
+	var epochErr error
+	if c, changed := p.loadEpochs().truncateFromStart(p.start.Load()); changed {
+		epochErr = p.storeEpochs(c)
+	}
 	p.mu.Unlock()
 
 	// The segments are out of the list: removing their files (readers that
 	// hold one keep it open) and syncing the directory need no lock.
-	var first error
+	first := epochErr
 	for _, s := range segs[:k] {
 		if err := s.Delete(); err != nil && first == nil {
 			first = err

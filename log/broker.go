@@ -166,6 +166,13 @@ func (b *Broker) load() error {
 		b.logger.Warn("ignoring unreadable checkpoint", "err", err)
 		starts = map[TopicPartition]int64{}
 	}
+	hws, err := readCheckpoint(b.fs, filepath.Join(b.dir, highWatermarkFile))
+	if err != nil {
+		// Not trusted: every high watermark starts at its log start offset
+		// (a standalone broker's is its end offset anyway).
+		b.logger.Warn("ignoring unreadable checkpoint", "err", err)
+		hws = map[TopicPartition]int64{}
+	}
 	if !clean {
 		b.logger.Info("unclean shutdown: recovering partitions", "dir", b.dir)
 	}
@@ -177,12 +184,16 @@ func (b *Broker) load() error {
 		b.topics[name] = t
 		for i := 0; i < cfg.Partitions; i++ {
 			p := newPartition(b, name, i, cfg)
-			st := partitionState{recoveryPoint: -1, startOffset: -1}
-			if off, ok := rps[TopicPartition{Topic: name, Partition: i}]; ok {
+			st := partitionState{recoveryPoint: -1, startOffset: -1, highWatermark: -1}
+			tp := TopicPartition{Topic: name, Partition: i}
+			if off, ok := rps[tp]; ok {
 				st.recoveryPoint = off
 			}
-			if off, ok := starts[TopicPartition{Topic: name, Partition: i}]; ok {
+			if off, ok := starts[tp]; ok {
 				st.startOffset = off
+			}
+			if off, ok := hws[tp]; ok {
+				st.highWatermark = off
 			}
 			if err := p.load(clean, st); err != nil {
 				return err
@@ -440,14 +451,17 @@ func (b *Broker) Close() error {
 	return first
 }
 
-// writeCheckpoints writes the recovery points and log start offsets.
+// writeCheckpoints writes the recovery points, log start offsets and high
+// watermarks.
 func (b *Broker) writeCheckpoints() error {
 	rps := map[TopicPartition]int64{}
 	starts := map[TopicPartition]int64{}
+	hws := map[TopicPartition]int64{}
 	for _, p := range b.partitions() {
 		tp := TopicPartition{Topic: p.topic, Partition: p.id}
 		rps[tp] = p.checkpointRecoveryPoint()
 		starts[tp] = p.StartOffset()
+		hws[tp] = p.HighWatermark()
 	}
 	b.ckptMu.Lock()
 	defer b.ckptMu.Unlock()
@@ -457,7 +471,7 @@ func (b *Broker) writeCheckpoints() error {
 	for _, c := range []struct {
 		name    string
 		offsets map[TopicPartition]int64
-	}{{recoveryPointFile, rps}, {logStartFile, starts}} {
+	}{{recoveryPointFile, rps}, {logStartFile, starts}, {highWatermarkFile, hws}} {
 		data := formatCheckpoint(c.offsets)
 		if b.ckpts[c.name] == string(data) {
 			continue // unchanged since this broker last wrote it

@@ -20,6 +20,8 @@ import (
 const (
 	recoveryPointFile = "recovery-point-offset-checkpoint"
 	logStartFile      = "log-start-offset-checkpoint"
+	// highWatermarkFile holds the high watermarks (Kafka's name).
+	highWatermarkFile = "replication-offset-checkpoint"
 	checkpointVersion = 0
 )
 
