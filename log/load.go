@@ -25,27 +25,23 @@ type partitionState struct {
 	highWatermark int64 // -1: unknown
 }
 
-func newPartition(b *Broker, topic string, id int, cfg TopicConfig) *Partition {
+func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 	p := &Partition{
-		topic:  topic,
-		id:     id,
-		dir:    filepath.Join(b.dir, fmt.Sprintf("%s-%d", topic, id)),
-		fs:     b.fs,
-		cfg:    cfg,
-		segCfg: segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
-		logger: b.logger,
-		wake:   b.wakeLoop,
-		// A standalone broker is the only replica: what it appends is
-		// committed.
-		hwFollowsEnd: true,
+		topic:        topic,
+		id:           id,
+		dir:          s.partitionDir(topic, id),
+		fs:           s.fs,
+		cfg:          cfg,
+		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
+		logger:       s.logger,
+		wake:         s.wakeLoop,
+		appended:     s.cfg.Notify,
+		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,
 		hwLowered: func() {
-			if err := b.writeCheckpoints(); err != nil {
-				b.logger.Error("checkpoint failed", "err", err)
+			if err := s.writeCheckpoints(); err != nil {
+				s.logger.Error("checkpoint failed", "err", err)
 			}
 		},
-	}
-	if b.fetches != nil {
-		p.appended = b.appended
 	}
 	p.epochs.Store(new(epochCache))
 	p.syncCnd = sync.NewCond(&p.syncMu)
