@@ -222,7 +222,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 }
 
 // openEpochs reads the partition's leader-epoch-checkpoint and fits it to
-// the log: epochs that start at or after the end offset are dropped (the
+// the log: epochs that start after the end offset are dropped (the
 // records they started at were lost, or a truncation did not get to
 // rewrite the file), and the first kept one starts no earlier than the log
 // start offset. A file that does not parse or whose entries do not
@@ -264,7 +264,9 @@ func (p *Partition) openEpochs() error {
 			return fmt.Errorf("log: open %s: rebuild leader epochs: %w", p, err)
 		}
 	}
-	fitted, ch1 := c.truncateFromEnd(leo)
+	// An epoch that starts at the end offset is kept: its leader was
+	// elected and had appended nothing (or lost it in the crash).
+	fitted, ch1 := c.truncateFromEnd(leo + 1)
 	fitted, ch2 := fitted.truncateFromStart(start)
 	p.epochs.Store(&fitted)
 	if rebuild || ch1 || ch2 {

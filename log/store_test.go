@@ -1,0 +1,169 @@
+package log
+
+import (
+	"testing"
+
+	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestStorePartitions: partitions need not be dense; the store deletes no
+// directory it was not asked to; CreatePartition refuses what exists;
+// RemovePartition removes open and unopened ones.
+func TestStorePartitions(t *testing.T) {
+	leaktest.Check(t)
+	mem := vfs.NewMem()
+	s := openStoreT(t, mem, StoreConfig{})
+	p3, err := s.CreatePartition("a", 3, small)
+	require.NoError(t, err)
+	_, err = s.CreatePartition("a", 7, small)
+	require.NoError(t, err)
+	_, err = s.CreatePartition("b", 0, small)
+	require.NoError(t, err)
+	appendN(t, p3, 4, 2)
+	_, err = s.CreatePartition("a", 3, small)
+	require.ErrorIs(t, err, ErrPartitionExists)
+	for _, bad := range []struct {
+		topic string
+		id    int
+		cfg   TopicConfig
+		err   error
+	}{
+		{"", 0, small, ErrInvalidTopic},
+		{"../x", 0, small, ErrInvalidTopic},
+		{"a", -1, small, ErrUnknownPartition},
+		{"a", 9, TopicConfig{SegmentBytes: -1}, ErrInvalidConfig},
+	} {
+		_, err := s.CreatePartition(bad.topic, bad.id, bad.cfg)
+		require.ErrorIs(t, err, bad.err)
+		_, err = s.OpenPartition(bad.topic, bad.id, bad.cfg)
+		require.ErrorIs(t, err, bad.err)
+	}
+	require.Len(t, s.Partitions(), 3)
+	require.NoError(t, s.Close())
+
+	// Reopen: nothing is open until asked, nothing is deleted.
+	s = openStoreT(t, mem, StoreConfig{})
+	require.Empty(t, s.Partitions())
+	dirs, err := s.PartitionDirs()
+	require.NoError(t, err)
+	require.Equal(t, []TopicPartition{{Topic: "a", Partition: 3}, {Topic: "a", Partition: 7}, {Topic: "b", Partition: 0}}, dirs)
+	// A directory that exists cannot be created over.
+	_, err = s.CreatePartition("a", 7, small)
+	require.ErrorIs(t, err, ErrPartitionExists)
+	p3, err = s.OpenPartition("a", 3, small)
+	require.NoError(t, err)
+	require.EqualValues(t, 8, p3.EndOffset())
+	again, err := s.OpenPartition("a", 3, small)
+	require.NoError(t, err)
+	require.Same(t, p3, again)
+	_, ok := s.Partition("a", 7)
+	require.False(t, ok)
+	// Removing: an unopened one, an open one, one that does not exist.
+	require.NoError(t, s.RemovePartition("a", 7))
+	require.NoError(t, s.RemovePartition("a", 3))
+	_, err = p3.Append(Record{Value: []byte("x")})
+	require.ErrorIs(t, err, ErrClosed)
+	require.ErrorIs(t, s.RemovePartition("a", 5), ErrUnknownPartition)
+	dirs, err = s.PartitionDirs()
+	require.NoError(t, err)
+	require.Equal(t, []TopicPartition{{Topic: "b", Partition: 0}}, dirs)
+	// A removed partition can be created again, empty.
+	p3, err = s.CreatePartition("a", 3, small)
+	require.NoError(t, err)
+	require.Zero(t, p3.EndOffset())
+	require.NoError(t, s.Close())
+	_, err = s.CreatePartition("a", 4, small)
+	require.ErrorIs(t, err, ErrClosed)
+}
+
+// TestStoreKeepsCheckpointsOfUnopenedPartitions: a partition not opened in
+// one life of the store keeps its recovery point, start offset and high
+// watermark for the next.
+func TestStoreKeepsCheckpointsOfUnopenedPartitions(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStoreT(t, mem, StoreConfig{})
+	p, err := s.CreatePartition("a", 1, small)
+	require.NoError(t, err)
+	appendN(t, p, 50, 2)
+	_, err = p.SetHighWatermark(42)
+	require.NoError(t, err)
+	_, err = s.CreatePartition("b", 0, small)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	// A life that opens only b, and checkpoints.
+	s = openStoreT(t, mem, StoreConfig{})
+	_, err = s.OpenPartition("b", 0, small)
+	require.NoError(t, err)
+	require.NoError(t, s.WriteCheckpoints())
+	require.NoError(t, s.Close())
+
+	s = openStoreT(t, mem, StoreConfig{})
+	defer s.Close()
+	p, err = s.OpenPartition("a", 1, small)
+	require.NoError(t, err)
+	require.EqualValues(t, 42, p.HighWatermark())
+	require.EqualValues(t, 100, p.RecoveryPoint())
+}
+
+// TestRemovePartitionCrash: a crash at any operation of RemovePartition
+// leaves the partition either whole or gone after the next open, never
+// part of it.
+func TestRemovePartitionCrash(t *testing.T) {
+	for n := 0; ; n++ {
+		mem := vfs.NewMem()
+		s := openStoreT(t, mem, StoreConfig{})
+		p, err := s.CreatePartition("a", 0, small)
+		require.NoError(t, err)
+		appendN(t, p, 60, 2)
+		require.NoError(t, p.Flush())
+		require.Greater(t, p.Segments(), 1)
+		end := p.EndOffset()
+		require.NoError(t, s.Close())
+
+		ops := 0
+		var crashed *vfs.MemFS
+		efs := vfs.WithErrors(mem, func(op vfs.Op, path string) error {
+			if crashed != nil {
+				return vfs.ErrInjected
+			}
+			if ops == n {
+				crashed = mem.CrashClone()
+				return vfs.ErrInjected
+			}
+			ops++
+			return nil
+		})
+		// Open outside the injection: count from RemovePartition on.
+		s = openStoreT(t, mem, StoreConfig{})
+		s.fs = efs
+		err = s.RemovePartition("a", 0)
+		s.fs = mem
+		require.NoError(t, s.Close())
+		if crashed == nil {
+			require.NoError(t, err)
+			require.Positive(t, n)
+			return
+		}
+		s = openStoreT(t, crashed, StoreConfig{})
+		dirs, err := s.PartitionDirs()
+		require.NoError(t, err)
+		if len(dirs) == 1 {
+			p, err := s.OpenPartition("a", 0, small)
+			require.NoError(t, err)
+			require.Equal(t, end, p.EndOffset(), "crash at operation %d: the partition is whole", n)
+			_, err = p.Read(0, 1<<20)
+			require.NoError(t, err)
+		} else {
+			require.Empty(t, dirs, "crash at operation %d", n)
+		}
+		names, err := crashed.ReadDir("/d")
+		require.NoError(t, err)
+		for _, name := range names {
+			require.NotContains(t, name, deletedSuffix, "crash at operation %d: finished at open", n)
+		}
+		require.NoError(t, s.Close())
+	}
+}
