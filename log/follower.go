@@ -48,8 +48,9 @@ func (p *Partition) writable() error {
 }
 
 // LeaderEpoch is the epoch that leader appends (Append, AppendBatch) stamp
-// on their batches: 0 until SetLeaderEpoch, or the latest epoch of the
-// cache on open.
+// on their batches: the latest given to SetLeaderEpoch or seen in a batch
+// appended by AppendAsFollower; on open the latest epoch of the cache; 0 if
+// none.
 func (p *Partition) LeaderEpoch() int32 { return p.epoch.Load() }
 
 // SetLeaderEpoch makes epoch the partition's leader epoch, as a replica
@@ -201,6 +202,11 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 		if err := p.writeLocked(fb.b, fb.h); err != nil {
 			p.mu.Unlock()
 			return 0, 0, err
+		}
+		// The leader's epoch is known from here on: leader appends never
+		// stamp an older one (which would rewrite the cache's history).
+		if e := fb.h.PartitionLeaderEpoch; e > p.epoch.Load() {
+			p.epoch.Store(e)
 		}
 	}
 	next = p.leo.Load()

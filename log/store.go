@@ -279,26 +279,39 @@ func (s *Store) OpenPartition(topic string, id int, cfg TopicConfig) (*Partition
 	if err != nil {
 		return nil, err
 	}
+	p, clamped, err := s.openPartition(topic, id, cfg)
+	if err == nil && clamped {
+		// The log lost records the checkpoint's high watermark covered: the
+		// lower one is written at once, so that records appended again
+		// under that offset are not taken as committed after another crash.
+		err = s.writeCheckpoints()
+	}
+	return p, err
+}
+
+// openPartition is OpenPartition; clamped reports a high watermark moved
+// below its checkpoint.
+func (s *Store) openPartition(topic string, id int, cfg TopicConfig) (p *Partition, clamped bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, fmt.Errorf("log: open partition %s-%d: %w", topic, id, ErrClosed)
+		return nil, false, fmt.Errorf("log: open partition %s-%d: %w", topic, id, ErrClosed)
 	}
 	tp := TopicPartition{Topic: topic, Partition: id}
 	if p, ok := s.parts[tp]; ok {
-		return p, nil
+		return p, false, nil
 	}
 	st, ok := s.saved[tp]
 	if !ok {
 		st = partitionState{recoveryPoint: -1, startOffset: -1, highWatermark: -1}
 	}
-	p := s.newPartition(topic, id, cfg)
+	p = s.newPartition(topic, id, cfg)
 	if err := p.load(s.clean, st); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	s.parts[tp] = p
 	delete(s.saved, tp)
-	return p, nil
+	return p, !p.hwFollowsEnd && st.highWatermark > p.HighWatermark(), nil
 }
 
 // Partition returns an open partition.
