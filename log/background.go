@@ -24,6 +24,7 @@ func (s *Store) loop() {
 		case <-s.wakeCh:
 		case <-timer.C:
 		}
+		s.roundMu.Lock()
 		now = time.Now()
 		s.flushDue(now)
 		if now.Sub(lastRetention) >= s.cfg.RetentionCheckInterval {
@@ -36,6 +37,7 @@ func (s *Store) loop() {
 				s.logger.Error("checkpoint failed", "err", err)
 			}
 		}
+		s.roundMu.Unlock()
 		timer.Reset(s.nextWake(now, lastRetention, lastCheckpoint))
 	}
 }

@@ -115,7 +115,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		err = b.startGroups()
 	}
 	if err != nil {
-		store.Close()
+		store.close(false)
 		b.wheel.Stop()
 		return nil, err
 	}

@@ -259,7 +259,8 @@ func TestCrashDuringTruncateTo(t *testing.T) {
 	for _, full := range []bool{false, true} {
 		for n := 0; ; n++ {
 			mem := vfs.NewMem()
-			s := openStoreT(t, mem, StoreConfig{})
+			efs, hook := injectable(mem)
+			s := openStoreT(t, efs, StoreConfig{})
 			p, err := s.CreatePartition("t", 0, small)
 			require.NoError(t, err)
 			appendN(t, p, 30, 3)
@@ -272,26 +273,17 @@ func TestCrashDuringTruncateTo(t *testing.T) {
 			old := allBatches(t, p)
 			oldEnd := p.EndOffset()
 
-			ops := 0
 			var crashed *vfs.MemFS
-			p.fs = vfs.WithErrors(mem, func(op vfs.Op, path string) error {
-				if crashed != nil {
-					return vfs.ErrInjected
-				}
-				if ops == n {
-					crashed = mem.CrashClone()
-					return vfs.ErrInjected
-				}
-				ops++
-				return nil
-			})
-			s.fs = p.fs
+			s.roundMu.Lock() // the crash point is the same every run
+			hook.set(crashAtOp(mem, n, &crashed, nil))
 			cutAt := int64(100) // inside the batch 99..101: the cut is at 99
 			if full {
 				err = p.TruncateFullyAndStartAt(1000)
 			} else {
 				err = p.TruncateTo(cutAt)
 			}
+			hook.set(nil)
+			s.roundMu.Unlock()
 			s.Close()
 			if crashed == nil {
 				require.NoError(t, err)

@@ -279,6 +279,8 @@ func (p *Partition) truncateToLocked(offset int64) (lowered bool, err error) {
 		return true, p.truncateFullyLocked(offset)
 	}
 	k := sort.Search(len(segs), func(i int) bool { return segs[i].BaseOffset() > offset }) - 1
+	// A flush in progress must not move the recovery point past the cut.
+	p.truncGen.Add(1)
 	// Readers past the cut get out of range from here on.
 	p.leo.Store(offset)
 	p.lowerTo(offset)
@@ -378,13 +380,17 @@ func (p *Partition) truncateFullyLocked(offset int64) error {
 		return fail(err)
 	}
 	old := *p.segs.Load()
+	p.truncGen.Add(1)
 	p.leo.Store(offset)
 	p.start.Store(offset)
 	p.hw.Store(offset)
 	p.recoveryPoint.Store(offset)
+	// The old segments' files go, but the segments stay open and listed
+	// until the new one replaces them: a reader never finds a closed
+	// segment in the list (and reads nothing: the end offset is offset).
 	var first error
 	for _, s := range old {
-		if err := s.Delete(); err != nil && first == nil {
+		if err := s.Unlink(); err != nil && first == nil {
 			first = err
 		}
 	}
@@ -396,6 +402,9 @@ func (p *Partition) truncateFullyLocked(offset int64) error {
 	}
 	if err := p.createAt(offset); err != nil {
 		return fail(err)
+	}
+	for _, s := range old {
+		s.Close()
 	}
 	p.dirDirty.Store(false)
 	p.needFlush.Store(false)

@@ -59,6 +59,7 @@ type Partition struct {
 	needFlush     atomic.Bool                        // a sealed segment awaits its fsync
 	dirDirty      atomic.Bool                        // a segment was created since the last directory fsync
 	bytesIn       atomic.Int64                       // bytes appended since open: wakes parked fetches
+	truncGen      atomic.Int64                       // truncations since open; changed under mu
 
 	// Group commit: one fsync at a time; appenders that need one wait for
 	// the fsync in progress and, if it did not cover them, share the next.
@@ -293,7 +294,9 @@ func (p *Partition) Roll() error {
 func (p *Partition) syncTo(target int64, force bool) error {
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
-	for force || p.recoveryPoint.Load() < target {
+	// A truncation may cut the log below target: what it removed needs no
+	// fsync.
+	for force || p.recoveryPoint.Load() < min(target, p.leo.Load()) {
 		if p.closed.Load() {
 			return p.closedErr()
 		}
@@ -329,6 +332,7 @@ func (p *Partition) Flush() error {
 // moves the recovery point to the end offset it read first. Only syncTo
 // calls it, so flushes do not overlap.
 func (p *Partition) flush() error {
+	gen := p.truncGen.Load()
 	upTo := p.leo.Load()
 	rp := p.recoveryPoint.Load()
 	p.needFlush.Store(false)
@@ -365,7 +369,13 @@ func (p *Partition) flush() error {
 		}
 	}
 	if upTo > rp {
-		p.recoveryPoint.Store(upTo)
+		// Under mu, and only if no truncation came in between: one could
+		// have cut the log below upTo (and lowered the recovery point).
+		p.mu.Lock()
+		if p.truncGen.Load() == gen && upTo > p.recoveryPoint.Load() {
+			p.recoveryPoint.Store(upTo)
+		}
+		p.mu.Unlock()
 	}
 	p.lastFlush.Store(time.Now().UnixNano())
 	return nil

@@ -84,17 +84,25 @@ type Store struct {
 	// opened through this Store.
 	clean bool
 
-	mu     sync.RWMutex // guards parts, saved and closed
-	parts  map[TopicPartition]*Partition
-	saved  map[TopicPartition]partitionState // the checkpoints' word on partitions not open
-	closed bool
+	mu    sync.RWMutex // guards parts, saved, unrecovered and closed
+	parts map[TopicPartition]*Partition
+	saved map[TopicPartition]partitionState // the checkpoints' word on partitions not open
+	// unrecovered: after an unclean shutdown, the partition directories not
+	// opened (so not recovered) or removed yet. Close marks the data dir
+	// clean only when there are none: an unopened partition must still be
+	// recovered by the next open.
+	unrecovered map[TopicPartition]bool
+	closed      bool
 
 	ckptMu sync.Mutex        // serializes checkpoint writes
 	ckpts  map[string]string // checkpoint file → contents last written
 
-	wakeCh chan struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// roundMu is held by the background loop through each round of work;
+	// a test holds it to keep the loop idle.
+	roundMu sync.Mutex
+	wakeCh  chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
 }
 
 // OpenStore opens (creating if needed) the data directory dir, locks it
@@ -177,8 +185,16 @@ func (s *Store) load() error {
 		st.highWatermark = off
 		s.saved[tp] = st
 	}
+	s.unrecovered = map[TopicPartition]bool{}
 	if !s.clean {
 		s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
+		dirs, err := s.PartitionDirs()
+		if err != nil {
+			return err
+		}
+		for _, tp := range dirs {
+			s.unrecovered[tp] = true
+		}
 	}
 	names, err := s.fs.ReadDir(s.dir)
 	if err != nil {
@@ -267,6 +283,7 @@ func (s *Store) CreatePartition(topic string, id int, cfg TopicConfig) (*Partiti
 	}
 	s.parts[tp] = p
 	delete(s.saved, tp)
+	delete(s.unrecovered, tp)
 	return p, nil
 }
 
@@ -311,6 +328,7 @@ func (s *Store) openPartition(topic string, id int, cfg TopicConfig) (p *Partiti
 	}
 	s.parts[tp] = p
 	delete(s.saved, tp)
+	delete(s.unrecovered, tp)
 	return p, !p.hwFollowsEnd && st.highWatermark > p.HighWatermark(), nil
 }
 
@@ -406,6 +424,7 @@ func (s *Store) RemovePartition(topic string, id int) error {
 	if err := s.fs.SyncDir(s.dir); err != nil {
 		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
 	}
+	delete(s.unrecovered, tp) // the next open finishes the removal
 	if err := s.fs.RemoveAll(aside); err != nil {
 		s.logger.Warn("remove partition: files left behind (removed at next open)", "dir", aside, "err", err)
 		return nil
@@ -417,9 +436,14 @@ func (s *Store) RemovePartition(topic string, id int) error {
 }
 
 // Close stops the background loop, flushes and closes every partition,
-// writes the checkpoints and the clean-shutdown marker, and releases the
-// data dir.
-func (s *Store) Close() error {
+// writes the checkpoints and, if everything was flushed and every
+// partition directory recovered, the clean-shutdown marker; and releases
+// the data dir.
+func (s *Store) Close() error { return s.close(true) }
+
+// close is Close; without markClean it never writes the clean-shutdown
+// marker (an owner whose open failed half-way).
+func (s *Store) close(markClean bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -440,7 +464,13 @@ func (s *Store) Close() error {
 		keep(p.close())
 	}
 	keep(s.writeCheckpoints())
-	if first == nil {
+	s.mu.RLock()
+	recovered := len(s.unrecovered) == 0
+	s.mu.RUnlock()
+	if !recovered {
+		s.logger.Info("partitions left unrecovered: the next open recovers them", "dir", s.dir)
+	}
+	if first == nil && markClean && recovered {
 		// Only a fully flushed store is clean.
 		f, err := s.fs.Create(filepath.Join(s.dir, cleanShutdown))
 		if err == nil {

@@ -1,6 +1,8 @@
 package log
 
 import (
+	"math/rand/v2"
+	"sync"
 	"testing"
 
 	"github.com/strata-log/strata/internal/leaktest"
@@ -123,24 +125,12 @@ func TestRemovePartitionCrash(t *testing.T) {
 		end := p.EndOffset()
 		require.NoError(t, s.Close())
 
-		ops := 0
 		var crashed *vfs.MemFS
-		efs := vfs.WithErrors(mem, func(op vfs.Op, path string) error {
-			if crashed != nil {
-				return vfs.ErrInjected
-			}
-			if ops == n {
-				crashed = mem.CrashClone()
-				return vfs.ErrInjected
-			}
-			ops++
-			return nil
-		})
-		// Open outside the injection: count from RemovePartition on.
-		s = openStoreT(t, mem, StoreConfig{})
-		s.fs = efs
+		efs, hook := injectable(mem)
+		s = openStoreT(t, efs, StoreConfig{})
+		hook.set(crashAtOp(mem, n, &crashed, nil))
 		err = s.RemovePartition("a", 0)
-		s.fs = mem
+		hook.set(nil)
 		require.NoError(t, s.Close())
 		if crashed == nil {
 			require.NoError(t, err)
@@ -165,5 +155,52 @@ func TestRemovePartitionCrash(t *testing.T) {
 			require.NotContains(t, name, deletedSuffix, "crash at operation %d: finished at open", n)
 		}
 		require.NoError(t, s.Close())
+	}
+}
+
+// faultHook turns failures of an injectable file system on and off while a
+// store (and its background loop) runs on it.
+type faultHook struct {
+	mu sync.Mutex
+	f  func(op vfs.Op, path string) error
+}
+
+func (h *faultHook) set(f func(op vfs.Op, path string) error) {
+	h.mu.Lock()
+	h.f = f
+	h.mu.Unlock()
+}
+
+// injectable wraps fs so that h decides the fate of every operation.
+func injectable(fs vfs.FS) (vfs.FS, *faultHook) {
+	h := new(faultHook)
+	return vfs.WithErrors(fs, func(op vfs.Op, path string) error {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.f == nil {
+			return nil
+		}
+		return h.f(op, path)
+	}), h
+}
+
+// crashAtOp returns an injector that, at the n-th operation, takes what a
+// crash would leave of mem into *crashed and fails that operation and
+// every later one.
+func crashAtOp(mem *vfs.MemFS, n int, crashed **vfs.MemFS, torn *rand.Rand) func(vfs.Op, string) error {
+	ops := 0
+	return func(vfs.Op, string) error {
+		if *crashed == nil && ops == n {
+			if torn != nil {
+				*crashed = mem.CrashCloneWithTornWrites(torn)
+			} else {
+				*crashed = mem.CrashClone()
+			}
+		}
+		ops++
+		if *crashed != nil {
+			return vfs.ErrInjected
+		}
+		return nil
 	}
 }
