@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 	"testing"
 
 	"github.com/strata-log/strata/internal/leaktest"
@@ -339,4 +340,45 @@ func TestStandaloneStampsAndFollowsEnd(t *testing.T) {
 	require.EqualValues(t, 6, p.HighWatermark())
 	require.Equal(t, []int32{0, 0, 0}, epochsOf(t, allBatches(t, p)))
 	require.Equal(t, []EpochEntry{{0, 0}}, p.EpochEntries())
+}
+
+// TestRetentionStopsAtHighWatermark: retention deletes only segments below
+// the high watermark (Kafka's rule), and the epoch cache loses the epochs
+// below the new log start offset.
+func TestRetentionStopsAtHighWatermark(t *testing.T) {
+	s := openStoreT(t, vfs.NewMem(), StoreConfig{})
+	defer s.Close()
+	cfg := small
+	cfg.RetentionBytes = 1
+	p, err := s.CreatePartition("t", 0, cfg)
+	require.NoError(t, err)
+	appendN(t, p, 20, 3)
+	require.NoError(t, p.SetLeaderEpoch(1))
+	appendN(t, p, 20, 3)
+	require.NoError(t, p.SetLeaderEpoch(2))
+	appendN(t, p, 20, 3)
+	segs := p.Segments()
+	require.Greater(t, segs, 3)
+	n, err := p.enforceRetention(time.Now())
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing is below the high watermark")
+	_, err = p.SetHighWatermark(100)
+	require.NoError(t, err)
+	n, err = p.enforceRetention(time.Now())
+	require.NoError(t, err)
+	require.Positive(t, n)
+	start := p.StartOffset()
+	require.LessOrEqual(t, start, int64(100))
+	require.Positive(t, start)
+	want := []EpochEntry{{0, start}, {1, 60}, {2, 120}}
+	if start >= 60 {
+		want = []EpochEntry{{1, start}, {2, 120}}
+	}
+	require.Equal(t, want, p.EpochEntries())
+	_, err = p.SetHighWatermark(p.EndOffset())
+	require.NoError(t, err)
+	_, err = p.enforceRetention(time.Now())
+	require.NoError(t, err)
+	require.Equal(t, 1, p.Segments())
+	require.Equal(t, []EpochEntry{{2, p.StartOffset()}}, p.EpochEntries())
 }
