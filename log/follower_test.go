@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/segment/batch"
