@@ -382,3 +382,43 @@ func TestRetentionStopsAtHighWatermark(t *testing.T) {
 	require.Equal(t, 1, p.Segments())
 	require.Equal(t, []EpochEntry{{2, p.StartOffset()}}, p.EpochEntries())
 }
+
+// TestFlushDuringTruncation: a truncation in the middle of a flush (here
+// at the flush's first fsync) neither lets the flush move the recovery
+// point past the new end offset nor makes it wait for offsets the
+// truncation removed.
+func TestFlushDuringTruncation(t *testing.T) {
+	leaktest.Check(t)
+	mem := vfs.NewMem()
+	efs, hook := injectable(mem)
+	s := openStoreT(t, efs, StoreConfig{})
+	defer s.Close()
+	p, err := s.CreatePartition("t", 0, small)
+	require.NoError(t, err)
+	appendN(t, p, 4, 2)
+	require.NoError(t, p.Flush())
+	appendN(t, p, 30, 2) // 8..67, not flushed
+	truncated := make(chan error, 1)
+	s.roundMu.Lock() // only this test's flush
+	hook.set(func(op vfs.Op, path string) error {
+		if op == vfs.OpSync || op == vfs.OpSyncDir {
+			hook.f = nil // the truncation's own operations go through
+			go func() { truncated <- p.TruncateTo(20) }()
+			// The truncation waits for nothing the flush holds; let it
+			// finish before the flush goes on.
+			hook.mu.Unlock()
+			err := <-truncated
+			hook.mu.Lock()
+			truncated <- err
+		}
+		return nil
+	})
+	require.NoError(t, p.Flush())
+	hook.set(nil)
+	s.roundMu.Unlock()
+	require.NoError(t, <-truncated)
+	require.EqualValues(t, 20, p.EndOffset())
+	require.LessOrEqual(t, p.RecoveryPoint(), p.EndOffset())
+	require.NoError(t, p.Flush())
+	require.EqualValues(t, 20, p.RecoveryPoint())
+}
