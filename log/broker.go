@@ -333,7 +333,10 @@ func (b *Broker) Close() error {
 	return err
 }
 
-// Store is the partition layer under the broker.
+// Store is the partition layer under the broker, for code that serves its
+// partitions (a Kafka-protocol server, tools). Partitions created or
+// removed through it bypass topics.json: the next Open removes the
+// directories of partitions of no topic.
 func (b *Broker) Store() *Store { return b.store }
 
 // enforceRetention runs retention on every partition now.
