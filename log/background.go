@@ -8,43 +8,45 @@ import (
 	"github.com/strata-log/strata/segment"
 )
 
-// loop is the broker's one background goroutine: it fsyncs sealed segments
+// loop is the store's one background goroutine: it fsyncs sealed segments
 // after a roll, flushes partitions by FlushInterval, writes the checkpoints
 // every CheckpointInterval and runs retention every RetentionCheckInterval.
-func (b *Broker) loop() {
-	defer b.wg.Done()
+func (s *Store) loop() {
+	defer s.wg.Done()
 	now := time.Now()
 	lastRetention, lastCheckpoint := now, now
-	timer := time.NewTimer(b.nextWake(now, lastRetention, lastCheckpoint))
+	timer := time.NewTimer(s.nextWake(now, lastRetention, lastCheckpoint))
 	defer timer.Stop()
 	for {
 		select {
-		case <-b.stop:
+		case <-s.stop:
 			return
-		case <-b.wakeCh:
+		case <-s.wakeCh:
 		case <-timer.C:
 		}
+		s.roundMu.Lock()
 		now = time.Now()
-		b.flushDue(now)
-		if now.Sub(lastRetention) >= b.cfg.RetentionCheckInterval {
+		s.flushDue(now)
+		if now.Sub(lastRetention) >= s.cfg.RetentionCheckInterval {
 			lastRetention = now
-			b.enforceRetention(now)
+			s.enforceRetention(now)
 		}
-		if now.Sub(lastCheckpoint) >= b.cfg.CheckpointInterval {
+		if now.Sub(lastCheckpoint) >= s.cfg.CheckpointInterval {
 			lastCheckpoint = now
-			if err := b.writeCheckpoints(); err != nil {
-				b.logger.Error("checkpoint failed", "err", err)
+			if err := s.writeCheckpoints(); err != nil {
+				s.logger.Error("checkpoint failed", "err", err)
 			}
 		}
-		timer.Reset(b.nextWake(now, lastRetention, lastCheckpoint))
+		s.roundMu.Unlock()
+		timer.Reset(s.nextWake(now, lastRetention, lastCheckpoint))
 	}
 }
 
 // nextWake is how long the loop may sleep before something is due.
-func (b *Broker) nextWake(now, lastRetention, lastCheckpoint time.Time) time.Duration {
-	d := min(lastRetention.Add(b.cfg.RetentionCheckInterval).Sub(now),
-		lastCheckpoint.Add(b.cfg.CheckpointInterval).Sub(now))
-	for _, p := range b.partitions() {
+func (s *Store) nextWake(now, lastRetention, lastCheckpoint time.Time) time.Duration {
+	d := min(lastRetention.Add(s.cfg.RetentionCheckInterval).Sub(now),
+		lastCheckpoint.Add(s.cfg.CheckpointInterval).Sub(now))
+	for _, p := range s.Partitions() {
 		if fi := p.cfg.FlushInterval; fi > 0 {
 			d = min(d, time.Unix(0, p.lastFlush.Load()).Add(fi).Sub(now))
 		}
@@ -54,8 +56,8 @@ func (b *Broker) nextWake(now, lastRetention, lastCheckpoint time.Time) time.Dur
 
 // flushDue flushes partitions with a sealed segment to sync and those whose
 // FlushInterval has passed with records unflushed.
-func (b *Broker) flushDue(now time.Time) {
-	for _, p := range b.partitions() {
+func (s *Store) flushDue(now time.Time) {
+	for _, p := range s.Partitions() {
 		due := p.needFlush.Load()
 		if fi := p.cfg.FlushInterval; fi > 0 && p.RecoveryPoint() < p.EndOffset() &&
 			now.Sub(time.Unix(0, p.lastFlush.Load())) >= fi {
@@ -65,25 +67,25 @@ func (b *Broker) flushDue(now time.Time) {
 			continue
 		}
 		if err := p.Flush(); err != nil && !isClosed(err) {
-			b.logger.Error("flush failed", "partition", p.String(), "err", err)
+			s.logger.Error("flush failed", "partition", p.String(), "err", err)
 		}
 	}
 }
 
 // enforceRetention deletes old segments of every partition and, if any were,
 // records the new log start offsets.
-func (b *Broker) enforceRetention(now time.Time) {
+func (s *Store) enforceRetention(now time.Time) {
 	deleted := 0
-	for _, p := range b.partitions() {
+	for _, p := range s.Partitions() {
 		n, err := p.enforceRetention(now)
 		if err != nil && !isClosed(err) {
-			b.logger.Error("retention failed", "partition", p.String(), "err", err)
+			s.logger.Error("retention failed", "partition", p.String(), "err", err)
 		}
 		deleted += n
 	}
 	if deleted > 0 {
-		if err := b.writeCheckpoints(); err != nil {
-			b.logger.Error("checkpoint failed", "err", err)
+		if err := s.writeCheckpoints(); err != nil {
+			s.logger.Error("checkpoint failed", "err", err)
 		}
 	}
 }
@@ -120,6 +122,10 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 			k = max(k, i+1)
 		}
 	}
+	// Kafka's rule: only records below the high watermark are deleted.
+	for k > 0 && segs[k].BaseOffset() > p.hw.Load() {
+		k--
+	}
 	if k == 0 {
 		p.mu.Unlock()
 		return 0, nil
@@ -129,11 +135,18 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 		p.start.Store(start)
 	}
 	p.segs.Store(&kept)
+	// The epochs wholly below the new start go; the cache is checkpointed
+	// after the segments are out of the list (a crash before that leaves
+	// epochs below the start, which open drops).
+	var epochErr error
+	if c, changed := p.loadEpochs().truncateFromStart(p.start.Load()); changed {
+		epochErr = p.storeEpochs(c)
+	}
 	p.mu.Unlock()
 
 	// The segments are out of the list: removing their files (readers that
 	// hold one keep it open) and syncing the directory need no lock.
-	var first error
+	first := epochErr
 	for _, s := range segs[:k] {
 		if err := s.Delete(); err != nil && first == nil {
 			first = err

@@ -4,14 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	iofs "io/fs"
 	stdlog "log/slog"
 	"path/filepath"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
+	"time"
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/timingwheel"
@@ -26,13 +24,16 @@ const (
 	topicsVersion = 1
 )
 
-// Broker is a standalone node: the topics of one data directory.
+// Broker is a standalone node: the topics of one data directory. It is a
+// front end on a Store, which owns the partitions: the Broker keeps the
+// topics and their configurations (topics.json), the consumer groups and
+// the long polls.
 type Broker struct {
 	dir    string
 	cfg    Config
 	fs     vfs.FS
 	logger *stdlog.Logger
-	lock   io.Closer
+	store  *Store
 
 	mu     sync.RWMutex // guards topics and closed; held to write topics.json
 	topics map[string]*Topic
@@ -42,12 +43,7 @@ type Broker struct {
 	fetches *timingwheel.Purgatory[TopicPartition]
 	groups  *group.Coordinator
 
-	ckptMu sync.Mutex        // serializes checkpoint writes
-	ckpts  map[string]string // checkpoint file → contents last written
-
-	wakeCh chan struct{}
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	stop chan struct{} // closed by Close: parked fetches end
 }
 
 // Topic is a named set of partitions.
@@ -90,58 +86,45 @@ func Open(dir string, cfg Config) (*Broker, error) {
 	if err := cfg.DefaultTopic.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("log: default topic config: %w", err)
 	}
-	fs := cfg.FS
-	if err := fs.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("log: open data dir: %w", err)
-	}
-	if fi, err := fs.Stat(dir); err != nil {
-		return nil, fmt.Errorf("log: open data dir: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("log: open data dir: %s is not a directory", dir)
-	}
-	lock, err := fs.Lock(filepath.Join(dir, lockFile))
-	if errors.Is(err, vfs.ErrLocked) {
-		return nil, fmt.Errorf("%w: %s", ErrDirInUse, dir)
-	} else if err != nil {
-		return nil, fmt.Errorf("log: lock data dir: %w", err)
-	}
 	b := &Broker{
 		dir:    dir,
 		cfg:    cfg,
-		fs:     fs,
+		fs:     cfg.FS,
 		logger: cfg.Logger,
-		lock:   lock,
 		topics: map[string]*Topic{},
-		wakeCh: make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
 	if err := b.startPurgatory(); err != nil {
-		lock.Close()
 		return nil, err
 	}
+	store, err := OpenStore(dir, StoreConfig{
+		RetentionCheckInterval:  cfg.RetentionCheckInterval,
+		CheckpointInterval:      cfg.CheckpointInterval,
+		FS:                      cfg.FS,
+		Logger:                  cfg.Logger,
+		HighWatermarkFollowsEnd: true, // the only replica: what it appends is committed
+		Notify:                  b.appended,
+	})
+	if err != nil {
+		b.wheel.Stop()
+		return nil, err
+	}
+	b.store = store
 	err = b.load()
 	if err == nil {
 		err = b.startGroups()
 	}
 	if err != nil {
-		for _, t := range b.topics {
-			for _, p := range t.parts {
-				p.close()
-			}
-		}
+		store.close(false)
 		b.wheel.Stop()
-		lock.Close()
 		return nil, err
 	}
-	b.wg.Add(1)
-	go b.loop()
 	return b, nil
 }
 
-// load reads topics.json and opens every partition.
+// load reads topics.json, opens every partition of every topic and removes
+// the partition directories of no topic.
 func (b *Broker) load() error {
-	_, err := b.fs.Stat(filepath.Join(b.dir, cleanShutdown))
-	clean := err == nil
 	meta := topicsMeta{Topics: map[string]TopicConfig{}}
 	data, err := vfs.ReadFile(b.fs, filepath.Join(b.dir, topicsFile))
 	switch {
@@ -156,19 +139,6 @@ func (b *Broker) load() error {
 			return fmt.Errorf("log: %s: unknown version %d", topicsFile, meta.Version)
 		}
 	}
-	rps, err := readCheckpoint(b.fs, filepath.Join(b.dir, recoveryPointFile))
-	if err != nil {
-		b.logger.Warn("ignoring unreadable checkpoint: recovering every segment", "err", err)
-		rps, clean = map[TopicPartition]int64{}, false
-	}
-	starts, err := readCheckpoint(b.fs, filepath.Join(b.dir, logStartFile))
-	if err != nil {
-		b.logger.Warn("ignoring unreadable checkpoint", "err", err)
-		starts = map[TopicPartition]int64{}
-	}
-	if !clean {
-		b.logger.Info("unclean shutdown: recovering partitions", "dir", b.dir)
-	}
 	for name, cfg := range meta.Topics {
 		if ValidTopicName(name) != nil {
 			return fmt.Errorf("log: %s: %w", topicsFile, ValidTopicName(name))
@@ -176,67 +146,32 @@ func (b *Broker) load() error {
 		t := &Topic{name: name, cfg: cfg}
 		b.topics[name] = t
 		for i := 0; i < cfg.Partitions; i++ {
-			p := newPartition(b, name, i, cfg)
-			st := partitionState{recoveryPoint: -1, startOffset: -1}
-			if off, ok := rps[TopicPartition{Topic: name, Partition: i}]; ok {
-				st.recoveryPoint = off
-			}
-			if off, ok := starts[TopicPartition{Topic: name, Partition: i}]; ok {
-				st.startOffset = off
-			}
-			if err := p.load(clean, st); err != nil {
+			p, err := b.store.OpenPartition(name, i, cfg)
+			if err != nil {
 				return err
 			}
 			t.parts = append(t.parts, p)
 		}
 	}
-	if err := b.removeStrays(); err != nil {
-		return err
-	}
-	// From here on, a crash is unclean again.
-	if clean {
-		if err := b.fs.Remove(filepath.Join(b.dir, cleanShutdown)); err != nil {
-			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
-		}
-		if err := b.fs.SyncDir(b.dir); err != nil {
-			return fmt.Errorf("log: sync dir %s: %w", b.dir, err)
-		}
-	}
-	return nil
+	return b.removeStrays()
 }
 
 // removeStrays deletes partition directories of no known topic: what a crash
-// in the middle of CreateTopic or DeleteTopic leaves.
+// in the middle of CreateTopic or DeleteTopic leaves. The broker owns the
+// partitions of its data dir, so this is its decision, not the store's.
 func (b *Broker) removeStrays() error {
-	names, err := b.fs.ReadDir(b.dir)
+	dirs, err := b.store.PartitionDirs()
 	if err != nil {
-		return fmt.Errorf("log: read data dir: %w", err)
+		return err
 	}
-	removed := false
-	for _, name := range names {
-		i := strings.LastIndexByte(name, '-')
-		if i <= 0 {
+	for _, tp := range dirs {
+		if t, ok := b.topics[tp.Topic]; ok && tp.Partition < len(t.parts) {
 			continue
 		}
-		part, err := strconv.Atoi(name[i+1:])
-		topic := name[:i]
-		if err != nil || part < 0 || ValidTopicName(topic) != nil {
-			continue
+		b.logger.Info("removing partition directory of no topic", "topic", tp.Topic, "partition", tp.Partition)
+		if err := b.store.RemovePartition(tp.Topic, tp.Partition); err != nil {
+			return fmt.Errorf("log: remove stray: %w", err)
 		}
-		if t, ok := b.topics[topic]; ok && part < len(t.parts) {
-			continue
-		}
-		if fi, err := b.fs.Stat(filepath.Join(b.dir, name)); err != nil || !fi.IsDir() {
-			continue
-		}
-		b.logger.Info("removing partition directory of no topic", "dir", name)
-		if err := b.fs.RemoveAll(filepath.Join(b.dir, name)); err != nil {
-			return fmt.Errorf("log: remove stray %s: %w", name, err)
-		}
-		removed = true
-	}
-	if removed {
-		return b.fs.SyncDir(b.dir)
 	}
 	return nil
 }
@@ -287,24 +222,20 @@ func (b *Broker) createTopicLocked(name string, cfg TopicConfig) (*Topic, error)
 	t := &Topic{name: name, cfg: cfg}
 	fail := func(err error) (*Topic, error) {
 		for _, p := range t.parts {
-			p.close()
-			b.fs.RemoveAll(p.dir)
+			b.store.RemovePartition(p.topic, p.id)
 		}
 		return nil, fmt.Errorf("log: create topic %s: %w", name, err)
 	}
 	for i := 0; i < cfg.Partitions; i++ {
-		p := newPartition(b, name, i, cfg)
 		// A directory left by a crash before its topic was recorded.
-		if err := b.fs.RemoveAll(p.dir); err != nil {
+		if err := b.store.RemovePartition(name, i); err != nil && !errors.Is(err, ErrUnknownPartition) {
 			return fail(err)
 		}
-		if err := p.create(); err != nil {
+		p, err := b.store.CreatePartition(name, i, cfg)
+		if err != nil {
 			return fail(err)
 		}
 		t.parts = append(t.parts, p)
-	}
-	if err := b.fs.SyncDir(b.dir); err != nil {
-		return fail(err)
 	}
 	b.topics[name] = t
 	if err := b.writeTopics(); err != nil {
@@ -375,28 +306,13 @@ func (b *Broker) DeleteTopic(name string) error {
 		b.topics[name] = t
 		return fmt.Errorf("log: delete topic %s: %w", name, err)
 	}
+	var first error
 	for _, p := range t.parts {
-		p.close()
-		b.appended(p) // parked fetches re-read, and find the partition gone
-		if err := b.fs.RemoveAll(p.dir); err != nil {
-			b.logger.Warn("delete topic: files left behind (removed at next open)", "dir", p.dir, "err", err)
+		if err := b.store.RemovePartition(p.topic, p.id); err != nil && first == nil {
+			first = fmt.Errorf("log: delete topic %s: %w", name, err)
 		}
 	}
-	if err := b.fs.SyncDir(b.dir); err != nil {
-		return fmt.Errorf("log: delete topic %s: %w", name, err)
-	}
-	return nil
-}
-
-// partitions returns every partition. Holds no lock on return.
-func (b *Broker) partitions() []*Partition {
-	b.mu.RLock()
-	defer b.mu.RUnlock()
-	var ps []*Partition
-	for _, t := range b.topics {
-		ps = append(ps, t.parts...)
-	}
-	return ps
+	return first
 }
 
 // Close flushes every partition, writes the checkpoints and the clean-shutdown
@@ -411,71 +327,20 @@ func (b *Broker) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 	close(b.stop)
-	b.wg.Wait()
 	b.groups.Close()
-
-	var first error
-	keep := func(err error) {
-		if err != nil && first == nil {
-			first = err
-		}
-	}
-	for _, p := range b.partitions() {
-		keep(p.close())
-	}
+	err := b.store.Close()
 	b.wheel.Stop()
-	keep(b.writeCheckpoints())
-	if first == nil {
-		// Only a fully flushed broker is clean.
-		f, err := b.fs.Create(filepath.Join(b.dir, cleanShutdown))
-		if err == nil {
-			keep(f.Sync())
-			keep(f.Close())
-			keep(b.fs.SyncDir(b.dir))
-		} else {
-			keep(err)
-		}
-	}
-	keep(b.lock.Close())
-	return first
+	return err
 }
 
-// writeCheckpoints writes the recovery points and log start offsets.
-func (b *Broker) writeCheckpoints() error {
-	rps := map[TopicPartition]int64{}
-	starts := map[TopicPartition]int64{}
-	for _, p := range b.partitions() {
-		tp := TopicPartition{Topic: p.topic, Partition: p.id}
-		rps[tp] = p.checkpointRecoveryPoint()
-		starts[tp] = p.StartOffset()
-	}
-	b.ckptMu.Lock()
-	defer b.ckptMu.Unlock()
-	if b.ckpts == nil {
-		b.ckpts = map[string]string{}
-	}
-	for _, c := range []struct {
-		name    string
-		offsets map[TopicPartition]int64
-	}{{recoveryPointFile, rps}, {logStartFile, starts}} {
-		data := formatCheckpoint(c.offsets)
-		if b.ckpts[c.name] == string(data) {
-			continue // unchanged since this broker last wrote it
-		}
-		if err := writeCheckpoint(b.fs, filepath.Join(b.dir, c.name), data); err != nil {
-			return err
-		}
-		b.ckpts[c.name] = string(data)
-	}
-	return nil
-}
+// Store is the partition layer under the broker, for code that serves its
+// partitions (a Kafka-protocol server, tools). Partitions created or
+// removed through it bypass topics.json: the next Open removes the
+// directories of partitions of no topic.
+func (b *Broker) Store() *Store { return b.store }
 
-func (b *Broker) wakeLoop() {
-	select {
-	case b.wakeCh <- struct{}{}:
-	default:
-	}
-}
+// enforceRetention runs retention on every partition now.
+func (b *Broker) enforceRetention(now time.Time) { b.store.enforceRetention(now) }
 
 func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }
 

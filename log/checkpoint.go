@@ -20,6 +20,8 @@ import (
 const (
 	recoveryPointFile = "recovery-point-offset-checkpoint"
 	logStartFile      = "log-start-offset-checkpoint"
+	// highWatermarkFile holds the high watermarks (Kafka's name).
+	highWatermarkFile = "replication-offset-checkpoint"
 	checkpointVersion = 0
 )
 
@@ -57,7 +59,11 @@ func readCheckpoint(fs vfs.FS, name string) (map[TopicPartition]int64, error) {
 		return nil, fmt.Errorf("log: read checkpoint %s: %w", name, err)
 	}
 	bad := func(why string) error { return fmt.Errorf("log: checkpoint %s: %s", name, why) }
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(data) == 0 || data[len(data)-1] != '\n' {
+		// Every line ends with one: the file was cut.
+		return nil, bad("torn: no final newline")
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if len(lines) < 2 || strings.TrimSpace(lines[0]) != strconv.Itoa(checkpointVersion) {
 		return nil, bad("unknown version")
 	}

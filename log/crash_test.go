@@ -249,3 +249,178 @@ func TestUncleanOpenTruncatesCorruptTail(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 40, off)
 }
+
+// TestCrashDuringTruncateTo crashes at every file-system operation of a
+// TruncateTo that spans segments (and, with a high watermark and epochs to
+// cut, checkpoints): after the reopen the log is either what it was or cut
+// exactly at the batch boundary TruncateTo cuts at, its records are the
+// old ones, and the epoch cache and high watermark fit it.
+func TestCrashDuringTruncateTo(t *testing.T) {
+	for _, full := range []bool{false, true} {
+		for n := 0; ; n++ {
+			mem := vfs.NewMem()
+			efs, hook := injectable(mem)
+			s := openStoreT(t, efs, StoreConfig{})
+			p, err := s.CreatePartition("t", 0, small)
+			require.NoError(t, err)
+			appendN(t, p, 30, 3)
+			require.NoError(t, p.SetLeaderEpoch(4))
+			appendN(t, p, 30, 3) // 90..179 under epoch 4
+			_, err = p.SetHighWatermark(170)
+			require.NoError(t, err)
+			require.NoError(t, p.Flush())
+			require.NoError(t, s.WriteCheckpoints())
+			old := allBatches(t, p)
+			oldEnd := p.EndOffset()
+
+			var crashed *vfs.MemFS
+			s.roundMu.Lock() // the crash point is the same every run
+			hook.set(crashAtOp(mem, n, &crashed, nil))
+			cutAt := int64(100) // inside the batch 99..101: the cut is at 99
+			if full {
+				err = p.TruncateFullyAndStartAt(1000)
+			} else {
+				err = p.TruncateTo(cutAt)
+			}
+			hook.set(nil)
+			s.roundMu.Unlock()
+			s.Close()
+			if crashed == nil {
+				require.NoError(t, err)
+				require.Positive(t, n)
+				break
+			}
+			s = openStoreT(t, crashed, StoreConfig{})
+			p, err = s.OpenPartition("t", 0, small)
+			require.NoError(t, err, "crash at operation %d", n)
+			end := p.EndOffset()
+			got := allBatches(t, p)
+			switch {
+			case end == oldEnd:
+				require.Equal(t, old, got, "crash at operation %d: untouched", n)
+				require.EqualValues(t, 170, p.HighWatermark())
+				require.Equal(t, []EpochEntry{{0, 0}, {4, 90}}, p.EpochEntries())
+			case full:
+				require.Empty(t, got, "crash at operation %d", n)
+				require.Equal(t, p.StartOffset(), end)
+				require.Equal(t, end, p.HighWatermark())
+			default:
+				require.EqualValues(t, 99, end, "crash at operation %d: cut at the batch boundary", n)
+				require.Equal(t, old[:len(got)], got, "crash at operation %d", n)
+				require.LessOrEqual(t, p.HighWatermark(), end)
+				require.Equal(t, []EpochEntry{{0, 0}, {4, 90}}, p.EpochEntries())
+			}
+			// The log goes on.
+			off, err := p.Append(Record{Value: []byte("after")})
+			require.NoError(t, err)
+			require.Equal(t, end, off)
+			require.NoError(t, s.Close())
+		}
+	}
+}
+
+// TestReopenKeepsHighWatermarkAndEpochs: a clean reopen and a crash after
+// a checkpoint give back the high watermark and the leader-epoch cache.
+func TestReopenKeepsHighWatermarkAndEpochs(t *testing.T) {
+	mem := vfs.NewMem()
+	s := openStoreT(t, mem, StoreConfig{})
+	p, err := s.CreatePartition("t", 2, small)
+	require.NoError(t, err)
+	appendN(t, p, 10, 2)
+	require.NoError(t, p.SetLeaderEpoch(3))
+	appendN(t, p, 10, 2)
+	require.NoError(t, p.SetLeaderEpoch(6))
+	_, err = p.SetHighWatermark(33)
+	require.NoError(t, err)
+	epochs := p.EpochEntries()
+	require.Equal(t, []EpochEntry{{0, 0}, {3, 20}, {6, 40}}, epochs)
+	require.NoError(t, p.Flush())
+	require.NoError(t, s.WriteCheckpoints())
+	crashed := mem.CrashClone()
+	require.NoError(t, s.Close())
+
+	for _, fs := range []*vfs.MemFS{mem, crashed} {
+		s := openStoreT(t, fs, StoreConfig{})
+		p, err := s.OpenPartition("t", 2, small)
+		require.NoError(t, err)
+		require.EqualValues(t, 33, p.HighWatermark())
+		require.EqualValues(t, 40, p.EndOffset())
+		require.Equal(t, epochs, p.EpochEntries())
+		require.EqualValues(t, 6, p.LeaderEpoch())
+		ep, end := p.EndOffsetForEpoch(3)
+		require.EqualValues(t, 3, ep)
+		require.EqualValues(t, 40, end)
+		require.NoError(t, s.Close())
+	}
+}
+
+// TestDamagedCheckpointsAreNotTrusted: a torn or garbage leader-epoch
+// checkpoint is rebuilt from the batches; one whose epochs run past the
+// log is cut to it; a torn high-watermark checkpoint is ignored (the high
+// watermark falls back to the log start); one past the log end is clamped.
+func TestDamagedCheckpointsAreNotTrusted(t *testing.T) {
+	setup := func(t *testing.T) (*vfs.MemFS, []EpochEntry) {
+		mem := vfs.NewMem()
+		s := openStoreT(t, mem, StoreConfig{})
+		p, err := s.CreatePartition("t", 0, small)
+		require.NoError(t, err)
+		appendN(t, p, 10, 2)
+		require.NoError(t, p.SetLeaderEpoch(2))
+		appendN(t, p, 10, 2)
+		require.NoError(t, p.SetLeaderEpoch(5))
+		appendN(t, p, 10, 2)
+		_, err = p.SetHighWatermark(50)
+		require.NoError(t, err)
+		epochs := p.EpochEntries()
+		require.NoError(t, s.Close())
+		return mem, epochs
+	}
+	write := func(t *testing.T, fs vfs.FS, name, data string) {
+		f, err := fs.Create(name)
+		require.NoError(t, err)
+		_, err = f.Write([]byte(data))
+		require.NoError(t, err)
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+	}
+	reopen := func(t *testing.T, fs vfs.FS) (*Store, *Partition) {
+		s := openStoreT(t, fs, StoreConfig{})
+		p, err := s.OpenPartition("t", 0, small)
+		require.NoError(t, err)
+		return s, p
+	}
+	epochFile := filepath.Join("/d", "t-0", epochCheckpointFile)
+	for _, damage := range []string{"", "0\n3\n0 0\n2 20\n", "0\n3\n0 0\n2 20\n5 4", "garbage\x00\xff", "0\n2\n5 40\n2 20\n"} {
+		mem, epochs := setup(t)
+		write(t, mem, epochFile, damage)
+		s, p := reopen(t, mem)
+		require.Equal(t, epochs, p.EpochEntries(), "damage %q: rebuilt from the log", damage)
+		require.EqualValues(t, 5, p.LeaderEpoch())
+		require.NoError(t, s.Close())
+		// And checkpointed again: the next open reads it as it is.
+		data, err := vfs.ReadFile(mem, epochFile)
+		require.NoError(t, err)
+		require.Equal(t, string(formatEpochCheckpoint(epochs)), string(data))
+	}
+	// Epochs past the end of the log (its tail was lost) are cut.
+	mem, _ := setup(t)
+	write(t, mem, epochFile, "0\n5\n0 0\n2 20\n5 40\n9 60\n11 75\n")
+	s, p := reopen(t, mem)
+	// The epoch at the end offset (60) has no record yet and stays.
+	require.Equal(t, []EpochEntry{{0, 0}, {2, 20}, {5, 40}, {9, 60}}, p.EpochEntries())
+	require.EqualValues(t, 9, p.LeaderEpoch())
+	require.NoError(t, s.Close())
+
+	// A torn high-watermark checkpoint: ignored.
+	mem, _ = setup(t)
+	write(t, mem, filepath.Join("/d", highWatermarkFile), "0\n1\nt 0 5")
+	s, p = reopen(t, mem)
+	require.EqualValues(t, 0, p.HighWatermark())
+	require.NoError(t, s.Close())
+	// One past the end: clamped.
+	mem, _ = setup(t)
+	write(t, mem, filepath.Join("/d", highWatermarkFile), "0\n1\nt 0 5000\n")
+	s, p = reopen(t, mem)
+	require.EqualValues(t, 60, p.HighWatermark())
+	require.NoError(t, s.Close())
+}

@@ -31,14 +31,34 @@
 //
 // The package log/logtest starts a Broker as a unit-test fixture.
 //
+// # Partitions and replication
+//
+// Under the Broker, a [Store] owns the partition directories of the data
+// dir: [Store.CreatePartition], [Store.OpenPartition],
+// [Store.RemovePartition], the flush and retention loop and the
+// checkpoints. It knows nothing of topics; a Broker decides from
+// topics.json which partitions exist, a cluster member from its metadata.
+//
+// A [Partition] has what a replica needs: a high watermark of its own
+// ([Partition.SetHighWatermark]; on a standalone broker it is the end
+// offset), a leader epoch stamped on leader appends
+// ([Partition.SetLeaderEpoch]), a leader-epoch cache with Kafka's
+// OffsetsForLeaderEpoch answer ([Partition.EndOffsetForEpoch]), appends of
+// batches that carry their offsets ([Partition.AppendAsFollower]) and
+// crash-safe truncations ([Partition.TruncateTo],
+// [Partition.TruncateFullyAndStartAt]).
+//
 // # Data directory
 //
 //	<dir>/.lock                              held while a Broker has the dir open
 //	<dir>/topics.json                        topics and their configurations
 //	<dir>/recovery-point-offset-checkpoint   per partition: offsets below are fsynced
 //	<dir>/log-start-offset-checkpoint        per partition: the first readable offset
+//	<dir>/replication-offset-checkpoint      per partition: the high watermark
 //	<dir>/.strata_cleanshutdown              present only after a clean Close
 //	<dir>/<topic>-<partition>/               the partition's segments (package segment)
+//	<dir>/<topic>-<partition>/leader-epoch-checkpoint  (epoch, start offset) pairs
+//	<dir>/<topic>-<partition>.deleted/       a removal a crash interrupted; finished at open
 //	<dir>/__consumer_offsets-0/              committed offsets of consumer groups
 //
 // Checkpoints use Kafka's text format and are replaced atomically (temp file,

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/segment"
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
 )
 
 // maxRecoverBatch bounds the size of a batch that recovery accepts: larger
@@ -20,22 +22,28 @@ const maxRecoverBatch = 256 << 20
 type partitionState struct {
 	recoveryPoint int64 // -1: unknown
 	startOffset   int64 // -1: unknown
+	highWatermark int64 // -1: unknown
 }
 
-func newPartition(b *Broker, topic string, id int, cfg TopicConfig) *Partition {
+func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 	p := &Partition{
-		topic:  topic,
-		id:     id,
-		dir:    filepath.Join(b.dir, fmt.Sprintf("%s-%d", topic, id)),
-		fs:     b.fs,
-		cfg:    cfg,
-		segCfg: segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
-		logger: b.logger,
-		wake:   b.wakeLoop,
+		topic:        topic,
+		id:           id,
+		dir:          s.partitionDir(topic, id),
+		fs:           s.fs,
+		cfg:          cfg,
+		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
+		logger:       s.logger,
+		wake:         s.wakeLoop,
+		appended:     s.cfg.Notify,
+		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,
+		hwLowered: func() {
+			if err := s.writeCheckpoints(); err != nil {
+				s.logger.Error("checkpoint failed", "err", err)
+			}
+		},
 	}
-	if b.fetches != nil {
-		p.appended = b.appended
-	}
+	p.epochs.Store(new(epochCache))
 	p.syncCnd = sync.NewCond(&p.syncMu)
 	return p
 }
@@ -86,7 +94,10 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	}
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	if len(bases) == 0 {
-		return p.createAt(max(st.startOffset, 0))
+		if err := p.createAt(max(st.startOffset, 0)); err != nil {
+			return err
+		}
+		return p.openEpochs()
 	}
 
 	rp := st.recoveryPoint
@@ -129,10 +140,12 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	}
 	for i, base := range bases {
 		recover := i >= firstRecover
-		if recover && i > 0 && base != segs[i-1].NextOffset() {
-			// After the recovery point, segments must follow one another:
-			// a gap means the end of an earlier segment was lost while a
-			// later one's unsynced bytes survived. The log ends at the gap.
+		if !clean && i > 0 && base != segs[i-1].NextOffset() {
+			// Segments must follow one another: a gap means the end of an
+			// earlier segment was lost while a later one's unsynced bytes
+			// survived, or a crash came in the middle of a TruncateTo,
+			// between the durable cut of one segment and the deletion of
+			// those after it. Either way the log ends at the gap.
 			if err := dropFrom(i, "segment does not follow the one before it; deleting it and those after it",
 				"segment", base, "expected", segs[i-1].NextOffset()); err != nil {
 				closeAll()
@@ -195,8 +208,112 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		// only once flushed again.
 		p.recoveryPoint.Store(min(max(rp, start), leo))
 	}
+	// The high watermark checkpoint may be older than the log start (a
+	// crash after retention) or newer than what survived (a crash that lost
+	// unsynced records): it is clamped, never trusted past the log.
+	switch {
+	case p.hwFollowsEnd:
+		p.hw.Store(leo)
+	default:
+		p.hw.Store(min(max(st.highWatermark, start), leo))
+	}
 	p.lastFlush.Store(now.UnixNano())
+	return p.openEpochs()
+}
+
+// openEpochs reads the partition's leader-epoch-checkpoint and fits it to
+// the log: epochs that start after the end offset are dropped (the
+// records they started at were lost, or a truncation did not get to
+// rewrite the file), and the first kept one starts no earlier than the log
+// start offset. A file that does not parse or whose entries do not
+// increase, or a missing or empty one while the log's first batch carries
+// an epoch, is not trusted: the cache is rebuilt from the epochs in the
+// batch headers and checkpointed. The leader epoch becomes the latest
+// epoch of the cache (0 if none).
+func (p *Partition) openEpochs() error {
+	name := filepath.Join(p.dir, epochCheckpointFile)
+	var c epochCache
+	data, err := vfs.ReadFile(p.fs, name)
+	rebuild := false
+	switch {
+	case isNotExist(err):
+		rebuild = true
+	case err != nil:
+		return fmt.Errorf("log: open %s: read %s: %w", p, epochCheckpointFile, err)
+	default:
+		c, err = parseEpochCheckpoint(data)
+		if err != nil {
+			p.logger.Warn("leader-epoch checkpoint not trusted: rebuilding it from the log", "partition", p.String(), "err", err)
+			rebuild = true
+		}
+	}
+	start, leo := p.start.Load(), p.leo.Load()
+	if !rebuild && leo > start {
+		if len(c) == 0 || c[0].StartOffset > start {
+			// The checkpoint lost the head of the history (or never had it):
+			// check the first batch.
+			e, err := p.firstBatchEpoch()
+			if err != nil {
+				return fmt.Errorf("log: open %s: %w", p, err)
+			}
+			rebuild = e >= 0
+		}
+	}
+	if rebuild {
+		if c, err = p.epochsFromLog(); err != nil {
+			return fmt.Errorf("log: open %s: rebuild leader epochs: %w", p, err)
+		}
+	}
+	// An epoch that starts at the end offset is kept: its leader was
+	// elected and had appended nothing (or lost it in the crash).
+	fitted, ch1 := c.truncateFromEnd(leo + 1)
+	fitted, ch2 := fitted.truncateFromStart(start)
+	p.epochs.Store(&fitted)
+	if rebuild || ch1 || ch2 {
+		if err := p.storeEpochs(fitted); err != nil {
+			return fmt.Errorf("log: open %s: %w", p, err)
+		}
+	}
+	if l, ok := fitted.latest(); ok {
+		p.epoch.Store(l.Epoch)
+	}
 	return nil
+}
+
+// firstBatchEpoch returns the leader epoch of the first batch at or after
+// the log start offset, -1 if there is none.
+func (p *Partition) firstBatchEpoch() (int32, error) {
+	e := int32(-1)
+	start := p.start.Load()
+	for _, s := range *p.segs.Load() {
+		var found bool
+		err := s.BatchHeaders(func(h batch.Header) bool {
+			if h.LastOffset() >= start {
+				e, found = h.PartitionLeaderEpoch, true
+				return false
+			}
+			return true
+		})
+		if err != nil || found {
+			return e, err
+		}
+	}
+	return e, nil
+}
+
+// epochsFromLog rebuilds the leader-epoch cache from the batch headers.
+func (p *Partition) epochsFromLog() (epochCache, error) {
+	var c epochCache
+	for _, s := range *p.segs.Load() {
+		err := s.BatchHeaders(func(h batch.Header) bool {
+			c, _ = c.assign(h.PartitionLeaderEpoch, h.BaseOffset)
+			return true
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // createAt starts an empty partition whose first offset is base.
@@ -213,6 +330,7 @@ func (p *Partition) createAt(base int64) error {
 	p.segs.Store(&[]*segment.Segment{seg})
 	p.leo.Store(base)
 	p.start.Store(base)
+	p.hw.Store(base)
 	p.recoveryPoint.Store(base)
 	p.lastFlush.Store(time.Now().UnixNano())
 	return nil

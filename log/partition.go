@@ -29,8 +29,15 @@ type Partition struct {
 	logger *stdlog.Logger
 	// wake asks the broker's background loop to flush sealed segments.
 	wake func()
-	// appended, when set, is told about every append (long polls).
+	// appended, when set, is told about every append and every move of the
+	// high watermark (long polls).
 	appended func(*Partition)
+	// hwLowered, when set, is called (without mu) after a truncation moved
+	// the high watermark back, to checkpoint it at once.
+	hwLowered func()
+	// hwFollowsEnd: the high watermark is the end offset (a standalone
+	// broker, the only replica).
+	hwFollowsEnd bool
 
 	mu     sync.Mutex // the writer lock
 	active *segment.Segment
@@ -41,10 +48,14 @@ type Partition struct {
 	leo           atomic.Int64                       // log end offset
 	start         atomic.Int64                       // log start offset
 	recoveryPoint atomic.Int64                       // offsets below it are durable
+	hw            atomic.Int64                       // high watermark, in [start, leo]
+	epoch         atomic.Int32                       // leader epoch stamped on leader appends
+	epochs        atomic.Pointer[epochCache]         // leader-epoch cache; changed under mu
 	lastFlush     atomic.Int64                       // unix ns of the last flush
 	needFlush     atomic.Bool                        // a sealed segment awaits its fsync
 	dirDirty      atomic.Bool                        // a segment was created since the last directory fsync
 	bytesIn       atomic.Int64                       // bytes appended since open: wakes parked fetches
+	truncGen      atomic.Int64                       // truncations since open; changed under mu
 
 	// Group commit: one fsync at a time; appenders that need one wait for
 	// the fsync in progress and, if it did not cover them, share the next.
@@ -65,9 +76,10 @@ func (p *Partition) StartOffset() int64 { return p.start.Load() }
 // EndOffset is the log end offset (LEO): the offset of the next record.
 func (p *Partition) EndOffset() int64 { return p.leo.Load() }
 
-// HighWatermark is the offset up to which records are committed. On a
-// standalone broker it is the end offset.
-func (p *Partition) HighWatermark() int64 { return p.leo.Load() }
+// HighWatermark is the offset up to which records are committed, in
+// [StartOffset, EndOffset]. On a standalone broker it is the end offset; a
+// cluster member moves it with SetHighWatermark.
+func (p *Partition) HighWatermark() int64 { return p.hw.Load() }
 
 // RecoveryPoint is the offset below which every record is known durable
 // (fsynced).
@@ -163,22 +175,14 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 	base = p.leo.Load()
 	batch.SetBaseOffset(b, base)
 	h.BaseOffset = base
-	now := time.Now()
-	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.cfg.SegmentBytes, p.cfg.SegmentTime, now) {
-		if err := p.roll(now); err != nil {
-			p.fail(err)
-			p.mu.Unlock()
-			return 0, 0, err
-		}
-	}
-	if err := p.active.Append(b, h); err != nil {
-		p.fail(err)
+	epoch := p.epoch.Load()
+	batch.SetPartitionLeaderEpoch(b, epoch)
+	h.PartitionLeaderEpoch = epoch
+	if err := p.writeLocked(b, h); err != nil {
 		p.mu.Unlock()
 		return 0, 0, err
 	}
 	next = h.NextOffset()
-	p.leo.Store(next)
-	p.bytesIn.Add(int64(len(b)))
 	p.mu.Unlock()
 
 	if p.appended != nil {
@@ -190,6 +194,37 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 		}
 	}
 	return base, next, nil
+}
+
+// writeLocked writes one valid batch whose offsets and epoch are set at the
+// end of the log: it records a new epoch in the cache (durably, before the
+// batch), rolls if needed, appends, and publishes the new end offset. A
+// failure makes the partition read-only. Holds mu.
+func (p *Partition) writeLocked(b []byte, h batch.Header) error {
+	if c, changed := p.loadEpochs().assign(h.PartitionLeaderEpoch, h.BaseOffset); changed {
+		if err := p.storeEpochs(c); err != nil {
+			p.fail(err)
+			return err
+		}
+	}
+	now := time.Now()
+	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.cfg.SegmentBytes, p.cfg.SegmentTime, now) {
+		if err := p.roll(now); err != nil {
+			p.fail(err)
+			return err
+		}
+	}
+	if err := p.active.Append(b, h); err != nil {
+		p.fail(err)
+		return err
+	}
+	next := h.NextOffset()
+	p.leo.Store(next)
+	if p.hwFollowsEnd {
+		p.hw.Store(next)
+	}
+	p.bytesIn.Add(int64(len(b)))
+	return nil
 }
 
 // fail makes the partition read-only after a write error. Holds mu.
@@ -256,7 +291,9 @@ func (p *Partition) Roll() error {
 func (p *Partition) syncTo(target int64, force bool) error {
 	p.syncMu.Lock()
 	defer p.syncMu.Unlock()
-	for force || p.recoveryPoint.Load() < target {
+	// A truncation may cut the log below target: what it removed needs no
+	// fsync.
+	for force || p.recoveryPoint.Load() < min(target, p.leo.Load()) {
 		if p.closed.Load() {
 			return p.closedErr()
 		}
@@ -292,6 +329,7 @@ func (p *Partition) Flush() error {
 // moves the recovery point to the end offset it read first. Only syncTo
 // calls it, so flushes do not overlap.
 func (p *Partition) flush() error {
+	gen := p.truncGen.Load()
 	upTo := p.leo.Load()
 	rp := p.recoveryPoint.Load()
 	p.needFlush.Store(false)
@@ -328,7 +366,13 @@ func (p *Partition) flush() error {
 		}
 	}
 	if upTo > rp {
-		p.recoveryPoint.Store(upTo)
+		// Under mu, and only if no truncation came in between: one could
+		// have cut the log below upTo (and lowered the recovery point).
+		p.mu.Lock()
+		if p.truncGen.Load() == gen && upTo > p.recoveryPoint.Load() {
+			p.recoveryPoint.Store(upTo)
+		}
+		p.mu.Unlock()
 	}
 	p.lastFlush.Store(time.Now().UnixNano())
 	return nil

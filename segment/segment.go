@@ -425,13 +425,21 @@ func (s *Segment) Close() error {
 // reference keep reading the unlinked files until they release it. The
 // caller syncs the directory.
 func (s *Segment) Delete() error {
+	err := s.Unlink()
+	s.Close()
+	return err
+}
+
+// Unlink removes the segment's files but leaves it open: it can still be
+// read (and closed) through the files it holds, while new files of the same
+// name are created. The caller syncs the directory.
+func (s *Segment) Unlink() error {
 	var first error
 	for _, ext := range []string{".log", ".index", ".timeindex"} {
 		if err := s.fs.Remove(s.path(ext)); err != nil && !isNotExist(err) && first == nil {
 			first = fmt.Errorf("segment: delete %s: %w", s.path(ext), err)
 		}
 	}
-	s.Close()
 	return first
 }
 

@@ -1,0 +1,544 @@
+package log
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	stdlog "log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/tp"
+	"github.com/strata-log/strata/vfs"
+)
+
+// ErrPartitionExists is returned by Store.CreatePartition for a partition
+// that is open or whose directory exists.
+var ErrPartitionExists = errors.New("log: partition already exists")
+
+// deletedSuffix marks a partition directory that RemovePartition renamed
+// before removing it: a crash in the middle of the removal leaves it, and
+// the next OpenStore finishes the job.
+const deletedSuffix = ".deleted"
+
+// StoreConfig configures a Store. The zero value means the defaults.
+type StoreConfig struct {
+	// RetentionCheckInterval is how often retention runs; 0 → 5 minutes.
+	RetentionCheckInterval time.Duration
+	// CheckpointInterval is how often the checkpoints are written; 0 → 60
+	// s. They are always written on Close.
+	CheckpointInterval time.Duration
+	// FS is the file system; nil → the operating system's.
+	FS vfs.FS
+	// Logger receives the store's log lines; nil → discard.
+	Logger *stdlog.Logger
+	// HighWatermarkFollowsEnd makes every partition's high watermark its
+	// end offset: the store holds the only replica (a standalone broker).
+	// A cluster member leaves it false and moves each high watermark with
+	// Partition.SetHighWatermark.
+	HighWatermarkFollowsEnd bool
+	// Notify, when set, is called after every append to a partition, every
+	// move of its high watermark and its removal; parked fetches wake on it.
+	// It must not block and must not call back into the partition's writer
+	// path.
+	Notify func(*Partition)
+}
+
+func (c StoreConfig) withDefaults() StoreConfig {
+	if c.RetentionCheckInterval <= 0 {
+		c.RetentionCheckInterval = 5 * time.Minute
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = time.Minute
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = stdlog.New(stdlog.DiscardHandler)
+	}
+	return c
+}
+
+// Store owns the partition directories of one data directory
+// (<dir>/<topic>-<partition>): it creates, opens and removes partitions as
+// its owner asks, runs their flush and retention in one background
+// goroutine, and writes the data dir's checkpoints (recovery points, log
+// start offsets, high watermarks). It knows nothing of topics: its owner —
+// the standalone Broker, or a cluster member — decides which partitions
+// exist and with which configuration. Partitions need not be dense or all
+// present, and the Store never deletes a directory it was not asked to
+// remove (PartitionDirs lists them for the owner to decide).
+type Store struct {
+	dir    string
+	cfg    StoreConfig
+	fs     vfs.FS
+	logger *stdlog.Logger
+	lock   io.Closer
+	// clean: the last shutdown was clean, so partitions open without
+	// recovery. Nothing has written to a partition since then that was not
+	// opened through this Store.
+	clean bool
+
+	mu    sync.RWMutex // guards parts, saved, unrecovered and closed
+	parts map[TopicPartition]*Partition
+	saved map[TopicPartition]partitionState // the checkpoints' word on partitions not open
+	// unrecovered: after an unclean shutdown, the partition directories not
+	// opened (so not recovered) or removed yet. Close marks the data dir
+	// clean only when there are none: an unopened partition must still be
+	// recovered by the next open.
+	unrecovered map[TopicPartition]bool
+	closed      bool
+
+	ckptMu sync.Mutex        // serializes checkpoint writes
+	ckpts  map[string]string // checkpoint file → contents last written
+
+	// roundMu is held by the background loop through each round of work;
+	// a test holds it to keep the loop idle.
+	roundMu sync.Mutex
+	wakeCh  chan struct{}
+	stop    chan struct{}
+	wg      sync.WaitGroup
+}
+
+// OpenStore opens (creating if needed) the data directory dir, locks it
+// (ErrDirInUse while another Store holds it) and starts the background
+// loop. No partition is open yet: OpenPartition opens them.
+func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
+	cfg = cfg.withDefaults()
+	fs := cfg.FS
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("log: open data dir: %w", err)
+	}
+	if fi, err := fs.Stat(dir); err != nil {
+		return nil, fmt.Errorf("log: open data dir: %w", err)
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("log: open data dir: %s is not a directory", dir)
+	}
+	lock, err := fs.Lock(filepath.Join(dir, lockFile))
+	if errors.Is(err, vfs.ErrLocked) {
+		return nil, fmt.Errorf("%w: %s", ErrDirInUse, dir)
+	} else if err != nil {
+		return nil, fmt.Errorf("log: lock data dir: %w", err)
+	}
+	s := &Store{
+		dir:    dir,
+		cfg:    cfg,
+		fs:     fs,
+		logger: cfg.Logger,
+		lock:   lock,
+		parts:  map[TopicPartition]*Partition{},
+		wakeCh: make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+	}
+	if err := s.load(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	s.wg.Add(1)
+	go s.loop()
+	return s, nil
+}
+
+// load reads the clean-shutdown marker and the checkpoints, finishes
+// removals a crash interrupted, and removes the marker: from here on a
+// crash is unclean.
+func (s *Store) load() error {
+	_, err := s.fs.Stat(filepath.Join(s.dir, cleanShutdown))
+	s.clean = err == nil
+	read := func(name string) map[TopicPartition]int64 {
+		m, err := readCheckpoint(s.fs, filepath.Join(s.dir, name))
+		if err != nil {
+			s.logger.Warn("ignoring unreadable checkpoint", "err", err)
+			if name == recoveryPointFile {
+				s.clean = false // recover every segment
+			}
+			return map[TopicPartition]int64{}
+		}
+		return m
+	}
+	rps, starts, hws := read(recoveryPointFile), read(logStartFile), read(highWatermarkFile)
+	s.saved = map[TopicPartition]partitionState{}
+	state := func(tp TopicPartition) partitionState {
+		st, ok := s.saved[tp]
+		if !ok {
+			st = partitionState{recoveryPoint: -1, startOffset: -1, highWatermark: -1}
+		}
+		return st
+	}
+	for tp, off := range rps {
+		st := state(tp)
+		st.recoveryPoint = off
+		s.saved[tp] = st
+	}
+	for tp, off := range starts {
+		st := state(tp)
+		st.startOffset = off
+		s.saved[tp] = st
+	}
+	for tp, off := range hws {
+		st := state(tp)
+		st.highWatermark = off
+		s.saved[tp] = st
+	}
+	s.unrecovered = map[TopicPartition]bool{}
+	if !s.clean {
+		s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
+		dirs, err := s.PartitionDirs()
+		if err != nil {
+			return err
+		}
+		for _, tp := range dirs {
+			s.unrecovered[tp] = true
+		}
+	}
+	names, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("log: read data dir: %w", err)
+	}
+	removed := false
+	for _, name := range names {
+		if strings.HasSuffix(name, deletedSuffix) {
+			if err := s.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+				return fmt.Errorf("log: finish removing %s: %w", name, err)
+			}
+			removed = true
+		}
+	}
+	if s.clean {
+		if err := s.fs.Remove(filepath.Join(s.dir, cleanShutdown)); err != nil {
+			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
+		}
+		removed = true
+	}
+	if removed {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return fmt.Errorf("log: sync dir %s: %w", s.dir, err)
+		}
+	}
+	return nil
+}
+
+// Dir is the data directory.
+func (s *Store) Dir() string { return s.dir }
+
+// partitionDir is the directory of a partition.
+func (s *Store) partitionDir(topic string, id int) string {
+	return filepath.Join(s.dir, topic+"-"+strconv.Itoa(id))
+}
+
+// checkNew validates a partition's name and configuration.
+func checkNew(topic string, id int, cfg TopicConfig) (TopicConfig, error) {
+	if err := ValidTopicName(topic); err != nil {
+		return cfg, err
+	}
+	if id < 0 {
+		return cfg, fmt.Errorf("%w: %s has no partition %d", ErrUnknownPartition, topic, id)
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// CreatePartition creates a new, empty partition, durably (its directory,
+// first segment and the data dir's entry are fsynced). A partition that is
+// open, or whose directory exists, is ErrPartitionExists: the owner removes
+// leftovers first if it wants them gone. Zero fields of cfg take the
+// defaults.
+func (s *Store) CreatePartition(topic string, id int, cfg TopicConfig) (*Partition, error) {
+	cfg, err := checkNew(topic, id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("log: create partition %s-%d: %w", topic, id, ErrClosed)
+	}
+	tp := TopicPartition{Topic: topic, Partition: id}
+	if _, ok := s.parts[tp]; ok {
+		return nil, fmt.Errorf("%w: %s-%d is open", ErrPartitionExists, topic, id)
+	}
+	dir := s.partitionDir(topic, id)
+	if _, err := s.fs.Stat(dir); err == nil {
+		return nil, fmt.Errorf("%w: %s exists", ErrPartitionExists, dir)
+	} else if !isNotExist(err) {
+		return nil, fmt.Errorf("log: create partition %s-%d: %w", topic, id, err)
+	}
+	p := s.newPartition(topic, id, cfg)
+	if err := p.create(); err != nil {
+		s.fs.RemoveAll(dir)
+		return nil, err
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		p.close()
+		s.fs.RemoveAll(dir)
+		return nil, fmt.Errorf("log: create partition %s-%d: %w", topic, id, err)
+	}
+	s.parts[tp] = p
+	delete(s.saved, tp)
+	delete(s.unrecovered, tp)
+	return p, nil
+}
+
+// OpenPartition opens a partition from its directory, recovering it after
+// an unclean shutdown (torn or corrupt tails cut off, indexes rebuilt), or
+// creates it empty if the directory does not exist. An open partition is
+// returned as it is. Zero fields of cfg take the defaults.
+func (s *Store) OpenPartition(topic string, id int, cfg TopicConfig) (*Partition, error) {
+	cfg, err := checkNew(topic, id, cfg)
+	if err != nil {
+		return nil, err
+	}
+	p, clamped, err := s.openPartition(topic, id, cfg)
+	if err == nil && clamped {
+		// The log lost records the checkpoint's high watermark covered: the
+		// lower one is written at once, so that records appended again
+		// under that offset are not taken as committed after another crash.
+		err = s.writeCheckpoints()
+	}
+	return p, err
+}
+
+// openPartition is OpenPartition; clamped reports a high watermark moved
+// below its checkpoint.
+func (s *Store) openPartition(topic string, id int, cfg TopicConfig) (p *Partition, clamped bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false, fmt.Errorf("log: open partition %s-%d: %w", topic, id, ErrClosed)
+	}
+	tp := TopicPartition{Topic: topic, Partition: id}
+	if p, ok := s.parts[tp]; ok {
+		return p, false, nil
+	}
+	st, ok := s.saved[tp]
+	if !ok {
+		st = partitionState{recoveryPoint: -1, startOffset: -1, highWatermark: -1}
+	}
+	p = s.newPartition(topic, id, cfg)
+	if err := p.load(s.clean, st); err != nil {
+		return nil, false, err
+	}
+	s.parts[tp] = p
+	delete(s.saved, tp)
+	delete(s.unrecovered, tp)
+	return p, !p.hwFollowsEnd && st.highWatermark > p.HighWatermark(), nil
+}
+
+// Partition returns an open partition.
+func (s *Store) Partition(topic string, id int) (*Partition, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	p, ok := s.parts[TopicPartition{Topic: topic, Partition: id}]
+	return p, ok
+}
+
+// Partitions returns the open partitions, sorted by topic and id.
+func (s *Store) Partitions() []*Partition {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ps := make([]*Partition, 0, len(s.parts))
+	for _, p := range s.parts {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b *Partition) int {
+		return tp.Compare(TopicPartition{Topic: a.topic, Partition: a.id}, TopicPartition{Topic: b.topic, Partition: b.id})
+	})
+	return ps
+}
+
+// PartitionDirs returns the partitions that have a directory in the data
+// dir, open or not, sorted: what an owner compares with what it knows to
+// find leftovers.
+func (s *Store) PartitionDirs() ([]TopicPartition, error) {
+	names, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return nil, fmt.Errorf("log: read data dir: %w", err)
+	}
+	var out []TopicPartition
+	for _, name := range names {
+		i := strings.LastIndexByte(name, '-')
+		if i <= 0 {
+			continue
+		}
+		id, err := strconv.Atoi(name[i+1:])
+		topic := name[:i]
+		if err != nil || id < 0 || ValidTopicName(topic) != nil || name != topic+"-"+strconv.Itoa(id) {
+			continue
+		}
+		if fi, err := s.fs.Stat(filepath.Join(s.dir, name)); err != nil || !fi.IsDir() {
+			continue
+		}
+		out = append(out, TopicPartition{Topic: topic, Partition: id})
+	}
+	slices.SortFunc(out, tp.Compare)
+	return out, nil
+}
+
+// RemovePartition closes a partition (appends and reads in flight end with
+// ErrClosed) and deletes its directory, whether it was open or only on
+// disk. The directory is first renamed aside (and the data dir fsynced), so
+// a crash in the middle of the removal never leaves a partial partition:
+// the next OpenStore finishes it. A partition neither open nor on disk is
+// ErrUnknownPartition.
+func (s *Store) RemovePartition(topic string, id int) error {
+	if err := ValidTopicName(topic); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, ErrClosed)
+	}
+	tp := TopicPartition{Topic: topic, Partition: id}
+	dir := s.partitionDir(topic, id)
+	p, open := s.parts[tp]
+	if open {
+		delete(s.parts, tp)
+		p.close()
+		if s.cfg.Notify != nil {
+			s.cfg.Notify(p) // parked fetches re-read and find it gone
+		}
+	}
+	delete(s.saved, tp)
+	if _, err := s.fs.Stat(dir); isNotExist(err) {
+		if open {
+			return nil
+		}
+		return fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, id)
+	}
+	aside := dir + deletedSuffix
+	if err := s.fs.RemoveAll(aside); err != nil {
+		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+	}
+	if err := s.fs.Rename(dir, aside); err != nil {
+		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+	}
+	delete(s.unrecovered, tp) // the next open finishes the removal
+	if err := s.fs.RemoveAll(aside); err != nil {
+		s.logger.Warn("remove partition: files left behind (removed at next open)", "dir", aside, "err", err)
+		return nil
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+	}
+	return nil
+}
+
+// Close stops the background loop, flushes and closes every partition,
+// writes the checkpoints and, if everything was flushed and every
+// partition directory recovered, the clean-shutdown marker; and releases
+// the data dir.
+func (s *Store) Close() error { return s.close(true) }
+
+// close is Close; without markClean it never writes the clean-shutdown
+// marker (an owner whose open failed half-way).
+func (s *Store) close(markClean bool) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.mu.Unlock()
+	close(s.stop)
+	s.wg.Wait()
+
+	var first error
+	keep := func(err error) {
+		if err != nil && first == nil {
+			first = err
+		}
+	}
+	for _, p := range s.Partitions() {
+		keep(p.close())
+	}
+	keep(s.writeCheckpoints())
+	s.mu.RLock()
+	recovered := len(s.unrecovered) == 0
+	s.mu.RUnlock()
+	if !recovered {
+		s.logger.Info("partitions left unrecovered: the next open recovers them", "dir", s.dir)
+	}
+	if first == nil && markClean && recovered {
+		// Only a fully flushed store is clean.
+		f, err := s.fs.Create(filepath.Join(s.dir, cleanShutdown))
+		if err == nil {
+			keep(f.Sync())
+			keep(f.Close())
+			keep(s.fs.SyncDir(s.dir))
+		} else {
+			keep(err)
+		}
+	}
+	keep(s.lock.Close())
+	return first
+}
+
+// writeCheckpoints writes the recovery points, log start offsets and high
+// watermarks of the open partitions, and what the checkpoints read at open
+// said about the partitions not open.
+func (s *Store) writeCheckpoints() error {
+	rps := map[TopicPartition]int64{}
+	starts := map[TopicPartition]int64{}
+	hws := map[TopicPartition]int64{}
+	s.mu.RLock()
+	for tp, st := range s.saved {
+		if st.recoveryPoint >= 0 {
+			rps[tp] = st.recoveryPoint
+		}
+		if st.startOffset >= 0 {
+			starts[tp] = st.startOffset
+		}
+		if st.highWatermark >= 0 {
+			hws[tp] = st.highWatermark
+		}
+	}
+	for tp, p := range s.parts {
+		rps[tp] = p.checkpointRecoveryPoint()
+		starts[tp] = p.StartOffset()
+		hws[tp] = p.HighWatermark()
+	}
+	s.mu.RUnlock()
+	s.ckptMu.Lock()
+	defer s.ckptMu.Unlock()
+	if s.ckpts == nil {
+		s.ckpts = map[string]string{}
+	}
+	for _, c := range []struct {
+		name    string
+		offsets map[TopicPartition]int64
+	}{{recoveryPointFile, rps}, {logStartFile, starts}, {highWatermarkFile, hws}} {
+		data := formatCheckpoint(c.offsets)
+		if s.ckpts[c.name] == string(data) {
+			continue // unchanged since this store last wrote it
+		}
+		if err := writeCheckpoint(s.fs, filepath.Join(s.dir, c.name), data); err != nil {
+			return err
+		}
+		s.ckpts[c.name] = string(data)
+	}
+	return nil
+}
+
+// WriteCheckpoints writes the checkpoint files now (they are also written
+// every CheckpointInterval, after retention, after a truncation that moved
+// a high watermark back, and on Close).
+func (s *Store) WriteCheckpoints() error { return s.writeCheckpoints() }
+
+func (s *Store) wakeLoop() {
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}

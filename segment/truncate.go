@@ -1,0 +1,96 @@
+package segment
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/strata-log/strata/segment/batch"
+)
+
+// TruncateTo removes every batch that ends at or after offset: the batch
+// holding offset (if offset falls inside one) and all after it, so the
+// segment ends on a batch boundary at or before offset. It returns the new
+// next offset. An offset at or past NextOffset changes nothing.
+//
+// The cut is durable when TruncateTo returns, indexes first: both indexes
+// lose their entries at or past the cut and are fsynced, then the .log is
+// truncated and fsynced. A crash in between leaves indexes sparser than the
+// .log, which is valid; a crash after it can never bring the removed batches
+// back, even once new batches are appended in their place.
+//
+// The caller holds the writer lock. Readers that hold the segment keep
+// working; one reading at or past the cut may get an error (never another
+// batch's bytes: every read checks the batch framing and CRC). A segment that
+// was sealed is writable again afterwards: its indexes are preallocated to
+// maxIndexBytes (0: the size it was opened with).
+func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err error) {
+	if s.closed.Load() {
+		return 0, ErrClosed
+	}
+	if offset >= s.next.Load() {
+		return s.next.Load(), nil
+	}
+	pos, newNext := int64(0), s.base
+	if offset > s.base {
+		p, h, err := s.Locate(offset)
+		switch {
+		case errors.Is(err, io.EOF):
+			return s.next.Load(), nil
+		case err != nil:
+			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.path(".log"), offset, err)
+		}
+		pos, newNext = p, h.BaseOffset
+	}
+	// Publish the shorter segment first: new readers stop at the cut.
+	s.size.Store(pos)
+	s.next.Store(newNext)
+
+	if err := s.oi.TruncateTo(newNext); err != nil {
+		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".index"), err)
+	}
+	if err := s.ti.TruncateTo(newNext); err != nil {
+		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".timeindex"), err)
+	}
+	if maxIndexBytes <= 0 {
+		maxIndexBytes = s.cfg.MaxIndexBytes
+	}
+	if err := s.ResizeIndexes(maxIndexBytes); err != nil {
+		return 0, err
+	}
+	if err := s.FlushIndexes(); err != nil {
+		return 0, err
+	}
+	if err := s.log.Truncate(pos); err != nil {
+		return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.path(".log"), pos, err)
+	}
+	if err := s.Sync(); err != nil {
+		return 0, err
+	}
+	// The largest timestamp, the first batch's timestamp and the indexing
+	// distance are recomputed from what is left.
+	s.maxTs.Store(-1)
+	s.offsetOfMaxTs, s.rollingTs = s.base, -1
+	if err := s.load(); err != nil {
+		return 0, fmt.Errorf("segment: truncate %s: reload: %w", s.path(".log"), err)
+	}
+	s.bytesSinceIndex = int(pos - s.oi.LastEntry().Position)
+	return newNext, nil
+}
+
+// BatchHeaders calls fn with the header of every batch of the segment, in
+// order, until fn returns false. It reads the headers only.
+func (s *Segment) BatchHeaders(fn func(h batch.Header) bool) error {
+	end := s.size.Load()
+	for pos := int64(0); pos < end; {
+		h, err := s.header(pos, end)
+		if err != nil {
+			return err
+		}
+		if !fn(h) {
+			return nil
+		}
+		pos += int64(h.Size())
+	}
+	return nil
+}
