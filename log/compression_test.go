@@ -187,6 +187,7 @@ func TestAppendBatchCompressed(t *testing.T) {
 			require.NoError(t, err)
 			stored := append([]byte(nil), raw[:len(good)]...)
 			batch.SetBaseOffset(stored, 0)
+			copy(stored[12:16], good[12:16]) // the leader stamps its epoch
 			require.Equal(t, good, stored, "stored as it arrived")
 
 			size, end := p.Size(), p.EndOffset()
@@ -353,6 +354,8 @@ func TestAppendGoldenBatches(t *testing.T) {
 		require.NoError(t, err)
 		stored = append([]byte(nil), stored[:len(raw)]...)
 		batch.SetBaseOffset(stored, 0)
+		// The leader stamps its epoch (bytes 12–15, outside the CRC).
+		copy(stored[12:16], raw[12:16])
 		require.Equal(t, raw, stored, "%s stored as it arrived", f)
 		got, err := p.Read(first, 1<<20)
 		require.NoError(t, err)
