@@ -110,6 +110,7 @@ func allCases() []benchCase {
 		{"timers", timerVariants},
 		{"zerocopy", zeroCopyVariants},
 		{"fixture", fixtureVariants},
+		{"replay", replayVariants},
 	}
 }
 
