@@ -106,6 +106,7 @@ func allCases() []benchCase {
 	return []benchCase{
 		{"append", appendVariants},
 		{"produce", produceVariants},
+		{"compressed", compressedVariants},
 		{"durable", durableVariants},
 		{"timers", timerVariants},
 		{"zerocopy", zeroCopyVariants},
