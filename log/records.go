@@ -34,8 +34,9 @@ const replayChunk = 256 << 10
 // (CRC, framing) yields one error matching ErrCorrupt, after the records
 // before it, and stops; so does any other read error. Offsets need not be
 // contiguous: compaction leaves gaps. Control batches (transaction markers)
-// are skipped. Breaking out of the loop releases everything the iterator
-// holds. The iterator may be ranged over more than once, each time from
+// are skipped. A Close of the broker ends it with one error matching
+// ErrClosed (after the records of the chunk it had read). Breaking out of
+// the loop releases everything the iterator holds. The iterator may be ranged over more than once, each time from
 // from to the same end.
 func (p *Partition) Records(from int64) iter.Seq2[Record, error] {
 	end := p.HighWatermark()

@@ -441,3 +441,38 @@ func gappedBatch(base int64, kept []int64) []byte {
 	batch.SetCRC(b)
 	return b
 }
+
+// TestRecordsClosed: a replay of a closed partition yields ErrClosed once,
+// whether it starts after the Close or runs into it (past the chunk it had
+// read before the Close).
+func TestRecordsClosed(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	p := createT(t, b, "t", TopicConfig{SegmentBytes: 64 << 10})
+	value := bytes.Repeat([]byte{'v'}, 1024)
+	for range 300 { // more than one replayChunk
+		_, err := p.Append(Record{Value: value})
+		require.NoError(t, err)
+	}
+	seq := p.Records(0)
+	var errs []error
+	n := 0
+	for r, err := range seq {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if r.Offset == 0 {
+			require.NoError(t, b.Close())
+		}
+		n++
+	}
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], ErrClosed)
+	require.Less(t, n, 300)
+	errs = errs[:0]
+	for _, err := range seq {
+		errs = append(errs, err)
+	}
+	require.Len(t, errs, 1)
+	require.ErrorIs(t, errs[0], ErrClosed)
+}
