@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +11,19 @@ import (
 	"testing"
 	"time"
 )
+
+// TestMain lets the test binary be a bare run's child (bare.go), as the
+// program is.
+func TestMain(m *testing.M) {
+	if child, err := runChild(); child {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // tinyEnv is an env whose runs are as small as they can be and still do
 // every step: the smoke tests check that each case works, not how fast.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -34,6 +35,13 @@ func produceVariants(e *env) []variant {
 					run: func(e *env) (sample, error) { return natsProduceConsume(e, size, n) }},
 				{name: "kfake + kgo", durability: kfakeDurability,
 					run: func(e *env) (sample, error) { return kfakeProduceConsume(e, size, n) }},
+				// Not a default: how much of the gap to kgo (1 MB batches)
+				// is Kafka's 16 KiB batch.size, in the same run.
+				{name: "strata Producer+Consumer, BatchBytes 1 MiB",
+					durability: "page cache (FlushMessages 0: fsync on roll and Close)",
+					run: func(e *env) (sample, error) {
+						return strataProduceConsumeWith(e, size, n, log.ProducerConfig{BatchBytes: 1 << 20}, [][]byte{payload(size)})
+					}},
 			},
 		})
 	}

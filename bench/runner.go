@@ -106,10 +106,12 @@ func allCases() []benchCase {
 	return []benchCase{
 		{"append", appendVariants},
 		{"produce", produceVariants},
+		{"compressed", compressedVariants},
 		{"durable", durableVariants},
 		{"timers", timerVariants},
 		{"zerocopy", zeroCopyVariants},
 		{"fixture", fixtureVariants},
+		{"replay", replayVariants},
 	}
 }
 

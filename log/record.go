@@ -2,7 +2,6 @@ package log
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -88,14 +87,18 @@ func countRecords(raw []byte) int {
 // markers) are skipped, as Kafka's consumer skips them.
 //
 // Each batch's CRC is checked, as Kafka's consumer does (check.crcs), but
-// its records are parsed once, by batch.Records, not also by a validation
+// its records are parsed once, by a batch.Iter, not also by a validation
 // walk (batch.Validate): the broker validated the batch in full when it was
-// appended, and the CRC shows these are the same bytes. A record Records
+// appended, and the CRC shows these are the same bytes. A record the Iter
 // finds malformed all the same is an error, and no record of its batch is
 // returned. A compressed batch is decompressed (batch.Decompress, which
 // also checks its records) into a buffer of its own that its records alias.
 func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
 	next, prevEnd := from, int64(-1)
+	var (
+		it batch.Iter
+		r  batch.Record
+	)
 	for pos := 0; pos < len(raw); {
 		h, b, err := nextBatch(raw[pos:])
 		if err != nil {
@@ -124,13 +127,21 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 				return dst, from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
 			}
 		}
+		if err := it.Reset(b, h); err != nil {
+			return dst, from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
+		}
 		n := len(dst)
-		err = batch.Records(b, h, func(r *batch.Record) error {
-			if r.Offset < from {
-				return nil
+		for {
+			ok, err := it.Next(&r)
+			if err != nil {
+				clear(dst[n:])
+				return dst[:n], from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
 			}
-			if len(dst) == cap(dst) { // not pre-sized: grow
-				dst = slices.Grow(dst, 1)
+			if !ok {
+				break
+			}
+			if r.Offset < from {
+				continue
 			}
 			// Every field is written: a reused slice (ReadAppend) holds old
 			// records past its length.
@@ -144,17 +155,11 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 				hs = a[len(a)-k : len(a) : len(a)]
 				*hdrs = a
 			}
-			dst = dst[:len(dst)+1]
-			dst[len(dst)-1] = Record{
+			dst = append(dst, Record{
 				Topic: tp.Topic, Partition: tp.Partition, Offset: r.Offset,
 				Timestamp: time.UnixMilli(r.Timestamp),
 				Key:       r.Key, Value: r.Value, Headers: hs,
-			}
-			return nil
-		})
-		if err != nil {
-			clear(dst[n:])
-			return dst[:n], from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
+			})
 		}
 	}
 	return dst, next, nil

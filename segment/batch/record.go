@@ -255,35 +255,89 @@ func Records(b []byte, h Header, fn func(r *Record) error) error {
 		}
 		return compressedRecords(b, h, fn)
 	}
-	b = b[:h.Size()]
-	var (
-		raw  rawRecord
-		rec  Record
-		hdrs []RecordHeader
-		err  error
-	)
-	appendTime := h.LogAppendTime()
-	i := HeaderSize
-	for range h.NumRecords {
-		if i, err = parseRecord(b, i, &raw); err != nil {
+	var it Iter
+	it.reset(b, h)
+	var rec Record
+	for {
+		ok, err := it.Next(&rec)
+		if err != nil || !ok {
 			return err
-		}
-		rec.Offset = h.BaseOffset + int64(raw.offDelta)
-		if appendTime {
-			rec.Timestamp = h.MaxTimestamp
-		} else {
-			rec.Timestamp = h.BaseTimestamp + raw.tsDelta
-		}
-		rec.Key, rec.Value, rec.Headers = raw.key, raw.value, nil
-		if raw.nHeaders > 0 {
-			hdrs = decodeHeaders(b, raw.hdrStart, raw.nHeaders, hdrs)
-			rec.Headers = hdrs
 		}
 		if err := fn(&rec); err != nil {
 			return err
 		}
 	}
+}
+
+// An Iter walks the records of one uncompressed batch, one Next at a time,
+// with nothing allocated per record: what a replay loop uses instead of
+// Records' callback. One Iter may walk many batches in turn (Reset): it
+// keeps its headers slice across them. The zero Iter is at the end of an
+// empty batch.
+type Iter struct {
+	b          []byte
+	h          Header
+	i          int
+	left       int32
+	appendTime bool
+	raw        rawRecord
+	hdrs       []RecordHeader
+}
+
+// Reset starts it on the batch at the start of b, whose header h was
+// returned without error by Validate, Check or a Batches callback, or by
+// ParseHeader of Decompress's output. A compressed batch is refused
+// (ErrCorrupt): Decompress it first, into a buffer of the caller's choice.
+func (it *Iter) Reset(b []byte, h Header) error {
+	if h.Length < minLength {
+		return corruptf("batch length %d is less than the minimum %d", h.Length, minLength)
+	}
+	if h.Size() > len(b) {
+		return shortf("%d bytes, the batch needs %d", len(b), h.Size())
+	}
+	if c := h.Compression(); c != CompressionNone {
+		return corruptf("%s batch given to Iter: decompress it first", codecName(c))
+	}
+	it.reset(b, h)
 	return nil
+}
+
+// reset is Reset on arguments known good.
+func (it *Iter) reset(b []byte, h Header) {
+	it.b, it.h, it.i, it.left = b[:h.Size()], h, HeaderSize, max(h.NumRecords, 0)
+	it.appendTime = h.LogAppendTime()
+}
+
+// Next decodes the next record into r and reports whether there was one.
+// r's Key, Value and header Values alias the batch; r.Headers is the Iter's
+// own slice, overwritten by the next call (header keys are ordinary
+// strings, safe to keep; one equal to the key at the same position in the
+// previous record is that same string, not a new one). A malformed record is
+// ErrCorrupt, after the records before it; Next then stays at the end.
+func (it *Iter) Next(r *Record) (bool, error) {
+	if it.left <= 0 {
+		return false, nil
+	}
+	i, err := parseRecord(it.b, it.i, &it.raw)
+	if err != nil {
+		it.left = 0
+		return false, err
+	}
+	it.i = i
+	it.left--
+	raw := &it.raw
+	r.Offset = it.h.BaseOffset + int64(raw.offDelta)
+	if it.appendTime {
+		r.Timestamp = it.h.MaxTimestamp
+	} else {
+		r.Timestamp = it.h.BaseTimestamp + raw.tsDelta
+	}
+	r.Key, r.Value, r.Headers = raw.key, raw.value, nil
+	if raw.nHeaders > 0 {
+		it.hdrs = decodeHeaders(it.b, raw.hdrStart, raw.nHeaders, it.hdrs)
+		r.Headers = it.hdrs
+	}
+	return true, nil
 }
 
 // decodeHeaders decodes n headers, already checked by parseRecord, starting at b[i:],

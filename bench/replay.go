@@ -1,0 +1,143 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/strata-log/strata/log"
+	"github.com/tidwall/wal"
+)
+
+// replayVariants: a log of 100 B records written, closed, reopened and
+// read from the start to the end, as a program rebuilding its state at
+// start-up does — each run in a bare process (bare.go). Strata's
+// Partition.Records against tidwall/wal's Read of each index in turn.
+func replayVariants(e *env) []variant {
+	const size = 100
+	n := e.pick(2_000_000, 1_000_000, 2_000)
+	return []variant{{
+		label: "replay " + sizeName(size) + " (bare process)", cpuNote: "record",
+		limit: limitMemcpy,
+		systems: []system{
+			{name: "strata Partition.Records", baseline: true,
+				durability: "– (reads page-cached segments)",
+				run:        func(e *env) (sample, error) { return bareRun(e, "replay-strata", size, n) }},
+			{name: "tidwall/wal Read", durability: "– (reads page-cached segments)",
+				run: func(e *env) (sample, error) { return bareRun(e, "replay-wal", size, n) }},
+		},
+	}}
+}
+
+// strataReplay writes a.N records of a.Size bytes to one partition
+// (appendBatch per Append), closes and reopens the broker, and times a
+// replay with Records.
+func strataReplay(a childArgs) (sample, error) {
+	b, err := log.Open(a.Dir, log.Config{})
+	if err != nil {
+		return sample{}, err
+	}
+	t, err := b.CreateTopic("replay", log.TopicConfig{})
+	if err != nil {
+		b.Close()
+		return sample{}, err
+	}
+	p, err := t.Partition(0)
+	if err != nil {
+		b.Close()
+		return sample{}, err
+	}
+	value := payload(a.Size)
+	recs := make([]log.Record, appendBatch)
+	for i := range recs {
+		recs[i].Value = value
+	}
+	for done := 0; done < a.N; done += appendBatch {
+		if _, err := p.Append(recs[:min(appendBatch, a.N-done)]...); err != nil {
+			b.Close()
+			return sample{}, err
+		}
+	}
+	if err := b.Close(); err != nil {
+		return sample{}, err
+	}
+	recs = nil
+
+	if b, err = log.Open(a.Dir, log.Config{}); err != nil {
+		return sample{}, err
+	}
+	defer b.Close()
+	if p, err = b.Partition("replay", 0); err != nil {
+		return sample{}, err
+	}
+	settle()
+	sw := startStopwatch()
+	n, bytes := 0, 0
+	for r, err := range p.Records(0) {
+		if err != nil {
+			return sample{}, err
+		}
+		n++
+		bytes += len(r.Value)
+	}
+	smp := sw.sample(int64(n), a.Size)
+	if n != a.N || bytes != a.N*a.Size {
+		return sample{}, fmt.Errorf("strata: replayed %d records of %d bytes, want %d of %d", n, bytes, a.N, a.N*a.Size)
+	}
+	return smp, b.Close()
+}
+
+// walReplay writes a.N entries of a.Size bytes with WriteBatch (appendBatch
+// per batch, NoSync), closes and reopens the log, and times reading every
+// index from the first to the last with Read.
+func walReplay(a childArgs) (sample, error) {
+	opts := *wal.DefaultOptions
+	opts.NoSync = true
+	l, err := wal.Open(a.Dir, &opts)
+	if err != nil {
+		return sample{}, err
+	}
+	value := payload(a.Size)
+	var wb wal.Batch
+	for idx := 1; idx <= a.N; {
+		for k := 0; k < appendBatch && idx <= a.N; k++ {
+			wb.Write(uint64(idx), value)
+			idx++
+		}
+		if err := l.WriteBatch(&wb); err != nil {
+			l.Close()
+			return sample{}, err
+		}
+		wb.Clear()
+	}
+	if err := l.Close(); err != nil {
+		return sample{}, err
+	}
+
+	if l, err = wal.Open(a.Dir, &opts); err != nil {
+		return sample{}, err
+	}
+	defer l.Close()
+	settle()
+	sw := startStopwatch()
+	first, err := l.FirstIndex()
+	if err != nil {
+		return sample{}, err
+	}
+	last, err := l.LastIndex()
+	if err != nil {
+		return sample{}, err
+	}
+	n, bytes := 0, 0
+	for idx := first; idx <= last && first > 0; idx++ {
+		data, err := l.Read(idx)
+		if err != nil {
+			return sample{}, err
+		}
+		n++
+		bytes += len(data)
+	}
+	smp := sw.sample(int64(n), a.Size)
+	if n != a.N || bytes != a.N*a.Size {
+		return sample{}, fmt.Errorf("wal: read %d entries of %d bytes, want %d of %d", n, bytes, a.N, a.N*a.Size)
+	}
+	return smp, l.Close()
+}

@@ -1,0 +1,174 @@
+package log
+
+import (
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/strata-log/strata/segment/batch"
+)
+
+// replayChunk is how many bytes of whole batches Records reads from the
+// segment files at a time (more when one batch is larger): large enough
+// that the read's system call is amortised over thousands of small
+// records, small enough to stay in the CPU's caches.
+const replayChunk = 256 << 10
+
+// Records returns an iterator over the records of the partition from offset
+// from up to the high watermark at the call (on a standalone broker the
+// high watermark is the end offset): a replay, as an event store does at
+// start-up. Records appended after the call are not part of it, however
+// long the iteration takes. Like a consumer it reads committed records
+// only: on a follower replica, none at or past the high watermark.
+//
+// It allocates nothing per record: the batches are read from the segment
+// files in chunks into one buffer, and decoded in place. So a record's Key,
+// Value and Headers (and the header values) are valid only until the next
+// iteration; copy what must outlive it. Compressed batches are decompressed,
+// one at a time, into a second reused buffer.
+//
+// from must be within [StartOffset, EndOffset] when the iteration starts;
+// otherwise the iterator yields one *OffsetOutOfRangeError (errors.Is
+// ErrOffsetOutOfRange) and stops. So it does if retention deletes the
+// records it has to read next while it runs. A batch that fails its checks
+// (CRC, framing) yields one error matching ErrCorrupt, after the records
+// before it, and stops; so does any other read error. Offsets need not be
+// contiguous: compaction leaves gaps. Control batches (transaction markers)
+// are skipped. A Close of the broker ends it with one error matching
+// ErrClosed (after the records of the chunk it had read). Breaking out of
+// the loop releases everything the iterator holds. The iterator may be ranged over more than once, each time from
+// from to the same end.
+func (p *Partition) Records(from int64) iter.Seq2[Record, error] {
+	end := p.HighWatermark()
+	return func(yield func(Record, error) bool) {
+		r := replay{p: p, yield: yield}
+		r.run(from, end)
+	}
+}
+
+// replay is the state of one iteration of Records.
+type replay struct {
+	p     *Partition
+	yield func(Record, error) bool
+	buf   []byte // the chunk of batches read from the segment files
+	dbuf  []byte // the batch being read, decompressed
+	it    batch.Iter
+	rec   batch.Record
+}
+
+// run yields the records in [from, end), and reports nothing: a stop (the
+// caller's break, or an error yielded) ends it.
+func (r *replay) run(from, end int64) {
+	p := r.p
+	if err := p.checkRange(from); err != nil {
+		r.yield(Record{}, err)
+		return
+	}
+	for off := from; off < end; {
+		next, err := r.chunk(off, end)
+		if err != nil {
+			if p.closed.Load() {
+				err = p.closedErr()
+			}
+			r.yield(Record{}, err)
+			return
+		}
+		if next < 0 { // the caller stopped
+			return
+		}
+		if next <= off { // nothing more below end (cannot happen below the HW; be safe)
+			return
+		}
+		off = next
+	}
+}
+
+// chunk reads the batches from the one holding off on, up to replayChunk
+// bytes, and yields their records in [off, end). It returns the offset after
+// the last batch read, or -1 if the caller stopped.
+func (r *replay) chunk(off, end int64) (int64, error) {
+	p := r.p
+	b, err := p.Slice(off, replayChunk, end)
+	if err != nil {
+		return 0, err
+	}
+	next := b.next
+	r.buf, err = readInto(r.buf[:0], &b)
+	b.Release()
+	if err != nil {
+		return 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
+	}
+	raw := r.buf
+	for pos := 0; pos < len(raw); {
+		h, bb, err := nextBatch(raw[pos:])
+		if err != nil {
+			return 0, fmt.Errorf("log: replay %s at %d: batch at byte %d of a read: %w", p, off, pos, err)
+		}
+		pos += len(bb)
+		if h.NextOffset() <= off || h.Control() {
+			continue
+		}
+		if h.Compression() != batch.CompressionNone {
+			if r.dbuf, err = batch.Decompress(r.dbuf[:0], bb, h); err == nil {
+				bb = r.dbuf
+				h, err = batch.ParseHeader(bb)
+			}
+			if err != nil {
+				return 0, fmt.Errorf("log: replay %s: batch at offset %d: %w", p, h.BaseOffset, err)
+			}
+		}
+		if err := r.it.Reset(bb, h); err != nil {
+			return 0, fmt.Errorf("log: replay %s: batch at offset %d: %w", p, h.BaseOffset, err)
+		}
+		for {
+			ok, err := r.it.Next(&r.rec)
+			if err != nil {
+				return 0, fmt.Errorf("log: replay %s: batch at offset %d: %w", p, h.BaseOffset, err)
+			}
+			if !ok {
+				break
+			}
+			if r.rec.Offset < off {
+				continue
+			}
+			if r.rec.Offset >= end {
+				return end, nil
+			}
+			if !r.yield(Record{
+				Topic: p.topic, Partition: p.id, Offset: r.rec.Offset,
+				Timestamp: time.UnixMilli(r.rec.Timestamp),
+				Key:       r.rec.Key, Value: r.rec.Value, Headers: r.rec.Headers,
+			}, nil) {
+				return -1, nil
+			}
+		}
+	}
+	return next, nil
+}
+
+// readInto appends the bytes of the batches b holds to dst, reading them
+// from the segment files: Bytes, into a buffer of the caller's.
+func readInto(dst []byte, b *Batches) ([]byte, error) {
+	if b.released {
+		return dst, ErrReleased
+	}
+	if b.mem != nil {
+		return append(dst, b.mem...), nil
+	}
+	n := len(dst)
+	if need := n + int(b.size); cap(dst) < need {
+		g := make([]byte, n, need)
+		copy(g, dst)
+		dst = g
+	}
+	dst = dst[:n+int(b.size)]
+	at := int64(n)
+	for i := range b.n {
+		fr := b.rangeAt(i)
+		if err := readFull(fr.seg.File(), dst[at:at+fr.len], fr.pos); err != nil {
+			return dst[:n], fmt.Errorf("log: read batches: %w", err)
+		}
+		at += fr.len
+	}
+	return dst, nil
+}
