@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
-	stdlog "log/slog"
+	"log/slog"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -32,7 +32,7 @@ type Broker struct {
 	dir    string
 	cfg    Config
 	fs     vfs.FS
-	logger *stdlog.Logger
+	logger *slog.Logger
 	store  *Store
 
 	mu     sync.RWMutex // guards topics and closed; held to write topics.json

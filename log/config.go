@@ -2,7 +2,7 @@ package log
 
 import (
 	"fmt"
-	stdlog "log/slog"
+	"log/slog"
 	"time"
 
 	"github.com/strata-log/strata/vfs"
@@ -22,7 +22,7 @@ type Config struct {
 	// a fast in-memory one for tests.
 	FS vfs.FS
 	// Logger receives the broker's log lines; nil → discard.
-	Logger *stdlog.Logger
+	Logger *slog.Logger
 	// GroupMinSessionTimeout is the shortest session timeout a consumer
 	// group member may ask for; 0 → 6 s (Kafka's
 	// group.min.session.timeout.ms).
@@ -46,7 +46,7 @@ func (c Config) withDefaults() Config {
 		c.FS = vfs.Default
 	}
 	if c.Logger == nil {
-		c.Logger = stdlog.New(stdlog.DiscardHandler)
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	stdlog "log/slog"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -95,7 +95,7 @@ type ConsumerConfig struct {
 	// Logger receives a line when a position is reset, when the consumer
 	// leaves its group for not polling, and when a heartbeat fails;
 	// nil → discard.
-	Logger *stdlog.Logger
+	Logger *slog.Logger
 }
 
 // Kafka's consumer defaults.
@@ -133,7 +133,7 @@ func (c ConsumerConfig) withDefaults() ConsumerConfig {
 		c.HeartbeatInterval = defaultHeartbeatInterval
 	}
 	if c.Logger == nil {
-		c.Logger = stdlog.New(stdlog.DiscardHandler)
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -184,7 +184,7 @@ func (c ConsumerConfig) validate() error {
 type Consumer struct {
 	client Client
 	cfg    ConsumerConfig
-	log    *stdlog.Logger
+	logger *slog.Logger
 
 	pollMu sync.Mutex // held by Poll; Close takes it to wait for a Poll to end
 	// Owned by Poll (pollMu): the fetch request, its partitions, and per
@@ -246,7 +246,7 @@ func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
 	cons := &Consumer{
 		client:   c,
 		cfg:      cfg,
-		log:      cfg.Logger,
+		logger:   cfg.Logger,
 		byTP:     map[TopicPartition]*partitionPosition{},
 		lastPoll: time.Now(),
 	}
@@ -472,7 +472,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 	}
 	for j, i := range resets {
 		if p := c.fetchParts[i]; p.pos == c.fetchReq[i].Offset {
-			c.log.Info("log: consumer: position out of range, reset", "topic", p.tp.Topic, "partition", p.tp.Partition,
+			c.logger.Info("log: consumer: position out of range, reset", "topic", p.tp.Topic, "partition", p.tp.Partition,
 				"position", p.pos, "reset", c.cfg.Reset.String(), "to", resetTo[j])
 			p.pos = resetTo[j]
 		}

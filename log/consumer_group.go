@@ -233,10 +233,10 @@ func (c *Consumer) heartbeat() {
 	if !c.polling && time.Since(c.lastPoll) > c.cfg.RebalanceTimeout {
 		c.memberID, c.rejoin = "", true
 		c.mu.Unlock()
-		c.log.Warn("log: consumer: no Poll within the rebalance timeout, leaving the group",
+		c.logger.Warn("log: consumer: no Poll within the rebalance timeout, leaving the group",
 			"group", c.cfg.Group, "member", member, "timeout", c.cfg.RebalanceTimeout)
 		if err := c.client.LeaveGroup(c.hbCtx, c.cfg.Group, member); err != nil && !errors.Is(err, ErrUnknownMember) {
-			c.log.Warn("log: consumer: leave group", "group", c.cfg.Group, "member", member, "err", err)
+			c.logger.Warn("log: consumer: leave group", "group", c.cfg.Group, "member", member, "err", err)
 		}
 		return
 	}
@@ -251,6 +251,6 @@ func (c *Consumer) heartbeat() {
 		return // rejoined meanwhile
 	}
 	if !c.lostMembership(err) && c.hbCtx.Err() == nil {
-		c.log.Warn("log: consumer: heartbeat failed", "group", c.cfg.Group, "member", member, "err", err)
+		c.logger.Warn("log: consumer: heartbeat failed", "group", c.cfg.Group, "member", member, "err", err)
 	}
 }

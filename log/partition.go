@@ -2,7 +2,7 @@ package log
 
 import (
 	"fmt"
-	stdlog "log/slog"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -26,7 +26,7 @@ type Partition struct {
 	fs     vfs.FS
 	cfg    TopicConfig
 	segCfg segment.Config
-	logger *stdlog.Logger
+	logger *slog.Logger
 	// wake asks the broker's background loop to flush sealed segments.
 	wake func()
 	// appended, when set, is told about every append and every move of the

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	stdlog "log/slog"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -71,7 +71,7 @@ type ProducerConfig struct {
 	// Logger receives a line for each failed batch holding fire-and-forget
 	// records (nil done), whose errors would otherwise go unseen;
 	// nil → discard.
-	Logger *stdlog.Logger
+	Logger *slog.Logger
 }
 
 // Kafka's producer defaults.
@@ -96,7 +96,7 @@ func (c ProducerConfig) withDefaults() ProducerConfig {
 		c.BufferBytes = defaultBufferBytes
 	}
 	if c.Logger == nil {
-		c.Logger = stdlog.New(stdlog.DiscardHandler)
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }

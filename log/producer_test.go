@@ -5,7 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	stdlog "log/slog"
+	"log/slog"
 	"runtime"
 	"sync"
 	"testing"
@@ -788,7 +788,7 @@ func TestProducerFailedBatchKeepsOrder(t *testing.T) {
 			return nil
 		}
 		var logged bytes.Buffer
-		p := newProd(t, c, ProducerConfig{BatchBytes: sizeOf(2), Logger: stdlog.New(stdlog.NewTextHandler(&logged, nil))})
+		p := newProd(t, c, ProducerConfig{BatchBytes: sizeOf(2), Logger: slog.New(slog.NewTextHandler(&logged, nil))})
 		var col collector
 		for i := 0; i < 6; i++ {
 			p.SendAsync(recordN(i), col.done)

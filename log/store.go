@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	stdlog "log/slog"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -35,7 +35,7 @@ type StoreConfig struct {
 	// FS is the file system; nil → the operating system's.
 	FS vfs.FS
 	// Logger receives the store's log lines; nil → discard.
-	Logger *stdlog.Logger
+	Logger *slog.Logger
 	// HighWatermarkFollowsEnd makes every partition's high watermark its
 	// end offset: the store holds the only replica (a standalone broker).
 	// A cluster member leaves it false and moves each high watermark with
@@ -59,7 +59,7 @@ func (c StoreConfig) withDefaults() StoreConfig {
 		c.FS = vfs.Default
 	}
 	if c.Logger == nil {
-		c.Logger = stdlog.New(stdlog.DiscardHandler)
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c
 }
@@ -77,7 +77,7 @@ type Store struct {
 	dir    string
 	cfg    StoreConfig
 	fs     vfs.FS
-	logger *stdlog.Logger
+	logger *slog.Logger
 	lock   io.Closer
 	// clean: the last shutdown was clean, so partitions open without
 	// recovery. Nothing has written to a partition since then that was not

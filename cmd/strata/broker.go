@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	stdlog "log/slog"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -33,7 +33,7 @@ func openBroker(e *env, t *target, create bool) (*log.Broker, error) {
 			return nil, fmt.Errorf("%s is not a Strata data dir (no %s): create a topic in it with 'strata topics --data-dir %s create --topic T'", t.dataDir, topicsFile, t.dataDir)
 		}
 	}
-	logger := stdlog.New(stdlog.NewTextHandler(e.stderr, &stdlog.HandlerOptions{Level: stdlog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	b, err := log.Open(t.dataDir, log.Config{Logger: logger})
 	if errors.Is(err, log.ErrDirInUse) {
 		return nil, fmt.Errorf("data dir %s is in use by a running broker: stop it first, or talk to the broker with --bootstrap-server (%w)", t.dataDir, err)
