@@ -207,7 +207,7 @@ type Producer struct {
 	pid      ProducerID
 	pidState int8
 	pidWait  chan struct{}
-	fatal    error // ErrProducerFenced: every send fails with it
+	fatal    error     // ErrProducerFenced: every send fails with it
 	clock    time.Time // the anchor of nowMsLocked, with its monotonic reading
 	clockNs  int64     // clock.UnixNano()
 	lastMs   int64     // the timestamp of the previous record...
