@@ -102,6 +102,7 @@ func (p *Producer) work(ps *partState) {
 		}
 		retry := b.attempts > 0
 		b.attempts++
+		p.kickLocked(ps) // another worker for the next batch, if it may go
 		p.mu.Unlock()
 
 		if b.raw == nil {
