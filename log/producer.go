@@ -68,7 +68,8 @@ type ProducerConfig struct {
 	// broker cannot place (its state for the producer lost) makes the
 	// producer bump its epoch and start the partition's sequences at 0
 	// again (KIP-360); ErrProducerFenced is fatal: every record not yet
-	// acknowledged, and every later send, fails with it.
+	// acknowledged, and every later send, fails with it. It needs AcksAll,
+	// as in Kafka.
 	Idempotent bool
 	// MaxInFlight is how many batches of one partition may be sent and not
 	// yet acknowledged (Kafka's max.in.flight.requests.per.connection):
@@ -148,6 +149,10 @@ func (c ProducerConfig) validate() error {
 		return bad("max in flight %d: an idempotent producer allows 1 to %d", c.MaxInFlight, maxIdempotentInFlight)
 	case !c.Idempotent && c.MaxInFlight != 1:
 		return bad("max in flight %d: a producer that is not idempotent allows only 1", c.MaxInFlight)
+	case c.Idempotent && c.Acks != AcksAll:
+		// As Kafka: a batch acknowledged by a leader alone can be lost in a
+		// failover, and its successors then have a gap before them.
+		return bad("an idempotent producer needs AcksAll, not %v", c.Acks)
 	case c.RetryBackoff < 0:
 		return bad("negative retry backoff %v", c.RetryBackoff)
 	case c.Acks < AcksAll || c.Acks > AcksNone:

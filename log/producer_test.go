@@ -894,6 +894,7 @@ func TestProducerConfig(t *testing.T) {
 		for _, cfg := range []ProducerConfig{
 			{MaxInFlight: 2}, {MaxInFlight: -1},
 			{Idempotent: true, MaxInFlight: 6}, {Idempotent: true, MaxInFlight: -1},
+			{Idempotent: true, Acks: AcksLeader}, {Idempotent: true, Acks: AcksNone},
 			{RetryBackoff: -1},
 			{Acks: -1}, {Acks: AcksNone + 1},
 			{Partitioner: -1}, {Partitioner: PartitionerRoundRobin + 1},
@@ -932,6 +933,17 @@ func TestProducerGoroutines(t *testing.T) {
 	// per record.
 	require.LessOrEqual(t, runtime.NumGoroutine()-before, 1+8)
 	require.NoError(t, p.Flush(t.Context()))
+	require.NoError(t, p.Close())
+
+	// An idempotent producer: at most MaxInFlight senders per partition,
+	// all joined by Close.
+	before = runtime.NumGoroutine()
+	p, err = NewProducer(c, ProducerConfig{Idempotent: true, Linger: -1, BatchBytes: 100})
+	require.NoError(t, err)
+	for i := 0; i < 1000; i++ {
+		p.SendAsync(Record{Topic: "t", Value: val(i)}, nil)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine()-before, 1+8*5)
 	require.NoError(t, p.Close())
 }
 
