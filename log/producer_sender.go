@@ -57,6 +57,10 @@ func (p *Producer) work(ps *partState) {
 			ps.sending++
 			err := p.ensurePIDLocked(firstUnresolved(ps).deadline)
 			ps.sending--
+			if err == nil && p.pid == ps.pid {
+				p.pidState = pidNone
+				err = fmt.Errorf("log: producer: InitProducerID gave producer %d epoch %d again, whose epoch is exhausted", p.pid.ID, p.pid.Epoch)
+			}
 			if err != nil {
 				p.failUnresolvedLocked(ps, err)
 			}
