@@ -43,6 +43,9 @@ type Broker struct {
 	fetches *timingwheel.Purgatory[TopicPartition]
 	groups  *group.Coordinator
 
+	pidMu sync.Mutex           // guards pids
+	pids  *ProducerIDAllocator // opened by the first InitProducerID
+
 	stop chan struct{} // closed by Close: parked fetches end
 }
 

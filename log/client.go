@@ -86,6 +86,19 @@ type DataClient interface {
 	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
 	// in ms the first offset whose record is at least that recent.
 	ListOffset(tp TopicPartition, at int64) (int64, error)
+	// InitProducerID gives an idempotent producer its identity, as Kafka's
+	// InitProducerId without a transactional id: a producer id never given
+	// before by this broker or cluster (across restarts and crashes too),
+	// with epoch 0. The producer bumps the epoch itself (KIP-360) and asks
+	// again when the epoch would pass math.MaxInt16.
+	InitProducerID(ctx context.Context) (ProducerID, error)
+}
+
+// ProducerID is an idempotent producer's identity: the producer id and
+// epoch its batches carry (Kafka's ProducerIdAndEpoch).
+type ProducerID struct {
+	ID    int64
+	Epoch int16
 }
 
 // ProduceResult is the answer to a produce of one batch: the fields of

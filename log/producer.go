@@ -13,9 +13,11 @@ import (
 
 // Errors of the Producer. Test for them with errors.Is.
 var (
-	// ErrIdempotenceUnsupported is returned by NewProducer for
-	// ProducerConfig.Idempotent: idempotent producers (producer ids and
-	// sequence numbers) are not built yet.
+	// ErrIdempotenceUnsupported was returned by NewProducer for
+	// ProducerConfig.Idempotent before idempotent producers were built.
+	//
+	// Deprecated: ProducerConfig.Idempotent works; nothing returns this
+	// error any more.
 	ErrIdempotenceUnsupported = errors.New("log: idempotent producer not built yet (set ProducerConfig.Idempotent to false)")
 	// ErrTimeout is the error of a record that was not acknowledged within
 	// ProducerConfig.Timeout. Such errors also match
@@ -37,21 +39,37 @@ type ProducerConfig struct {
 	// Linger is how long a batch waits for more records before it is sent
 	// (Kafka's linger.ms); 0 → 5 ms (Kafka 4.0's default); negative → no
 	// wait: a batch goes as soon as no other batch of its partition is in
-	// flight. A full batch never waits.
+	// flight. A full batch never waits, and neither does a batch whose
+	// every record is a Send still waiting for it: its callers cannot add
+	// records, so it goes as soon as no other batch of its partition is in
+	// flight, as with a negative Linger (while one is, concurrent Sends
+	// gather in the next batch).
 	Linger time.Duration
 	// BatchBytes is the size at which a partition's batch is closed and
 	// sent (Kafka's batch.size); 0 → 16 KiB. A record larger than this
 	// goes alone in a batch of its own.
 	BatchBytes int
 	// Timeout bounds how long a record may wait: for room in the buffer,
-	// in its batch, and for the broker's answer (counted from when its
-	// batch was opened). Past it the record fails with an error matching
-	// ErrTimeout and context.DeadlineExceeded. 0 → 30 s (Kafka's
-	// request.timeout.ms; Strata does not retry, so it also plays the part
-	// of delivery.timeout.ms). It must be longer than Linger.
+	// in its batch, for the broker's answers and between retries (counted
+	// from when its batch was opened): Kafka's delivery.timeout.ms. Past it
+	// the record fails with an error matching ErrTimeout and
+	// context.DeadlineExceeded (and the last error of its batch, if it was
+	// retried). 0 → 30 s (Kafka's request.timeout.ms: a Client answers
+	// within it or times out itself). It must be longer than Linger.
 	Timeout time.Duration
-	// Idempotent asks for an idempotent producer: not built yet, NewProducer
-	// refuses it with ErrIdempotenceUnsupported.
+	// Idempotent makes the producer idempotent, as Kafka's
+	// enable.idempotence (KIP-98): on its first send it gets a producer id
+	// and epoch from the Client (InitProducerID), and each batch carries
+	// them and the sequence number of its first record in its partition,
+	// so that the broker appends a retried batch only once and refuses one
+	// that would leave a gap (ErrOutOfOrderSequence). The producer then
+	// retries every retriable error (see MaxInFlight, RetryBackoff) until
+	// Timeout, keeping each partition's records in send order. A batch the
+	// broker cannot place (its state for the producer lost) makes the
+	// producer bump its epoch and start the partition's sequences at 0
+	// again (KIP-360); ErrProducerFenced is fatal: every record not yet
+	// acknowledged, and every later send, fails with it. It needs AcksAll,
+	// as in Kafka.
 	Idempotent bool
 	// Compression is the codec of the batches the producer sends (Kafka's
 	// compression.type): CompressionNone (the zero value, Kafka's default),
@@ -60,6 +78,20 @@ type ProducerConfig struct {
 	// records' uncompressed size. The broker stores the batch as it is sent
 	// unless its topic's Compression says otherwise.
 	Compression Compression
+	// MaxInFlight is how many batches of one partition may be sent and not
+	// yet acknowledged (Kafka's max.in.flight.requests.per.connection):
+	// 0 → 5 for an idempotent producer (Kafka's default, and the most its
+	// broker-side state covers), 1 otherwise. Only an idempotent producer
+	// may have more than 1: concurrent calls of Client.ProduceBatch may
+	// reach the broker in any order, which only sequence numbers repair.
+	MaxInFlight int
+	// RetryBackoff is how long a batch waits before it is sent again after
+	// a retriable error (Kafka's retry.backoff.ms); 0 → 100 ms. An
+	// idempotent producer retries ErrNotLeader, ErrNotEnoughReplicas,
+	// timeouts of the Client and lost connections; a non-idempotent one
+	// only ErrNotEnoughReplicas, the one error that says nothing was
+	// written (the others could duplicate records).
+	RetryBackoff time.Duration
 	// Partitioner picks each record's partition; the zero value is
 	// PartitionerDefault (Kafka's murmur2 for keys, sticky for nil keys).
 	Partitioner Partitioner
@@ -80,6 +112,11 @@ const (
 	defaultBatchBytes  = 16 << 10
 	defaultTimeout     = 30 * time.Second
 	defaultBufferBytes = 32 << 20
+	defaultBackoff     = 100 * time.Millisecond
+	// maxIdempotentInFlight is Kafka's bound on
+	// max.in.flight.requests.per.connection with idempotence: the broker
+	// keeps the metadata of a producer's last 5 batches.
+	maxIdempotentInFlight = producerBatchesKept
 )
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
@@ -95,6 +132,15 @@ func (c ProducerConfig) withDefaults() ProducerConfig {
 	if c.BufferBytes == 0 {
 		c.BufferBytes = defaultBufferBytes
 	}
+	if c.MaxInFlight == 0 {
+		c.MaxInFlight = 1
+		if c.Idempotent {
+			c.MaxInFlight = maxIdempotentInFlight
+		}
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = defaultBackoff
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -106,8 +152,16 @@ func (c ProducerConfig) validate() error {
 		return fmt.Errorf("%w: producer: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 	switch {
-	case c.Idempotent:
-		return ErrIdempotenceUnsupported
+	case c.Idempotent && (c.MaxInFlight < 1 || c.MaxInFlight > maxIdempotentInFlight):
+		return bad("max in flight %d: an idempotent producer allows 1 to %d", c.MaxInFlight, maxIdempotentInFlight)
+	case !c.Idempotent && c.MaxInFlight != 1:
+		return bad("max in flight %d: a producer that is not idempotent allows only 1", c.MaxInFlight)
+	case c.Idempotent && c.Acks != AcksAll:
+		// As Kafka: a batch acknowledged by a leader alone can be lost in a
+		// failover, and its successors then have a gap before them.
+		return bad("an idempotent producer needs AcksAll, not %v", c.Acks)
+	case c.RetryBackoff < 0:
+		return bad("negative retry backoff %v", c.RetryBackoff)
 	case c.Acks < AcksAll || c.Acks > AcksNone:
 		return bad("unknown acks %d", int(c.Acks))
 	case !c.Compression.valid():
@@ -132,17 +186,19 @@ func (c ProducerConfig) validate() error {
 // Each record's partition is chosen by the Partitioner. Records are
 // gathered per partition into one record batch until it holds BatchBytes or
 // has waited Linger, then the batch goes to the broker with one
-// Client.Produce. A partition has one batch in flight at a time, so its
-// records are written in the order they were sent (Kafka with
-// max.in.flight.requests.per.connection 1). Errors are not retried.
+// Client.ProduceBatch. A partition has up to MaxInFlight batches in flight
+// (1 unless the producer is idempotent) and its records are written in the
+// order they were sent. Retriable errors are retried with RetryBackoff until
+// Timeout (see ProducerConfig.Idempotent and RetryBackoff for which).
 //
 // Partition counts are read once per topic with Client.Partitions and
 // cached; a produce that fails with ErrUnknownTopic or ErrUnknownPartition
 // makes the next send read them again. Topics are never created by the
 // Producer: sending to a missing one fails with ErrUnknownTopic.
 //
-// The Producer owns a linger-timer goroutine, and a sender goroutine for
-// each partition that has batches to send; Close stops and waits for them.
+// The Producer owns a linger-timer goroutine, and for each partition that
+// has batches to send up to MaxInFlight sender goroutines; Close stops and
+// waits for them.
 // It is safe for concurrent use.
 type Producer struct {
 	c      Client
@@ -160,6 +216,12 @@ type Producer struct {
 	changed  chan struct{} // closed when a batch completes, if not nil
 	nextID   uint64
 	closed   bool
+	// The idempotent producer's identity: pid once pidState is pidReady.
+	// pidWait is closed when a fetch under way (pidFetching) ends.
+	pid      ProducerID
+	pidState int8
+	pidWait  chan struct{}
+	fatal    error     // ErrProducerFenced: every send fails with it
 	clock    time.Time // the anchor of nowMsLocked, with its monotonic reading
 	clockNs  int64     // clock.UnixNano()
 	lastMs   int64     // the timestamp of the previous record...
@@ -185,16 +247,39 @@ type topicState struct {
 	rr     uint         // PartitionerRoundRobin's counter
 }
 
+// States of Producer.pid.
+const (
+	pidNone int8 = iota
+	pidFetching
+	pidReady
+)
+
 // partState is one partition's accumulator: the batch that takes records,
-// the closed batches waiting to be sent, and the sender's progress.
+// the closed batches not yet completed (queued, in flight, waiting for a
+// retry or for their predecessors to complete), and its senders' progress.
 type partState struct {
 	topic      *topicState
 	tp         TopicPartition
 	open       *pbatch // takes records; nil when none
-	head, tail *pbatch // closed batches, oldest first
-	running    bool    // a sender goroutine is working for this partition
+	head, tail *pbatch // closed batches not completed, in send order
 	closedSeq  uint64  // batches closed so far: batch.seq of the last
 	doneSeq    uint64  // batches completed so far (they complete in order)
+	unresolved int     // closed batches without an outcome yet
+	workers    int     // sender goroutines for this partition
+	sending    int     // of which in a ProduceBatch call (or fetching an id)
+	timerWait  bool    // a worker sleeps until a retry is due
+	completing bool    // a worker is calling the callbacks of completed batches
+
+	// The idempotent producer's sequences here: batches carry pid, and
+	// nextSeq is the base sequence of the next batch given one. unassigned
+	// batches (at the tail) have none yet. rewrite: the oldest unresolved
+	// batch could not be placed; once nothing is in flight the partition
+	// moves to a new epoch and its unresolved batches are renumbered from 0.
+	pid        ProducerID
+	pidSet     bool
+	nextSeq    int32
+	unassigned int
+	rewrite    bool
 }
 
 // pbatch is a batch being built or sent, with the records' callbacks.
@@ -207,7 +292,25 @@ type pbatch struct {
 	deadline time.Time // created + Timeout
 	bytes    int       // estimated memory, counted in Producer.buffered
 	raw      []byte    // the finished batch (bd.Bytes), once finish is called
+	async    int       // records without a Send waiting for them
 	next     *pbatch
+
+	// Idempotence: the producer id, epoch and base sequence, once seqSet.
+	pid     ProducerID
+	baseSeq int32
+	seqSet  bool
+
+	// Sending. A batch is resolved once it has its outcome (base, err);
+	// it completes (callbacks) after every batch before it.
+	attempts    int
+	inAttempt   bool      // a worker is sending it
+	predPending bool      // when last sent, a batch before it had no outcome
+	waitPred    bool      // resend only once every batch before it has an outcome
+	retryAt     time.Time // resend not before
+	lastErr     error     // of the last attempt
+	resolved    bool
+	base        int64
+	err         error
 }
 
 // finish completes the encoding of a batch that takes no more records.
@@ -240,8 +343,7 @@ type sendWaiter struct {
 }
 
 // NewProducer returns a Producer that sends through c. It fails with an
-// error wrapping ErrInvalidConfig for a configuration that cannot work,
-// and with ErrIdempotenceUnsupported when cfg.Idempotent is set.
+// error wrapping ErrInvalidConfig for a configuration that cannot work.
 func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 	if c == nil {
 		return nil, fmt.Errorf("%w: producer: nil client", ErrInvalidConfig)
@@ -272,7 +374,10 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 // AcksNone it returns once r is queued, with Offset -1; a later failure
 // goes to the Logger.
 //
-// Send waits up to Linger for its batch to fill, then for the broker.
+// Send does not wait out the Linger when it has nothing to wait for: a
+// batch whose every record is a waiting Send goes as soon as no other batch
+// of its partition is in flight; one with SendAsync records waits up to
+// Linger for more. Then Send waits for the broker.
 // Cancelling ctx ends the wait, not the send: the record may still be
 // written. Errors are those of SendAsync.
 func (p *Producer) Send(ctx context.Context, r Record) (Record, error) {

@@ -33,6 +33,9 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	if err == nil && p.closed {
 		err = errProducerClosed
 	}
+	if err == nil && p.fatal != nil {
+		err = p.fatal
+	}
 	var part int
 	if err == nil {
 		part, err = p.partitionLocked(t, r)
@@ -43,16 +46,16 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	}
 	ps := t.parts[part]
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
-		b.finish()
 		p.closeOpenLocked(ps, true)
+		b.finish()
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
 			part = t.sticky
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
-				b.finish()
 				p.closeOpenLocked(ps, false)
+				b.finish()
 			}
 		}
 	}
@@ -65,14 +68,19 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	b.slots = append(b.slots, slot{key: r.Key, value: r.Value, headers: r.Headers, ts: ms, done: done, w: w})
 	b.bytes += size
 	p.buffered += size
+	if w == nil {
+		b.async++
+	}
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
 		// Full: encode the header and CRC here, on the sending goroutine,
 		// which has time to spare, rather than on the partition's sender.
-		b.finish()
 		p.closeOpenLocked(ps, true)
-	case p.linger == 0 && !ps.running:
-		p.startSenderLocked(ps)
+		b.finish()
+	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
+		// Nothing to wait for (no linger, or only blocked Sends, which
+		// cannot add records): a sender takes the batch now.
+		p.kickLocked(ps)
 	}
 	p.mu.Unlock()
 	return nil
@@ -188,16 +196,8 @@ func (p *Producer) admitLocked(ctx context.Context, size int) error {
 
 // openLocked starts a batch for ps.
 func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
-	var b *pbatch
-	if n := len(p.free); n > 0 {
-		b = p.free[n-1]
-		p.free[n-1] = nil
-		p.free = p.free[:n-1]
-	} else {
-		b = new(pbatch)
-	}
+	b := p.newBatchLocked()
 	now := p.anchorLocked(time.Now())
-	b.bd.SetCompression(int(p.cfg.Compression)) // compressed when finished
 	b.bd.Reset(ms)
 	p.nextID++
 	b.id = p.nextID
@@ -225,8 +225,9 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 }
 
 // closeOpenLocked closes ps's open batch for appends and queues it for its
-// sender. When ps holds the topic's sticky partition and switchSticky is
-// set, nil-key records move to another partition.
+// senders, with its sequence number if the producer is idempotent and can
+// give it one now. When ps holds the topic's sticky partition and
+// switchSticky is set, nil-key records move to another partition.
 func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 	b := ps.open
 	if b == nil {
@@ -235,6 +236,14 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 	ps.open = nil
 	ps.closedSeq++
 	b.seq = ps.closedSeq
+	if p.cfg.Idempotent {
+		if ps.unassigned == 0 && p.canAssignLocked(ps) {
+			p.assignLocked(ps, b, ps.unresolved)
+		} else {
+			ps.unassigned++
+		}
+	}
+	ps.unresolved++
 	if ps.tail == nil {
 		ps.head = b
 	} else {
@@ -244,9 +253,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 	if t := ps.topic; switchSticky && t.sticky == ps.tp.Partition {
 		t.sticky = nextSticky(t.sticky, t.n)
 	}
-	if !ps.running {
-		p.startSenderLocked(ps)
-	}
+	p.kickLocked(ps)
 }
 
 // closeAllLocked closes every open batch and returns, for each partition

@@ -192,7 +192,7 @@ func TestProducerSendReturnsTheWrittenRecord(t *testing.T) {
 		}
 		// "abc" went to partition 7 after the long key: offsets 0 and 1.
 		require.Len(t, readAll(t, b, 7), 2)
-		require.Equal(t, time.Duration(len(kafkaMurmur2))*defaultLinger, time.Since(start), "each Send waits one linger")
+		require.Zero(t, time.Since(start), "a lone Send does not wait out the linger")
 
 		// A given timestamp is kept, to the millisecond.
 		ts := time.Date(2024, 5, 1, 12, 0, 0, 123456789, time.UTC)
@@ -823,12 +823,15 @@ func TestProducerSendContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, c := prodBroker(t, TopicConfig{})
 		p := newProd(t, c, ProducerConfig{})
+		hold := make(chan struct{})
+		c.setHold(hold)
 		ctx, cancel := context.WithTimeout(t.Context(), time.Millisecond)
 		defer cancel()
 		r, err := p.Send(ctx, Record{Topic: "t", Value: val(0)})
 		require.ErrorIs(t, err, context.DeadlineExceeded)
 		require.EqualValues(t, -1, r.Offset)
 		// Cancelling ends the wait, not the send.
+		close(hold)
 		require.NoError(t, p.Flush(t.Context()))
 		require.Len(t, readAll(t, b, 0), 1)
 	})
@@ -888,10 +891,11 @@ func TestProducerConfig(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidConfig)
 	synctest.Test(t, func(t *testing.T) {
 		_, c := prodBroker(t, TopicConfig{})
-		_, err := NewProducer(c, ProducerConfig{Idempotent: true})
-		require.ErrorIs(t, err, ErrIdempotenceUnsupported)
-		require.Contains(t, err.Error(), "not built yet")
 		for _, cfg := range []ProducerConfig{
+			{MaxInFlight: 2}, {MaxInFlight: -1},
+			{Idempotent: true, MaxInFlight: 6}, {Idempotent: true, MaxInFlight: -1},
+			{Idempotent: true, Acks: AcksLeader}, {Idempotent: true, Acks: AcksNone},
+			{RetryBackoff: -1},
 			{Acks: -1}, {Acks: AcksNone + 1},
 			{Partitioner: -1}, {Partitioner: PartitionerRoundRobin + 1},
 			{BatchBytes: -1}, {Timeout: -1}, {BufferBytes: -1},
@@ -909,6 +913,10 @@ func TestProducerConfig(t *testing.T) {
 		require.Equal(t, 30*time.Second, p.cfg.Timeout)
 		require.Equal(t, 32<<20, p.cfg.BufferBytes)
 		require.Equal(t, AcksAll, p.cfg.Acks)
+		require.Equal(t, 1, p.cfg.MaxInFlight)
+		require.Equal(t, 100*time.Millisecond, p.cfg.RetryBackoff)
+		q := newProd(t, c, ProducerConfig{Idempotent: true})
+		require.Equal(t, 5, q.cfg.MaxInFlight, "Kafka's default with idempotence")
 	})
 }
 
@@ -925,6 +933,17 @@ func TestProducerGoroutines(t *testing.T) {
 	// per record.
 	require.LessOrEqual(t, runtime.NumGoroutine()-before, 1+8)
 	require.NoError(t, p.Flush(t.Context()))
+	require.NoError(t, p.Close())
+
+	// An idempotent producer: at most MaxInFlight senders per partition,
+	// all joined by Close.
+	before = runtime.NumGoroutine()
+	p, err = NewProducer(c, ProducerConfig{Idempotent: true, Linger: -1, BatchBytes: 100})
+	require.NoError(t, err)
+	for i := 0; i < 1000; i++ {
+		p.SendAsync(Record{Topic: "t", Value: val(i)}, nil)
+	}
+	require.LessOrEqual(t, runtime.NumGoroutine()-before, 1+8*5)
 	require.NoError(t, p.Close())
 }
 
