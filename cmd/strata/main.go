@@ -9,11 +9,11 @@
 //	strata consume --data-dir DIR --topic T      records to stdout, kcat-like --format
 //	strata perf    produce|consume --data-dir DIR --topic T
 //	strata groups  --data-dir DIR describe --group G   committed offsets and lag
+//	strata serve   --data-dir DIR [--listen ADDR] [--metrics-addr ADDR]   a broker, until SIGINT/SIGTERM
 //
 // Every subcommand has --help. Flags are Kafka's tool flags where Kafka has
 // one. Commands that work on a data dir open it with log.Open, so the broker
-// must not be running on it. --bootstrap-server (a Kafka address) is accepted
-// but needs the Kafka client, which is not built yet; so does serve.
+// must not be running on it.
 //
 // Exit codes: 0 success; 1 a problem was found (a CRC failure, a damaged
 // segment) or the command failed; 2 bad usage, or a feature that is not
@@ -47,9 +47,6 @@ func usagef(format string, args ...any) error {
 // errNeedsKafka is the error of everything that needs the Kafka client.
 var errNeedsKafka = errors.New("not available yet: needs the Kafka client, not built yet (package kafka); use --data-dir on a data dir the broker is not running on")
 
-// errNeedsKafkaServer is the error of serve.
-var errNeedsKafkaServer = errors.New("not available yet: needs the Kafka server, not built yet (package kafka)")
-
 // errProblems says that a command found and printed problems: exit code 1
 // with nothing more to print.
 var errProblems = errors.New("problems found")
@@ -77,7 +74,7 @@ func commands() []command {
 		{"consume", "print a topic's records", runConsume},
 		{"perf", "measure produce or consume throughput and latency", runPerf},
 		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
-		{"serve", "serve a data dir over the Kafka protocol (not available yet)", runServe},
+		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 	}
 }
 
@@ -125,7 +122,7 @@ func exitCode(e *env, name string, err error) int {
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		fmt.Fprintf(e.stderr, "Run 'strata %s --help' for usage.\n", name)
 		return exitUsage
-	case errors.Is(err, errNeedsKafka), errors.Is(err, errNeedsKafkaServer), errors.Is(err, errNotYet):
+	case errors.Is(err, errNeedsKafka), errors.Is(err, errNotYet):
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		return exitUsage
 	default:
