@@ -9,12 +9,14 @@ import (
 )
 
 const groupsHelp = `
-Describes a consumer group's committed offsets and lag on a data dir, as
+Describes a consumer group's committed offsets and lag on a data dir or a
+Kafka-protocol broker (there --topic is required), as
 kafka-consumer-groups.sh --describe does: for every partition of the
 group's topics (or of --topic) with a committed offset, the offset, the
 log end offset and the lag between them.
 
   strata groups --data-dir DIR describe --group G [--topic T]
+  strata groups --bootstrap-server ADDR describe --group G --topic T
 
 list is not available yet: the library has no call that lists groups.`
 
@@ -52,21 +54,26 @@ func runGroups(e *env, args []string) (err error) {
 	if *group == "" {
 		return usagef("describe needs --group")
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	topics := b.Topics()
-	if *topic != "" {
-		if _, err := b.Topic(*topic); err != nil {
+	defer c.close(&err)
+	var topics []string
+	switch {
+	case *topic != "":
+		if _, err := c.topicPartitions(*topic); err != nil {
 			return err
 		}
 		topics = []string{*topic}
+	case c.broker != nil:
+		topics = c.broker.Topics()
+	default:
+		return usagef("over --bootstrap-server describe needs --topic")
 	}
 	var tps []log.TopicPartition
 	for _, name := range topics {
-		n, err := b.Partitions(name)
+		n, err := c.Partitions(name)
 		if err != nil {
 			return err
 		}
@@ -74,9 +81,9 @@ func runGroups(e *env, args []string) (err error) {
 			tps = append(tps, log.TopicPartition{Topic: name, Partition: i})
 		}
 	}
-	committed, err := b.FetchOffsets(context.Background(), *group, tps)
+	committed, err := c.FetchOffsets(context.Background(), *group, tps)
 	if err != nil {
-		return err
+		return groupsError(err)
 	}
 	if len(committed) == 0 {
 		return fmt.Errorf("group %s has no committed offsets on %s", *group, map[bool]string{true: "topic " + *topic, false: "any topic"}[*topic != ""])
@@ -88,11 +95,10 @@ func runGroups(e *env, args []string) (err error) {
 		if !ok {
 			continue
 		}
-		p, err := b.Partition(tp.Topic, tp.Partition)
+		end, err := c.ListOffset(tp, log.LatestOffset)
 		if err != nil {
 			return err
 		}
-		end := p.EndOffset()
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", *group, tp.Topic, tp.Partition, off, end, max(0, end-off))
 	}
 	return w.Flush()

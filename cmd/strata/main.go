@@ -44,9 +44,6 @@ func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
 
-// errNeedsKafka is the error of everything that needs the Kafka client.
-var errNeedsKafka = errors.New("not available yet: needs the Kafka client, not built yet (package kafka); use --data-dir on a data dir the broker is not running on")
-
 // errProblems says that a command found and printed problems: exit code 1
 // with nothing more to print.
 var errProblems = errors.New("problems found")
@@ -122,7 +119,7 @@ func exitCode(e *env, name string, err error) int {
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		fmt.Fprintf(e.stderr, "Run 'strata %s --help' for usage.\n", name)
 		return exitUsage
-	case errors.Is(err, errNeedsKafka), errors.Is(err, errNotYet):
+	case errors.Is(err, errNotYet):
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		return exitUsage
 	default:

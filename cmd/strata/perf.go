@@ -14,14 +14,16 @@ import (
 )
 
 const perfHelp = `
-Measures throughput and latency on a data dir, as kafka-producer-perf-test.sh
+Measures throughput and latency against a Kafka-protocol broker
+(--bootstrap-server: strata serve, Apache Kafka, ...) or on a data dir
+directly (--data-dir), as kafka-producer-perf-test.sh
 and kafka-consumer-perf-test.sh do. Every --reporting-interval a line gives
 the records/s, MB/s and latency percentiles of that interval; at the end a
 summary gives those of the whole run.
 
-  strata perf produce --data-dir DIR --topic T --num-records N --record-size B
-                      [--throughput R] [--producer-props acks=1 linger.ms=5 ...]
-  strata perf consume --data-dir DIR --topic T [--num-records N] [--group G]
+  strata perf produce --bootstrap-server ADDR|--data-dir DIR --topic T
+                      --num-records N --record-size B [--throughput R] [--producer-props acks=1 linger.ms=5 ...]
+  strata perf consume --bootstrap-server ADDR|--data-dir DIR --topic T [--num-records N] [--group G]
 
 produce: the latency of a record is from its Send to its acknowledgement.
 --producer-props takes acks, linger.ms, batch.size, buffer.memory and
@@ -30,7 +32,7 @@ that of each Poll. The topic must exist (strata topics create).`
 
 func runPerf(e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fs := newFlags(e, "perf", "produce|consume --data-dir DIR --topic T [flags]", perfHelp)
+		fs := newFlags(e, "perf", "produce|consume --bootstrap-server ADDR|--data-dir DIR --topic T [flags]", perfHelp)
 		fs.Usage()
 		if len(args) == 0 {
 			return usagef("want produce or consume")
@@ -156,7 +158,7 @@ func startReporter(w io.Writer, l *latencies, interval time.Duration, verb strin
 }
 
 func runPerfProduce(e *env, args []string) (err error) {
-	fs := newFlags(e, "perf produce", "--data-dir DIR --topic T --num-records N --record-size B [flags]", perfHelp)
+	fs := newFlags(e, "perf produce", "--bootstrap-server ADDR|--data-dir DIR --topic T --num-records N --record-size B [flags]", perfHelp)
 	var t target
 	t.register(fs)
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
@@ -185,15 +187,15 @@ func runPerfProduce(e *env, args []string) (err error) {
 			return usagef("--producer-props %s: %v", kv, err)
 		}
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	if _, err := b.Topic(*topic); err != nil {
+	defer c.close(&err)
+	if _, err := c.topicPartitions(*topic); err != nil {
 		return err
 	}
-	prod, err := log.NewProducer(b, cfg)
+	prod, err := log.NewProducer(c, cfg)
 	if err != nil {
 		return err
 	}
@@ -283,7 +285,7 @@ func setProducerProp(c *log.ProducerConfig, kv string) error {
 }
 
 func runPerfConsume(e *env, args []string) (err error) {
-	fs := newFlags(e, "perf consume", "--data-dir DIR --topic T [--num-records N] [flags]", perfHelp)
+	fs := newFlags(e, "perf consume", "--bootstrap-server ADDR|--data-dir DIR --topic T [--num-records N] [flags]", perfHelp)
 	var t target
 	t.register(fs)
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
@@ -302,24 +304,26 @@ func runPerfConsume(e *env, args []string) (err error) {
 	if *topic == "" || *numRecords < 0 || *interval <= 0 {
 		return usagef("--topic is required, --num-records must not be negative, --reporting-interval must be positive")
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	top, err := b.Topic(*topic)
+	defer c.close(&err)
+	n, err := c.topicPartitions(*topic)
 	if err != nil {
 		return err
 	}
 	var available int64
-	ends := map[int]int64{}
-	for i := range top.Partitions() {
-		p, err := top.Partition(i)
+	ends, err := endOffsets(c, *topic, n)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		start, err := c.ListOffset(log.TopicPartition{Topic: *topic, Partition: i}, log.EarliestOffset)
 		if err != nil {
 			return err
 		}
-		ends[i] = p.EndOffset()
-		available += p.EndOffset() - p.StartOffset()
+		available += ends[i] - start
 	}
 	want := available
 	if *numRecords > 0 {
@@ -328,10 +332,10 @@ func runPerfConsume(e *env, args []string) (err error) {
 		}
 		want = *numRecords
 	}
-	cons, err := log.NewConsumer(b, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
+	cons, err := log.NewConsumer(c, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
 		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf"})
 	if err != nil {
-		return err
+		return groupsError(err)
 	}
 	defer cons.Close()
 	lat := newLatencies(0) // a latency per poll: few enough to keep them all
@@ -349,7 +353,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 		}
 		if err != nil {
 			stop()
-			return err
+			return groupsError(err)
 		}
 		var n int64
 		for i := range recs {
