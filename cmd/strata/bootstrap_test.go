@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -100,4 +101,29 @@ func TestBootstrapServer(t *testing.T) {
 	s.stop(t)
 	// What serve wrote is a sound data dir.
 	ok(t, "", "", "verify", dir)
+}
+
+// consume over --bootstrap-server follows the topic: a record produced
+// while it runs is printed; SIGINT ends it (exit 130).
+func TestBootstrapConsumeFollows(t *testing.T) {
+	dir := newTopic(t, "live", 1)
+	s := startServe(t, dir)
+	// From the beginning of the empty topic: the record produced below is
+	// read whenever the consumer starts, before or after it.
+	cmd, _, stdout, _ := start(t, "consume", "--bootstrap-server", s.addr, "--topic", "live", "--from-beginning", "-f", "%o %s\n")
+	ok(t, "", "hello\n", "produce", "--bootstrap-server", s.addr, "--topic", "live")
+	if got := readUntil(t, stdout, "hello"); got != "0 hello\n" {
+		t.Errorf("consume printed %q", got)
+	}
+	ok(t, "", "again\n", "produce", "--bootstrap-server", s.addr, "--topic", "live")
+	if got := readUntil(t, stdout, "again"); got != "1 again\n" {
+		t.Errorf("consume printed %q", got)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := exitCodeOf(cmd.Wait()); code != exitInterrupted {
+		t.Errorf("consume after SIGINT: exit %d, want %d", code, exitInterrupted)
+	}
+	s.stop(t)
 }

@@ -18,16 +18,19 @@ log end offset and the lag between them.
   strata groups --data-dir DIR describe --group G [--topic T]
   strata groups --bootstrap-server ADDR describe --group G --topic T
 
-list is not available yet: the library has no call that lists groups.`
+  strata groups --data-dir DIR list
+
+list prints the id of every group the data dir knows, one per line (not
+over --bootstrap-server yet).`
 
 func runGroups(e *env, args []string) (err error) {
-	fs := newFlags(e, "groups", "--data-dir DIR describe --group G [--topic T]", groupsHelp)
+	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe [--group G] [--topic T]", groupsHelp)
 	var t target
 	t.register(fs)
 	group := fs.String("group", "", "`GROUP` to describe (required)")
 	topic := fs.String("topic", "", "`NAME`: only this topic (default: every topic with a committed offset)")
 	describe := fs.Bool("describe", false, "the describe action (Kafka's flag form)")
-	list := fs.Bool("list", false, "the list action (Kafka's flag form): not available yet")
+	list := fs.Bool("list", false, "the list action (Kafka's flag form)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -46,7 +49,18 @@ func runGroups(e *env, args []string) (err error) {
 		if err := t.check(); err != nil {
 			return err
 		}
-		return fmt.Errorf("list: %w: the library has no call that lists consumer groups", errNotYet)
+		if t.bootstrap != "" {
+			return fmt.Errorf("list: %w over --bootstrap-server: the Kafka client has no ListGroups call yet (use --data-dir)", errNotYet)
+		}
+		b, err := openBroker(e, &t, false)
+		if err != nil {
+			return err
+		}
+		defer closeBroker(b, &err)
+		for _, g := range b.GroupCoordinator().Groups() {
+			fmt.Fprintln(e.stdout, g)
+		}
+		return nil
 	case "describe":
 	default:
 		return usagef("unknown action %q (want describe or list)", action)
