@@ -6,16 +6,31 @@ import "time"
 // must be safe for concurrent use, cheap, and must not block: they are called
 // on the append, fetch and request paths. A nil Hooks is not allowed; use Nop.
 //
-// Who calls what (until each is wired, logmetrics.Backend feeds the request
-// and topic figures from outside package kafka):
+// How the library is to call it (the wiring is for the owners of log, kafka
+// and replica; until it is done, logmetrics.Backend feeds Request for
+// Produce and Fetch, Produced and Fetched from outside package kafka):
 //
-//	package kafka, per request answered:   Request
-//	package kafka or log, per produce:     Produced
-//	package kafka or log, per fetch:       Fetched
-//	package log, per fsync:                Fsync
-//	package log, on a purgatory change:    Purgatory
-//	package log, per cleaner pass:         Cleaned
-//	package replica, per ISR change:       ISRChanged
+//	kafka.Config.Metrics metrics.Hooks        // nil → Nop{}
+//	  Request(key, d, errCode != 0)           once per request answered, by the
+//	                                          connection's writer after the response
+//	                                          is written; d from the request's frame
+//	                                          fully read (acks=0 produces: after the
+//	                                          append, d to then)
+//	  Produced(topic, numRecords, len(batch)) per partition appended without error
+//	  Fetched(topic, n, replicaID > 0)        per partition, n record bytes written
+//	log.Config.Metrics metrics.Hooks          // nil → Nop{}
+//	  Fsync(d)                                around every File.Sync of a segment,
+//	                                          index, checkpoint or snapshot file
+//	  Purgatory("Fetch"|"Produce", size)      after a delayed operation is added to
+//	                                          or leaves a purgatory
+//	  Cleaned(topic, p, read, written, d)     at the end of a cleaner pass over a
+//	                                          partition
+//	replica.Config.Metrics metrics.Hooks
+//	  ISRChanged(topic, p, len(isr), shrink)  once the ISR change is committed
+//
+// Once kafka calls Request, Produced and Fetched itself, a server is built
+// with logmetrics.NewBackendTraffic (or the plain broker) instead of
+// logmetrics.NewBackend, so that nothing is counted twice.
 type Hooks interface {
 	// Request reports one request answered: api is its Kafka API key
 	// (0 Produce, 1 Fetch, 3 Metadata, ...), d the time from having read
