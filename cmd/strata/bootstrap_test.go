@@ -93,6 +93,9 @@ func TestBootstrapServer(t *testing.T) {
 		if got := run("", "groups", "describe", "--group", "g", "--topic", "orders"); !strings.Contains(got, "g\torders\t0\t") {
 			t.Errorf("groups describe: %q", got)
 		}
+		if got := run("", "groups", "list"); got != "g\n" {
+			t.Errorf("groups list: %q", got)
+		}
 	case r.code == exitUsage && strings.Contains(r.stderr, "consumer groups over --bootstrap-server need"):
 		t.Log("consumer groups over the Kafka protocol are not in kafka.Client yet")
 	default:

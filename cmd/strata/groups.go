@@ -18,10 +18,10 @@ log end offset and the lag between them.
   strata groups --data-dir DIR describe --group G [--topic T]
   strata groups --bootstrap-server ADDR describe --group G --topic T
 
-  strata groups --data-dir DIR list
+  strata groups --bootstrap-server ADDR|--data-dir DIR list
 
-list prints the id of every group the data dir knows, one per line (not
-over --bootstrap-server yet).`
+list prints the id of every group the broker or data dir knows, one per
+line.`
 
 func runGroups(e *env, args []string) (err error) {
 	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe [--group G] [--topic T]", groupsHelp)
@@ -49,15 +49,25 @@ func runGroups(e *env, args []string) (err error) {
 		if err := t.check(); err != nil {
 			return err
 		}
+		var ids []string
 		if t.bootstrap != "" {
-			return fmt.Errorf("list: %w over --bootstrap-server: the Kafka client has no ListGroups call yet (use --data-dir)", errNotYet)
+			a, err := dialAdmin(t.bootstrap)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if ids, err = a.listGroups(); err != nil {
+				return fmt.Errorf("%w (a broker that does not serve ListGroups closes the connection)", err)
+			}
+		} else {
+			b, err := openBroker(e, &t, false)
+			if err != nil {
+				return err
+			}
+			defer closeBroker(b, &err)
+			ids = b.GroupCoordinator().Groups()
 		}
-		b, err := openBroker(e, &t, false)
-		if err != nil {
-			return err
-		}
-		defer closeBroker(b, &err)
-		for _, g := range b.GroupCoordinator().Groups() {
+		for _, g := range ids {
 			fmt.Fprintln(e.stdout, g)
 		}
 		return nil
