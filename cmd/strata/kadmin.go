@@ -122,6 +122,7 @@ type adminTopic struct {
 // out internal ones (__consumer_offsets) unless named.
 func (a *admin) metadata(names []string) ([]adminTopic, error) {
 	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false // describe never creates a topic, whatever the broker's auto-creation
 	if names != nil {
 		for _, n := range names {
 			rt := kmsg.NewMetadataRequestTopic()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
@@ -218,6 +220,30 @@ func TestServeBadInput(t *testing.T) {
 	r := strata(t, "", "", "serve", "--data-dir", dir, "--listen", "127.0.0.1:0")
 	if r.code != exitProblem || !strings.Contains(r.stderr, "in use") {
 		t.Errorf("second serve on the same dir: exit %d, stderr %q", r.code, r.stderr)
+	}
+	s.stop(t)
+}
+
+// --auto-create-topics: a client's Metadata that allows auto-creation
+// creates the topic, with --num-partitions partitions.
+func TestServeAutoCreateTopics(t *testing.T) {
+	s := startServe(t, t.TempDir(), "--auto-create-topics", "--num-partitions", "3")
+	a, err := dialAdmin(s.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = true
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("auto")
+	req.Topics = append(req.Topics, rt)
+	if _, err := a.do(req, 7); err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, "", "", "topics", "--bootstrap-server", s.addr, "describe", "--topic", "auto")
+	if !strings.HasPrefix(out, "Topic: auto\tPartitionCount: 3\t") {
+		t.Errorf("auto-created topic:\n%s", out)
 	}
 	s.stop(t)
 }
