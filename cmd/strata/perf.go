@@ -50,15 +50,23 @@ func runPerf(e *env, args []string) error {
 	return usagef("unknown perf test %q: want produce or consume", args[0])
 }
 
-// latencies collects latencies: every one of an interval (for its line),
-// and a sample of the whole run (for the summary): every n-th of the
-// expected number, as Kafka's perf test keeps (0: every one).
+// latencies collects latencies: of an interval (for its line) the sum and
+// maximum of all and at most maxWindowSamples of them (for percentiles),
+// and of the whole run a sample (for the summary): every n-th of the
+// expected number, as Kafka's perf test keeps (0: every one). Keeping every
+// latency of an interval would grow without bound at millions of records
+// a second and make the interval line sort them all, slowing what is
+// measured.
 type latencies struct {
 	mu         sync.Mutex
 	count      int64 // records in the run
 	adds       int64 // latencies in the run
 	bytes      int64
-	window     []time.Duration
+	window     []time.Duration // every winEach-th latency of the interval
+	winEach    int64
+	winAdds    int64
+	winSum     time.Duration
+	winMax     time.Duration
 	winCount   int64
 	winBytes   int64
 	winStart   time.Time
@@ -70,8 +78,12 @@ type latencies struct {
 
 func newLatencies(expected int64) *latencies {
 	now := time.Now()
-	return &latencies{sampleEach: max(1, expected/500_000), start: now, winStart: now}
+	return &latencies{sampleEach: max(1, expected/500_000), winEach: 1, start: now, winStart: now}
 }
+
+// maxWindowSamples bounds the latencies an interval keeps: past it, every
+// other one kept is dropped and the rate of keeping halves.
+const maxWindowSamples = 1 << 16
 
 func (l *latencies) add(records, bytes int64, lat time.Duration) {
 	l.mu.Lock()
@@ -79,7 +91,19 @@ func (l *latencies) add(records, bytes int64, lat time.Duration) {
 	l.bytes += bytes
 	l.winCount += records
 	l.winBytes += bytes
-	l.window = append(l.window, lat)
+	if l.winAdds%l.winEach == 0 {
+		if len(l.window) == maxWindowSamples {
+			for i := range len(l.window) / 2 {
+				l.window[i] = l.window[2*i+1]
+			}
+			l.window = l.window[:len(l.window)/2]
+			l.winEach *= 2
+		}
+		l.window = append(l.window, lat)
+	}
+	l.winAdds++
+	l.winSum += lat
+	l.winMax = max(l.winMax, lat)
 	if l.adds%l.sampleEach == 0 {
 		l.sample = append(l.sample, lat)
 	}
@@ -105,17 +129,14 @@ func (l *latencies) line(w io.Writer, verb string) {
 	el := now.Sub(l.winStart).Seconds()
 	win := slices.Clone(l.window)
 	n, b := l.winCount, l.winBytes
+	sum, mx, adds := l.winSum, l.winMax, l.winAdds
 	l.window, l.winCount, l.winBytes, l.winStart = l.window[:0], 0, 0, now
+	l.winEach, l.winAdds, l.winSum, l.winMax = 1, 0, 0, 0
 	l.mu.Unlock()
 	slices.Sort(win)
-	var sum, mx time.Duration
-	for _, d := range win {
-		sum += d
-		mx = max(mx, d)
-	}
 	avg := time.Duration(0)
-	if len(win) > 0 {
-		avg = sum / time.Duration(len(win))
+	if adds > 0 {
+		avg = sum / time.Duration(adds)
 	}
 	fmt.Fprintf(w, "%d records %s, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th.\n",
 		n, verb, float64(n)/el, float64(b)/1e6/el, msOf(avg), msOf(mx), msOf(percentile(win, 0.5)), msOf(percentile(win, 0.99)))
