@@ -44,8 +44,10 @@ func tp(topic string, partition int) []Label {
 }
 
 // Families returns s as metric families. A family with no samples is
-// left out, except the broker-wide ones (fsync, cleaner, ISR changes,
-// under-replicated partitions), which are always there.
+// left out, and so are the pushed broker-wide figures (fsync, cleaner, ISR
+// changes) while nothing has reported one: absent, not zero, until the
+// library's hooks are wired and something happens. The partition count and
+// under-replicated partitions are always there.
 func (s Snapshot) Families() []Family {
 	var fs []Family
 	add := func(name, help string, t Type, samples []Sample) {
@@ -76,8 +78,10 @@ func (s Snapshot) Families() []Family {
 	}
 	add("kafka_server_replicamanager_partitioncount", "The number of partitions on this broker.", Gauge, []Sample{{Value: float64(len(s.Partitions))}})
 	add("kafka_server_replicamanager_underreplicatedpartitions", "The number of under-replicated partitions.", Gauge, []Sample{{Value: float64(under)}})
-	add("kafka_server_replicamanager_isrshrinks_total", "ISR shrinks.", Counter, []Sample{{Value: float64(s.ISRShrinks)}})
-	add("kafka_server_replicamanager_isrexpands_total", "ISR expansions.", Counter, []Sample{{Value: float64(s.ISRExpands)}})
+	if s.ISRShrinks+s.ISRExpands > 0 {
+		add("kafka_server_replicamanager_isrshrinks_total", "ISR shrinks.", Counter, []Sample{{Value: float64(s.ISRShrinks)}})
+		add("kafka_server_replicamanager_isrexpands_total", "ISR expansions.", Counter, []Sample{{Value: float64(s.ISRExpands)}})
+	}
 
 	perTopic := func(name, help string, v func(TopicStats) int64) {
 		var ss []Sample
@@ -109,13 +113,17 @@ func (s Snapshot) Families() []Family {
 	}
 	add("kafka_server_delayedoperationpurgatory_purgatorysize", "Delayed operations waiting in a purgatory.", Gauge, purg)
 
-	fsync := s.Fsync
-	add("kafka_log_logflushstats_logflush_seconds", "fsyncs of log files and their latency.", HistogramType, []Sample{{Hist: &fsync}})
-	ct := s.Cleaner.Time
-	add("kafka_log_logcleaner_passes_total", "Passes of the log cleaner over a partition.", Counter, []Sample{{Value: float64(s.Cleaner.Passes)}})
-	add("kafka_log_logcleaner_read_bytes_total", "Bytes the log cleaner read.", Counter, []Sample{{Value: float64(s.Cleaner.BytesRead)}})
-	add("kafka_log_logcleaner_written_bytes_total", "Bytes the log cleaner wrote.", Counter, []Sample{{Value: float64(s.Cleaner.BytesWritten)}})
-	add("kafka_log_logcleaner_cleanertime_seconds", "Time of one cleaner pass.", HistogramType, []Sample{{Hist: &ct}})
+	if s.Fsync.Count > 0 {
+		fsync := s.Fsync
+		add("kafka_log_logflushstats_logflush_seconds", "fsyncs of log files and their latency.", HistogramType, []Sample{{Hist: &fsync}})
+	}
+	if s.Cleaner.Passes > 0 {
+		ct := s.Cleaner.Time
+		add("kafka_log_logcleaner_passes_total", "Passes of the log cleaner over a partition.", Counter, []Sample{{Value: float64(s.Cleaner.Passes)}})
+		add("kafka_log_logcleaner_read_bytes_total", "Bytes the log cleaner read.", Counter, []Sample{{Value: float64(s.Cleaner.BytesRead)}})
+		add("kafka_log_logcleaner_written_bytes_total", "Bytes the log cleaner wrote.", Counter, []Sample{{Value: float64(s.Cleaner.BytesWritten)}})
+		add("kafka_log_logcleaner_cleanertime_seconds", "Time of one cleaner pass.", HistogramType, []Sample{{Hist: &ct}})
+	}
 
 	var cur, lag []Sample
 	for _, g := range s.GroupLags {

@@ -17,8 +17,8 @@ var LatencyBuckets = []time.Duration{
 	time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
 }
 
-// maxAPI bounds the Kafka API keys a Recorder counts; larger keys are
-// counted as maxAPI-1's neighbours would be: not at all.
+// maxAPI bounds the Kafka API keys a Recorder counts (Kafka's go up to
+// about 90); a request with a larger key is not counted.
 const maxAPI = 128
 
 // histogram is a lock-free latency histogram over LatencyBuckets.

@@ -79,12 +79,31 @@ func TestWritePrometheus(t *testing.T) {
 			"kafka_network_requestmetrics_totaltime_seconds_sum{request=\"Produce\"} 20.00005\n" +
 			"kafka_network_requestmetrics_totaltime_seconds_count{request=\"Produce\"} 2\n",
 		"kafka_consumergroup_lag{group=\"g\\\"1\",topic=\"a\",partition=\"0\"} 3\n",
-		"kafka_log_logflushstats_logflush_seconds_count 0\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks\n%s\n--- output:\n%s", want, out)
 		}
 	}
+	// Pushed broker-wide figures are absent until something reports one.
+	for _, absent := range []string{"logflush", "logcleaner", "isrshrinks"} {
+		if strings.Contains(out, absent) {
+			t.Errorf("%s reported before any was pushed:\n%s", absent, out)
+		}
+	}
+	r.Fsync(3 * time.Millisecond)
+	r.Cleaned("a", 0, 100, 60, time.Second)
+	sb.Reset()
+	r.Snapshot().WritePrometheus(&sb)
+	for _, want := range []string{
+		"kafka_log_logflushstats_logflush_seconds_count 1\n",
+		"kafka_log_logflushstats_logflush_seconds_bucket{le=\"0.005\"} 1\n",
+		"kafka_log_logcleaner_written_bytes_total 60\n",
+	} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	out = sb.String()
 	// Every line is a comment or "name{labels} value".
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if !strings.HasPrefix(l, "# ") && strings.Count(l, " ") < 1 {
