@@ -72,13 +72,23 @@ func TestBootstrapServer(t *testing.T) {
 	if got := run("", "consume", "--topic", "orders", "--timeout-ms", "200"); got != "" {
 		t.Errorf("from the end, nothing new: %q", got)
 	}
+	// --partition on produce; --from-time on consume (0: every record).
+	end2 := strings.Count(run("", "consume", "--topic", "orders", "--partition", "2", "--from-beginning", "--exit-at-end"), "\n")
+	run("pinned\n", "produce", "--topic", "orders", "--partition", "2")
+	got := run("", "consume", "--topic", "orders", "--partition", "2", "--from-time", "0", "--exit-at-end", "-f", "%p %o %s\n")
+	if lines := strings.Split(strings.TrimSpace(got), "\n"); len(lines) != end2+1 || lines[len(lines)-1] != fmt.Sprintf("2 %d pinned", end2) {
+		t.Errorf("after producing to partition 2 at offset %d, consume --from-time 0 gives:\n%s", end2, got)
+	}
+	if got := run("", "consume", "--topic", "orders", "--from-time", "2999-01-01T00:00:00Z", "--exit-at-end"); got != "" {
+		t.Errorf("--from-time in the future: %q", got)
+	}
 
 	perf := run("", "perf", "produce", "--topic", "orders", "--num-records", "2000", "--record-size", "64")
 	if !strings.Contains(perf, "2000 records sent") {
 		t.Errorf("perf produce: %s", perf)
 	}
 	perf = run("", "perf", "consume", "--topic", "orders")
-	if !strings.Contains(perf, "2030 records consumed") {
+	if !strings.Contains(perf, "2031 records consumed") {
 		t.Errorf("perf consume: %s", perf)
 	}
 
@@ -87,7 +97,7 @@ func TestBootstrapServer(t *testing.T) {
 	r := strata(t, "", "", append([]string{"consume", "--topic", "orders", "--group", "g", "--from-beginning", "--exit-at-end"}, bs...)...)
 	switch {
 	case r.code == 0:
-		if n := strings.Count(r.stdout, "\n"); n != 2030 {
+		if n := strings.Count(r.stdout, "\n"); n != 2031 {
 			t.Errorf("group consume: %d records", n)
 		}
 		if got := run("", "groups", "describe", "--group", "g", "--topic", "orders"); !strings.Contains(got, "g\torders\t0\t") {
