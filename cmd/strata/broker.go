@@ -1,12 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
@@ -17,6 +21,9 @@ import (
 func openBroker(e *env, t *target, create bool) (*log.Broker, error) {
 	if err := t.check(); err != nil {
 		return nil, err
+	}
+	if t.bootstrap != "" {
+		return nil, usagef("this needs --data-dir: it works on the files of a data dir")
 	}
 	if !create {
 		st, err := os.Stat(t.dataDir)
@@ -49,4 +56,80 @@ func closeBroker(b *log.Broker, err *error) {
 	if cerr := b.Close(); *err == nil && cerr != nil {
 		*err = fmt.Errorf("close data dir: %w", cerr)
 	}
+}
+
+// client is a command's way to its topics: a data dir opened directly
+// (broker set), or a Kafka-protocol cluster through kafka.Dial (kafka set).
+type client struct {
+	log.Client
+	broker *log.Broker
+	kafka  *kafka.Client
+}
+
+// dialTimeout bounds connecting to --bootstrap-server.
+const dialTimeout = 30 * time.Second
+
+// openClient opens the target's data dir, or dials its bootstrap servers
+// (a comma-separated list, as Kafka's tools take).
+func openClient(e *env, t *target) (*client, error) {
+	if err := t.check(); err != nil {
+		return nil, err
+	}
+	if t.bootstrap == "" {
+		b, err := openBroker(e, t, false)
+		if err != nil {
+			return nil, err
+		}
+		return &client{Client: b, broker: b}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: strings.Split(t.bootstrap, ","), ClientID: "strata"})
+	if err != nil {
+		return nil, fmt.Errorf("connect to --bootstrap-server %s: %w", t.bootstrap, err)
+	}
+	return &client{Client: kc, kafka: kc}, nil
+}
+
+// close closes the data dir or the connections, keeping the first error.
+func (c *client) close(err *error) {
+	if c.broker != nil {
+		closeBroker(c.broker, err)
+		return
+	}
+	if cerr := c.kafka.Close(); *err == nil && cerr != nil {
+		*err = fmt.Errorf("close connections: %w", cerr)
+	}
+}
+
+// topicPartitions returns the number of partitions of topic, saying so
+// clearly when it does not exist.
+func (c *client) topicPartitions(topic string) (int, error) {
+	n, err := c.Partitions(topic)
+	if errors.Is(err, log.ErrUnknownTopic) {
+		return 0, fmt.Errorf("topic %s does not exist: %w", topic, err)
+	}
+	return n, err
+}
+
+// groupsError explains that consumer groups over the Kafka protocol need a
+// newer client.
+func groupsError(err error) error {
+	if errors.Is(err, kafka.ErrGroupsUnsupported) {
+		return fmt.Errorf("%w: consumer groups over --bootstrap-server need the Kafka client's group support (or use --data-dir)", errNotYet)
+	}
+	return err
+}
+
+// endOffsets returns the end offset of each of the n partitions of topic.
+func endOffsets(c log.Client, topic string, n int) (map[int]int64, error) {
+	ends := make(map[int]int64, n)
+	for i := range n {
+		end, err := c.ListOffset(log.TopicPartition{Topic: topic, Partition: i}, log.LatestOffset)
+		if err != nil {
+			return nil, fmt.Errorf("partition %d: %w", i, err)
+		}
+		ends[i] = end
+	}
+	return ends, nil
 }

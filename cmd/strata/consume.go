@@ -22,9 +22,12 @@ kcat-like --format, as kafka-console-consumer.sh does. Where to start:
   --group G         the group's committed offsets (else as above); the
                     positions reached are committed on exit
 
-On a data dir nothing else can append while consume has it open, so consume
-exits when it reaches the end of every partition (as kcat -e does), or after
---max-messages records.
+Over --bootstrap-server consume follows the topic, as Kafka's console
+consumer does, until --max-messages records, --timeout-ms without one, the
+end offsets of the start with --exit-at-end, or SIGINT/SIGTERM (exit 130,
+after committing a group's positions). On a data dir nothing else can
+append while consume has it open, so consume exits when it reaches the end
+of every partition (as kcat -e does), or after --max-messages records.
 
 Format tokens (--format, -f): ` + formatTokens + `
 
@@ -33,7 +36,7 @@ Or Kafka's formatter: --property print.key=true --property key.separator=:
 print.value, line.separator, headers.separator, null.literal).`
 
 func runConsume(e *env, args []string) (err error) {
-	fs := newFlags(e, "consume", "--data-dir DIR --topic T [flags]", consumeHelp)
+	fs := newFlags(e, "consume", "--bootstrap-server ADDR|--data-dir DIR --topic T [flags]", consumeHelp)
 	var t target
 	t.register(fs)
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
@@ -43,6 +46,8 @@ func runConsume(e *env, args []string) (err error) {
 	partition := fs.Int("partition", -1, "`N`: read only partition N (default: all)")
 	group := fs.String("group", "", "`GROUP`: consume as a member of this consumer group and commit its positions")
 	maxMessages := fs.Int("max-messages", 0, "`N`: exit after N records (0: at the end of the log)")
+	exitAtEnd := fs.Bool("exit-at-end", false, "over --bootstrap-server: exit at the end offsets the partitions had at the start (kcat -e); on a data dir it always does")
+	timeoutMs := fs.Int("timeout-ms", 0, "`MS`: exit after MS without a record (Kafka's --timeout-ms); 0: never")
 	format := "%s\\n"
 	fs.StringVar(&format, "format", format, "`FMT`: kcat-like output format of each record")
 	fs.StringVar(&format, "f", format, "`FMT`: the same as --format (kcat's flag)")
@@ -103,14 +108,20 @@ func runConsume(e *env, args []string) (err error) {
 			return err
 		}
 	}
-	b, err := openBroker(e, &t, false)
+	if *timeoutMs < 0 {
+		return usagef("--timeout-ms must not be negative")
+	}
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	top, err := b.Topic(*topic)
+	defer c.close(&err)
+	n, err := c.topicPartitions(*topic)
 	if err != nil {
 		return err
+	}
+	if *partition >= n {
+		return fmt.Errorf("partition %d: topic %s has %d partitions", *partition, *topic, n)
 	}
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
 	defer func() {
@@ -118,27 +129,35 @@ func runConsume(e *env, args []string) (err error) {
 			err = ferr
 		}
 	}()
-	c := &consumer{w: w, format: out, max: *maxMessages}
-	if *group != "" {
-		reset := log.ResetLatest
-		if *fromBeginning {
-			reset = log.ResetEarliest
-		}
-		return c.group(b, *topic, *group, reset)
-	}
+	cs := &consumer{w: w, format: out, max: *maxMessages}
 	parts := []int{*partition}
 	if *partition < 0 {
 		parts = parts[:0]
-		for i := range top.Partitions() {
+		for i := range n {
 			parts = append(parts, i)
 		}
+	}
+	if c.broker == nil || *group != "" {
+		ctx, stop := interruptible()
+		defer stop()
+		f := follow{
+			topic: *topic, group: *group, parts: parts, at: at, byTime: *fromTime != "",
+			// On a data dir nothing else appends: stop at the end.
+			untilEnd: *exitAtEnd || c.broker != nil,
+			idle:     time.Duration(*timeoutMs) * time.Millisecond,
+		}
+		return cs.follow(ctx, c, f)
+	}
+	top, err := c.broker.Topic(*topic)
+	if err != nil {
+		return err
 	}
 	for _, i := range parts {
 		p, err := top.Partition(i)
 		if err != nil {
 			return err
 		}
-		if done, err := c.partition(b, p, at, *fromTime != ""); err != nil || done {
+		if done, err := cs.partition(c.broker, p, at, *fromTime != ""); err != nil || done {
 			return err
 		}
 	}
@@ -226,46 +245,90 @@ func (c *consumer) partition(b *log.Broker, p *log.Partition, at int64, byTime b
 	return false, nil
 }
 
-// group consumes as a member of a consumer group until every assigned
-// partition is read to the end offset it had when consume started, then
-// commits the positions of the records printed.
-func (c *consumer) group(b *log.Broker, topic, group string, reset log.OffsetReset) (err error) {
-	ctx := context.Background()
-	cons, err := log.NewConsumer(b, log.ConsumerConfig{
-		Group: group, Topics: []string{topic}, Reset: reset,
-		MaxWait: 50 * time.Millisecond, ClientID: "strata-consume",
+// follow says what consumer.follow reads.
+type follow struct {
+	topic, group string
+	parts        []int // the partitions printed (without a group)
+	at           int64 // where to start without a group: an offset, EarliestOffset, LatestOffset or a timestamp
+	byTime       bool
+	untilEnd     bool          // stop at the end offsets the partitions had at the start
+	idle         time.Duration // stop after this long without a record; 0: never
+}
+
+// follow consumes with a log.Consumer, as a member of f.group or (without
+// one) from f.at on each partition, until --max-messages records, the end
+// (f.untilEnd), f.idle without records or ctx's end (errInterrupted). A
+// group's positions after the records printed are committed before it
+// returns.
+func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err error) {
+	reset := log.ResetLatest
+	if f.at == log.EarliestOffset {
+		reset = log.ResetEarliest
+	}
+	cons, err := log.NewConsumer(cl, log.ConsumerConfig{
+		Group: f.group, Topics: []string{f.topic}, Reset: reset,
+		MaxWait: 100 * time.Millisecond, ClientID: "strata-consume",
 	})
 	if err != nil {
-		return err
+		return groupsError(err)
 	}
 	defer func() {
 		if cerr := cons.Close(); err == nil && cerr != nil {
 			err = cerr
 		}
 	}()
-	n, err := b.Partitions(topic)
-	if err != nil {
-		return err
+	wanted := map[int]bool{}
+	for _, i := range f.parts {
+		wanted[i] = true
 	}
 	ends := map[int]int64{}
-	for i := range n {
-		p, err := b.Partition(topic, i)
+	for _, i := range f.parts {
+		tp := log.TopicPartition{Topic: f.topic, Partition: i}
+		end, err := cl.ListOffset(tp, log.LatestOffset)
 		if err != nil {
-			return err
+			return fmt.Errorf("partition %d: %w", i, err)
 		}
-		ends[i] = p.EndOffset()
+		ends[i] = end
+		if f.group != "" {
+			continue
+		}
+		off := f.at
+		if f.at < 0 || f.byTime {
+			if off, err = cl.ListOffset(tp, f.at); err != nil {
+				return fmt.Errorf("partition %d: %w", i, err)
+			}
+		}
+		if err := cons.Seek(f.topic, i, off); err != nil {
+			return fmt.Errorf("partition %d: %w", i, err)
+		}
 	}
+	last := time.Now()
 	for {
 		recs, err := cons.Poll(ctx)
+		if ctx.Err() != nil {
+			if f.group != "" {
+				if err := cons.Commit(context.Background()); err != nil {
+					return groupsError(err)
+				}
+			}
+			return errInterrupted
+		}
 		if err != nil {
-			return err
+			return groupsError(err)
+		}
+		if len(recs) > 0 {
+			last = time.Now()
 		}
 		rewound := map[int]bool{}
 		for i := range recs {
+			r := &recs[i]
+			if f.group == "" && !wanted[r.Partition] {
+				continue
+			}
 			if c.full() {
 				// Not printed: the group's position goes back to the
 				// first such record of each partition.
-				if r := &recs[i]; !rewound[r.Partition] {
+				if !rewound[r.Partition] {
 					rewound[r.Partition] = true
 					if err := cons.Seek(r.Topic, r.Partition, r.Offset); err != nil && !errors.Is(err, log.ErrNotAssigned) {
 						return err
@@ -273,14 +336,20 @@ func (c *consumer) group(b *log.Broker, topic, group string, reset log.OffsetRes
 				}
 				continue
 			}
-			c.format.write(c.w, &recs[i])
+			c.format.write(c.w, r)
 			c.n++
 		}
-		if c.full() || caughtUp(cons, topic, ends) {
+		if err := c.w.Flush(); err != nil {
+			return err
+		}
+		if c.full() || (f.untilEnd && caughtUp(cons, f.topic, ends)) || (f.idle > 0 && time.Since(last) >= f.idle) {
 			break
 		}
 	}
-	return cons.Commit(ctx)
+	if f.group == "" {
+		return nil
+	}
+	return groupsError(cons.Commit(ctx))
 }
 
 // caughtUp reports whether every assigned partition's position has reached

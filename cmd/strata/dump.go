@@ -12,7 +12,9 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
 )
 
 const dumpHelp = `
@@ -27,7 +29,9 @@ Prints what segment files hold, as kafka-dump-log.sh does:
               and headers.
   .index      the offset index entries (offset, position), checked against the
   .timeindex  .log next to them; the time index entries (timestamp, offset) too.
-  .snapshot   producer state snapshots: not supported yet.
+  .snapshot   producer state snapshots: each idempotent producer's id, epoch,
+              last sequence and timestamp, and the batches kept of it (first
+              and last sequence and offset, max timestamp).
 
 A batch that fails its checks (a CRC mismatch, a damaged header or record) is
 reported and the exit code is 1; so is an index entry that disagrees with the
@@ -61,16 +65,11 @@ func runDump(e *env, args []string) error {
 	}
 	o.deep = o.deep || o.data
 	w := bufio.NewWriterSize(e.stdout, 64<<10)
-	problems, unsupported := 0, 0
+	problems := 0
 	for _, path := range paths {
 		n, err := dumpFile(w, path, o)
 		problems += n
-		switch {
-		case errors.Is(err, errNotYet):
-			w.Flush()
-			fmt.Fprintf(e.stderr, "strata dump: %s: %v\n", path, err)
-			unsupported++
-		case err != nil:
+		if err != nil {
 			w.Flush()
 			fmt.Fprintf(e.stderr, "strata dump: %v\n", err)
 			problems++
@@ -79,12 +78,9 @@ func runDump(e *env, args []string) error {
 	if err := w.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	switch {
-	case problems > 0:
+	if problems > 0 {
 		fmt.Fprintf(e.stderr, "strata dump: %d problem(s) found\n", problems)
 		return errProblems
-	case unsupported > 0:
-		return fmt.Errorf("%d file(s) not dumped: %w", unsupported, errNotYet)
 	}
 	return nil
 }
@@ -99,10 +95,7 @@ func dumpFile(w *bufio.Writer, path string, o dumpOpts) (int, error) {
 	case ".timeindex":
 		return dumpIndex(w, path, true, o)
 	case ".snapshot":
-		if _, err := os.Stat(path); err != nil {
-			return 0, err
-		}
-		return 0, fmt.Errorf("producer state snapshot: %w (its codec is not in the library yet)", errNotYet)
+		return dumpSnapshot(w, path)
 	default:
 		return 0, fmt.Errorf("%s: not a .log, .index, .timeindex or .snapshot file", path)
 	}
@@ -172,8 +165,7 @@ func dumpBatch(w *bufio.Writer, pos int64, b []byte, o dumpOpts) bool {
 	if verr == nil {
 		_, verr = batch.Validate(b)
 	}
-	compressed := errors.Is(verr, batch.ErrCompressed)
-	valid := verr == nil || compressed
+	valid := verr == nil
 	lastSeq := int32(-1)
 	if h.BaseSequence >= 0 {
 		lastSeq = h.BaseSequence + h.LastOffsetDelta
@@ -197,10 +189,6 @@ func dumpBatch(w *bufio.Writer, pos int64, b []byte, o dumpOpts) bool {
 		return false
 	}
 	if !o.deep {
-		return true
-	}
-	if compressed {
-		fmt.Fprintf(w, "| records compressed with %s: not decoded (compressed batches are not supported yet)\n", codecName(h.Compression()))
 		return true
 	}
 	err := batch.Records(b, h, func(r *batch.Record) error {
@@ -363,4 +351,33 @@ func walkLog(l *logFile, c *indexCheck) (end int64, complete bool, err error) {
 		}
 		c.batch(pos, h)
 	}
+}
+
+// dumpSnapshot prints a producer state snapshot (log.ReadProducerSnapshot):
+// one line per producer and one per batch kept of it. A damaged file is a
+// problem.
+func dumpSnapshot(w *bufio.Writer, path string) (int, error) {
+	if _, err := os.Stat(path); err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(w, "Dumping %s\n", path)
+	st, err := log.ReadProducerSnapshot(vfs.Default, path)
+	if errors.Is(err, log.ErrCorrupt) {
+		fmt.Fprintf(w, "error: %v\n", err)
+		return 1, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	ps := st.Producers()
+	fmt.Fprintf(w, "Snapshot of the log below offset %d: %d producer(s)\n", st.EndOffset(), len(ps))
+	for _, p := range ps {
+		fmt.Fprintf(w, "producerId: %d producerEpoch: %d lastSequence: %d lastTimestamp: %d batches: %d\n",
+			p.ProducerID, p.Epoch, p.LastSequence, p.LastTimestamp, len(p.Batches))
+		for _, b := range p.Batches {
+			fmt.Fprintf(w, "| firstSequence: %d lastSequence: %d firstOffset: %d lastOffset: %d offsetDelta: %d timestamp: %d\n",
+				b.FirstSeq, b.LastSeq, b.FirstOffset(), b.LastOffset, b.OffsetDelta, b.MaxTimestamp)
+		}
+	}
+	return 0, nil
 }

@@ -2,13 +2,14 @@ package main
 
 import (
 	"bytes"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
 )
 
 const (
@@ -82,31 +83,119 @@ func flipValueByte(t *testing.T, dir string) {
 	patch(t, path, int64(i), []byte("V"))
 }
 
+// gzipFlagged is a batch whose attributes say gzip over records that are
+// not gzip (its CRC is right): a compressed batch that does not decompress.
 const gzipFlagged = "testdata/segments/gzipflag/00000000000000000000.log"
 
-// skipIfCompressionBuilt skips a test of how the tools show compressed
-// batches while the library refuses them (batch.ErrCompressed): the gzip
-// flagged batch of testdata is not gzip, so once compression is built it is
-// corrupt, and the test is to be replaced by one on real compressed batches.
-func skipIfCompressionBuilt(t *testing.T) {
+// goldenBatches are real client batches, one per codec, from kgo and
+// sarama (package batch's test data).
+var goldenBatches = []string{
+	"kgo-gzip", "kgo-lz4", "kgo-snappy", "kgo-zstd",
+	"sarama-gzip", "sarama-lz4", "sarama-snappy", "sarama-zstd",
+}
+
+// compressedSegment writes, in a new data dir, topic "zipped" with one
+// segment made of the golden client batches at consecutive offsets, as a
+// broker stores them (offsets assigned, bytes otherwise as sent), and
+// returns the dir and the partition dir.
+func compressedSegment(t *testing.T) (dir, part string) {
 	t.Helper()
-	data, err := os.ReadFile(gzipFlagged)
-	if err != nil {
+	dir = t.TempDir()
+	part = filepath.Join(dir, "zipped-0")
+	if err := os.MkdirAll(part, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := batch.Validate(data); !errors.Is(err, batch.ErrCompressed) {
-		t.Skipf("the library decodes compressed batches now (Validate: %v): test dump and verify on real ones", err)
+	var file []byte
+	next := int64(0)
+	for _, name := range goldenBatches {
+		raw, err := os.ReadFile(filepath.Join("..", "..", "segment", "batch", "testdata", "golden", name+".batch"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch.SetBaseOffset(raw, next)
+		h, err := batch.ParseHeader(raw)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		next = h.NextOffset()
+		file = append(file, raw...)
+	}
+	if err := os.WriteFile(filepath.Join(part, "00000000000000000000.log"), file, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, ext := range []string{".index", ".timeindex"} {
+		if err := os.WriteFile(filepath.Join(part, "00000000000000000000"+ext), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "topics.json"), []byte(`{"version": 1, "topics": {"zipped": {"Partitions": 1}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, part
+}
+
+// dump shows each batch's codec and decodes its records, for every codec
+// and both clients' framings.
+func TestDumpCompressed(t *testing.T) {
+	_, part := compressedSegment(t)
+	out := ok(t, part, "", "dump", "--print-data-log", "00000000000000000000.log")
+	golden(t, "dump_compressed", out)
+	for _, codec := range []string{"gzip", "snappy", "lz4", "zstd"} {
+		if n := strings.Count(out, "compresscodec: "+codec+" "); n != 2 {
+			t.Errorf("%d batches with compresscodec: %s, want 2 (kgo's and sarama's)", n, codec)
+		}
+	}
+	if strings.Contains(out, "isvalid: false") || !strings.Contains(out, "| offset: 0 ") || !strings.Contains(out, "payload: ") {
+		t.Errorf("records not decoded:\n%s", out)
 	}
 }
 
-func TestDumpCompressed(t *testing.T) {
-	skipIfCompressionBuilt(t)
-	out := ok(t, "", "", "dump", "--print-data-log", gzipFlagged)
-	for _, want := range []string{"compresscodec: gzip", "attributes: 0x0001", "isvalid: true",
-		"| records compressed with gzip: not decoded (compressed batches are not supported yet)"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("stdout lacks %q:\n%s", want, out)
-		}
+// A batch flagged gzip whose payload is not gzip fails its checks though
+// its CRC is right: reported, exit 1.
+func TestDumpCompressedCorrupt(t *testing.T) {
+	r := strata(t, "", "", "dump", "--deep-iteration", gzipFlagged)
+	if r.code != exitProblem || !strings.Contains(r.stdout, "compresscodec: gzip") || !strings.Contains(r.stdout, "isvalid: false") {
+		t.Errorf("exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+	// A flipped byte of a real compressed payload: a CRC mismatch.
+	_, part := compressedSegment(t)
+	patch(t, filepath.Join(part, "00000000000000000000.log"), 100, []byte{0xff})
+	r = strata(t, part, "", "dump", "00000000000000000000.log")
+	if r.code != exitProblem || !strings.Contains(r.stdout, "(computed ") || strings.Count(r.stdout, "isvalid: true") != len(goldenBatches)-1 {
+		t.Errorf("flipped byte: exit %d, stdout:\n%s", r.code, r.stdout)
+	}
+}
+
+// dump of a producer state snapshot: every producer and its batches; a
+// damaged one is a problem.
+func TestDumpSnapshot(t *testing.T) {
+	dir := t.TempDir()
+	st := log.NewProducerState(0)
+	st.Update(log.ProducerBatch{ProducerID: 4242, Epoch: 7, BaseSequence: 0, LastOffsetDelta: 2, MaxTimestamp: 1_700_000_000_002}, 0)
+	st.Update(log.ProducerBatch{ProducerID: 4243, Epoch: 0, BaseSequence: 0, LastOffsetDelta: 0, MaxTimestamp: 1_700_000_000_010}, 3)
+	st.Update(log.ProducerBatch{ProducerID: 4242, Epoch: 7, BaseSequence: 3, LastOffsetDelta: 1, MaxTimestamp: 1_700_000_000_020}, 4)
+	name, err := log.WriteProducerSnapshot(vfs.Default, dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := ok(t, dir, "", "dump", filepath.Base(name))
+	golden(t, "dump_snapshot", out)
+
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)-1] ^= 1
+	bad := filepath.Join(dir, "00000000000000000009.snapshot")
+	if err := os.WriteFile(bad, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := strata(t, dir, "", "dump", filepath.Base(bad))
+	if r.code != exitProblem || !strings.Contains(r.stdout, "corrupt producer snapshot") {
+		t.Errorf("damaged snapshot: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := strata(t, dir, "", "dump", "00000000000000000077.snapshot"); r.code != exitProblem || !strings.Contains(r.stderr, "no such file") {
+		t.Errorf("missing snapshot: exit %d, stderr %q", r.code, r.stderr)
 	}
 }
 
@@ -162,15 +251,15 @@ func TestDumpBadIndexes(t *testing.T) {
 	}
 }
 
-func TestDumpUnsupportedAndBadInput(t *testing.T) {
+func TestDumpBadInput(t *testing.T) {
 	dir := t.TempDir()
 	snap := filepath.Join(dir, "00000000000000000012.snapshot")
 	if err := os.WriteFile(snap, []byte("snapshot bytes"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	r := strata(t, "", "", "dump", snap)
-	if r.code != exitUsage || !strings.Contains(r.stderr, "not available yet") {
-		t.Errorf(".snapshot: exit %d, stderr %q; want 2 and not available yet", r.code, r.stderr)
+	if r.code != exitProblem || !strings.Contains(r.stdout, "corrupt producer snapshot") {
+		t.Errorf("a .snapshot of other bytes: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	for _, tc := range []struct {
 		args []string

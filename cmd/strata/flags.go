@@ -87,8 +87,8 @@ type stringList []string
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 
-// target is where a command finds its topics: a data dir, or (not yet) a
-// Kafka address.
+// target is where a command finds its topics: a data dir, or a Kafka
+// address.
 type target struct {
 	dataDir   string
 	bootstrap string
@@ -96,7 +96,7 @@ type target struct {
 
 func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.dataDir, "data-dir", "", "`DIR`: the data directory to work on directly (the broker must not be running on it)")
-	fs.StringVar(&t.bootstrap, "bootstrap-server", "", "`ADDR`: a Kafka-protocol address (host:port); needs the Kafka client, not built yet")
+	fs.StringVar(&t.bootstrap, "bootstrap-server", "", "`ADDR`: a Kafka-protocol broker (host:port, or several, comma-separated): strata serve, Apache Kafka, ...")
 }
 
 // check returns the error of a target that cannot be used.
@@ -104,10 +104,8 @@ func (t *target) check() error {
 	switch {
 	case t.bootstrap != "" && t.dataDir != "":
 		return usagef("give --data-dir or --bootstrap-server, not both")
-	case t.bootstrap != "":
-		return fmt.Errorf("--bootstrap-server %s: %w", t.bootstrap, errNeedsKafka)
-	case t.dataDir == "":
-		return usagef("--data-dir is required (--bootstrap-server needs the Kafka client, not built yet)")
+	case t.bootstrap == "" && t.dataDir == "":
+		return usagef("--data-dir or --bootstrap-server is required")
 	}
 	return nil
 }

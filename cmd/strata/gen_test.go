@@ -27,7 +27,8 @@ var baseTime = time.UnixMilli(1_700_000_000_000)
 //	testdata/segments/crafted/  a .log whose batches the log package does not
 //	                            write yet: an idempotent producer's, a
 //	                            transactional one and a LogAppendTime one
-//	testdata/segments/gzipflag/ a batch flagged gzip whose records are not
+//	testdata/segments/gzipflag/ a batch flagged gzip whose records are not:
+//	                            a compressed batch that does not decompress
 func TestRegenerateTestdata(t *testing.T) {
 	if !*regen {
 		t.Skip("run with -regen to rewrite the segment files under testdata")
@@ -121,9 +122,8 @@ func TestRegenerateTestdata(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A batch whose attributes say gzip over records that are not: while
-	// the library refuses compressed batches, the tools show its header
-	// and say its records are not decoded.
+	// A batch whose attributes say gzip over records that are not (its CRC
+	// is right): dump and verify report it as damaged.
 	file, next = nil, 0
 	add(func(bd *batch.Builder) {
 		bd.Append(ts+30, []byte("z"), []byte("pretend this is gzip"), nil)

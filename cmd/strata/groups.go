@@ -9,23 +9,28 @@ import (
 )
 
 const groupsHelp = `
-Describes a consumer group's committed offsets and lag on a data dir, as
+Describes a consumer group's committed offsets and lag on a data dir or a
+Kafka-protocol broker (there --topic is required), as
 kafka-consumer-groups.sh --describe does: for every partition of the
 group's topics (or of --topic) with a committed offset, the offset, the
 log end offset and the lag between them.
 
   strata groups --data-dir DIR describe --group G [--topic T]
+  strata groups --bootstrap-server ADDR describe --group G --topic T
 
-list is not available yet: the library has no call that lists groups.`
+  strata groups --bootstrap-server ADDR|--data-dir DIR list
+
+list prints the id of every group the broker or data dir knows, one per
+line.`
 
 func runGroups(e *env, args []string) (err error) {
-	fs := newFlags(e, "groups", "--data-dir DIR describe --group G [--topic T]", groupsHelp)
+	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe [--group G] [--topic T]", groupsHelp)
 	var t target
 	t.register(fs)
 	group := fs.String("group", "", "`GROUP` to describe (required)")
 	topic := fs.String("topic", "", "`NAME`: only this topic (default: every topic with a committed offset)")
 	describe := fs.Bool("describe", false, "the describe action (Kafka's flag form)")
-	list := fs.Bool("list", false, "the list action (Kafka's flag form): not available yet")
+	list := fs.Bool("list", false, "the list action (Kafka's flag form)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -44,7 +49,28 @@ func runGroups(e *env, args []string) (err error) {
 		if err := t.check(); err != nil {
 			return err
 		}
-		return fmt.Errorf("list: %w: the library has no call that lists consumer groups", errNotYet)
+		var ids []string
+		if t.bootstrap != "" {
+			a, err := dialAdmin(t.bootstrap)
+			if err != nil {
+				return err
+			}
+			defer a.Close()
+			if ids, err = a.listGroups(); err != nil {
+				return fmt.Errorf("%w (a broker that does not serve ListGroups closes the connection)", err)
+			}
+		} else {
+			b, err := openBroker(e, &t, false)
+			if err != nil {
+				return err
+			}
+			defer closeBroker(b, &err)
+			ids = b.GroupCoordinator().Groups()
+		}
+		for _, g := range ids {
+			fmt.Fprintln(e.stdout, g)
+		}
+		return nil
 	case "describe":
 	default:
 		return usagef("unknown action %q (want describe or list)", action)
@@ -52,21 +78,26 @@ func runGroups(e *env, args []string) (err error) {
 	if *group == "" {
 		return usagef("describe needs --group")
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	topics := b.Topics()
-	if *topic != "" {
-		if _, err := b.Topic(*topic); err != nil {
+	defer c.close(&err)
+	var topics []string
+	switch {
+	case *topic != "":
+		if _, err := c.topicPartitions(*topic); err != nil {
 			return err
 		}
 		topics = []string{*topic}
+	case c.broker != nil:
+		topics = c.broker.Topics()
+	default:
+		return usagef("over --bootstrap-server describe needs --topic")
 	}
 	var tps []log.TopicPartition
 	for _, name := range topics {
-		n, err := b.Partitions(name)
+		n, err := c.Partitions(name)
 		if err != nil {
 			return err
 		}
@@ -74,9 +105,9 @@ func runGroups(e *env, args []string) (err error) {
 			tps = append(tps, log.TopicPartition{Topic: name, Partition: i})
 		}
 	}
-	committed, err := b.FetchOffsets(context.Background(), *group, tps)
+	committed, err := c.FetchOffsets(context.Background(), *group, tps)
 	if err != nil {
-		return err
+		return groupsError(err)
 	}
 	if len(committed) == 0 {
 		return fmt.Errorf("group %s has no committed offsets on %s", *group, map[bool]string{true: "topic " + *topic, false: "any topic"}[*topic != ""])
@@ -88,11 +119,10 @@ func runGroups(e *env, args []string) (err error) {
 		if !ok {
 			continue
 		}
-		p, err := b.Partition(tp.Topic, tp.Partition)
+		end, err := c.ListOffset(tp, log.LatestOffset)
 		if err != nil {
 			return err
 		}
-		end := p.EndOffset()
 		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", *group, tp.Topic, tp.Partition, off, end, max(0, end-off))
 	}
 	return w.Flush()

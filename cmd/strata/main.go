@@ -1,24 +1,29 @@
-// Command strata operates Strata data directories: it looks inside segment
-// and index files (dump), checks a whole data dir offline (verify), manages
-// topics, produces and consumes records, and measures throughput (perf).
+// Command strata runs and operates Strata: a standalone broker with the
+// Kafka listener and Prometheus metrics (serve); topics, producing,
+// consuming, consumer groups and throughput tests against any
+// Kafka-protocol broker (--bootstrap-server: strata serve, Apache Kafka,
+// ...) or on a data dir directly (--data-dir); and the offline tools that
+// look inside segment, index and producer snapshot files (dump) and check
+// a whole data dir (verify).
 //
-//	strata dump    FILE...                       batches, records, index entries, CRC checks
-//	strata verify  DIR                           exit 0 when everything checks out, 1 otherwise
-//	strata topics  --data-dir DIR list|create|describe|delete
-//	strata produce --data-dir DIR --topic T      one record per stdin line
-//	strata consume --data-dir DIR --topic T      records to stdout, kcat-like --format
-//	strata perf    produce|consume --data-dir DIR --topic T
-//	strata groups  --data-dir DIR describe --group G   committed offsets and lag
+//	strata serve   --data-dir DIR [--listen 127.0.0.1:9092] [--metrics-addr ADDR]   until SIGINT/SIGTERM
+//	strata topics  --bootstrap-server ADDR list | create --topic T --partitions N | describe [--topic T] | delete --topic T
+//	strata produce --bootstrap-server ADDR --topic T [--key-separator SEP]    one record per stdin line
+//	strata consume --bootstrap-server ADDR --topic T [--from-beginning] [--group G] [--max-messages N]
+//	strata perf    produce|consume --bootstrap-server ADDR --topic T [--num-records N] [--record-size B]
+//	strata groups  --bootstrap-server ADDR list | describe --group G --topic T
+//	strata dump    FILE...     .log, .index, .timeindex, .snapshot: batches, records, entries, CRC checks
+//	strata verify  DIR         exit 0 when every segment and index checks out, 1 otherwise
 //
 // Every subcommand has --help. Flags are Kafka's tool flags where Kafka has
-// one. Commands that work on a data dir open it with log.Open, so the broker
-// must not be running on it. --bootstrap-server (a Kafka address) is accepted
-// but needs the Kafka client, which is not built yet; so does serve.
+// one. Commands given --data-dir instead of --bootstrap-server open the
+// data dir with log.Open, so no broker may be running on it.
 //
-// Exit codes: 0 success; 1 a problem was found (a CRC failure, a damaged
-// segment) or the command failed; 2 bad usage, or a feature that is not
-// available yet; 130 stopped by SIGINT or SIGTERM (produce and perf flush
-// what they have and close the data dir cleanly first).
+// Exit codes: 0 success (serve: shut down cleanly on SIGINT or SIGTERM); 1
+// a problem was found (a CRC failure, a damaged segment) or the command
+// failed; 2 bad usage, or a feature that is not available yet; 130 stopped
+// by SIGINT or SIGTERM (produce, consume and perf flush what they have and
+// close cleanly first).
 package main
 
 import (
@@ -43,12 +48,6 @@ func (e *usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error {
 	return &usageError{fmt.Sprintf(format, args...)}
 }
-
-// errNeedsKafka is the error of everything that needs the Kafka client.
-var errNeedsKafka = errors.New("not available yet: needs the Kafka client, not built yet (package kafka); use --data-dir on a data dir the broker is not running on")
-
-// errNeedsKafkaServer is the error of serve.
-var errNeedsKafkaServer = errors.New("not available yet: needs the Kafka server, not built yet (package kafka)")
 
 // errProblems says that a command found and printed problems: exit code 1
 // with nothing more to print.
@@ -77,7 +76,7 @@ func commands() []command {
 		{"consume", "print a topic's records", runConsume},
 		{"perf", "measure produce or consume throughput and latency", runPerf},
 		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
-		{"serve", "serve a data dir over the Kafka protocol (not available yet)", runServe},
+		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 	}
 }
 
@@ -125,7 +124,7 @@ func exitCode(e *env, name string, err error) int {
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		fmt.Fprintf(e.stderr, "Run 'strata %s --help' for usage.\n", name)
 		return exitUsage
-	case errors.Is(err, errNeedsKafka), errors.Is(err, errNeedsKafkaServer), errors.Is(err, errNotYet):
+	case errors.Is(err, errNotYet):
 		fmt.Fprintf(e.stderr, "strata %s: %v\n", name, err)
 		return exitUsage
 	default:

@@ -14,23 +14,27 @@ import (
 )
 
 const perfHelp = `
-Measures throughput and latency on a data dir, as kafka-producer-perf-test.sh
+Measures throughput and latency against a Kafka-protocol broker
+(--bootstrap-server: strata serve, Apache Kafka, ...) or on a data dir
+directly (--data-dir), as kafka-producer-perf-test.sh
 and kafka-consumer-perf-test.sh do. Every --reporting-interval a line gives
 the records/s, MB/s and latency percentiles of that interval; at the end a
 summary gives those of the whole run.
 
-  strata perf produce --data-dir DIR --topic T --num-records N --record-size B
-                      [--throughput R] [--producer-props acks=1 linger.ms=5 ...]
-  strata perf consume --data-dir DIR --topic T [--num-records N] [--group G]
+  strata perf produce --bootstrap-server ADDR|--data-dir DIR --topic T
+                      --num-records N --record-size B [--throughput R] [--producer-props acks=1 linger.ms=5 ...]
+  strata perf consume --bootstrap-server ADDR|--data-dir DIR --topic T [--num-records N] [--group G]
 
 produce: the latency of a record is from its Send to its acknowledgement.
 --producer-props takes acks, linger.ms, batch.size, buffer.memory and
-request.timeout.ms. consume: reads from the start of the log; the latency is
+request.timeout.ms; the defaults are Kafka's (batch.size 16 KiB, linger.ms
+5), so to compare with kgo, whose batches go up to 1 MiB, give
+batch.size=1048576. consume: reads from the start of the log; the latency is
 that of each Poll. The topic must exist (strata topics create).`
 
 func runPerf(e *env, args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fs := newFlags(e, "perf", "produce|consume --data-dir DIR --topic T [flags]", perfHelp)
+		fs := newFlags(e, "perf", "produce|consume --bootstrap-server ADDR|--data-dir DIR --topic T [flags]", perfHelp)
 		fs.Usage()
 		if len(args) == 0 {
 			return usagef("want produce or consume")
@@ -46,15 +50,23 @@ func runPerf(e *env, args []string) error {
 	return usagef("unknown perf test %q: want produce or consume", args[0])
 }
 
-// latencies collects latencies: every one of an interval (for its line),
-// and a sample of the whole run (for the summary): every n-th of the
-// expected number, as Kafka's perf test keeps (0: every one).
+// latencies collects latencies: of an interval (for its line) the sum and
+// maximum of all and at most maxWindowSamples of them (for percentiles),
+// and of the whole run a sample (for the summary): every n-th of the
+// expected number, as Kafka's perf test keeps (0: every one). Keeping every
+// latency of an interval would grow without bound at millions of records
+// a second and make the interval line sort them all, slowing what is
+// measured.
 type latencies struct {
 	mu         sync.Mutex
 	count      int64 // records in the run
 	adds       int64 // latencies in the run
 	bytes      int64
-	window     []time.Duration
+	window     []time.Duration // every winEach-th latency of the interval
+	winEach    int64
+	winAdds    int64
+	winSum     time.Duration
+	winMax     time.Duration
 	winCount   int64
 	winBytes   int64
 	winStart   time.Time
@@ -66,8 +78,12 @@ type latencies struct {
 
 func newLatencies(expected int64) *latencies {
 	now := time.Now()
-	return &latencies{sampleEach: max(1, expected/500_000), start: now, winStart: now}
+	return &latencies{sampleEach: max(1, expected/500_000), winEach: 1, start: now, winStart: now}
 }
+
+// maxWindowSamples bounds the latencies an interval keeps: past it, every
+// other one kept is dropped and the rate of keeping halves.
+const maxWindowSamples = 1 << 16
 
 func (l *latencies) add(records, bytes int64, lat time.Duration) {
 	l.mu.Lock()
@@ -75,7 +91,19 @@ func (l *latencies) add(records, bytes int64, lat time.Duration) {
 	l.bytes += bytes
 	l.winCount += records
 	l.winBytes += bytes
-	l.window = append(l.window, lat)
+	if l.winAdds%l.winEach == 0 {
+		if len(l.window) == maxWindowSamples {
+			for i := range len(l.window) / 2 {
+				l.window[i] = l.window[2*i+1]
+			}
+			l.window = l.window[:len(l.window)/2]
+			l.winEach *= 2
+		}
+		l.window = append(l.window, lat)
+	}
+	l.winAdds++
+	l.winSum += lat
+	l.winMax = max(l.winMax, lat)
 	if l.adds%l.sampleEach == 0 {
 		l.sample = append(l.sample, lat)
 	}
@@ -101,17 +129,14 @@ func (l *latencies) line(w io.Writer, verb string) {
 	el := now.Sub(l.winStart).Seconds()
 	win := slices.Clone(l.window)
 	n, b := l.winCount, l.winBytes
+	sum, mx, adds := l.winSum, l.winMax, l.winAdds
 	l.window, l.winCount, l.winBytes, l.winStart = l.window[:0], 0, 0, now
+	l.winEach, l.winAdds, l.winSum, l.winMax = 1, 0, 0, 0
 	l.mu.Unlock()
 	slices.Sort(win)
-	var sum, mx time.Duration
-	for _, d := range win {
-		sum += d
-		mx = max(mx, d)
-	}
 	avg := time.Duration(0)
-	if len(win) > 0 {
-		avg = sum / time.Duration(len(win))
+	if adds > 0 {
+		avg = sum / time.Duration(adds)
 	}
 	fmt.Fprintf(w, "%d records %s, %.1f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, %.2f ms 50th, %.2f ms 99th.\n",
 		n, verb, float64(n)/el, float64(b)/1e6/el, msOf(avg), msOf(mx), msOf(percentile(win, 0.5)), msOf(percentile(win, 0.99)))
@@ -156,7 +181,7 @@ func startReporter(w io.Writer, l *latencies, interval time.Duration, verb strin
 }
 
 func runPerfProduce(e *env, args []string) (err error) {
-	fs := newFlags(e, "perf produce", "--data-dir DIR --topic T --num-records N --record-size B [flags]", perfHelp)
+	fs := newFlags(e, "perf produce", "--bootstrap-server ADDR|--data-dir DIR --topic T --num-records N --record-size B [flags]", perfHelp)
 	var t target
 	t.register(fs)
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
@@ -185,15 +210,15 @@ func runPerfProduce(e *env, args []string) (err error) {
 			return usagef("--producer-props %s: %v", kv, err)
 		}
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	if _, err := b.Topic(*topic); err != nil {
+	defer c.close(&err)
+	if _, err := c.topicPartitions(*topic); err != nil {
 		return err
 	}
-	prod, err := log.NewProducer(b, cfg)
+	prod, err := log.NewProducer(c, cfg)
 	if err != nil {
 		return err
 	}
@@ -283,7 +308,7 @@ func setProducerProp(c *log.ProducerConfig, kv string) error {
 }
 
 func runPerfConsume(e *env, args []string) (err error) {
-	fs := newFlags(e, "perf consume", "--data-dir DIR --topic T [--num-records N] [flags]", perfHelp)
+	fs := newFlags(e, "perf consume", "--bootstrap-server ADDR|--data-dir DIR --topic T [--num-records N] [flags]", perfHelp)
 	var t target
 	t.register(fs)
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
@@ -302,24 +327,26 @@ func runPerfConsume(e *env, args []string) (err error) {
 	if *topic == "" || *numRecords < 0 || *interval <= 0 {
 		return usagef("--topic is required, --num-records must not be negative, --reporting-interval must be positive")
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	top, err := b.Topic(*topic)
+	defer c.close(&err)
+	n, err := c.topicPartitions(*topic)
 	if err != nil {
 		return err
 	}
 	var available int64
-	ends := map[int]int64{}
-	for i := range top.Partitions() {
-		p, err := top.Partition(i)
+	ends, err := endOffsets(c, *topic, n)
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		start, err := c.ListOffset(log.TopicPartition{Topic: *topic, Partition: i}, log.EarliestOffset)
 		if err != nil {
 			return err
 		}
-		ends[i] = p.EndOffset()
-		available += p.EndOffset() - p.StartOffset()
+		available += ends[i] - start
 	}
 	want := available
 	if *numRecords > 0 {
@@ -328,10 +355,10 @@ func runPerfConsume(e *env, args []string) (err error) {
 		}
 		want = *numRecords
 	}
-	cons, err := log.NewConsumer(b, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
+	cons, err := log.NewConsumer(c, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
 		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf"})
 	if err != nil {
-		return err
+		return groupsError(err)
 	}
 	defer cons.Close()
 	lat := newLatencies(0) // a latency per poll: few enough to keep them all
@@ -349,7 +376,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 		}
 		if err != nil {
 			stop()
-			return err
+			return groupsError(err)
 		}
 		var n int64
 		for i := range recs {

@@ -24,7 +24,7 @@ each record's partition and offset to stderr. The exit code is 1 if any
 record failed.`
 
 func runProduce(e *env, args []string) (err error) {
-	fs := newFlags(e, "produce", "--data-dir DIR --topic T [flags] < lines", produceHelp)
+	fs := newFlags(e, "produce", "--bootstrap-server ADDR|--data-dir DIR --topic T [flags] < lines", produceHelp)
 	var t target
 	t.register(fs)
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
@@ -64,15 +64,15 @@ func runProduce(e *env, args []string) (err error) {
 	if *partition >= 0 {
 		pcfg.Partitioner = log.PartitionerManual
 	}
-	b, err := openBroker(e, &t, false)
+	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
-	defer closeBroker(b, &err)
-	if _, err := b.Topic(*topic); err != nil {
+	defer c.close(&err)
+	if _, err := c.topicPartitions(*topic); err != nil {
 		return err
 	}
-	prod, err := log.NewProducer(b, pcfg)
+	prod, err := log.NewProducer(c, pcfg)
 	if err != nil {
 		return err
 	}

@@ -1,18 +1,301 @@
 package main
 
+import (
+	"context"
+	"errors"
+	"fmt"
+	stdlog "log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/metrics"
+	"github.com/strata-log/strata/metrics/logmetrics"
+)
+
 const serveHelp = `
-Serves a data dir to Kafka clients over the Kafka protocol, until SIGINT or
-SIGTERM. Not available yet: it needs the Kafka server (package kafka), which
-is not built yet. Until then, embed the library (log.Open) or use the other
-subcommands with --data-dir.`
+Serves a data dir to Kafka clients over the Kafka protocol (any client:
+franz-go, sarama, the Java client, strata --bootstrap-server) until SIGINT
+or SIGTERM, then shuts down cleanly (the listener, then the data dir) and
+exits 0. The data dir is created if it does not exist.
+
+On startup it prints "listening on HOST:PORT" (and "metrics on HOST:PORT"
+with --metrics-addr) to stdout, the addresses it bound: --listen
+127.0.0.1:0 picks a free port. Log lines go to stderr through log/slog.
+
+--metrics-addr serves GET /metrics in the Prometheus text format: per
+partition log end offset, high watermark, size and segments, bytes and
+records in and out per topic, Produce and Fetch latency histograms, and
+consumer group lag, under Kafka's metric names (kafka_log_log_size, ...).
+
+Broker and default topic settings take Kafka's server.properties names with
+--override KEY=VALUE (as kafka-server-start.sh does), repeatable:
+
+  num.partitions, default.replication.factor, min.insync.replicas,
+  log.segment.bytes, log.roll.ms, log.retention.ms, log.retention.bytes,
+  log.flush.interval.messages, log.flush.interval.ms,
+  log.index.interval.bytes, log.index.size.max.bytes, message.max.bytes,
+  log.cleanup.policy, log.retention.check.interval.ms,
+  log.flush.offset.checkpoint.interval.ms, group.min.session.timeout.ms,
+  group.initial.rebalance.delay.ms, socket.request.max.bytes,
+  max.connections, connections.max.idle.ms, node.id,
+  auto.create.topics.enable
+
+The common ones also have flags of their own (below).`
+
+// serveConfig is what serve's flags set.
+type serveConfig struct {
+	dataDir, listen, advertised, metricsAddr string
+	logFormat, logLevel                      string
+	broker                                   log.Config
+	server                                   kafka.Config
+}
 
 func runServe(e *env, args []string) error {
-	fs := newFlags(e, "serve", "--data-dir DIR [--listen 127.0.0.1:9092] [--metrics-addr ADDR]", serveHelp)
-	fs.String("data-dir", "", "`DIR`: the data directory to serve")
-	fs.String("listen", "127.0.0.1:9092", "`ADDR`: the Kafka listener's address")
-	fs.String("metrics-addr", "", "`ADDR`: serve Prometheus /metrics there")
-	if _, err := parseInterleaved(fs, args); err != nil {
+	fs := newFlags(e, "serve", "--data-dir DIR [--listen 127.0.0.1:9092] [--metrics-addr ADDR] [flags]", serveHelp)
+	var c serveConfig
+	fs.StringVar(&c.dataDir, "data-dir", "", "`DIR`: the data directory to serve (required)")
+	fs.StringVar(&c.listen, "listen", "127.0.0.1:9092", "`ADDR`: the Kafka listener's host:port (port 0: any free port)")
+	fs.StringVar(&c.advertised, "advertised-addr", "", "`ADDR`: the host:port given to clients in Metadata (default: the bound address)")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "`ADDR`: serve Prometheus /metrics on this host:port")
+	fs.StringVar(&c.logFormat, "log-format", "text", "`FORMAT` of log lines: text or json")
+	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
+	autoCreate := fs.Bool("auto-create-topics", false, "create a topic a client asks Metadata for (Kafka's auto.create.topics.enable)")
+	nodeID := fs.Int("node-id", 1, "`ID` of this broker in Metadata")
+	var overrides stringList
+	fs.Var(&overrides, "override", "`KEY=VALUE`: a broker or default topic setting, Kafka's server.properties names; repeatable")
+	// The most used settings as flags of their own, applied as overrides.
+	shortcut := func(flagName, key, usage string) {
+		fs.Func(flagName, usage+" ("+key+")", func(v string) error {
+			overrides = append(overrides, key+"="+v)
+			return nil
+		})
+	}
+	shortcut("num-partitions", "num.partitions", "`N`: partitions of a topic created without a count")
+	shortcut("segment-bytes", "log.segment.bytes", "`BYTES` of a segment before it rolls")
+	shortcut("retention-ms", "log.retention.ms", "`MS` records are kept; -1: forever")
+	shortcut("retention-bytes", "log.retention.bytes", "`BYTES` kept per partition; -1: unlimited")
+	shortcut("flush-messages", "log.flush.interval.messages", "`N`: fsync after N records (1: every append)")
+	shortcut("flush-ms", "log.flush.interval.ms", "`MS`: fsync at least this often")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	return errNeedsKafkaServer
+	if len(pos) > 0 {
+		return usagef("unexpected arguments %q", pos)
+	}
+	if c.dataDir == "" {
+		return usagef("--data-dir is required")
+	}
+	c.server.NodeID = int32(*nodeID)
+	c.server.AutoCreateTopics = *autoCreate
+	c.server.AdvertisedAddr = c.advertised
+	for _, kv := range overrides {
+		if err := c.override(kv); err != nil {
+			return usagef("--override %s: %v", kv, err)
+		}
+	}
+	if *nodeID <= 0 || *nodeID > 1<<31-1 {
+		return usagef("--node-id must be positive")
+	}
+	if isFlagSet(fs, "auto-create-topics") {
+		c.server.AutoCreateTopics = *autoCreate // the flag wins over an override
+	}
+	logger, err := newLogger(e, c.logFormat, c.logLevel)
+	if err != nil {
+		return err
+	}
+	return serve(e, &c, logger)
+}
+
+// newLogger returns the slog logger of --log-format and --log-level,
+// writing to stderr.
+func newLogger(e *env, format, level string) (*stdlog.Logger, error) {
+	var lv stdlog.Level
+	if err := lv.UnmarshalText([]byte(level)); err != nil {
+		return nil, usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &stdlog.HandlerOptions{Level: lv}
+	switch format {
+	case "text":
+		return stdlog.New(stdlog.NewTextHandler(e.stderr, opts)), nil
+	case "json":
+		return stdlog.New(stdlog.NewJSONHandler(e.stderr, opts)), nil
+	}
+	return nil, usagef("--log-format %q: want text or json", format)
+}
+
+// brokerTopicKeys maps server.properties names of default topic settings
+// to the topic configuration names setTopicConfig takes.
+var brokerTopicKeys = map[string]string{
+	"log.segment.bytes":           "segment.bytes",
+	"log.roll.ms":                 "segment.ms",
+	"log.retention.ms":            "retention.ms",
+	"log.retention.bytes":         "retention.bytes",
+	"log.flush.interval.messages": "flush.messages",
+	"log.flush.interval.ms":       "flush.ms",
+	"log.index.interval.bytes":    "index.interval.bytes",
+	"log.index.size.max.bytes":    "segment.index.bytes",
+	"message.max.bytes":           "max.message.bytes",
+	"log.cleanup.policy":          "cleanup.policy",
+	"min.insync.replicas":         "min.insync.replicas",
+}
+
+// override applies one KEY=VALUE of Kafka's server.properties.
+func (c *serveConfig) override(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok {
+		return errors.New("want KEY=VALUE")
+	}
+	if tk, ok := brokerTopicKeys[k]; ok {
+		return setTopicConfig(&c.broker.DefaultTopic, tk+"="+v)
+	}
+	n, nerr := strconv.ParseInt(v, 10, 64)
+	positive := func() error {
+		if nerr != nil || n <= 0 {
+			return fmt.Errorf("%s: want a positive number", k)
+		}
+		return nil
+	}
+	msDur := func(dst *time.Duration) error {
+		if err := positive(); err != nil {
+			return err
+		}
+		*dst = time.Duration(n) * time.Millisecond
+		return nil
+	}
+	switch k {
+	case "num.partitions":
+		if err := positive(); err != nil {
+			return err
+		}
+		c.broker.DefaultTopic.Partitions = int(n)
+	case "default.replication.factor":
+		if err := positive(); err != nil {
+			return err
+		}
+		c.broker.DefaultTopic.ReplicationFactor = int(n)
+	case "log.retention.check.interval.ms":
+		return msDur(&c.broker.RetentionCheckInterval)
+	case "log.flush.offset.checkpoint.interval.ms":
+		return msDur(&c.broker.CheckpointInterval)
+	case "group.min.session.timeout.ms":
+		return msDur(&c.broker.GroupMinSessionTimeout)
+	case "group.initial.rebalance.delay.ms":
+		if nerr != nil || n < 0 {
+			return fmt.Errorf("%s: want a non-negative number", k)
+		}
+		c.broker.GroupInitialRebalanceDelay = time.Duration(n) * time.Millisecond
+	case "socket.request.max.bytes":
+		if err := positive(); err != nil {
+			return err
+		}
+		c.server.MaxRequestBytes = int(n)
+	case "max.connections":
+		if err := positive(); err != nil {
+			return err
+		}
+		c.server.MaxConnections = int(n)
+	case "connections.max.idle.ms":
+		return msDur(&c.server.IdleTimeout)
+	case "node.id", "broker.id":
+		if err := positive(); err != nil {
+			return err
+		}
+		c.server.NodeID = int32(n)
+	case "auto.create.topics.enable":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%s: want true or false", k)
+		}
+		c.server.AutoCreateTopics = b
+	default:
+		names := []string{"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
+			"log.flush.offset.checkpoint.interval.ms", "group.min.session.timeout.ms", "group.initial.rebalance.delay.ms",
+			"socket.request.max.bytes", "max.connections", "connections.max.idle.ms", "node.id", "auto.create.topics.enable"}
+		for bk := range brokerTopicKeys {
+			names = append(names, bk)
+		}
+		slices.Sort(names)
+		return fmt.Errorf("unknown setting %q (known: %s)", k, strings.Join(names, ", "))
+	}
+	return nil
+}
+
+// serve runs the broker until SIGINT or SIGTERM.
+func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
+	ctx, stopSignals := interruptible()
+	defer stopSignals()
+	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	c.broker.Logger = logger
+	b, err := log.Open(c.dataDir, c.broker)
+	if errors.Is(err, log.ErrDirInUse) {
+		return fmt.Errorf("data dir %s is in use by another broker or strata command: %w", c.dataDir, err)
+	}
+	if err != nil {
+		return err
+	}
+	defer closeBroker(b, &err)
+	rec := metrics.NewRecorder()
+	c.server.Logger = logger
+	srv, err := kafka.Listen(c.listen, logmetrics.NewBackend(b, rec), c.server)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer func() {
+		if cerr := srv.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("close listener: %w", cerr)
+		}
+	}()
+	fmt.Fprintf(e.stdout, "listening on %s\n", srv.Addr())
+	logger.Info("serving", "addr", srv.Addr(), "data_dir", c.dataDir, "topics", len(b.Topics()))
+	if c.metricsAddr != "" {
+		stop, addr, err := serveMetrics(c.metricsAddr, b, rec, logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(e.stdout, "metrics on %s\n", addr)
+		logger.Info("serving metrics", "addr", addr, "path", "/metrics")
+	}
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return nil
+}
+
+// serveMetrics serves /metrics on addr on a goroutine that stop ends and
+// waits for.
+func serveMetrics(addr string, b *log.Broker, rec *metrics.Recorder, logger *stdlog.Logger) (stop func(), bound string, err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", fmt.Errorf("metrics listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", logmetrics.Handler(b, rec))
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.NewLogLogger(logger.Handler(), stdlog.LevelWarn)}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server", "err", err)
+		}
+	}()
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if hs.Shutdown(ctx) != nil {
+			hs.Close()
+		}
+		wg.Wait()
+	}, ln.Addr().String(), nil
 }

@@ -13,10 +13,12 @@ import (
 )
 
 const topicsHelp = `
-Lists, creates, describes and deletes the topics of a data dir, as
-kafka-topics.sh does. The action is a word (list, create, describe, delete,
+Lists, creates, describes and deletes the topics of a Kafka-protocol broker
+(--bootstrap-server: strata serve, Apache Kafka, ...) or of a data dir
+(--data-dir), as kafka-topics.sh does. The action is a word (list, create, describe, delete,
 alter) or Kafka's flag for it (--list, --create, ...).
 
+  strata topics --bootstrap-server ADDR list
   strata topics --data-dir DIR list
   strata topics --data-dir DIR create --topic T --partitions N [--config k=v]...
   strata topics --data-dir DIR describe [--topic T]
@@ -33,7 +35,7 @@ or configuration.`
 var topicActions = []string{"list", "create", "describe", "delete", "alter"}
 
 func runTopics(e *env, args []string) (err error) {
-	fs := newFlags(e, "topics", "--data-dir DIR list|create|describe|delete|alter [flags]", topicsHelp)
+	fs := newFlags(e, "topics", "--bootstrap-server ADDR|--data-dir DIR list|create|describe|delete|alter [flags]", topicsHelp)
 	var t target
 	t.register(fs)
 	actionFlags := map[string]*bool{}
@@ -93,6 +95,12 @@ func runTopics(e *env, args []string) (err error) {
 		if err := log.ValidTopicName(*topic); err != nil {
 			return usagef("%v", err)
 		}
+	}
+	if err := t.check(); err != nil {
+		return err
+	}
+	if t.bootstrap != "" {
+		return runTopicsKafka(e, t.bootstrap, action, *topic, cfg, *ifExists, *ifNotExists)
 	}
 	b, err := openBroker(e, &t, action == "create")
 	if err != nil {

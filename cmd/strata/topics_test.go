@@ -73,7 +73,7 @@ func TestTopicsBadInput(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"topics", "list"}, exitUsage, "--data-dir is required"},
+		{[]string{"topics", "list"}, exitUsage, "--data-dir or --bootstrap-server is required"},
 		{[]string{"topics", "--data-dir", dir}, exitUsage, "want exactly one action"},
 		{[]string{"topics", "--data-dir", dir, "list", "--describe"}, exitUsage, "want exactly one action"},
 		{[]string{"topics", "--data-dir", dir, "frob"}, exitUsage, `unknown action "frob"`},
@@ -86,7 +86,7 @@ func TestTopicsBadInput(t *testing.T) {
 		{[]string{"topics", "--data-dir", dir, "alter", "--topic", "events", "--partitions", "4"}, exitUsage, "not available yet"},
 		{[]string{"topics", "--data-dir", missing, "list"}, exitProblem, "no such file or directory"},
 		{[]string{"topics", "--data-dir", t.TempDir(), "list"}, exitProblem, "is not a Strata data dir (no topics.json)"},
-		{[]string{"topics", "--bootstrap-server", "localhost:9092", "list"}, exitUsage, "needs the Kafka client, not built yet"},
+		{[]string{"topics", "--bootstrap-server", "127.0.0.1:1", "list"}, exitProblem, "connect to --bootstrap-server 127.0.0.1:1"},
 		{[]string{"topics", "--bootstrap-server", "localhost:9092", "--data-dir", dir, "list"}, exitUsage, "not both"},
 	} {
 		r := strata(t, "", "", tc.args...)
