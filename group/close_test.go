@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 func TestCloseFailsPendingJoins(t *testing.T) {
@@ -173,21 +174,5 @@ func TestNoGoroutineLeak(t *testing.T) {
 	ch := joinAsync(ctx, c, req("b", "a"))
 	require.NoError(t, c.Close())
 	require.ErrorIs(t, (<-ch).err, group.ErrClosed)
-	requireGoroutines(t, before)
-}
-
-// requireGoroutines waits (a bounded number of yields) for the goroutine
-// count to come back to n.
-func requireGoroutines(t *testing.T, n int) {
-	t.Helper()
-	for i := 0; runtime.NumGoroutine() > n; i++ {
-		if i == 1000 {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("%d goroutines, want %d:\n%s", runtime.NumGoroutine(), n, buf[:runtime.Stack(buf, true)])
-		}
-		runtime.Gosched()
-		if i > 100 {
-			time.Sleep(time.Millisecond)
-		}
-	}
+	leaktest.Wait(t, before)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/group/grouptest"
+	"github.com/strata-log/strata/internal/leaktest"
 )
 
 // TestConcurrentMembers hammers one coordinator from many goroutines on the
@@ -59,7 +60,7 @@ func TestConcurrentMembers(t *testing.T) {
 		require.Equal(t, group.StateEmpty, d.State)
 	}
 	require.NoError(t, c.Close())
-	requireGoroutines(t, before)
+	leaktest.Wait(t, before)
 }
 
 // hammer is one member of TestConcurrentMembers: ops operations (commits
