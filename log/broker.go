@@ -41,6 +41,7 @@ type Broker struct {
 	wheel   *timingwheel.TimingWheel
 	fetches *timingwheel.Purgatory[TopicPartition]
 	groups  *group.Coordinator
+	cleaner *cleaner // log compaction
 
 	ckptMu sync.Mutex        // serializes checkpoint writes
 	ckpts  map[string]string // checkpoint file → contents last written
@@ -133,8 +134,10 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		lock.Close()
 		return nil, err
 	}
-	b.wg.Add(1)
+	b.cleaner = newCleaner(b)
+	b.wg.Add(2)
 	go b.loop()
+	go b.cleanerLoop()
 	return b, nil
 }
 

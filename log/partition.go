@@ -399,23 +399,30 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
 // call. On error dst is returned unchanged.
 func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Record, error) {
 	hw := p.HighWatermark()
-	raw, err := p.ReadBatches(offset, maxBytes, hw)
-	if err != nil || len(raw) == 0 {
-		return dst, err
+	for {
+		raw, err := p.ReadBatches(offset, maxBytes, hw)
+		if err != nil || len(raw) == 0 {
+			return dst, err
+		}
+		n := len(dst)
+		var hdrs []Header
+		recs, next, err := decodeFrom(slices.Grow(dst, countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
+		if err != nil {
+			clear(recs[n:])
+			return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+		}
+		if len(recs) == n && next > offset && next < hw {
+			// Only batches that compaction emptied: read on after them.
+			offset = next
+			continue
+		}
+		// Only committed records: none at or past the high watermark.
+		i := len(recs)
+		for i > n && recs[i-1].Offset >= hw {
+			i--
+		}
+		return recs[:i], nil
 	}
-	n := len(dst)
-	var hdrs []Header
-	recs, _, err := decodeFrom(slices.Grow(dst, countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
-	if err != nil {
-		clear(recs[n:])
-		return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
-	}
-	// Only committed records: none at or past the high watermark.
-	i := len(recs)
-	for i > n && recs[i-1].Offset >= hw {
-		i--
-	}
-	return recs[:i], nil
 }
 
 // ReadBatches returns the raw record batches from the one holding offset on,

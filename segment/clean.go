@@ -156,3 +156,35 @@ func (s *Segment) Install() error {
 	s.suffix.Store(nil)
 	return nil
 }
+
+// ReadInto reads into buf, reusing it, the whole batches from the one that
+// holds offset (or the first after it) on: as many as fit in cap(buf), and
+// at least one (buf is grown for a larger one). It returns io.EOF when no
+// batch in the segment ends at or after offset. The cleaner reads with it
+// without allocating a buffer per read.
+func (s *Segment) ReadInto(buf []byte, offset int64) ([]byte, error) {
+	pos, h, err := s.Locate(offset)
+	if err != nil {
+		return buf[:0], err
+	}
+	n := min(s.size.Load()-pos, int64(cap(buf)))
+	n = max(n, int64(h.Size()))
+	if int64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := s.log.ReadAt(buf, pos); err != nil {
+		return buf[:0], fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
+	}
+	k, _ := wholeBatches(buf)
+	return buf[:k], nil
+}
+
+// Discard closes a committed cleaned segment that is not to be installed
+// and removes its .swap files. The caller syncs the directory.
+func (s *Segment) Discard() {
+	s.Close()
+	for _, ext := range []string{".log", ".index", ".timeindex"} {
+		s.fs.Remove(filepath.Join(s.dir, Name(s.base, ext)+SwapSuffix))
+	}
+}
