@@ -295,7 +295,14 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 		if c.stopped() {
 			return plan.firstDirty, errCleanerStopped
 		}
-		cw, err := segment.CreateCleaned(p.fs, p.dir, group[0].BaseOffset(), p.segCfg, now)
+		// Indexes preallocated for what the group can hold, not MaxIndexBytes.
+		var groupBytes int64
+		for _, s := range group {
+			groupBytes += s.Size()
+		}
+		scfg := p.segCfg
+		scfg.MaxIndexBytes = int(min(int64(p.cfg.MaxIndexBytes), (limits.indexBytes(groupBytes)/24+2)*24))
+		cw, err := segment.CreateCleaned(p.fs, p.dir, group[0].BaseOffset(), scfg, now)
 		if err != nil {
 			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
 		}
