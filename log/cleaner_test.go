@@ -120,6 +120,9 @@ func compacted(t *testing.T, fs vfs.FS, cfg TopicConfig, bcfg Config) (*Broker, 
 	if cfg.Cleanup == CleanupDelete {
 		cfg.Cleanup = CleanupCompact
 	}
+	if cfg.MaxIndexBytes == 0 {
+		cfg.MaxIndexBytes = 4096 // not 10 MiB a file in memory
+	}
 	if _, err := b.Topic("c"); err != nil {
 		createT(t, b, "c", cfg)
 	}
