@@ -85,6 +85,9 @@ func (c *cleaner) stopped() bool {
 func (c *cleaner) run(now time.Time) (passes int, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A run cleans what was dirty when it began (in as many passes as that
+	// takes) and no more: under a steady stream of appends it still ends.
+	runEnd := map[*Partition]int64{}
 	for {
 		if c.stopped() {
 			return passes, errCleanerStopped
@@ -98,6 +101,12 @@ func (c *cleaner) run(now time.Time) (passes int, err error) {
 			plan, err := c.plan(p, now)
 			if err != nil {
 				c.markUncleanable(p, err)
+				continue
+			}
+			if _, ok := runEnd[p]; !ok {
+				runEnd[p] = plan.end
+			}
+			if plan.firstDirty >= runEnd[p] {
 				continue
 			}
 			parts, plans = append(parts, p), append(plans, plan)
