@@ -125,7 +125,7 @@ func TestOpenDiscardsCleanedFiles(t *testing.T) {
 	want := valuesOf(scan(t, p))
 	dir := p.dir
 	// A cleaned segment with one batch, and a stray index swap file.
-	cw, err := segment.CreateCleaned(mem, dir, 0, segment.Config{}, t0)
+	cw, err := segment.CreateCleaned(mem, dir, 0, segment.Config{}, t0, nil)
 	require.NoError(t, err)
 	var bd batch.Builder
 	bd.Reset(1)

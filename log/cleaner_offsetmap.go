@@ -74,6 +74,13 @@ func (m *offsetMap) grow() bool {
 	return true
 }
 
+// reset empties the map, keeping its table, with new seeds.
+func (m *offsetMap) reset() {
+	clear(m.slots)
+	m.n = 0
+	m.s1, m.s2 = maphash.MakeSeed(), maphash.MakeSeed()
+}
+
 // bytes is the memory the slots take.
 func (m *offsetMap) bytes() int64 { return int64(len(m.slots)) * mapSlotBytes }
 

@@ -34,6 +34,8 @@ type cleaner struct {
 	filter      batch.Filter
 	readBuf     []byte
 	out         []byte
+	writeBuf    []byte     // for segment.CreateCleaned
+	m           *offsetMap // reused by the passes of a run
 	// maxMapBytes is the largest offset map a pass has used (tests and the
 	// benchmark check the memory bound).
 	maxMapBytes int64
@@ -85,6 +87,7 @@ func (c *cleaner) stopped() bool {
 func (c *cleaner) run(now time.Time) (passes int, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() { c.m, c.readBuf, c.writeBuf, c.out = nil, nil, nil, nil }() // idle, it holds no memory
 	// A run cleans what was dirty when it began (in as many passes as that
 	// takes) and no more: under a steady stream of appends it still ends.
 	runEnd := map[*Partition]int64{}
@@ -215,7 +218,12 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 	// The offset map, and the last batch of each producer id in the part of
 	// the log this pass rewrites (a superset of each one's last batch there:
 	// their state survives).
-	m := newOffsetMap(c.b.cfg.CleanerBufferBytes, int(plan.dirtyBytes/256)+1)
+	if c.m == nil {
+		c.m = newOffsetMap(c.b.cfg.CleanerBufferBytes, 1<<12) // grows with the keys
+	} else {
+		c.m.reset()
+	}
+	m := c.m
 	lastBatch := map[int64]int64{}
 	mapEnd := plan.end
 	full := false
@@ -311,7 +319,7 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 		}
 		scfg := p.segCfg
 		scfg.MaxIndexBytes = int(min(int64(p.cfg.MaxIndexBytes), (limits.indexBytes(groupBytes)/24+2)*24))
-		cw, err := segment.CreateCleaned(p.fs, p.dir, group[0].BaseOffset(), scfg, now)
+		cw, err := segment.CreateCleaned(p.fs, p.dir, group[0].BaseOffset(), scfg, now, c.writeBuf)
 		if err != nil {
 			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
 		}
@@ -349,6 +357,7 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 			cw.Abort()
 			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
 		}
+		c.writeBuf = cw.Buffer()
 		seg, err := cw.Commit()
 		if err != nil {
 			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)

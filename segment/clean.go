@@ -32,14 +32,22 @@ type Cleaned struct {
 }
 
 // CreateCleaned creates an empty cleaned segment with base offset base in
-// dir, removing what an earlier attempt left under the same names.
-func CreateCleaned(fs vfs.FS, dir string, base int64, cfg Config, now time.Time) (*Cleaned, error) {
+// dir, removing what an earlier attempt left under the same names. It
+// buffers its writes in buf (reused; allocated if smaller than 1 MiB), which
+// Buffer returns for the next one.
+func CreateCleaned(fs vfs.FS, dir string, base int64, cfg Config, now time.Time, buf []byte) (*Cleaned, error) {
 	s, err := createSuffixed(fs, dir, base, cfg, now, CleanedSuffix)
 	if err != nil {
 		return nil, err
 	}
-	return &Cleaned{s: s, buf: make([]byte, 0, cleanedBufSize)}, nil
+	if cap(buf) < cleanedBufSize {
+		buf = make([]byte, 0, cleanedBufSize)
+	}
+	return &Cleaned{s: s, buf: buf[:0]}, nil
 }
+
+// Buffer returns the write buffer, for the next CreateCleaned.
+func (c *Cleaned) Buffer() []byte { return c.buf[:0] }
 
 // Append adds a whole batch, which must start after the last one appended
 // (gaps are expected) and stay within the offsets a segment can index.

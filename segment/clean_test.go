@@ -15,7 +15,7 @@ import (
 // between them (100-102, 110-111, 200), commits and installs it.
 func gappy(t *testing.T, fs vfs.FS, dir string) []written {
 	t.Helper()
-	c, err := CreateCleaned(fs, dir, 100, tiny, t0)
+	c, err := CreateCleaned(fs, dir, 100, tiny, t0, nil)
 	require.NoError(t, err)
 	var ws []written
 	for _, b := range [][]byte{encode(100, simple(3, 1000, 150)), encode(110, simple(2, 2000, 150)), encode(200, simple(1, 3000, 150))} {
@@ -100,7 +100,7 @@ func TestRecoverCutsOffsetsThatGoBack(t *testing.T) {
 
 func TestCleanedAbortRemovesFiles(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
-		c, err := CreateCleaned(fs, dir, 7, tiny, t0)
+		c, err := CreateCleaned(fs, dir, 7, tiny, t0, nil)
 		require.NoError(t, err)
 		b := encode(7, simple(2, 1, 10))
 		h, _ := batch.Validate(b)
