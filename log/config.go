@@ -38,9 +38,12 @@ type Config struct {
 	// log.cleaner.dedupe.buffer.size). A pass maps as many keys as fit and
 	// the next pass goes on from there.
 	CleanerBufferBytes int64
-	// OffsetsSegmentBytes is the segment size of OffsetsTopic, which is
-	// compacted: only sealed segments are cleaned. 0 → 100 MiB (Kafka's
-	// offsets.topic.segment.bytes).
+	// OffsetsSegmentBytes is the segment size of OffsetsTopic when it is
+	// created. The topic is compacted and only sealed segments are cleaned,
+	// so Open replays at most one segment of commits beyond one record per
+	// (group, topic, partition). 0 → 8 MiB: smaller than Kafka's
+	// offsets.topic.segment.bytes (100 MiB), because an embedded broker
+	// replays the topic on every Open.
 	OffsetsSegmentBytes int64
 }
 
@@ -62,7 +65,7 @@ func (c Config) withDefaults() Config {
 	}
 	c.CleanerBufferBytes = max(c.CleanerBufferBytes, minCleanerBufferBytes)
 	if c.OffsetsSegmentBytes <= 0 {
-		c.OffsetsSegmentBytes = 100 << 20
+		c.OffsetsSegmentBytes = 8 << 20
 	}
 	return c
 }
