@@ -1,7 +1,9 @@
 package log
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -311,4 +313,55 @@ func TestCompactionMultiplePasses(t *testing.T) {
 	recs := scan(t, p)
 	require.Equal(t, want, valuesOf(recs))
 	require.Len(t, recs, 500, "each key once")
+}
+
+// signalHandler is a slog handler that tells ch about every record whose
+// message is msg.
+type signalHandler struct {
+	msg string
+	ch  chan struct{}
+}
+
+func (h signalHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h signalHandler) Handle(_ context.Context, r slog.Record) error {
+	if r.Message == h.msg {
+		select {
+		case h.ch <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+func (h signalHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h signalHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestCleanerRunsInTheBackground: the broker's own cleaner goroutine cleans
+// every RetentionCheckInterval, and Close stops and joins it, also when it
+// is busy.
+func TestCleanerRunsInTheBackground(t *testing.T) {
+	leaktest.Check(t)
+	passed := make(chan struct{}, 1)
+	b, err := Open("/d", Config{FS: vfs.NewMem(), RetentionCheckInterval: 5 * time.Millisecond,
+		Logger: slog.New(signalHandler{msg: "log cleaner pass", ch: passed})})
+	require.NoError(t, err)
+	p := createT(t, b, "c", TopicConfig{Cleanup: CleanupCompact, SegmentBytes: 1000, MaxIndexBytes: 4096})
+	for i := range 200 {
+		_, err := p.Append(Record{Key: []byte(fmt.Sprint("k", i%3)), Value: []byte(fmt.Sprint(i))})
+		require.NoError(t, err)
+	}
+	before := p.Size()
+	require.NoError(t, p.Roll())
+	select {
+	case <-passed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no cleaner pass within 10 s")
+	}
+	require.Less(t, p.Size(), before/4)
+	require.Equal(t, map[string]string{"k0": "198", "k1": "199", "k2": "197"}, valuesOf(scan(t, p)))
+	// Keep it busy, and close.
+	for i := range 2000 {
+		_, err := p.Append(Record{Key: []byte(fmt.Sprint("k", i%50)), Value: []byte(fmt.Sprint(i))})
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Close())
 }
