@@ -172,6 +172,9 @@ func (c *cleaner) plan(p *Partition, now time.Time) (cleanPlan, error) {
 	for i, s := range segs {
 		in.segs[i] = segInfo{base: s.BaseOffset(), next: s.NextOffset(), size: s.Size(), maxTs: s.MaxTimestamp()}
 	}
+	if in.firstDirty > p.EndOffset() {
+		in.firstDirty = 0 // of a deleted topic of the same name: all is dirty
+	}
 	if in.maxLag > 0 {
 		from := max(in.firstDirty, in.start)
 		if s := p.segmentFor(from); s != nil {
@@ -196,8 +199,14 @@ func (c *cleaner) plan(p *Partition, now time.Time) (cleanPlan, error) {
 // where the map ends, in groups, installing each cleaned group as it is
 // done. It returns the new first dirty offset.
 func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, error) {
+	// The list may have changed since the plan (rolls, retention): take the
+	// sealed segments below the plan's end from the list as it is now.
 	all := *p.segs.Load()
-	segs := all[:plan.uncleanable]
+	n := 0
+	for n < len(all)-1 && all[n].BaseOffset() < plan.end {
+		n++
+	}
+	segs := all[:n]
 	if len(segs) == 0 {
 		return plan.firstDirty, nil
 	}
