@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -77,7 +78,18 @@ func TestReadersDuringCleaning(t *testing.T) {
 							return
 						}
 						if len(recs) == 0 {
-							errs <- fmt.Errorf("read at %d of %d: nothing", off, p.EndOffset())
+							var list []string
+							for _, s := range *p.segs.Load() {
+								list = append(list, fmt.Sprintf("[%d,%d) %dB", s.BaseOffset(), s.NextOffset(), s.Size()))
+							}
+							again, err := p.Read(off, 1+int(off%3000))
+							raw, _ := p.ReadBatches(off, 1+int(off%3000), p.EndOffset())
+							var hs []string
+							batch.Batches(raw, func(_ []byte, h batch.Header) error {
+								hs = append(hs, fmt.Sprintf("%d-%d n%d", h.BaseOffset, h.LastOffset(), h.NumRecords))
+								return nil
+							})
+							errs <- fmt.Errorf("read at %d of %d (max %d): nothing; segments %v; read again: %d records, %v; batches %v", off, p.EndOffset(), 1+int(off%3000), list, len(again), err, hs)
 							return
 						}
 						for _, r := range recs {

@@ -411,15 +411,24 @@ func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Reco
 			clear(recs[n:])
 			return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
 		}
-		if len(recs) == n && next > offset && next < hw {
-			// Only batches that compaction emptied: read on after them.
-			offset = next
-			continue
-		}
 		// Only committed records: none at or past the high watermark.
 		i := len(recs)
 		for i > n && recs[i-1].Offset >= hw {
 			i--
+		}
+		if i > n {
+			return recs[:i], nil
+		}
+		// Nothing below hw: only batches that compaction emptied, maybe of
+		// records superseded by some appended since hw was read. Read on
+		// after them, and up to the high watermark as it is now.
+		if next > offset && next < hw {
+			offset = next
+			continue
+		}
+		if now := p.HighWatermark(); now > hw {
+			hw = now
+			continue
 		}
 		return recs[:i], nil
 	}
