@@ -17,7 +17,8 @@ import (
 // map holds them, then copies every segment from the start of the log to
 // where the map ends, keeping a record only if no later record of its key
 // was mapped. The active segment, and every segment from the first one that
-// holds a record younger than MinCompactionLag, are never cleaned. Offsets
+// holds a record younger than MinCompactionLag or one not below the high
+// watermark, are never cleaned. Offsets
 // never change, so a cleaned log has gaps.
 
 // segInfo is what the planner knows of a segment.
@@ -31,6 +32,7 @@ type segInfo struct {
 type cleanInput struct {
 	segs       []segInfo // sorted; the last is the active segment
 	start      int64     // log start offset
+	hw         int64     // high watermark: records at or above it are never cleaned; < 0: no bound
 	firstDirty int64     // where the dirty part starts (the cleaner's checkpoint)
 	// firstDirtyTs is the timestamp (ms) of the first batch at or after
 	// firstDirty; -1 if unknown.
@@ -65,9 +67,17 @@ func planCleaning(in cleanInput) cleanPlan {
 	// The cleanable part ends at the active segment, or earlier at the first
 	// segment holding a record younger than the min compaction lag.
 	p.uncleanable = n - 1
+	if in.hw >= 0 {
+		for i := 0; i < p.uncleanable; i++ {
+			if in.segs[i].next > in.hw {
+				p.uncleanable = i
+				break
+			}
+		}
+	}
 	if in.minLag > 0 {
 		limit := in.now.Add(-in.minLag).UnixMilli()
-		for i := 0; i < n-1; i++ {
+		for i := 0; i < p.uncleanable; i++ {
 			if in.segs[i].maxTs > limit {
 				p.uncleanable = i
 				break

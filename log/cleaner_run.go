@@ -162,6 +162,7 @@ func (c *cleaner) plan(p *Partition, now time.Time) (cleanPlan, error) {
 	in := cleanInput{
 		segs:         make([]segInfo, len(segs)),
 		start:        p.StartOffset(),
+		hw:           p.HighWatermark(),
 		firstDirty:   c.firstDirty[TopicPartition{Topic: p.topic, Partition: p.id}],
 		firstDirtyTs: -1,
 		now:          now,

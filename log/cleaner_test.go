@@ -48,10 +48,14 @@ func TestPlanCleaning(t *testing.T) {
 		{name: "min lag: nothing old enough", in: cleanInput{segs: segs(time.Minute, time.Hour, 0), minLag: 10 * time.Minute, minRatio: 0.5}, end: 0},
 		{name: "max lag forces a pass below the ratio", in: cleanInput{segs: old, firstDirty: 30, firstDirtyTs: ms(2 * time.Hour), maxLag: time.Hour, minRatio: 0.5}, due: true, forced: true, ratio: 0.25, end: 40, firstDty: 30},
 		{name: "max lag not reached", in: cleanInput{segs: old, firstDirty: 30, firstDirtyTs: ms(30 * time.Minute), maxLag: time.Hour, minRatio: 0.5}, ratio: 0.25, end: 40, firstDty: 30},
+		{name: "the high watermark stops the cleanable part", in: cleanInput{segs: old, hw: 25, minRatio: 0.5}, due: true, ratio: 1, end: 20},
 		{name: "only the active segment", in: cleanInput{segs: segs(0), minRatio: 0.01}, end: 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.in.now = t0
+			if tc.in.hw == 0 {
+				tc.in.hw = -1
+			}
 			if tc.in.firstDirtyTs == 0 {
 				tc.in.firstDirtyTs = -1
 			}
