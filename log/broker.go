@@ -42,11 +42,13 @@ type Broker struct {
 	wheel   *timingwheel.TimingWheel
 	fetches *timingwheel.Purgatory[TopicPartition]
 	groups  *group.Coordinator
+	cleaner *cleaner // log compaction
 
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
 
-	stop chan struct{} // closed by Close: parked fetches end
+	stop chan struct{}  // closed by Close: parked fetches and the cleaner end
+	wg   sync.WaitGroup // the cleaner's goroutine
 }
 
 // Topic is a named set of partitions.
@@ -122,6 +124,9 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		b.wheel.Stop()
 		return nil, err
 	}
+	b.cleaner = newCleaner(b)
+	b.wg.Add(1)
+	go b.cleanerLoop()
 	return b, nil
 }
 
@@ -330,6 +335,7 @@ func (b *Broker) Close() error {
 	b.closed = true
 	b.mu.Unlock()
 	close(b.stop)
+	b.wg.Wait() // the cleaner, before the partitions it cleans close
 	b.groups.Close()
 	err := b.store.Close()
 	b.wheel.Stop()

@@ -16,8 +16,9 @@ import (
 // listed by Topics and cannot be created or deleted by users.
 const OffsetsTopic = "__consumer_offsets"
 
-// offsetsTopicConfig: commits are fsynced before they are acknowledged and
-// kept forever (until compaction is built, the topic only grows).
+// offsetsTopicConfig: commits are fsynced before they are acknowledged; the
+// topic is compacted (its segments are Config.OffsetsSegmentBytes), so it
+// holds about one record per (group, topic, partition), not one per commit.
 var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1, Cleanup: CleanupCompact}
 
 // startGroups reads the committed offsets back from OffsetsTopic and starts
@@ -118,7 +119,9 @@ func (b *Broker) offsetsPartition() (*Partition, error) {
 	t, ok := b.topics[OffsetsTopic]
 	if !ok {
 		var err error
-		if t, err = b.createTopicLocked(OffsetsTopic, offsetsTopicConfig.WithDefaults()); err != nil {
+		cfg := offsetsTopicConfig
+		cfg.SegmentBytes = b.cfg.OffsetsSegmentBytes
+		if t, err = b.createTopicLocked(OffsetsTopic, cfg.WithDefaults()); err != nil {
 			return nil, err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 // Config configures a standalone Broker. The zero value means the defaults.
 type Config struct {
-	// RetentionCheckInterval is how often retention (and later the cleaner)
+	// RetentionCheckInterval is how often retention and the log cleaner
 	// runs; 0 → 5 minutes (Kafka's log.retention.check.interval.ms).
 	RetentionCheckInterval time.Duration
 	// CheckpointInterval is how often the recovery points are written to
@@ -33,6 +33,18 @@ type Config struct {
 	// DefaultTopic is the configuration whose non-zero fields fill the zero
 	// fields of every TopicConfig given to CreateTopic.
 	DefaultTopic TopicConfig
+	// CleanerBufferBytes bounds the memory of the log cleaner's offset map
+	// (key hash → latest offset, 24 bytes an entry); 0 → 128 MiB (Kafka's
+	// log.cleaner.dedupe.buffer.size). A pass maps as many keys as fit and
+	// the next pass goes on from there.
+	CleanerBufferBytes int64
+	// OffsetsSegmentBytes is the segment size of OffsetsTopic when it is
+	// created. The topic is compacted and only sealed segments are cleaned,
+	// so Open replays at most one segment of commits beyond one record per
+	// (group, topic, partition). 0 → 8 MiB: smaller than Kafka's
+	// offsets.topic.segment.bytes (100 MiB), because an embedded broker
+	// replays the topic on every Open.
+	OffsetsSegmentBytes int64
 }
 
 func (c Config) withDefaults() Config {
@@ -47,6 +59,13 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.CleanerBufferBytes <= 0 {
+		c.CleanerBufferBytes = defaultCleanerBufferBytes
+	}
+	c.CleanerBufferBytes = max(c.CleanerBufferBytes, minCleanerBufferBytes)
+	if c.OffsetsSegmentBytes <= 0 {
+		c.OffsetsSegmentBytes = 8 << 20
 	}
 	return c
 }
@@ -94,6 +113,13 @@ type TopicConfig struct {
 	// (zero: keep each batch as the producer sent it), TopicCompressionNone,
 	// or a codec every batch is recompressed to on append.
 	Compression TopicCompression
+
+	// Log compaction (CleanupCompact, CleanupCompactDelete), Kafka's topic
+	// configs of the same names.
+	DeleteRetention        time.Duration // tombstones kept after the pass that cleaned them; 0 → 1 day
+	MinCleanableDirtyRatio float64       // dirty bytes / cleanable bytes that start a pass; 0 → 0.5
+	MinCompactionLag       time.Duration // records younger than this are not cleaned; 0 → none
+	MaxCompactionLag       time.Duration // a dirty record older than this forces a pass; 0 → unlimited
 }
 
 // Kafka's defaults.
@@ -105,6 +131,11 @@ const (
 	defaultRetentionTime      = 7 * 24 * time.Hour
 	defaultMaxMessageBytes    = 1<<20 + 12
 	minIndexBytes             = 24 // room for two time-index entries
+
+	defaultDeleteRetention        = 24 * time.Hour
+	defaultMinCleanableDirtyRatio = 0.5
+	defaultCleanerBufferBytes     = 128 << 20
+	minCleanerBufferBytes         = 1 << 10
 )
 
 // merge fills c's zero fields from d.
@@ -151,6 +182,18 @@ func (c TopicConfig) merge(d TopicConfig) TopicConfig {
 	if c.Compression == TopicCompressionProducer {
 		c.Compression = d.Compression
 	}
+	if c.DeleteRetention == 0 {
+		c.DeleteRetention = d.DeleteRetention
+	}
+	if c.MinCleanableDirtyRatio == 0 {
+		c.MinCleanableDirtyRatio = d.MinCleanableDirtyRatio
+	}
+	if c.MinCompactionLag == 0 {
+		c.MinCompactionLag = d.MinCompactionLag
+	}
+	if c.MaxCompactionLag == 0 {
+		c.MaxCompactionLag = d.MaxCompactionLag
+	}
 	return c
 }
 
@@ -166,6 +209,9 @@ func (c TopicConfig) WithDefaults() TopicConfig {
 		MaxIndexBytes:      defaultMaxIndexBytes,
 		RetentionTime:      defaultRetentionTime,
 		MaxMessageBytes:    defaultMaxMessageBytes,
+
+		DeleteRetention:        defaultDeleteRetention,
+		MinCleanableDirtyRatio: defaultMinCleanableDirtyRatio,
 	})
 }
 
@@ -202,6 +248,16 @@ func (c TopicConfig) Validate() error {
 		return bad("negative flush interval %v", c.FlushInterval)
 	case c.Compression < TopicCompressionProducer || c.Compression > TopicCompressionZstd:
 		return bad("unknown compression type %d", int(c.Compression))
+	case c.DeleteRetention < 0:
+		return bad("negative delete retention %v", c.DeleteRetention)
+	case !(c.MinCleanableDirtyRatio > 0 && c.MinCleanableDirtyRatio <= 1):
+		return bad("min cleanable dirty ratio %v outside (0, 1]", c.MinCleanableDirtyRatio)
+	case c.MinCompactionLag < 0:
+		return bad("negative min compaction lag %v", c.MinCompactionLag)
+	case c.MaxCompactionLag < 0:
+		return bad("negative max compaction lag %v (0 means unlimited)", c.MaxCompactionLag)
+	case c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.MinCompactionLag:
+		return bad("max compaction lag %v below min compaction lag %v", c.MaxCompactionLag, c.MinCompactionLag)
 	}
 	return nil
 }

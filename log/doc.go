@@ -59,7 +59,8 @@
 //	<dir>/<topic>-<partition>/               the partition's segments (package segment)
 //	<dir>/<topic>-<partition>/leader-epoch-checkpoint  (epoch, start offset) pairs
 //	<dir>/<topic>-<partition>.deleted/       a removal a crash interrupted; finished at open
-//	<dir>/__consumer_offsets-0/              committed offsets of consumer groups
+//	<dir>/__consumer_offsets-0/              committed offsets of consumer groups (compacted)
+//	<dir>/cleaner-offset-checkpoint          per compacted partition: where its dirty part starts
 //
 // Checkpoints use Kafka's text format and are replaced atomically (temp file,
 // fsync, rename, directory fsync).
@@ -79,6 +80,15 @@
 // or corrupt batch (dropping any later segment) and rebuilds the indexes:
 // nothing fsynced is lost and nothing corrupt is returned. A read that meets
 // corrupt bytes returns an error matching ErrCorrupt, never records.
+//
+// # Compaction
+//
+// Partitions of topics with CleanupCompact or CleanupCompactDelete are
+// cleaned by the broker's log cleaner, a goroutine of its own that runs every
+// RetentionCheckInterval and that Close joins. See cleaner.go for the rules
+// (Kafka's), cleaner_run.go for a pass and the swap of cleaned segments into
+// a live partition, cleaner_load.go for what Open does with what a crash
+// left of a pass.
 //
 // # Concurrency
 //

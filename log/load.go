@@ -65,6 +65,10 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	if err := p.fs.MkdirAll(p.dir, 0o755); err != nil {
 		return fmt.Errorf("log: open %s: %w", p.dir, err)
 	}
+	forced, err := p.finishCleaning()
+	if err != nil {
+		return err
+	}
 	names, err := p.fs.ReadDir(p.dir)
 	if err != nil {
 		return fmt.Errorf("log: open %s: %w", p.dir, err)
@@ -139,15 +143,31 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		return nil
 	}
 	for i, base := range bases {
-		recover := i >= firstRecover
-		if !clean && i > 0 && base != segs[i-1].NextOffset() {
+		recover := i >= firstRecover || forced[base]
+		if len(segs) > 0 && base < segs[len(segs)-1].NextOffset() {
+			// Inside the offsets of the segment before it: a segment that a
+			// cleaned one replaced, left by a crash before it was deleted.
+			p.logger.Info("deleting a segment replaced by a cleaned one", "partition", p.String(), "segment", base)
+			for _, ext := range []string{".log", ".index", ".timeindex"} {
+				if err := p.fs.Remove(filepath.Join(p.dir, segment.Name(base, ext))); err != nil && !isNotExist(err) {
+					closeAll()
+					return fmt.Errorf("log: open %s: %w", p, err)
+				}
+			}
+			if err := p.fs.SyncDir(p.dir); err != nil {
+				closeAll()
+				return fmt.Errorf("log: sync dir %s: %w", p.dir, err)
+			}
+			continue
+		}
+		if !clean && len(segs) > 0 && base != segs[len(segs)-1].NextOffset() {
 			// Segments must follow one another: a gap means the end of an
 			// earlier segment was lost while a later one's unsynced bytes
 			// survived, or a crash came in the middle of a TruncateTo,
 			// between the durable cut of one segment and the deletion of
 			// those after it. Either way the log ends at the gap.
 			if err := dropFrom(i, "segment does not follow the one before it; deleting it and those after it",
-				"segment", base, "expected", segs[i-1].NextOffset()); err != nil {
+				"segment", base, "expected", segs[len(segs)-1].NextOffset()); err != nil {
 				closeAll()
 				return err
 			}

@@ -59,23 +59,39 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
 // call. On error dst is returned unchanged.
 func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Record, error) {
 	hw := p.HighWatermark()
-	raw, err := p.ReadBatches(offset, maxBytes, hw)
-	if err != nil || len(raw) == 0 {
-		return dst, err
+	for {
+		raw, err := p.ReadBatches(offset, maxBytes, hw)
+		if err != nil || len(raw) == 0 {
+			return dst, err
+		}
+		n := len(dst)
+		var hdrs []Header
+		recs, next, err := decodeFrom(slices.Grow(dst, countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
+		if err != nil {
+			clear(recs[n:])
+			return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+		}
+		// Only committed records: none at or past the high watermark.
+		i := len(recs)
+		for i > n && recs[i-1].Offset >= hw {
+			i--
+		}
+		if i > n {
+			return recs[:i], nil
+		}
+		// Nothing below hw: only batches that compaction emptied, maybe of
+		// records superseded by some appended since hw was read. Read on
+		// after them, and up to the high watermark as it is now.
+		if next > offset && next < hw {
+			offset = next
+			continue
+		}
+		if now := p.HighWatermark(); now > hw {
+			hw = now
+			continue
+		}
+		return recs[:i], nil
 	}
-	n := len(dst)
-	var hdrs []Header
-	recs, _, err := decodeFrom(slices.Grow(dst, countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
-	if err != nil {
-		clear(recs[n:])
-		return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
-	}
-	// Only committed records: none at or past the high watermark.
-	i := len(recs)
-	for i > n && recs[i-1].Offset >= hw {
-		i--
-	}
-	return recs[:i], nil
 }
 
 // ReadBatches returns the raw record batches from the one holding offset on,
@@ -113,6 +129,7 @@ func (p *Partition) slice(offset int64, maxBytes int, maxOffset int64, atLeastOn
 	}
 	var out Batches
 	for firstSeg := true; offset < maxOffset && (out.n == 0 || out.size < int64(maxBytes)); firstSeg = false {
+		list := p.segs.Load()
 		seg := p.segmentFor(offset)
 		if seg == nil {
 			if !firstSeg {
@@ -122,6 +139,12 @@ func (p *Partition) slice(offset int64, maxBytes int, maxOffset int64, atLeastOn
 		}
 		pos, length, next, err := seg.Range(offset, maxBytes-int(out.size), maxOffset, out.n == 0 && atLeastOne)
 		segNext := seg.NextOffset()
+		if (length == 0 || errors.Is(err, io.EOF)) && p.segs.Load() != list {
+			// The cleaner replaced segments under us: the one found may be
+			// on its way out. Look again in the new list.
+			seg.Release()
+			continue
+		}
 		switch {
 		case errors.Is(err, io.EOF):
 			// Nothing at or after offset in that segment (a gap at its

@@ -18,6 +18,19 @@
 // middle of a write leaves — is a batch whose length runs past the end of the
 // file, or whose CRC does not match; [Segment.Recover] truncates the file there.
 //
+// # Compacted segments
+//
+// The log cleaner writes a segment that replaces a run of sealed ones
+// ([Cleaned]) under the name of the first, with the suffix .cleaned
+// (00000000000000000000.log.cleaned, .index.cleaned, .timeindex.cleaned);
+// once it is durable, its files are renamed to .swap (the .log last, then
+// the directory is fsynced): the commit point. [Segment.Install] renames them
+// to their final names. Its batches keep their offsets, so there are gaps
+// between them (and within them: a batch keeps its base offset and last
+// offset delta whatever records it loses, and may hold none: Kafka's empty
+// batch). Offsets only increase: recovery cuts the log at a batch that
+// starts at or before the end of the one before it.
+//
 // # Indexing
 //
 // After more than IndexIntervalBytes of batches have been written since the

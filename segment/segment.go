@@ -74,13 +74,23 @@ type Segment struct {
 	closed       atomic.Bool
 	recovered    bool        // Open rebuilt the indexes from the .log
 	indexesDirty atomic.Bool // sealed, indexes not yet fsynced
+	// suffix follows the file names of a segment being cleaned (".cleaned",
+	// ".swap"; see clean.go); nil for an ordinary segment.
+	suffix atomic.Pointer[string]
 }
 
 // Create creates a new, empty segment with base offset base in dir. The
 // caller syncs the directory.
 func Create(fs vfs.FS, dir string, base int64, cfg Config, now time.Time) (*Segment, error) {
+	return createSuffixed(fs, dir, base, cfg, now, "")
+}
+
+func createSuffixed(fs vfs.FS, dir string, base int64, cfg Config, now time.Time, suffix string) (*Segment, error) {
 	cfg = cfg.withDefaults()
 	s := newSegment(fs, dir, base, cfg, now)
+	if suffix != "" {
+		s.suffix.Store(&suffix)
+	}
 	f, err := fs.Create(s.path(".log"))
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", s.path(".log"), err)
@@ -140,7 +150,13 @@ func newSegment(fs vfs.FS, dir string, base int64, cfg Config, now time.Time) *S
 	return s
 }
 
-func (s *Segment) path(ext string) string { return filepath.Join(s.dir, Name(s.base, ext)) }
+func (s *Segment) path(ext string) string {
+	name := Name(s.base, ext)
+	if sfx := s.suffix.Load(); sfx != nil {
+		name += *sfx
+	}
+	return filepath.Join(s.dir, name)
+}
 
 func (s *Segment) openIndexes() error {
 	oi, err := index.OpenOffsetIndex(s.fs, s.path(".index"), s.base, s.cfg.MaxIndexBytes)

@@ -1,0 +1,130 @@
+package batch
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// attrDeleteHorizon is attribute bit 6 (KIP-534): the batch's base timestamp
+// is the time after which the log cleaner may remove its tombstones, and
+// record timestamp deltas are relative to it.
+const attrDeleteHorizon = 0x40
+
+// DeleteHorizon returns the batch's delete horizon (ms) and true if the log
+// cleaner has set one (attribute bit 6, KIP-534).
+func (h Header) DeleteHorizon() (int64, bool) {
+	if h.Attributes&attrDeleteHorizon == 0 {
+		return 0, false
+	}
+	return h.BaseTimestamp, true
+}
+
+// Filter copies batches keeping only some of their records: what the log
+// cleaner does. The zero Filter is ready to use; it keeps a scratch buffer
+// between calls and is not safe for concurrent use.
+type Filter struct {
+	keep []bool
+}
+
+// Apply appends to dst a copy of the batch b, with header h (its CRC checked:
+// see Check), holding only the records keep returns true for. The copy keeps
+// the batch's base offset, last offset delta, leader epoch, producer fields
+// and attributes, so the offsets of the records it keeps do not change and
+// the batch still ends where it ended (a copy with no records is Kafka's
+// empty batch). With horizon >= 0, a batch that keeps a tombstone (a record
+// with a null value) and has no delete horizon yet gets one: attribute bit 6
+// and base timestamp horizon, every kept record's timestamp delta
+// re-encoded so that its timestamp does not change.
+//
+// keep sees the record's Offset, Timestamp, Key and Value (aliasing b, valid
+// during the call); Headers are not decoded. Apply returns the extended dst
+// and how many records the copy holds. A malformed record is ErrCorrupt and
+// dst is returned as it was; a compressed batch is ErrCompressed.
+func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Record) bool) ([]byte, int, error) {
+	if h.Compression() != 0 {
+		return dst, 0, fmt.Errorf("%w (codec %d)", ErrCompressed, h.Compression())
+	}
+	if h.Size() > len(b) || h.Length < minLength {
+		return dst, 0, shortf("%d bytes, the batch needs %d", len(b), h.Size())
+	}
+	b = b[:h.Size()]
+	f.keep = f.keep[:0]
+	var (
+		raw       rawRecord
+		rec       Record
+		err       error
+		tombstone bool
+		kept      int
+	)
+	appendTime := h.LogAppendTime()
+	i := HeaderSize
+	for range h.NumRecords {
+		if i, err = parseRecord(b, i, &raw); err != nil {
+			return dst, 0, err
+		}
+		rec.Offset = h.BaseOffset + int64(raw.offDelta)
+		if appendTime {
+			rec.Timestamp = h.MaxTimestamp
+		} else {
+			rec.Timestamp = h.BaseTimestamp + raw.tsDelta
+		}
+		rec.Key, rec.Value = raw.key, raw.value
+		k := keep(&rec)
+		f.keep = append(f.keep, k)
+		if k {
+			kept++
+			tombstone = tombstone || raw.value == nil
+		}
+	}
+	if i != len(b) {
+		return dst, 0, corruptf("%d bytes after the last of %d records", len(b)-i, h.NumRecords)
+	}
+	rebase := horizon >= 0 && tombstone && h.Attributes&attrDeleteHorizon == 0
+	start := len(dst)
+	dst = append(dst, b[:HeaderSize]...)
+	base := h.BaseTimestamp
+	if rebase {
+		base = horizon
+	}
+	maxTS := int64(math.MinInt64)
+	i = HeaderSize
+	for _, k := range f.keep {
+		recStart := i
+		i, _ = parseRecord(b, i, &raw) // parsed above
+		if !k {
+			continue
+		}
+		ts := h.BaseTimestamp + raw.tsDelta
+		maxTS = max(maxTS, ts)
+		if !rebase {
+			dst = append(dst, b[recStart:i]...)
+			continue
+		}
+		// length, attributes, timestamp delta, then the rest unchanged.
+		_, j, _ := readVarint32(b, recStart)
+		_, tail, _ := readVarint64(b, j+1)
+		delta := ts - base
+		body := 1 + varintLen(delta) + (i - tail)
+		dst = binary.AppendVarint(dst, int64(body))
+		dst = append(dst, b[j])
+		dst = binary.AppendVarint(dst, delta)
+		dst = append(dst, b[tail:i]...)
+	}
+	out := dst[start:]
+	if int64(len(out))-logOverhead > math.MaxInt32 {
+		return dst[:start], 0, corruptf("filtered batch larger than 2 GiB")
+	}
+	be := binary.BigEndian
+	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
+	if rebase {
+		be.PutUint16(out[offAttributes:], uint16(h.Attributes|attrDeleteHorizon))
+		be.PutUint64(out[offBaseTimestamp:], uint64(base))
+	}
+	if kept > 0 && !appendTime {
+		be.PutUint64(out[offMaxTimestamp:], uint64(maxTS))
+	}
+	be.PutUint32(out[offNumRecords:], uint32(kept))
+	SetCRC(out)
+	return dst, kept, nil
+}
