@@ -1,9 +1,11 @@
 package kafka
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // polling runs a consumer's Poll (and Commit after each) in a goroutine
@@ -207,4 +210,134 @@ func TestClientGroupCalls(t *testing.T) {
 	got, err = cl.FetchOffsets(ctx, "g", []log.TopicPartition{{Topic: "t", Partition: 0}})
 	require.NoError(t, err)
 	require.Equal(t, map[log.TopicPartition]int64{{Topic: "t", Partition: 0}: 9}, got)
+}
+
+// movedCoordinator is a broker that names itself the coordinator of every
+// group the first time it is asked, then answers heartbeats
+// NOT_COORDINATOR and names next as the coordinator.
+type movedCoordinator struct {
+	ln   net.Listener
+	next *Server
+	wg   sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+	finds int
+	nots  int
+}
+
+func startMovedCoordinator(t *testing.T, next *Server) *movedCoordinator {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	m := &movedCoordinator{ln: ln, next: next, conns: map[net.Conn]bool{}}
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			m.mu.Lock()
+			m.conns[nc] = true
+			m.mu.Unlock()
+			m.wg.Add(1)
+			go func() {
+				defer m.wg.Done()
+				defer nc.Close()
+				m.serve(nc)
+			}()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		m.mu.Lock()
+		for nc := range m.conns {
+			nc.Close()
+		}
+		m.mu.Unlock()
+		m.wg.Wait()
+	})
+	return m
+}
+
+func (m *movedCoordinator) serve(nc net.Conn) {
+	r := bufio.NewReader(nc)
+	for {
+		frame, _, err := readFrame(r, nil, 1<<20)
+		if err != nil {
+			return
+		}
+		h, body, err := parseHeader(frame)
+		if err != nil {
+			return
+		}
+		if body, err = skipHeaderTags(h, body); err != nil {
+			return
+		}
+		req := kmsg.RequestForKey(h.key)
+		req.SetVersion(h.version)
+		if err := req.ReadFrom(body); err != nil {
+			return
+		}
+		var resp kmsg.Response
+		switch req := req.(type) {
+		case *kmsg.ApiVersionsRequest:
+			resp = m.next.apiVersions(errNone)
+		case *kmsg.MetadataRequest:
+			resp = req.ResponseKind()
+		case *kmsg.FindCoordinatorRequest:
+			m.mu.Lock()
+			m.finds++
+			addr := m.next.Addr()
+			if m.finds == 1 {
+				addr = m.ln.Addr().String()
+			}
+			m.mu.Unlock()
+			host, port, _ := net.SplitHostPort(addr)
+			var p int32
+			fmt.Sscan(port, &p)
+			fr := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+			c := kmsg.NewFindCoordinatorResponseCoordinator()
+			c.Key, c.NodeID, c.Host, c.Port = req.CoordinatorKeys[0], 1, host, p
+			fr.Coordinators = append(fr.Coordinators, c)
+			resp = fr
+		case *kmsg.HeartbeatRequest:
+			m.mu.Lock()
+			m.nots++
+			m.mu.Unlock()
+			hr := req.ResponseKind().(*kmsg.HeartbeatResponse)
+			hr.ErrorCode = errNotCoordinator
+			resp = hr
+		default:
+			return
+		}
+		resp.SetVersion(h.version)
+		if _, err := nc.Write(appendResponse(nil, h, resp)); err != nil {
+			return
+		}
+	}
+}
+
+// TestClientCoordinatorMoved: a NOT_COORDINATOR answer makes the client
+// look the coordinator up again and retry there.
+func TestClientCoordinatorMoved(t *testing.T) {
+	leaktest.Check(t)
+	s, _ := startGroups(t, logtest.Topic("t", 1))
+	ctx := context.Background()
+	direct, err := Dial(ctx, DialConfig{Seeds: []string{s.Addr()}})
+	require.NoError(t, err)
+	defer direct.Close()
+	j, err := direct.JoinGroup(ctx, group.JoinRequest{Group: "g", Topics: []string{"t"}, SessionTimeout: time.Second})
+	require.NoError(t, err)
+
+	m := startMovedCoordinator(t, s)
+	cl, err := Dial(ctx, DialConfig{Seeds: []string{m.ln.Addr().String()}})
+	require.NoError(t, err)
+	defer cl.Close()
+	require.NoError(t, cl.Heartbeat(ctx, "g", j.MemberID, j.Generation))
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	require.Equal(t, 2, m.finds, "looked up again")
+	require.Equal(t, 1, m.nots)
 }
