@@ -407,3 +407,57 @@ func TestJoinGroupErrors(t *testing.T) {
 	sr.Protocol = kmsg.StringPtr("roundrobin")
 	require.Equal(t, errInconsistentGroupProtocol, c.do(sr).(*kmsg.SyncGroupResponse).ErrorCode)
 }
+
+// A static member replaced by a newer instance (same instance id, new
+// member id) is fenced: its heartbeats, syncs and commits get
+// FENCED_INSTANCE_ID (KIP-345).
+func TestStaticMemberFenced(t *testing.T) {
+	s, _ := startGroups(t, logtest.Topic("t", 1))
+	c := dial(t, s.Addr())
+	join := func() *kmsg.JoinGroupResponse {
+		req := joinReq(5, "g", "", 10*time.Second, 10*time.Second, "t")
+		req.InstanceID = kmsg.StringPtr("i1")
+		return c.do(req).(*kmsg.JoinGroupResponse)
+	}
+	old := join()
+	require.Equal(t, errNone, old.ErrorCode)
+	sr := syncReq(3, "g", old.MemberID, old.Generation, map[string][]log.TopicPartition{old.MemberID: {{Topic: "t"}}})
+	sr.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errNone, c.do(sr).(*kmsg.SyncGroupResponse).ErrorCode)
+	now := join() // the instance restarted: a new member id in its place
+	require.Equal(t, errNone, now.ErrorCode)
+	require.NotEqual(t, old.MemberID, now.MemberID)
+
+	hb := heartbeatReq(3, "g", old.MemberID, old.Generation)
+	hb.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errFencedInstanceID, c.do(hb).(*kmsg.HeartbeatResponse).ErrorCode)
+	require.Equal(t, errFencedInstanceID, c.do(sr).(*kmsg.SyncGroupResponse).ErrorCode)
+	cr := commitReq(7, "g", old.MemberID, old.Generation, "t", 1)
+	cr.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errFencedInstanceID, c.do(cr).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
+	hb = heartbeatReq(3, "g", now.MemberID, now.Generation)
+	hb.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errNone, c.do(hb).(*kmsg.HeartbeatResponse).ErrorCode)
+}
+
+// Without a group coordinator the group APIs are not advertised (nor
+// served).
+func TestGroupAPIsNeedACoordinator(t *testing.T) {
+	b := logtest.New(t, logtest.InMemory())
+	s, err := Listen("127.0.0.1:0", shortSessions{b, nil}, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	c := dial(t, s.Addr())
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	keys := map[int16]bool{}
+	for _, k := range c.do(req).(*kmsg.ApiVersionsResponse).ApiKeys {
+		keys[k.ApiKey] = true
+	}
+	require.True(t, keys[fetchKey])
+	for _, k := range []int16{findCoordinatorKey, joinGroupKey, offsetCommitKey, offsetFetchKey, listGroupsKey, deleteGroupsKey} {
+		require.False(t, keys[k], kmsg.NameForKey(k))
+	}
+	c.send(heartbeatReq(0, "g", "m", 1))
+	c.closed()
+}
