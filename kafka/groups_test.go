@@ -461,3 +461,24 @@ func TestGroupAPIsNeedACoordinator(t *testing.T) {
 	c.send(heartbeatReq(0, "g", "m", 1))
 	c.closed()
 }
+
+// Close answers a JoinGroup waiting for its rebalance at once
+// (COORDINATOR_NOT_AVAILABLE: the client looks for the coordinator
+// again) and ends its goroutines.
+func TestCloseEndsPendingJoin(t *testing.T) {
+	leaktest.Check(t)
+	s, _ := startGroups(t, logtest.Topic("t", 1))
+	c1, c2 := dial(t, s.Addr()), dial(t, s.Addr())
+	long := time.Minute
+	j := c1.do(joinReq(3, "g", "", long, long, "t")).(*kmsg.JoinGroupResponse)
+	require.Equal(t, errNone, j.ErrorCode)
+	join := joinReq(3, "g", "", long, long, "t")
+	corr := c2.send(join) // waits for the first member to rejoin
+	require.Eventually(t, func() bool {
+		return c1.do(heartbeatReq(1, "g", j.MemberID, j.Generation)).(*kmsg.HeartbeatResponse).ErrorCode == errRebalanceInProgress
+	}, 5*time.Second, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, s.Close())
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, errCoordinatorNotAvailable, c2.recv(join, corr).(*kmsg.JoinGroupResponse).ErrorCode)
+}
