@@ -335,19 +335,19 @@ func TestHeartbeatPipelinedBehindJoin(t *testing.T) {
 	ja := c1.do(joinReq(3, "a", "", long, long, "t")).(*kmsg.JoinGroupResponse)
 	require.Equal(t, errNone, ja.ErrorCode)
 	require.Equal(t, errNone, c1.do(syncReq(3, "a", ja.MemberID, ja.Generation, nil)).(*kmsg.SyncGroupResponse).ErrorCode)
-	const session = 300 * time.Millisecond
+	const session = time.Second
 	jb := c1.do(joinReq(3, "b", "", session, session, "t")).(*kmsg.JoinGroupResponse)
 	require.Equal(t, errNone, jb.ErrorCode)
 	require.Equal(t, errNone, c1.do(syncReq(3, "b", jb.MemberID, jb.Generation, nil)).(*kmsg.SyncGroupResponse).ErrorCode)
 
 	// On c2: a join of group a that waits for a's member to rejoin, then
-	// heartbeats of group b's member for three of its session timeouts.
+	// heartbeats of group b's member for two of its session timeouts.
 	join := joinReq(3, "a", "", long, long, "t")
 	joinCorr := c2.send(join)
 	hb := heartbeatReq(3, "b", jb.MemberID, jb.Generation)
 	var corrs []int32
-	tick := time.NewTicker(session / 4)
-	for end := time.Now().Add(3 * session); time.Now().Before(end); <-tick.C {
+	tick := time.NewTicker(session / 5)
+	for end := time.Now().Add(2 * session); time.Now().Before(end); <-tick.C {
 		corrs = append(corrs, c2.send(hb))
 	}
 	tick.Stop()
