@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,22 +36,30 @@ const (
 	clientMetadataMax    = 12
 )
 
-// ErrGroupsUnsupported is returned by the consumer-group methods of a
-// Client: the group protocol over the wire is not built yet.
+// ErrGroupsUnsupported was returned by the consumer-group methods of a
+// Client before they were built.
+//
+// Deprecated: no method returns it; the Client speaks Kafka's group
+// protocol.
 var ErrGroupsUnsupported = errors.New("kafka: consumer groups over the Kafka protocol are not supported yet")
 
 // Client is a log.Client that talks to any Kafka-protocol cluster:
 // requests go to each partition's leader, learned from Metadata and
-// refreshed when a broker says it is not the leader.
+// refreshed when a broker says it is not the leader, and group requests to
+// the group's coordinator (see client_group.go).
 type Client struct {
 	cfg DialConfig
 
 	mu      sync.Mutex
 	closed  bool
-	brokers map[int32]string           // node id → host:port
-	leaders map[string][]int32         // topic → leader of each partition
-	conns   map[string]*brokerConn     // by address
-	dialing map[string]*sync.WaitGroup // addresses being dialed
+	brokers map[int32]string            // node id → host:port
+	leaders map[string][]int32          // topic → leader of each partition
+	conns   map[connKey]*brokerConn     // by address and lane
+	dialing map[connKey]*sync.WaitGroup // connections being dialed
+
+	coordinators map[string]string        // group → its coordinator's host:port
+	exclusive    map[*brokerConn]struct{} // every connection of the join/sync pool
+	idle         map[string][]*brokerConn // the pool's idle connections, by address
 }
 
 var _ log.Client = (*Client)(nil)
@@ -67,8 +74,12 @@ func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
 		cfg:     cfg,
 		brokers: map[int32]string{},
 		leaders: map[string][]int32{},
-		conns:   map[string]*brokerConn{},
-		dialing: map[string]*sync.WaitGroup{},
+		conns:   map[connKey]*brokerConn{},
+		dialing: map[connKey]*sync.WaitGroup{},
+
+		coordinators: map[string]string{},
+		exclusive:    map[*brokerConn]struct{}{},
+		idle:         map[string][]*brokerConn{},
 	}
 	if err := c.refresh(ctx); err != nil {
 		c.Close()
@@ -82,43 +93,74 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	conns := c.conns
-	c.conns = map[string]*brokerConn{}
+	c.conns = map[connKey]*brokerConn{}
+	exclusive := c.exclusive
+	c.exclusive, c.idle = map[*brokerConn]struct{}{}, map[string][]*brokerConn{}
 	c.mu.Unlock()
 	for _, bc := range conns {
 		bc.close()
 	}
+	for bc := range exclusive {
+		bc.close() // a join or sync waiting on it fails
+	}
 	return nil
 }
 
-// conn returns a connection to addr, dialing it if needed.
+// connKey names one of the client's shared connections: a broker's
+// address and the lane of requests it carries.
+type connKey struct {
+	addr string
+	lane lane
+}
+
+// lane is a kind of requests that share a connection. A broker answers
+// a connection's requests in order, so a long-polling fetch would hold back
+// whatever is behind it: fetches, produces and the rest each have a
+// connection to a broker, as Kafka's clients do.
+type lane int8
+
+const (
+	laneControl lane = iota // metadata, list offsets, coordinator look-ups and group requests
+	laneProduce
+	laneFetch
+)
+
+// conn returns the control connection to addr, dialing it if needed.
 func (c *Client) conn(ctx context.Context, addr string) (*brokerConn, error) {
+	return c.laneConn(ctx, addr, laneControl)
+}
+
+// laneConn returns the connection of a lane to addr, dialing it if
+// needed.
+func (c *Client) laneConn(ctx context.Context, addr string, l lane) (*brokerConn, error) {
+	key := connKey{addr, l}
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, fmt.Errorf("kafka: client: %w", log.ErrClosed)
 		}
-		if bc := c.conns[addr]; bc != nil && !bc.broken() {
+		if bc := c.conns[key]; bc != nil && !bc.broken() {
 			c.mu.Unlock()
 			return bc, nil
 		}
-		if wg := c.dialing[addr]; wg != nil {
+		if wg := c.dialing[key]; wg != nil {
 			c.mu.Unlock()
 			wg.Wait() // another caller dials it
 			continue
 		}
 		wg := &sync.WaitGroup{}
 		wg.Add(1)
-		c.dialing[addr] = wg
-		old := c.conns[addr]
-		delete(c.conns, addr)
+		c.dialing[key] = wg
+		old := c.conns[key]
+		delete(c.conns, key)
 		c.mu.Unlock()
 		if old != nil {
 			old.close()
 		}
 		bc, err := dialBroker(ctx, addr, c.cfg)
 		c.mu.Lock()
-		delete(c.dialing, addr)
+		delete(c.dialing, key)
 		wg.Done()
 		if err == nil {
 			if c.closed {
@@ -126,7 +168,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*brokerConn, error) {
 				bc.close()
 				return nil, fmt.Errorf("kafka: client: %w", log.ErrClosed)
 			}
-			c.conns[addr] = bc
+			c.conns[key] = bc
 		}
 		c.mu.Unlock()
 		return bc, err
@@ -193,7 +235,7 @@ func (c *Client) refresh(ctx context.Context) error {
 
 // leader returns a connection to the leader of tp, refreshing the
 // metadata once if tp is not known.
-func (c *Client) leader(ctx context.Context, tp log.TopicPartition) (*brokerConn, error) {
+func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*brokerConn, error) {
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		ls, ok := c.leaders[tp.Topic]
@@ -203,7 +245,7 @@ func (c *Client) leader(ctx context.Context, tp log.TopicPartition) (*brokerConn
 		}
 		c.mu.Unlock()
 		if addr != "" {
-			return c.conn(ctx, addr)
+			return c.laneConn(ctx, addr, l)
 		}
 		if attempt > 0 {
 			if !ok {
@@ -321,7 +363,7 @@ func (c *Client) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch 
 }
 
 func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *kmsg.ProduceRequest) (log.ProduceResult, error) {
-	bc, err := c.leader(ctx, tp)
+	bc, err := c.leader(ctx, tp, laneProduce)
 	if err != nil {
 		return log.ProduceResult{}, err
 	}
@@ -367,7 +409,7 @@ func (c *Client) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
 }
 
 func (c *Client) listOffsetOnce(ctx context.Context, tp log.TopicPartition, at int64) (int64, error) {
-	bc, err := c.leader(ctx, tp)
+	bc, err := c.leader(ctx, tp, laneControl)
 	if err != nil {
 		return 0, err
 	}
@@ -421,7 +463,7 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 		byConn := map[*brokerConn][]int{}
 		var retry []int
 		for _, i := range todo {
-			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition)
+			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition, laneFetch)
 			if err != nil {
 				if ctx.Err() != nil {
 					return log.FetchResponse{}, ctx.Err()
@@ -549,32 +591,4 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 		}
 	}
 	return again, nil
-}
-
-// JoinGroup is not supported yet over the Kafka protocol.
-func (c *Client) JoinGroup(context.Context, group.JoinRequest) (group.JoinResponse, error) {
-	return group.JoinResponse{}, ErrGroupsUnsupported
-}
-
-// SyncGroup is not supported yet over the Kafka protocol.
-func (c *Client) SyncGroup(context.Context, group.SyncRequest) (group.SyncResponse, error) {
-	return group.SyncResponse{}, ErrGroupsUnsupported
-}
-
-// Heartbeat is not supported yet over the Kafka protocol.
-func (c *Client) Heartbeat(context.Context, string, string, int32) error {
-	return ErrGroupsUnsupported
-}
-
-// LeaveGroup is not supported yet over the Kafka protocol.
-func (c *Client) LeaveGroup(context.Context, string, string) error { return ErrGroupsUnsupported }
-
-// CommitOffsets is not supported yet over the Kafka protocol.
-func (c *Client) CommitOffsets(context.Context, string, string, int32, map[log.TopicPartition]int64) error {
-	return ErrGroupsUnsupported
-}
-
-// FetchOffsets is not supported yet over the Kafka protocol.
-func (c *Client) FetchOffsets(context.Context, string, []log.TopicPartition) (map[log.TopicPartition]int64, error) {
-	return nil, ErrGroupsUnsupported
 }

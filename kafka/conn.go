@@ -44,6 +44,7 @@ type conn struct {
 
 	queue    chan *pending // read, not yet answered; closed by the reader
 	inFlight atomic.Int32  // requests read and not yet written
+	lastDone atomic.Int64  // when the last response was written (unix ns)
 
 	mu      sync.Mutex // guards closing and the deadlines set on nc
 	closing bool
@@ -52,6 +53,10 @@ type conn struct {
 	lanes   map[log.TopicPartition]chan struct{} // the last produce to each partition
 
 	sasl *saslState // nil: no authentication needed (or done)
+
+	// sendfile: the connection is a TCP socket, to which record batches
+	// go from the segment files with sendfile (not under TLS: copied).
+	sendfile bool
 }
 
 // pending is one request read and its response to come.
@@ -59,6 +64,9 @@ type pending struct {
 	h    header
 	done chan struct{} // closed once out is set
 	out  net.Buffers   // the response frame; nil: no response (acks=0)
+	// files are record batches of a fetch response, each sent with
+	// sendfile before out[at]; released once written (or not).
+	files []fileAt
 	// closeAfter closes the connection once out is written (a failed
 	// acks=0 produce, as Kafka does, or a failed authentication).
 	closeAfter bool
@@ -74,6 +82,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		lanes: map[log.TopicPartition]chan struct{}{},
 	}
 	c.logger = s.logger.With("remote", c.remote)
+	_, c.sendfile = nc.(*net.TCPConn)
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.cfg.SASL != nil {
 		c.sasl = &saslState{}
@@ -130,8 +139,9 @@ func (c *conn) read() {
 		frame, started, err := readFrame(r, nil, limit)
 		if err != nil {
 			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded) && !started && c.inFlight.Load() > 0:
-				continue // waiting for our answers is not idle
+			case errors.Is(err, os.ErrDeadlineExceeded) && !started &&
+				(c.inFlight.Load() > 0 || time.Since(time.Unix(0, c.lastDone.Load())) < c.s.cfg.IdleTimeout):
+				continue // waiting for our answers, or just answered, is not idle
 			case errors.Is(err, os.ErrDeadlineExceeded) && !started:
 				c.mu.Lock()
 				closing := c.closing
@@ -229,7 +239,7 @@ func (s *Server) decode(frame []byte) (header, *api, kmsg.Request, error) {
 	if err != nil {
 		return h, nil, nil, err
 	}
-	a := s.apis[h.key]
+	a := s.apis.lookup(h.key)
 	if a == nil {
 		return h, nil, nil, fmt.Errorf("%w: unknown or unsupported api key %d (version %d)", errBadRequest, h.key, h.version)
 	}
@@ -325,7 +335,11 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
 			p.out, p.closeAfter = nil, true
 		}
 	}()
-	c.encode(p, a.handle(c.ctx, c, req))
+	ctx := c.ctx
+	if p.h.key == joinGroupKey {
+		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
+	}
+	c.encode(p, a.handle(ctx, c, req))
 }
 
 // encode sets p's response frame from a handler's reply.
@@ -333,7 +347,8 @@ func (c *conn) encode(p *pending, rep reply) {
 	switch {
 	case rep.none:
 	case rep.records != nil:
-		p.out = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
+		p.out, p.files = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
+		c.s.heldFiles.Add(int64(len(p.files)))
 	default:
 		rep.resp.SetVersion(p.h.version)
 		p.out = net.Buffers{appendResponse(nil, p.h, rep.resp)}
@@ -351,18 +366,21 @@ func (c *conn) write() {
 	failed := false
 	for p := range c.queue {
 		<-p.done
+		c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
 		c.inFlight.Add(-1)
 		if failed {
+			c.release(p)
 			continue // drain, so that the reader never blocks on a full queue
 		}
 		if p.out != nil {
 			c.setWriteDeadline()
-			bufs := p.out
-			if _, err := bufs.WriteTo(c.nc); err != nil {
+			if err := c.writeOut(p); err != nil {
 				c.logger.Debug("kafka: write", "err", err)
 				failed = true
 			}
 		}
+		c.release(p)
+		c.lastDone.Store(time.Now().UnixNano())
 		if p.closeAfter {
 			failed = true
 		}
@@ -374,12 +392,42 @@ func (c *conn) write() {
 	}
 }
 
+// writeOut writes p's response: its buffers with writev, the record
+// batches of its files between them with sendfile.
+func (c *conn) writeOut(p *pending) error {
+	prev := 0
+	for i := range p.files {
+		f := &p.files[i]
+		bufs := p.out[prev:f.at:f.at]
+		if _, err := bufs.WriteTo(c.nc); err != nil {
+			return err
+		}
+		if _, err := f.b.WriteTo(c.nc); err != nil {
+			return err
+		}
+		c.s.sentFiles.Add(1)
+		prev = f.at
+	}
+	bufs := p.out[prev:]
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// release releases the record batches of p's response.
+func (c *conn) release(p *pending) {
+	for i := range p.files {
+		p.files[i].b.Release()
+	}
+	c.s.heldFiles.Add(-int64(len(p.files)))
+	p.files = nil
+}
+
 // reply is what a handler returns.
 type reply struct {
 	resp kmsg.Response // encoded at the request's version
-	// records, for a fetch response, are each partition's record bytes
-	// in order, spliced in as they are (see splicer).
-	records    [][]byte
+	// records, for a fetch response, are each partition's records in
+	// order, spliced in as they are (see splicer).
+	records    []fetched
 	none       bool // no response (acks=0 produce)
 	closeAfter bool
 }

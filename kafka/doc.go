@@ -16,9 +16,15 @@
 //	c, _ := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{"kafka:9092"}})
 //	p, _ := log.NewProducer(c, log.ProducerConfig{})
 //
-// It keeps one pipelined connection per broker, routes each request to the
-// partition's leader from cached Metadata and retries when a leader moves.
-// Consumer groups over the wire are not supported yet.
+// It keeps three pipelined connections per broker — fetches, produces,
+// and the rest (metadata, offsets, group requests) — so that a long-polling
+// fetch holds back nothing else; it routes each request to the partition's
+// leader from cached Metadata and retries when a leader moves.
+// Group requests go to the group's coordinator, found with
+// FindCoordinator, cached, and looked up again when it moves; JoinGroup
+// and SyncGroup, which wait for a rebalance, each go on a connection of
+// their own so that nothing waits behind them. A Consumer with a Group
+// works over it as over a Broker.
 //
 // # What is served
 //
@@ -37,6 +43,21 @@
 //	CreateTopics     v0–v7, DeleteTopics v0–v6
 //	DescribeConfigs  v0–v4 (topic configs, read-only)
 //	DescribeCluster  v0–v1
+//	FindCoordinator  v0–v6 (this node, for groups; batched keys from v4,
+//	                 KIP-699; transactions and share groups are not served)
+//	JoinGroup        v0–v9 (MEMBER_ID_REQUIRED from v4, KIP-394; static
+//	                 members from v5, KIP-345: a replaced instance's
+//	                 Heartbeat, SyncGroup and OffsetCommit are fenced)
+//	SyncGroup        v0–v5, Heartbeat v0–v4
+//	LeaveGroup       v0–v5 (batched members, by member or instance id,
+//	                 from v3)
+//	OffsetCommit     v0–v9 (member "" and generation -1: a simple
+//	                 consumer's, while the group has no members; v10
+//	                 names topics by id and is not served)
+//	OffsetFetch      v0–v9 (several groups from v8)
+//	ListGroups       v0–v5 (states filter v4, types filter v5: every
+//	                 group is "classic"), DescribeGroups v0–v6,
+//	                 DeleteGroups v0–v2
 //	SaslHandshake    v0–v1 and SaslAuthenticate v0–v2, when Config.SASL
 //	                 is set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
 //
@@ -56,10 +77,13 @@
 // fails, the connection is closed, as Kafka does.
 //
 // Fetch responses are kmsg-encoded with each partition's record bytes cut
-// out, and written as a list of buffers (writev): the records go to the
-// socket as the backend returned them, and later straight from the
-// segment file with sendfile.
-//
+// out, and written as a list of buffers (writev) with the records between
+// them: on a TCP connection a partition's records (16 KiB or more; fewer
+// are cheaper copied into one writev) go from the segment files with
+// sendfile, through the backend's handle (log.Batches), which keeps the
+// segments open, even if retention or a topic deletion removes them
+// meanwhile, until the response is written. Under TLS they are copied.
+
 // # Bad input
 //
 // A frame with a negative size, a size above Config.MaxRequestBytes or too

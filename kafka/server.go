@@ -8,7 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/strata-log/strata/group"
 )
 
 // Server serves a Backend to Kafka clients over TCP.
@@ -18,8 +21,16 @@ type Server struct {
 	logger *slog.Logger
 	ln     net.Listener
 	addr   string
-	apis   map[int16]*api
+	apis   *apiSet
+	groups *group.Coordinator // nil: the group APIs are not served
 	splice *splicer
+	// sendfileMin is the least record bytes of a partition sent with
+	// sendfile; fewer are copied into the response's buffers, one writev
+	// being cheaper than three syscalls for small fetches.
+	// math.MaxInt64 copies every time (for tests and benchmarks).
+	sendfileMin int64
+	sentFiles   atomic.Int64 // handles written by the writers (for tests)
+	heldFiles   atomic.Int64 // handles in responses not yet released (for tests)
 
 	ctx    context.Context // cancelled by Close: ends parked requests
 	cancel context.CancelFunc
@@ -41,7 +52,11 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidConfig)
 	}
-	ln, err := net.Listen("tcp", addr)
+	// Plain TCP: Go listens with MPTCP by default where the kernel has
+	// it, which sendfile and a test fixture's start need not pay for.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen: %w", err)
 	}
@@ -56,13 +71,18 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 		addr:   ln.Addr().String(),
 		conns:  map[*conn]struct{}{},
 	}
+	s.groups = b.GroupCoordinator()
 	s.apis = s.apiTable()
 	s.splice = newSplicer()
+	s.sendfileMin = defaultSendfileMin
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
+
+// defaultSendfileMin is Server.sendfileMin's default.
+const defaultSendfileMin = 16 << 10
 
 // Addr is the bound host:port.
 func (s *Server) Addr() string { return s.addr }
