@@ -1,0 +1,277 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/kafka/kafkatest"
+)
+
+func newKadm(t *testing.T, seed string) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// TestKadmTopics: kadm creates, lists, describes and deletes topics, and
+// lists offsets; each change is seen through Strata's own API.
+func TestKadmTopics(t *testing.T) {
+	c := kafkatest.New(t)
+	ctx := testCtx(t, 15*time.Second)
+	adm := newKadm(t, c.Addr())
+
+	hour := "3600000"
+	created, err := adm.CreateTopics(ctx, 3, 1, map[string]*string{"retention.ms": &hour}, "alpha", "beta")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"alpha", "beta"} {
+		if r, ok := created[name]; !ok || r.Err != nil || r.NumPartitions != 3 {
+			t.Fatalf("create %s: %+v", name, r)
+		}
+	}
+	if got := c.Broker().Topics(); !slices.Equal(got, []string{"alpha", "beta"}) {
+		t.Fatalf("Strata's topics: %v", got)
+	}
+	if cfg, err := c.Broker().TopicConfig("alpha"); err != nil || cfg.RetentionTime != time.Hour || cfg.Partitions != 3 {
+		t.Fatalf("Strata's config of alpha: %+v, %v", cfg, err)
+	}
+
+	again, err := adm.CreateTopics(ctx, 1, 1, nil, "alpha", "bad/name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := again["alpha"].Err; !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Errorf("create alpha again: %v, want TOPIC_ALREADY_EXISTS", err)
+	}
+	if err := again["bad/name"].Err; !errors.Is(err, kerr.InvalidTopicException) {
+		t.Errorf("create bad/name: %v, want INVALID_TOPIC_EXCEPTION", err)
+	}
+
+	topics, err := adm.ListTopics(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if names := topics.Names(); !slices.Equal(names, []string{"alpha", "beta"}) {
+		t.Fatalf("listed topics %v", names)
+	}
+	for _, td := range topics {
+		if td.Err != nil || len(td.Partitions) != 3 {
+			t.Fatalf("topic %s: %d partitions, %v", td.Topic, len(td.Partitions), td.Err)
+		}
+		for _, pd := range td.Partitions {
+			if pd.Err != nil || pd.Leader < 0 || !slices.Equal(pd.Replicas, []int32{pd.Leader}) || !slices.Equal(pd.ISR, []int32{pd.Leader}) {
+				t.Fatalf("partition %s/%d: %+v", td.Topic, pd.Partition, pd)
+			}
+		}
+	}
+
+	rcs, err := adm.DescribeTopicConfigs(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On("alpha", nil)
+	if err != nil || rc.Err != nil {
+		t.Fatalf("describe alpha: %v %v", err, rc.Err)
+	}
+	got := map[string]string{}
+	for _, cf := range rc.Configs {
+		if cf.Value != nil {
+			got[cf.Key] = *cf.Value
+		}
+	}
+	for k, v := range map[string]string{"retention.ms": hour, "cleanup.policy": "delete", "max.message.bytes": "1048588"} {
+		if got[k] != v {
+			t.Errorf("config %s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if rcs, err := adm.DescribeTopicConfigs(ctx, "nope"); err == nil {
+		if rc, _ := rcs.On("nope", nil); !errors.Is(rc.Err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("describe configs of a topic that does not exist: %v", rc.Err)
+		}
+	}
+
+	// Offsets: start, end and by time, against what Strata stored.
+	want := makeRecs("kadm", 60)
+	kgoProduce(ctx, t, c.Addr(), "alpha", want)
+	parts := stored(t, c, "alpha")
+	starts, err := adm.ListStartOffsets(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cut := want[30].ts
+	after, err := adm.ListOffsetsAfterMilli(ctx, cut.UnixMilli(), "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, rs := range parts {
+		s, _ := starts.Lookup("alpha", int32(p))
+		e, _ := ends.Lookup("alpha", int32(p))
+		a, _ := after.Lookup("alpha", int32(p))
+		wantAfter := int64(len(rs))
+		for _, r := range rs {
+			if !r.Timestamp.Before(cut) {
+				wantAfter = r.Offset
+				break
+			}
+		}
+		if s.Err != nil || s.Offset != 0 || e.Err != nil || e.Offset != int64(len(rs)) || a.Err != nil || a.Offset != wantAfter {
+			t.Errorf("partition %d: start %d (%v) end %d (%v) after %d (%v); want 0, %d, %d", p, s.Offset, s.Err, e.Offset, e.Err, a.Offset, a.Err, len(rs), wantAfter)
+		}
+	}
+
+	deleted, err := adm.DeleteTopics(ctx, "beta")
+	if err != nil || deleted["beta"].Err != nil {
+		t.Fatalf("delete beta: %v %v", err, deleted["beta"].Err)
+	}
+	if got := c.Broker().Topics(); !slices.Equal(got, []string{"alpha"}) {
+		t.Fatalf("Strata's topics after delete: %v", got)
+	}
+	if gone, err := adm.DeleteTopics(ctx, "beta"); err != nil || !errors.Is(gone["beta"].Err, kerr.UnknownTopicOrPartition) {
+		t.Errorf("delete beta again: %v %v", err, gone["beta"].Err)
+	}
+	brokers, err := adm.ListBrokers(ctx)
+	if err != nil || len(brokers) != 1 {
+		t.Fatalf("brokers %v, %v", brokers, err)
+	}
+}
+
+// TestKadmNotServed: each kadm call whose request the server does not
+// advertise fails at once with an error, and does not hang; one it
+// advertises works.
+func TestKadmNotServed(t *testing.T) {
+	const topic = "t"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 2))
+	ctx := testCtx(t, 20*time.Second)
+	adm := newKadm(t, c.Addr())
+	kgoProduce(ctx, t, c.Addr(), topic, makeRecs("ns", 10))
+	for _, call := range []struct {
+		name string
+		keys []int16 // the requests it needs
+		run  func(context.Context) error
+	}{
+		{"CreatePartitions", []int16{37}, func(ctx context.Context) error {
+			r, err := adm.CreatePartitions(ctx, 1, topic)
+			return firstErr(err, r.Error())
+		}},
+		{"AlterTopicConfigs", []int16{44}, func(ctx context.Context) error {
+			v := "1000"
+			r, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, topic)
+			if err != nil {
+				return err
+			}
+			for _, x := range r {
+				if x.Err != nil {
+					return x.Err
+				}
+			}
+			return nil
+		}},
+		{"DeleteRecords", []int16{21}, func(ctx context.Context) error {
+			os := kadm.Offsets{}
+			os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1})
+			r, err := adm.DeleteRecords(ctx, os)
+			return firstErr(err, r.Error())
+		}},
+		{"OffsetForLeaderEpoch", []int16{23}, func(ctx context.Context) error {
+			var req kadm.OffsetForLeaderEpochRequest
+			req.Add(topic, 0, 0)
+			r, err := adm.OffsetForLeaderEpoch(ctx, req)
+			if err != nil {
+				return err
+			}
+			for _, ps := range r {
+				for _, p := range ps {
+					if p.Err != nil {
+						return p.Err
+					}
+				}
+			}
+			return nil
+		}},
+		{"FindGroupCoordinators", []int16{10}, func(ctx context.Context) error {
+			return adm.FindGroupCoordinators(ctx, "g").Error()
+		}},
+		{"ListGroups", []int16{16}, func(ctx context.Context) error {
+			_, err := adm.ListGroups(ctx)
+			return err
+		}},
+		{"DescribeGroups", []int16{10, 15}, func(ctx context.Context) error {
+			r, err := adm.DescribeGroups(ctx, "g")
+			return firstErr(err, r.Error())
+		}},
+		{"DeleteGroups", []int16{10, 42}, func(ctx context.Context) error {
+			r, err := adm.DeleteGroups(ctx, "g")
+			return firstErr(err, r.Error())
+		}},
+		{"CommitOffsets", []int16{10, 8}, func(ctx context.Context) error {
+			os := kadm.Offsets{}
+			os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 3, LeaderEpoch: -1})
+			r, err := adm.CommitOffsets(ctx, "g", os)
+			return firstErr(err, r.Error())
+		}},
+		{"FetchOffsets", []int16{10, 9}, func(ctx context.Context) error {
+			r, err := adm.FetchOffsets(ctx, "g")
+			return firstErr(err, r.Error())
+		}},
+		{"DescribeProducers", []int16{61}, func(ctx context.Context) error {
+			r, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
+			if err != nil {
+				return err
+			}
+			for _, ps := range r {
+				for _, p := range ps.Partitions {
+					if p.Err != nil {
+						return p.Err
+					}
+				}
+			}
+			return nil
+		}},
+	} {
+		t.Run(call.name, func(t *testing.T) {
+			served := true
+			for _, k := range call.keys {
+				served = served && serves(ctx, t, c.Addr(), k)
+			}
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			start := time.Now()
+			err := call.run(cctx)
+			switch {
+			case cctx.Err() != nil:
+				t.Fatalf("%s (served %v) hung: %v after %v", call.name, served, err, time.Since(start))
+			case served && err != nil:
+				t.Fatalf("%s is advertised and fails: %v", call.name, err)
+			case !served && err == nil:
+				t.Fatalf("%s is not advertised and succeeds", call.name)
+			case !served:
+				t.Logf("%s not served: %v", call.name, err)
+			}
+		})
+	}
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
