@@ -6,6 +6,7 @@ replace github.com/strata-log/strata => ../
 
 require (
 	github.com/IBM/sarama v1.61.1
+	github.com/segmentio/kafka-go v0.4.51
 	github.com/strata-log/strata v0.0.0-00010101000000-000000000000
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kadm v1.18.0
