@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 
 	"github.com/strata-log/strata/kafka/kafkatest"
+	"github.com/strata-log/strata/log"
 )
 
 // saramaMessages converts recs to sarama messages of topic.
@@ -195,4 +196,59 @@ func TestSaramaIdempotent(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStored(t, c, topic, want, javaPartitioner)
+}
+
+// TestSaramaConsumer: sarama's partition consumer reads what Strata stored
+// from the oldest offset, and its client lists the offsets Strata has.
+func TestSaramaConsumer(t *testing.T) {
+	const topic = "cons"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+	ctx := testCtx(t, 15*time.Second)
+	kgoProduce(ctx, t, c.Addr(), topic, makeRecs("sc", 90))
+	parts := stored(t, c, topic)
+	cfg := saramaConfig()
+	cfg.Consumer.Return.Errors = true
+	cfg.Consumer.MaxWaitTime = 100 * time.Millisecond
+	client, err := sarama.NewClient([]string{c.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	cons, err := sarama.NewConsumerFromClient(client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	for p, rs := range parts {
+		oldest, err1 := client.GetOffset(topic, int32(p), sarama.OffsetOldest)
+		newest, err2 := client.GetOffset(topic, int32(p), sarama.OffsetNewest)
+		if err1 != nil || err2 != nil || oldest != 0 || newest != int64(len(rs)) {
+			t.Fatalf("partition %d: offsets %d, %d (%v, %v); want 0, %d", p, oldest, newest, err1, err2, len(rs))
+		}
+		pc, err := cons.ConsumePartition(topic, int32(p), sarama.OffsetOldest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range rs {
+			select {
+			case m := <-pc.Messages():
+				hs := make([]log.Header, len(m.Headers))
+				for i, h := range m.Headers {
+					hs[i] = log.Header{Key: string(h.Key), Value: h.Value}
+				}
+				if m.Offset != s.Offset || string(m.Key) != string(s.Key) || string(m.Value) != string(s.Value) ||
+					!m.Timestamp.Equal(s.Timestamp) || !sameHeaders(hs, s.Headers) {
+					t.Fatalf("partition %d: sarama read offset %d key %q ts %d headers %v; stored offset %d key %q ts %d headers %v",
+						p, m.Offset, m.Key, m.Timestamp.UnixMilli(), hs, s.Offset, s.Key, s.Timestamp.UnixMilli(), s.Headers)
+				}
+			case err := <-pc.Errors():
+				t.Fatal(err)
+			case <-ctx.Done():
+				t.Fatalf("partition %d: sarama read nothing at offset %d", p, s.Offset)
+			}
+		}
+		if err := pc.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
