@@ -13,12 +13,22 @@ const (
 	fetchKey            int16 = 1
 	listOffsetsKey      int16 = 2
 	metadataKey         int16 = 3
+	offsetCommitKey     int16 = 8
+	offsetFetchKey      int16 = 9
+	findCoordinatorKey  int16 = 10
+	joinGroupKey        int16 = 11
+	heartbeatKey        int16 = 12
+	leaveGroupKey       int16 = 13
+	syncGroupKey        int16 = 14
+	describeGroupsKey   int16 = 15
+	listGroupsKey       int16 = 16
 	saslHandshakeKey    int16 = 17
 	apiVersionsKey      int16 = 18
 	createTopicsKey     int16 = 19
 	deleteTopicsKey     int16 = 20
 	describeConfigsKey  int16 = 32
 	saslAuthenticateKey int16 = 36
+	deleteGroupsKey     int16 = 42
 	describeClusterKey  int16 = 60
 )
 
@@ -41,6 +51,28 @@ func (s *Server) apiTable() map[int16]*api {
 		{key: deleteTopicsKey, min: 0, max: 6, handle: handleDeleteTopics},
 		{key: describeConfigsKey, min: 0, max: 4, handle: handleDescribeConfigs},
 		{key: describeClusterKey, min: 0, max: 1, handle: handleDescribeCluster},
+	}
+	if s.groups != nil {
+		apis = append(apis,
+			// v4+ batch the keys (KIP-699); v6 names share groups, which
+			// are not served (nor transactions): only key type 0 is.
+			&api{key: findCoordinatorKey, min: 0, max: 6, handle: handleFindCoordinator},
+			// v4+ require a known member id (KIP-394), v5+ carry the
+			// instance id of static members (KIP-345).
+			&api{key: joinGroupKey, min: 0, max: 9, handle: handleJoinGroup},
+			&api{key: syncGroupKey, min: 0, max: 5, handle: handleSyncGroup},
+			&api{key: heartbeatKey, min: 0, max: 4, handle: handleHeartbeat},
+			// v3+ leave a batch of members, by member or instance id.
+			&api{key: leaveGroupKey, min: 0, max: 5, handle: handleLeaveGroup},
+			// v10 names topics by id: not served yet.
+			&api{key: offsetCommitKey, min: 0, max: 9, handle: handleOffsetCommit},
+			// v8+ ask for several groups at once.
+			&api{key: offsetFetchKey, min: 0, max: 9, handle: handleOffsetFetch},
+			// v4 filters by state, v5 by type (every group is "classic").
+			&api{key: listGroupsKey, min: 0, max: 5, handle: handleListGroups},
+			&api{key: describeGroupsKey, min: 0, max: 6, handle: handleDescribeGroups},
+			&api{key: deleteGroupsKey, min: 0, max: 2, handle: handleDeleteGroups},
+		)
 	}
 	if s.cfg.SASL != nil {
 		apis = append(apis,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 )
 
@@ -33,6 +34,10 @@ type Backend interface {
 	// ListOffset returns log.EarliestOffset, log.LatestOffset or the first
 	// offset at or after a timestamp in ms.
 	ListOffset(tp log.TopicPartition, at int64) (int64, error)
+	// GroupCoordinator returns the coordinator of the consumer groups this
+	// node coordinates (every group, on a standalone broker); nil: the
+	// group APIs are not served. Commits go to its OffsetStore.
+	GroupCoordinator() *group.Coordinator
 }
 
 var _ Backend = (*log.Broker)(nil)

@@ -325,7 +325,11 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
 			p.out, p.closeAfter = nil, true
 		}
 	}()
-	c.encode(p, a.handle(c.ctx, c, req))
+	ctx := c.ctx
+	if p.h.key == joinGroupKey {
+		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
+	}
+	c.encode(p, a.handle(ctx, c, req))
 }
 
 // encode sets p's response frame from a handler's reply.

@@ -37,6 +37,18 @@
 //	CreateTopics     v0–v7, DeleteTopics v0–v6
 //	DescribeConfigs  v0–v4 (topic configs, read-only)
 //	DescribeCluster  v0–v1
+//	FindCoordinator  v0–v6 (this node, for groups; batched keys from v4,
+//	                 KIP-699; transactions and share groups are not served)
+//	JoinGroup        v0–v9 (MEMBER_ID_REQUIRED from v4, KIP-394; static
+//	                 members from v5, KIP-345), SyncGroup v0–v5,
+//	                 Heartbeat v0–v4, LeaveGroup v0–v5 (batched members,
+//	                 by member or instance id, from v3)
+//	OffsetCommit     v0–v9 (member "" and generation -1: a simple
+//	                 consumer's, while the group has no members)
+//	OffsetFetch      v0–v9 (several groups from v8)
+//	ListGroups       v0–v5 (states filter v4, types filter v5: every
+//	                 group is "classic"), DescribeGroups v0–v6,
+//	                 DeleteGroups v0–v2
 //	SaslHandshake    v0–v1 and SaslAuthenticate v0–v2, when Config.SASL
 //	                 is set (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)
 //
@@ -59,6 +71,14 @@
 // out, and written as a list of buffers (writev): the records go to the
 // socket as the backend returned them, and later straight from the
 // segment file with sendfile.
+//
+// The group APIs are served by the Backend's group.Coordinator and
+// advertised only when it has one. A JoinGroup, or a follower's SyncGroup,
+// waits for its rebalance: the requests behind it on the connection are
+// read and handled meanwhile (a Heartbeat renews its member's session at
+// once) and only their responses wait, in order. A client that needs those
+// responses while a join waits sends the join on a connection of its own,
+// as Kafka's clients do.
 //
 // # Bad input
 //

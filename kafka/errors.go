@@ -22,11 +22,15 @@ const (
 	errNotLeaderOrFollower                int16 = 6
 	errRequestTimedOut                    int16 = 7
 	errMessageTooLarge                    int16 = 10
+	errOffsetMetadataTooLarge             int16 = 12
+	errCoordinatorLoadInProgress          int16 = 14
 	errCoordinatorNotAvailable            int16 = 15
+	errNotCoordinator                     int16 = 16
 	errInvalidTopicException              int16 = 17
 	errNotEnoughReplicas                  int16 = 19
 	errInvalidRequiredAcks                int16 = 21
 	errIllegalGeneration                  int16 = 22
+	errInconsistentGroupProtocol          int16 = 23
 	errInvalidGroupID                     int16 = 24
 	errUnknownMemberID                    int16 = 25
 	errInvalidSessionTimeout              int16 = 26
@@ -42,7 +46,11 @@ const (
 	errInvalidRequest                     int16 = 42
 	errTransactionalIDAuthorizationFailed int16 = 53
 	errSaslAuthenticationFailed           int16 = 58
+	errNonEmptyGroup                      int16 = 68
+	errGroupIDNotFound                    int16 = 69
 	errUnsupportedCompressionType         int16 = 76
+	errMemberIDRequired                   int16 = 79
+	errFencedInstanceID                   int16 = 82
 	errUnknownTopicID                     int16 = 100
 	errMismatchedEndpointType             int16 = 114
 	errUnsupportedEndpointType            int16 = 115
@@ -76,6 +84,14 @@ var errorTable = []struct {
 	{group.ErrInvalidSessionTimeout, errInvalidSessionTimeout},
 	{group.ErrInvalidGroup, errInvalidGroupID},
 	{group.ErrInvalidRequest, errInvalidRequest},
+	{group.ErrInconsistentGroupProtocol, errInconsistentGroupProtocol},
+	{group.ErrMemberIDRequired, errMemberIDRequired},
+	{group.ErrFencedInstanceID, errFencedInstanceID},
+	{group.ErrNonEmptyGroup, errNonEmptyGroup},
+	{group.ErrGroupNotFound, errGroupIDNotFound},
+	{errNotCoordinatorErr, errNotCoordinator},
+	{errCoordinatorLoadingErr, errCoordinatorLoadInProgress},
+	{errOffsetMetadataTooLargeErr, errOffsetMetadataTooLarge},
 	{group.ErrClosed, errCoordinatorNotAvailable},
 	{errUnknownTopicIDErr, errUnknownTopicID},
 	{errInvalidRequestErr, errInvalidRequest},
@@ -86,6 +102,15 @@ var errorTable = []struct {
 
 // errUnknownTopicIDErr is the error of a topic id that names no topic.
 var errUnknownTopicIDErr = errors.New("kafka: unknown topic id")
+
+// Errors of group coordination that Strata's own coordinator never
+// returns but a Kafka cluster does: the client looks the coordinator up
+// again and retries on the first two.
+var (
+	errNotCoordinatorErr         = errors.New("kafka: not the group's coordinator")
+	errCoordinatorLoadingErr     = errors.New("kafka: group coordinator loading")
+	errOffsetMetadataTooLargeErr = errors.New("kafka: offset commit metadata too large")
+)
 
 // errorCode returns Kafka's code for err: 0 for nil, UNKNOWN_SERVER_ERROR
 // for an error not in the table.

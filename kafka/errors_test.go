@@ -36,6 +36,15 @@ func TestErrorTableBothWays(t *testing.T) {
 		{group.ErrInvalidSessionTimeout, 26},
 		{group.ErrInvalidGroup, 24},
 		{group.ErrClosed, 15},
+		{group.ErrInvalidRequest, 42},
+		{group.ErrInconsistentGroupProtocol, 23},
+		{group.ErrMemberIDRequired, 79},
+		{group.ErrFencedInstanceID, 82},
+		{group.ErrNonEmptyGroup, 68},
+		{group.ErrGroupNotFound, 69},
+		{errNotCoordinatorErr, 16},
+		{errCoordinatorLoadingErr, 14},
+		{errOffsetMetadataTooLargeErr, 12},
 		{errors.New("something else"), -1},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,6 +51,37 @@ func seedRequests() [][]byte {
 	dc.Resources = append(dc.Resources, dr)
 	add(dc, 0, 4)
 	add(kmsg.NewPtrDescribeClusterRequest(), 0, 1)
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey, fc.CoordinatorKeys = "g", []string{"g", "h"}
+	add(fc, 0, 3, 4, 6)
+	add(joinReq(0, "g", "", time.Second, time.Second, "t"), 0, 3, 4, 5, 6, 9)
+	add(syncReq(0, "g", "m", 1, map[string][]log.TopicPartition{"m": {{Topic: "t"}}}), 0, 3, 4, 5)
+	add(heartbeatReq(0, "g", "m", 1), 0, 3, 4)
+	lv := kmsg.NewPtrLeaveGroupRequest()
+	lv.Group, lv.MemberID = "g", "m"
+	lm := kmsg.NewLeaveGroupRequestMember()
+	lm.MemberID, lm.InstanceID = "m", kmsg.StringPtr("i")
+	lv.Members = append(lv.Members, lm)
+	add(lv, 0, 3, 5)
+	add(commitReq(0, "g", "", -1, "t", 1, 2), 0, 1, 2, 5, 7, 8, 9)
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Group = "g"
+	ot := kmsg.NewOffsetFetchRequestTopic()
+	ot.Topic, ot.Partitions = "t", []int32{0, 1}
+	of.Topics = append(of.Topics, ot)
+	og := kmsg.NewOffsetFetchRequestGroup()
+	og.Group = "g"
+	of.Groups = append(of.Groups, og)
+	add(of, 0, 1, 5, 7, 8, 9)
+	lg := kmsg.NewPtrListGroupsRequest()
+	lg.StatesFilter, lg.TypesFilter = []string{"Stable"}, []string{"classic"}
+	add(lg, 0, 3, 4, 5)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups, dg.IncludeAuthorizedOperations = []string{"g", ""}, true
+	add(dg, 0, 3, 5, 6)
+	dl := kmsg.NewPtrDeleteGroupsRequest()
+	dl.Groups = []string{"g", "nothing"}
+	add(dl, 0, 2)
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = "PLAIN"
 	add(hs, 0, 1)

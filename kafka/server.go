@@ -9,6 +9,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/strata-log/strata/group"
 )
 
 // Server serves a Backend to Kafka clients over TCP.
@@ -19,6 +21,7 @@ type Server struct {
 	ln     net.Listener
 	addr   string
 	apis   map[int16]*api
+	groups *group.Coordinator // nil: the group APIs are not served
 	splice *splicer
 
 	ctx    context.Context // cancelled by Close: ends parked requests
@@ -56,6 +59,7 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 		addr:   ln.Addr().String(),
 		conns:  map[*conn]struct{}{},
 	}
+	s.groups = b.GroupCoordinator()
 	s.apis = s.apiTable()
 	s.splice = newSplicer()
 	s.ctx, s.cancel = context.WithCancel(context.Background())

@@ -1,0 +1,122 @@
+package kafka
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// classicGroupType is the type of every group Strata coordinates
+// (ListGroups v5, KIP-848's "classic").
+const classicGroupType = "classic"
+
+// groupOperations is the bit field of the operations on a group a client
+// may perform (DescribeGroups v3+, when asked): READ, DELETE and DESCRIBE
+// (Kafka's AclOperation codes 3, 6 and 8). Strata has no ACLs.
+const groupOperations int32 = 1<<3 | 1<<6 | 1<<8
+
+// handleListGroups lists every group the coordinator knows, those with
+// only committed offsets included (state Empty), filtered by state (v4+,
+// case-insensitive as Kafka's) and type (v5+).
+func handleListGroups(_ context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.ListGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	match := func(filter []string, v string) bool {
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+	}
+	for _, l := range c.s.groups.List() {
+		if !match(req.StatesFilter, string(l.State)) || !match(req.TypesFilter, classicGroupType) {
+			continue
+		}
+		g := kmsg.NewListGroupsResponseGroup()
+		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, string(l.State), classicGroupType
+		resp.Groups = append(resp.Groups, g)
+	}
+	return reply{resp: resp}
+}
+
+// handleDescribeGroups describes each group as Kafka's classic coordinator
+// does: members' metadata and assignments and the protocol only while the
+// group is Stable; a group the coordinator does not know is Dead (and, from
+// v6, GROUP_ID_NOT_FOUND, KIP-1043).
+func handleDescribeGroups(_ context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.DescribeGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
+	for _, id := range req.Groups {
+		g := kmsg.NewDescribeGroupsResponseGroup()
+		g.Group = id
+		if req.IncludeAuthorizedOperations {
+			g.AuthorizedOperations = groupOperations
+		} else {
+			g.AuthorizedOperations = math.MinInt32
+		}
+		if id == "" || len(id) > group.MaxNameLen {
+			g.ErrorCode = errInvalidGroupID
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		d, ok := c.s.groups.Describe(id)
+		g.State, g.ProtocolType = string(d.State), d.ProtocolType
+		if !ok && req.Version >= 6 {
+			g.ErrorCode = errGroupIDNotFound
+		}
+		stable := d.State == group.StateStable
+		if stable {
+			g.Protocol = d.Protocol
+		}
+		for _, m := range d.Members {
+			gm := kmsg.NewDescribeGroupsResponseGroupMember()
+			gm.MemberID, gm.ClientID, gm.ClientHost = m.ID, m.ClientID, m.ClientHost
+			if m.InstanceID != "" {
+				gm.InstanceID = kmsg.StringPtr(m.InstanceID)
+			}
+			gm.ProtocolMetadata, gm.MemberAssignment = []byte{}, []byte{}
+			if stable {
+				if m.MemberMetadata != nil {
+					gm.ProtocolMetadata = m.MemberMetadata
+				}
+				if m.MemberAssignment != nil {
+					gm.MemberAssignment = m.MemberAssignment
+				}
+			}
+			g.Members = append(g.Members, gm)
+		}
+		resp.Groups = append(resp.Groups, g)
+	}
+	return reply{resp: resp}
+}
+
+// handleDeleteGroups deletes groups without members and their committed
+// offsets: NON_EMPTY_GROUP for one with members, GROUP_ID_NOT_FOUND for one
+// the coordinator does not know.
+func handleDeleteGroups(ctx context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.DeleteGroupsRequest)
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		g := kmsg.NewDeleteGroupsResponseGroup()
+		g.Group = id
+		g.ErrorCode = groupCode(ctx, c.s.groups.Delete(ctx, id))
+		resp.Groups = append(resp.Groups, g)
+	}
+	return reply{resp: resp}
+}
+
+// sortedTPs returns the keys of m, by topic then partition.
+func sortedTPs(m map[log.TopicPartition]int64) []log.TopicPartition {
+	out := make([]log.TopicPartition, 0, len(m))
+	for tp := range m {
+		out = append(out, tp)
+	}
+	slices.SortFunc(out, func(a, b log.TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return a.Partition - b.Partition
+	})
+	return out
+}

@@ -1,0 +1,143 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// maxOffsetMetadata is the longest commit metadata accepted (Kafka's
+// offset.metadata.max.bytes). Strata's coordinator does not keep it: an
+// OffsetFetch answers "".
+const maxOffsetMetadata = 4096
+
+// handleOffsetCommit commits through the coordinator. A commit with member
+// id "" and generation -1 (v0 has neither) is a simple consumer's, which
+// the coordinator takes while the group has no members. The partitions of
+// topics the broker does not have are answered UNKNOWN_TOPIC_OR_PARTITION
+// and the others committed, as Kafka does; the commit is one: every other
+// partition gets its error.
+func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.OffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+	offsets := map[log.TopicPartition]int64{}
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		n, err := c.s.b.Partitions(t.Topic)
+		codes[i] = make([]int16, len(t.Partitions))
+		for j, p := range t.Partitions {
+			switch {
+			case err != nil || p.Partition < 0 || int(p.Partition) >= n:
+				codes[i][j] = errUnknownTopicOrPartition
+			case p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata:
+				codes[i][j] = errOffsetMetadataTooLarge
+			default:
+				codes[i][j] = -2 // committed below
+				offsets[log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)}] = p.Offset
+			}
+		}
+	}
+	code := errNone
+	if len(offsets) > 0 {
+		code = groupCode(ctx, c.s.groups.Commit(ctx, req.Group, req.MemberID, req.Generation, offsets))
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			if rp.ErrorCode == -2 {
+				rp.ErrorCode = code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply{resp: resp}
+}
+
+// handleOffsetFetch answers the committed offsets of one group (v0–v7) or
+// of several (v8+); a partition without one gets offset -1. Topics null
+// (v2+) asks for every committed offset of the group.
+func handleOffsetFetch(_ context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.OffsetFetchRequest)
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version < 8 {
+		topics := make([]kmsg.OffsetFetchRequestGroupTopic, 0, len(req.Topics))
+		for _, t := range req.Topics {
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = t.Topic, t.Partitions
+			topics = append(topics, gt)
+		}
+		if req.Topics == nil {
+			topics = nil
+		}
+		g := c.s.committed(req.Group, topics)
+		for _, gt := range g.Topics {
+			rt := kmsg.NewOffsetFetchResponseTopic()
+			rt.Topic = gt.Topic
+			for _, gp := range gt.Partitions {
+				rp := kmsg.NewOffsetFetchResponseTopicPartition()
+				rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = gp.Partition, gp.Offset, gp.LeaderEpoch, gp.Metadata, gp.ErrorCode
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		resp.ErrorCode = g.ErrorCode
+		return reply{resp: resp}
+	}
+	for _, rg := range req.Groups {
+		resp.Groups = append(resp.Groups, c.s.committed(rg.Group, rg.Topics))
+	}
+	return reply{resp: resp}
+}
+
+// committed is one group's answer to an OffsetFetch: the offsets of the
+// partitions of topics, or of every partition with a commit for topics nil.
+func (s *Server) committed(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+	g := kmsg.NewOffsetFetchResponseGroup()
+	g.Group = groupID
+	partition := func(p int32, off int64) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, off, -1, kmsg.StringPtr("")
+		return rp
+	}
+	if topics == nil {
+		all := s.groups.Committed(groupID, nil)
+		where := map[string]int{}
+		for _, tp := range sortedTPs(all) {
+			i, ok := where[tp.Topic]
+			if !ok {
+				i = len(g.Topics)
+				where[tp.Topic] = i
+				gt := kmsg.NewOffsetFetchResponseGroupTopic()
+				gt.Topic = tp.Topic
+				g.Topics = append(g.Topics, gt)
+			}
+			g.Topics[i].Partitions = append(g.Topics[i].Partitions, partition(int32(tp.Partition), all[tp]))
+		}
+		return g
+	}
+	var tps []log.TopicPartition
+	for _, t := range topics {
+		for _, p := range t.Partitions {
+			tps = append(tps, log.TopicPartition{Topic: t.Topic, Partition: int(p)})
+		}
+	}
+	got := s.groups.Committed(groupID, tps)
+	for _, t := range topics {
+		gt := kmsg.NewOffsetFetchResponseGroupTopic()
+		gt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			off, ok := got[log.TopicPartition{Topic: t.Topic, Partition: int(p)}]
+			if !ok {
+				off = -1
+			}
+			gt.Partitions = append(gt.Partitions, partition(p, off))
+		}
+		g.Topics = append(g.Topics, gt)
+	}
+	return g
+}
