@@ -204,31 +204,6 @@ func TestKadmNotServed(t *testing.T) {
 			}
 			return nil
 		}},
-		{"FindGroupCoordinators", []int16{10}, func(ctx context.Context) error {
-			return adm.FindGroupCoordinators(ctx, "g").Error()
-		}},
-		{"ListGroups", []int16{16}, func(ctx context.Context) error {
-			_, err := adm.ListGroups(ctx)
-			return err
-		}},
-		{"DescribeGroups", []int16{10, 15}, func(ctx context.Context) error {
-			r, err := adm.DescribeGroups(ctx, "g")
-			return firstErr(err, r.Error())
-		}},
-		{"DeleteGroups", []int16{10, 42}, func(ctx context.Context) error {
-			r, err := adm.DeleteGroups(ctx, "g")
-			return firstErr(err, r.Error())
-		}},
-		{"CommitOffsets", []int16{10, 8}, func(ctx context.Context) error {
-			os := kadm.Offsets{}
-			os.Add(kadm.Offset{Topic: topic, Partition: 0, At: 3, LeaderEpoch: -1})
-			r, err := adm.CommitOffsets(ctx, "g", os)
-			return firstErr(err, r.Error())
-		}},
-		{"FetchOffsets", []int16{10, 9}, func(ctx context.Context) error {
-			r, err := adm.FetchOffsets(ctx, "g")
-			return firstErr(err, r.Error())
-		}},
 		{"DescribeProducers", []int16{61}, func(ctx context.Context) error {
 			r, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
 			if err != nil {

@@ -1,0 +1,278 @@
+package interop
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/kafka/kafkatest"
+)
+
+// groupMember is a kgo group consumer polling in a goroutine of its own
+// until stopped, sending what it polls.
+type groupMember struct {
+	cl   *kgo.Client
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func startKgoMember(t *testing.T, seed, group, topic string, out chan<- *kgo.Record, opts ...kgo.Opt) *groupMember {
+	t.Helper()
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seed), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.HeartbeatInterval(100 * time.Millisecond),
+		kgo.AutoCommitInterval(100 * time.Millisecond), kgo.FetchMaxWait(200 * time.Millisecond)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	m := &groupMember{cl: cl, stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			fs.EachError(func(topic string, p int32, err error) {
+				if !errors.Is(err, context.Canceled) {
+					t.Errorf("%s/%d: %v", topic, p, err)
+				}
+			})
+			for _, r := range fs.Records() {
+				select {
+				case out <- r:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}
+	}()
+	return m
+}
+
+// close stops polling and closes the client, which leaves the group.
+func (m *groupMember) close() {
+	m.stop()
+	<-m.done
+	m.cl.Close()
+}
+
+// awaitGroup polls DescribeGroups, bounded by ctx, until ok accepts the
+// group: rebalances give a client nothing to await.
+func awaitGroup(ctx context.Context, t *testing.T, adm *kadm.Client, group string, what string, ok func(kadm.DescribedGroup) bool) kadm.DescribedGroup {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	var last kadm.DescribedGroup
+	for {
+		dg, err := adm.DescribeGroups(ctx, group)
+		if err == nil {
+			last = dg[group]
+			if last.Err == nil && ok(last) {
+				return last
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("group %s never %s: last %+v, %v", group, what, last, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// assigned returns each member's assigned partitions of topic, sorted.
+func assigned(dg kadm.DescribedGroup, topic string) [][]int32 {
+	var out [][]int32
+	for _, m := range dg.Members {
+		var ps []int32
+		if ca, ok := m.Assigned.AsConsumer(); ok {
+			for _, t := range ca.Topics {
+				if t.Topic == topic {
+					ps = append(ps, t.Partitions...)
+				}
+			}
+		}
+		slices.Sort(ps)
+		out = append(out, ps)
+	}
+	return out
+}
+
+// balanced reports whether members hold n partitions between them, each
+// once, spread evenly.
+func balanced(as [][]int32, n int) bool {
+	seen := map[int32]bool{}
+	for _, ps := range as {
+		if len(ps) < n/len(as) || len(ps) > (n+len(as)-1)/len(as) {
+			return false
+		}
+		for _, p := range ps {
+			if seen[p] {
+				return false
+			}
+			seen[p] = true
+		}
+	}
+	return len(seen) == n
+}
+
+// TestKgoGroup: two kgo group consumers with kgo's default balancer
+// (cooperative-sticky) share a topic's partitions, read every record,
+// commit; kadm sees the group, its members and its offsets, then, once they
+// leave, deletes it.
+func TestKgoGroup(t *testing.T) {
+	const topic, group, parts = "events", "billing", 6
+	c := kafkatest.New(t, kafkatest.Topic(topic, parts))
+	ctx := testCtx(t, 30*time.Second)
+	want := makeRecs("group", 300)
+	kgoProduce(ctx, t, c.Addr(), topic, want)
+	adm := newKadm(t, c.Addr())
+
+	recs := make(chan *kgo.Record, 64)
+	a := startKgoMember(t, c.Addr(), group, topic, recs)
+	defer a.close()
+	b := startKgoMember(t, c.Addr(), group, topic, recs)
+	defer b.close()
+
+	seen := map[[2]int64]bool{}
+	var consumed []*kgo.Record
+	for len(seen) < len(want) {
+		select {
+		case r := <-recs:
+			consumed = append(consumed, r) // repeats allowed: delivery is at least once
+			seen[[2]int64{int64(r.Partition), r.Offset}] = true
+		case <-ctx.Done():
+			t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
+		}
+	}
+	checkKgoConsumed(t, c, topic, consumed)
+
+	dg := awaitGroup(ctx, t, adm, group, "stable with two members holding 3 partitions each", func(dg kadm.DescribedGroup) bool {
+		return dg.State == "Stable" && len(dg.Members) == 2 && balanced(assigned(dg, topic), parts)
+	})
+	if dg.ProtocolType != "consumer" || dg.Protocol != "cooperative-sticky" {
+		t.Errorf("group protocol %q %q, want consumer cooperative-sticky", dg.ProtocolType, dg.Protocol)
+	}
+	lg, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := lg[group]; !ok || g.State != "Stable" || g.ProtocolType != "consumer" {
+		t.Errorf("listed groups %+v", lg)
+	}
+
+	// Autocommit brings every partition's committed offset to its end.
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitCommitted(ctx, t, adm, group, topic, ends)
+
+	// One leaves: the other takes every partition.
+	a.close()
+	awaitGroup(ctx, t, adm, group, "left to one member with every partition", func(dg kadm.DescribedGroup) bool {
+		as := assigned(dg, topic)
+		return dg.State == "Stable" && len(as) == 1 && len(as[0]) == parts
+	})
+	b.close()
+	awaitGroup(ctx, t, adm, group, "empty", func(dg kadm.DescribedGroup) bool {
+		return dg.State == "Empty" && len(dg.Members) == 0
+	})
+	// Offsets outlive the members.
+	awaitCommitted(ctx, t, adm, group, topic, ends)
+
+	del, err := adm.DeleteGroups(ctx, group)
+	if err != nil || del[group].Err != nil {
+		t.Fatalf("delete group: %v %v", err, del[group].Err)
+	}
+	if lg, err := adm.ListGroups(ctx); err != nil || len(lg) != 0 {
+		t.Errorf("groups after delete: %v, %v", lg, err)
+	}
+	if os, err := adm.FetchOffsets(ctx, group); err != nil || len(os) != 0 {
+		t.Errorf("offsets after delete: %v, %v", os, err)
+	}
+	if dg, err := adm.DescribeGroups(ctx, group); err == nil && !errors.Is(dg[group].Err, kerr.GroupIDNotFound) && dg[group].State != "Dead" {
+		t.Errorf("describe a deleted group: %+v", dg[group])
+	}
+}
+
+// awaitCommitted polls, bounded by ctx, until group's committed offsets of
+// topic are ends (autocommit runs on its own timer).
+func awaitCommitted(ctx context.Context, t *testing.T, adm *kadm.Client, group, topic string, ends kadm.ListedOffsets) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		os, err := adm.FetchOffsets(ctx, group)
+		done := err == nil
+		ends.Each(func(e kadm.ListedOffset) {
+			o, ok := os.Lookup(topic, e.Partition)
+			done = done && ok && o.Err == nil && o.At == e.Offset
+		})
+		if done {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("committed offsets of %s never reached the ends %v: %v, %v", group, ends, os, err)
+		case <-tick.C:
+		}
+	}
+}
+
+// TestKadmOffsets: kadm commits offsets for a group without members (a
+// simple consumer's commit) and fetches them back.
+func TestKadmOffsets(t *testing.T) {
+	const topic = "t"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+	ctx := testCtx(t, 10*time.Second)
+	adm := newKadm(t, c.Addr())
+	kgoProduce(ctx, t, c.Addr(), topic, makeRecs("off", 30))
+	os := kadm.Offsets{}
+	for p := range int32(3) {
+		os.Add(kadm.Offset{Topic: topic, Partition: p, At: int64(p + 1), LeaderEpoch: -1})
+	}
+	r, err := adm.CommitOffsets(ctx, "admin", os)
+	if err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	got, err := adm.FetchOffsets(ctx, "admin")
+	if err != nil || got.Error() != nil {
+		t.Fatalf("fetch: %v %v", err, got.Error())
+	}
+	for p := range int32(3) {
+		o, ok := got.Lookup(topic, p)
+		if !ok || o.At != int64(p+1) {
+			t.Errorf("partition %d: committed %+v", p, o)
+		}
+	}
+	lg, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, ok := lg["admin"]; !ok || g.State != "Empty" {
+		t.Errorf("listed groups %+v", lg)
+	}
+	// A kgo group consumer starts from the committed offsets.
+	recs := make(chan *kgo.Record, 64)
+	m := startKgoMember(t, c.Addr(), "admin", topic, recs)
+	defer m.close()
+	parts := stored(t, c, topic)
+	want := 0
+	for _, rs := range parts {
+		want += len(rs)
+	}
+	for n := 0; n < want-(1+2+3); n++ {
+		select {
+		case r := <-recs:
+			if r.Offset < int64(r.Partition+1) {
+				t.Fatalf("consumed %d/%d, before the committed offset %d", r.Partition, r.Offset, r.Partition+1)
+			}
+		case <-ctx.Done():
+			t.Fatalf("consumed %d of %d", n, want-6)
+		}
+	}
+}
