@@ -13,7 +13,9 @@ import (
 )
 
 // saramaHandler passes every claimed message on and marks it.
-type saramaHandler struct{ out chan<- *sarama.ConsumerMessage }
+type saramaHandler struct {
+	out chan<- *sarama.ConsumerMessage
+}
 
 func (saramaHandler) Setup(sarama.ConsumerGroupSession) error   { return nil }
 func (saramaHandler) Cleanup(sarama.ConsumerGroupSession) error { return nil }
