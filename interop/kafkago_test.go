@@ -1,12 +1,15 @@
 package interop
 
 import (
+	"context"
 	"hash/crc32"
+	"sync"
 	"testing"
 	"time"
 
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/segmentio/kafka-go/compress"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/strata-log/strata/kafka/kafkatest"
 )
@@ -109,4 +112,86 @@ func TestKafkagoReader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// TestKafkagoGroupReader: two kafka-go Readers in a group share a topic's
+// partitions evenly (its default range balancer), read every record and
+// commit; kadm sees the group and its offsets.
+func TestKafkagoGroupReader(t *testing.T) {
+	const topic, group, parts = "orders", "kg", 4
+	c := kafkatest.New(t, kafkatest.Topic(topic, parts))
+	ctx := testCtx(t, 30*time.Second)
+	want := makeRecs("kgroup", 120)
+	kgoProduce(ctx, t, c.Addr(), topic, want)
+	have := stored(t, c, topic)
+	adm := newKadm(t, c.Addr())
+
+	msgs := make(chan kafkago.Message, 64)
+	rctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	var readers []*kafkago.Reader
+	for range 2 {
+		r := kafkago.NewReader(kafkago.ReaderConfig{
+			Brokers:           []string{c.Addr()},
+			GroupID:           group,
+			Topic:             topic,
+			StartOffset:       kafkago.FirstOffset,
+			MaxWait:           100 * time.Millisecond,
+			HeartbeatInterval: 100 * time.Millisecond,
+			CommitInterval:    50 * time.Millisecond,
+			JoinGroupBackoff:  50 * time.Millisecond,
+			ReadBackoffMin:    10 * time.Millisecond,
+			ReadBackoffMax:    50 * time.Millisecond,
+		})
+		readers = append(readers, r)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				m, err := r.ReadMessage(rctx)
+				if err != nil {
+					if rctx.Err() == nil {
+						t.Errorf("kafka-go read: %v", err)
+					}
+					return
+				}
+				select {
+				case msgs <- m:
+				case <-rctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	defer func() {
+		stop()
+		wg.Wait()
+		for _, r := range readers {
+			if err := r.Close(); err != nil {
+				t.Errorf("close reader: %v", err)
+			}
+		}
+	}()
+
+	seen := map[[2]int64]bool{}
+	for len(seen) < len(want) {
+		select {
+		case m := <-msgs:
+			if m.Partition >= parts || m.Offset >= int64(len(have[m.Partition])) ||
+				string(have[m.Partition][m.Offset].Value) != string(m.Value) || !have[m.Partition][m.Offset].Timestamp.Equal(m.Time) {
+				t.Fatalf("kafka-go consumed %d/%d %.30q: not what Strata stored", m.Partition, m.Offset, m.Value)
+			}
+			seen[[2]int64{int64(m.Partition), m.Offset}] = true
+		case <-ctx.Done():
+			t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
+		}
+	}
+	awaitGroup(ctx, t, adm, group, "stable with two members, 2 partitions each", func(dg kadm.DescribedGroup) bool {
+		return dg.State == "Stable" && len(dg.Members) == 2 && balanced(assigned(dg, topic), parts)
+	})
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitCommitted(ctx, t, adm, group, topic, ends)
 }
