@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -37,13 +36,17 @@ const (
 	clientMetadataMax    = 12
 )
 
-// ErrGroupsUnsupported is returned by the consumer-group methods of a
-// Client: the group protocol over the wire is not built yet.
+// ErrGroupsUnsupported was returned by the consumer-group methods of a
+// Client before they were built.
+//
+// Deprecated: no method returns it; the Client speaks Kafka's group
+// protocol.
 var ErrGroupsUnsupported = errors.New("kafka: consumer groups over the Kafka protocol are not supported yet")
 
 // Client is a log.Client that talks to any Kafka-protocol cluster:
 // requests go to each partition's leader, learned from Metadata and
-// refreshed when a broker says it is not the leader.
+// refreshed when a broker says it is not the leader, and group requests to
+// the group's coordinator (see client_group.go).
 type Client struct {
 	cfg DialConfig
 
@@ -53,6 +56,10 @@ type Client struct {
 	leaders map[string][]int32         // topic → leader of each partition
 	conns   map[string]*brokerConn     // by address
 	dialing map[string]*sync.WaitGroup // addresses being dialed
+
+	coordinators map[string]string        // group → its coordinator's host:port
+	exclusive    map[*brokerConn]struct{} // every connection of the join/sync pool
+	idle         map[string][]*brokerConn // the pool's idle connections, by address
 }
 
 var _ log.Client = (*Client)(nil)
@@ -69,6 +76,10 @@ func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
 		leaders: map[string][]int32{},
 		conns:   map[string]*brokerConn{},
 		dialing: map[string]*sync.WaitGroup{},
+
+		coordinators: map[string]string{},
+		exclusive:    map[*brokerConn]struct{}{},
+		idle:         map[string][]*brokerConn{},
 	}
 	if err := c.refresh(ctx); err != nil {
 		c.Close()
@@ -83,9 +94,14 @@ func (c *Client) Close() error {
 	c.closed = true
 	conns := c.conns
 	c.conns = map[string]*brokerConn{}
+	exclusive := c.exclusive
+	c.exclusive, c.idle = map[*brokerConn]struct{}{}, map[string][]*brokerConn{}
 	c.mu.Unlock()
 	for _, bc := range conns {
 		bc.close()
+	}
+	for bc := range exclusive {
+		bc.close() // a join or sync waiting on it fails
 	}
 	return nil
 }
@@ -549,32 +565,4 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 		}
 	}
 	return again, nil
-}
-
-// JoinGroup is not supported yet over the Kafka protocol.
-func (c *Client) JoinGroup(context.Context, group.JoinRequest) (group.JoinResponse, error) {
-	return group.JoinResponse{}, ErrGroupsUnsupported
-}
-
-// SyncGroup is not supported yet over the Kafka protocol.
-func (c *Client) SyncGroup(context.Context, group.SyncRequest) (group.SyncResponse, error) {
-	return group.SyncResponse{}, ErrGroupsUnsupported
-}
-
-// Heartbeat is not supported yet over the Kafka protocol.
-func (c *Client) Heartbeat(context.Context, string, string, int32) error {
-	return ErrGroupsUnsupported
-}
-
-// LeaveGroup is not supported yet over the Kafka protocol.
-func (c *Client) LeaveGroup(context.Context, string, string) error { return ErrGroupsUnsupported }
-
-// CommitOffsets is not supported yet over the Kafka protocol.
-func (c *Client) CommitOffsets(context.Context, string, string, int32, map[log.TopicPartition]int64) error {
-	return ErrGroupsUnsupported
-}
-
-// FetchOffsets is not supported yet over the Kafka protocol.
-func (c *Client) FetchOffsets(context.Context, string, []log.TopicPartition) (map[log.TopicPartition]int64, error) {
-	return nil, ErrGroupsUnsupported
 }

@@ -83,7 +83,7 @@ func TestClientProducerConsumer(t *testing.T) {
 	require.ErrorAs(t, resp.Partitions[0].Err, &oor)
 	require.Equal(t, end, oor.End)
 
-	require.ErrorIs(t, c.Heartbeat(ctx, "g", "m", 1), ErrGroupsUnsupported)
+	require.ErrorIs(t, c.Heartbeat(ctx, "g", "m", 1), log.ErrUnknownMember)
 }
 
 func TestClientSASLAndTLS(t *testing.T) {

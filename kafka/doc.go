@@ -18,7 +18,11 @@
 //
 // It keeps one pipelined connection per broker, routes each request to the
 // partition's leader from cached Metadata and retries when a leader moves.
-// Consumer groups over the wire are not supported yet.
+// Group requests go to the group's coordinator, found with
+// FindCoordinator, cached, and looked up again when it moves; JoinGroup
+// and SyncGroup, which wait for a rebalance, each go on a connection of
+// their own so that nothing waits behind them. A Consumer with a Group
+// works over it as over a Broker.
 //
 // # What is served
 //
@@ -78,7 +82,7 @@
 // read and handled meanwhile (a Heartbeat renews its member's session at
 // once) and only their responses wait, in order. A client that needs those
 // responses while a join waits sends the join on a connection of its own,
-// as Kafka's clients do.
+// as Kafka's clients do (and so does Client).
 //
 // # Bad input
 //
