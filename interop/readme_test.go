@@ -74,12 +74,16 @@ func readmeMoveToKafka(ctx context.Context, seeds []string) ([]log.Record, error
 	}
 	prod.Close()
 
-	cons, err := log.NewConsumer(c, log.ConsumerConfig{Topics: []string{"orders"}})
+	cons, err := log.NewConsumer(c, log.ConsumerConfig{Group: "billing", Topics: []string{"orders"}})
 	if err != nil {
 		return nil, err
 	}
 	defer cons.Close()
-	return cons.Poll(ctx)
+	recs, err := cons.Poll(ctx) // joins the group: Kafka's classic protocol, range assignment
+	if err != nil {
+		return nil, err
+	}
+	return recs, cons.Commit(ctx) // the group's committed offsets, as Kafka keeps them
 	//readme:end
 }
 
@@ -90,9 +94,16 @@ func TestReadmeMoveToKafka(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(recs) != 1 || string(recs[0].Key) != "order-17" || string(recs[0].Value) != "paid" ||
-			recs[0].Partition != log.KeyPartition([]byte("order-17"), 3) {
+		part := log.KeyPartition([]byte("order-17"), 3)
+		if len(recs) != 1 || string(recs[0].Key) != "order-17" || string(recs[0].Value) != "paid" || recs[0].Partition != part {
 			t.Fatalf("consumed %+v", recs)
+		}
+		os, err := newKadm(t, seeds[0]).FetchOffsets(ctx, "billing")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, ok := os.Lookup("orders", int32(part)); !ok || o.At != 1 {
+			t.Fatalf("committed %+v", os)
 		}
 	}
 	t.Run("kfake", func(t *testing.T) {
