@@ -195,3 +195,91 @@ func TestKafkagoGroupReader(t *testing.T) {
 	}
 	awaitCommitted(ctx, t, adm, group, topic, ends)
 }
+
+// TestKafkagoClient: kafka-go's Client, whose protocol encoding is its own
+// (not kmsg's), for admin and offset requests against Strata's server.
+func TestKafkagoClient(t *testing.T) {
+	c := kafkatest.New(t)
+	ctx := testCtx(t, 15*time.Second)
+	cl := &kafkago.Client{Addr: kafkago.TCP(c.Addr()), Timeout: 5 * time.Second}
+
+	ct, err := cl.CreateTopics(ctx, &kafkago.CreateTopicsRequest{Topics: []kafkago.TopicConfig{
+		{Topic: "kg", NumPartitions: 3, ReplicationFactor: 1, ConfigEntries: []kafkago.ConfigEntry{{ConfigName: "retention.ms", ConfigValue: "60000"}}},
+		{Topic: "gone", NumPartitions: 1, ReplicationFactor: 1},
+	}})
+	if err != nil || ct.Errors["kg"] != nil || ct.Errors["gone"] != nil {
+		t.Fatalf("create topics: %v %v", err, ct)
+	}
+	if cfg, err := c.Broker().TopicConfig("kg"); err != nil || cfg.Partitions != 3 || cfg.RetentionTime != time.Minute {
+		t.Fatalf("Strata's config of kg: %+v, %v", cfg, err)
+	}
+	md, err := cl.Metadata(ctx, &kafkago.MetadataRequest{Topics: []string{"kg"}})
+	if err != nil || len(md.Topics) != 1 || md.Topics[0].Error != nil || len(md.Topics[0].Partitions) != 3 || len(md.Brokers) != 1 {
+		t.Fatalf("metadata: %v %+v", err, md)
+	}
+
+	want := makeRecs("kgc", 30)
+	kgoProduce(ctx, t, c.Addr(), "kg", want)
+	have := stored(t, c, "kg")
+	lo, err := cl.ListOffsets(ctx, &kafkago.ListOffsetsRequest{Topics: map[string][]kafkago.OffsetRequest{
+		"kg": {kafkago.FirstOffsetOf(0), kafkago.LastOffsetOf(0), kafkago.FirstOffsetOf(1), kafkago.LastOffsetOf(1), kafkago.FirstOffsetOf(2), kafkago.LastOffsetOf(2)},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, po := range lo.Topics["kg"] {
+		if po.Error != nil || po.FirstOffset != 0 || po.LastOffset != int64(len(have[po.Partition])) {
+			t.Errorf("partition %d: offsets %d..%d (%v), want 0..%d", po.Partition, po.FirstOffset, po.LastOffset, po.Error, len(have[po.Partition]))
+		}
+	}
+
+	dc, err := cl.DescribeConfigs(ctx, &kafkago.DescribeConfigsRequest{Resources: []kafkago.DescribeConfigRequestResource{
+		{ResourceType: kafkago.ResourceTypeTopic, ResourceName: "kg", ConfigNames: []string{"retention.ms"}},
+	}})
+	if err != nil || len(dc.Resources) != 1 || dc.Resources[0].Error != nil {
+		t.Fatalf("describe configs: %v %+v", err, dc)
+	}
+	if es := dc.Resources[0].ConfigEntries; len(es) != 1 || es[0].ConfigName != "retention.ms" || es[0].ConfigValue != "60000" {
+		t.Errorf("described configs %+v", es)
+	}
+
+	// Offsets committed (by kadm, a group without members) as kafka-go sees them.
+	os := kadm.Offsets{}
+	os.Add(kadm.Offset{Topic: "kg", Partition: 1, At: 2, LeaderEpoch: -1})
+	if r, err := newKadm(t, c.Addr()).CommitOffsets(ctx, "kgc", os); err != nil || r.Error() != nil {
+		t.Fatalf("commit: %v %v", err, r.Error())
+	}
+	of, err := cl.OffsetFetch(ctx, &kafkago.OffsetFetchRequest{GroupID: "kgc", Topics: map[string][]int{"kg": {0, 1}}})
+	if err != nil || of.Error != nil {
+		t.Fatalf("offset fetch: %v %+v", err, of)
+	}
+	got := map[int]int64{}
+	for _, p := range of.Topics["kg"] {
+		if p.Error != nil {
+			t.Fatalf("offset fetch of kg/%d: %v", p.Partition, p.Error)
+		}
+		got[p.Partition] = p.CommittedOffset
+	}
+	if got[0] != -1 || got[1] != 2 {
+		t.Errorf("committed offsets %v, want 0: -1 (none), 1: 2", got)
+	}
+	lg, err := cl.ListGroups(ctx, &kafkago.ListGroupsRequest{})
+	if err != nil || lg.Error != nil || len(lg.Groups) != 1 || lg.Groups[0].GroupID != "kgc" {
+		t.Fatalf("list groups: %v %+v", err, lg)
+	}
+	dg, err := cl.DescribeGroups(ctx, &kafkago.DescribeGroupsRequest{GroupIDs: []string{"kgc"}})
+	if err != nil || len(dg.Groups) != 1 || dg.Groups[0].Error != nil || dg.Groups[0].GroupState != "Empty" {
+		t.Fatalf("describe groups: %v %+v", err, dg)
+	}
+	dgr, err := cl.DeleteGroups(ctx, &kafkago.DeleteGroupsRequest{GroupIDs: []string{"kgc"}})
+	if err != nil || dgr.Errors["kgc"] != nil {
+		t.Fatalf("delete groups: %v %+v", err, dgr)
+	}
+	dt, err := cl.DeleteTopics(ctx, &kafkago.DeleteTopicsRequest{Topics: []string{"gone"}})
+	if err != nil || dt.Errors["gone"] != nil {
+		t.Fatalf("delete topics: %v %+v", err, dt)
+	}
+	if got := c.Broker().Topics(); len(got) != 1 || got[0] != "kg" {
+		t.Fatalf("Strata's topics: %v", got)
+	}
+}
