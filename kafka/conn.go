@@ -52,6 +52,10 @@ type conn struct {
 	lanes   map[log.TopicPartition]chan struct{} // the last produce to each partition
 
 	sasl *saslState // nil: no authentication needed (or done)
+
+	// sendfile: the connection is a TCP socket, to which record batches
+	// go from the segment files with sendfile (not under TLS: copied).
+	sendfile bool
 }
 
 // pending is one request read and its response to come.
@@ -59,6 +63,9 @@ type pending struct {
 	h    header
 	done chan struct{} // closed once out is set
 	out  net.Buffers   // the response frame; nil: no response (acks=0)
+	// files are record batches of a fetch response, each sent with
+	// sendfile before out[at]; released once written (or not).
+	files []fileAt
 	// closeAfter closes the connection once out is written (a failed
 	// acks=0 produce, as Kafka does, or a failed authentication).
 	closeAfter bool
@@ -74,6 +81,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		lanes: map[log.TopicPartition]chan struct{}{},
 	}
 	c.logger = s.logger.With("remote", c.remote)
+	_, c.sendfile = nc.(*net.TCPConn)
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.cfg.SASL != nil {
 		c.sasl = &saslState{}
@@ -337,7 +345,7 @@ func (c *conn) encode(p *pending, rep reply) {
 	switch {
 	case rep.none:
 	case rep.records != nil:
-		p.out = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
+		p.out, p.files = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
 	default:
 		rep.resp.SetVersion(p.h.version)
 		p.out = net.Buffers{appendResponse(nil, p.h, rep.resp)}
@@ -361,12 +369,12 @@ func (c *conn) write() {
 		}
 		if p.out != nil {
 			c.setWriteDeadline()
-			bufs := p.out
-			if _, err := bufs.WriteTo(c.nc); err != nil {
+			if err := c.writeOut(p); err != nil {
 				c.logger.Debug("kafka: write", "err", err)
 				failed = true
 			}
 		}
+		p.release()
 		if p.closeAfter {
 			failed = true
 		}
@@ -378,12 +386,41 @@ func (c *conn) write() {
 	}
 }
 
+// writeOut writes p's response: its buffers with writev, the record
+// batches of its files between them with sendfile.
+func (c *conn) writeOut(p *pending) error {
+	prev := 0
+	for i := range p.files {
+		f := &p.files[i]
+		bufs := p.out[prev:f.at:f.at]
+		if _, err := bufs.WriteTo(c.nc); err != nil {
+			return err
+		}
+		if _, err := f.b.WriteTo(c.nc); err != nil {
+			return err
+		}
+		c.s.sentFiles.Add(1)
+		prev = f.at
+	}
+	bufs := p.out[prev:]
+	_, err := bufs.WriteTo(c.nc)
+	return err
+}
+
+// release releases the record batches of p's response.
+func (p *pending) release() {
+	for i := range p.files {
+		p.files[i].b.Release()
+	}
+	p.files = nil
+}
+
 // reply is what a handler returns.
 type reply struct {
 	resp kmsg.Response // encoded at the request's version
-	// records, for a fetch response, are each partition's record bytes
-	// in order, spliced in as they are (see splicer).
-	records    [][]byte
+	// records, for a fetch response, are each partition's records in
+	// order, spliced in as they are (see splicer).
+	records    []fetched
 	none       bool // no response (acks=0 produce)
 	closeAfter bool
 }

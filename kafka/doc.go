@@ -72,18 +72,13 @@
 // fails, the connection is closed, as Kafka does.
 //
 // Fetch responses are kmsg-encoded with each partition's record bytes cut
-// out, and written as a list of buffers (writev): the records go to the
-// socket as the backend returned them, and later straight from the
-// segment file with sendfile.
-//
-// The group APIs are served by the Backend's group.Coordinator and
-// advertised only when it has one. A JoinGroup, or a follower's SyncGroup,
-// waits for its rebalance: the requests behind it on the connection are
-// read and handled meanwhile (a Heartbeat renews its member's session at
-// once) and only their responses wait, in order. A client that needs those
-// responses while a join waits sends the join on a connection of its own,
-// as Kafka's clients do (and so does Client).
-//
+// out, and written as a list of buffers (writev) with the records between
+// them: on a TCP connection a partition's records (16 KiB or more; fewer
+// are cheaper copied into one writev) go from the segment files with
+// sendfile, through the backend's handle (log.Batches), which keeps the
+// segments open, even if retention or a topic deletion removes them
+// meanwhile, until the response is written. Under TLS they are copied.
+
 // # Bad input
 //
 // A frame with a negative size, a size above Config.MaxRequestBytes or too

@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"math"
 	"net"
 	"time"
 
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -81,7 +83,8 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 			res, err = s.b.Fetch(context.Background(), fr)
 		}
 	}
-	records := make([][]byte, len(slots))
+	records := make([]fetched, len(slots))
+	zeroCopy := c.sendfile && s.sendfileMin < math.MaxInt64
 	for k, si := range asked {
 		sl := &slots[si]
 		switch {
@@ -94,12 +97,15 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 			if fp.Err == nil || errors.Is(fp.Err, log.ErrOffsetOutOfRange) {
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStartOffset
 			}
-			// Copied out for now; the zero-copy handle goes into the
-			// reply next (sendfile from the segment file).
-			if b, rerr := fp.Records.Bytes(); rerr != nil {
+			if zeroCopy && fp.Records.Len() >= s.sendfileMin && inFiles(&fp.Records) {
+				// The writer sends them from the segment files and
+				// releases the handle.
+				records[si].b = fp.Records
+				fp.Records = log.Batches{}
+			} else if b, rerr := fp.Records.Bytes(); rerr != nil {
 				sl.code = errorCode(rerr)
 			} else {
-				records[si] = b
+				records[si].mem = b
 			}
 		default:
 			sl.code = errUnknownServerError
@@ -112,10 +118,48 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	return reply{resp: resp, records: records}
 }
 
+// fetched is one partition's records in a fetch response: bytes in memory,
+// or a handle on the segment files that the connection's writer sends with
+// sendfile and then releases.
+type fetched struct {
+	mem []byte
+	b   log.Batches
+}
+
+func (f *fetched) len() int64 {
+	if f.mem != nil {
+		return int64(len(f.mem))
+	}
+	return f.b.Len()
+}
+
+// inFiles reports whether every range of b is in an operating-system file,
+// which sendfile can send.
+func inFiles(b *log.Batches) bool {
+	if b.NumRanges() == 0 {
+		return false
+	}
+	for i := range b.NumRanges() {
+		if f, _, _ := b.FileRange(i); f == nil {
+			return false
+		} else if _, ok := f.(vfs.Fder); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// fileAt is a handle whose bytes go before out[at] in a response.
+type fileAt struct {
+	at int
+	b  log.Batches
+}
+
 // splicer encodes fetch responses with kmsg but leaves out the record
 // bytes: the response is a list of buffers, kmsg-encoded framing between
 // each partition's records, so that the records go to the socket as they
-// are (with writev now; from the segment file with sendfile later).
+// are: the buffers with writev, the records of a handle with sendfile from
+// the segment file (fileAt).
 //
 // Each partition with records is encoded with a placeholder of
 // markerLen random bytes, drawn once per server, which is then found in
@@ -133,15 +177,25 @@ func newSplicer() *splicer {
 	return &sp
 }
 
-// frame encodes resp, whose partitions in order have records (nil: none),
-// as a response frame to h.
-func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records [][]byte) net.Buffers {
+// frame encodes resp, whose partitions in order have records (none: len
+// 0), as a response frame to h: buffers, and the handles to send between
+// them, which it owns (released if it panics; the caller releases them
+// once written).
+func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records []fetched) (_ net.Buffers, files []fileAt) {
+	defer func() {
+		if r := recover(); r != nil {
+			for i := range records {
+				records[i].b.Release()
+			}
+			panic(r)
+		}
+	}()
 	k := 0
 	spliced := false
 	for i := range resp.Topics {
 		for j := range resp.Topics[i].Partitions {
 			p := &resp.Topics[i].Partitions[j]
-			if len(records[k]) > 0 {
+			if records[k].len() > 0 {
 				p.RecordBatches = sp.marker[:]
 				spliced = true
 			} else {
@@ -153,7 +207,7 @@ func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records [][]byte) n
 	resp.SetVersion(h.version)
 	enc := appendResponse(nil, h, resp)
 	if !spliced {
-		return net.Buffers{enc}
+		return net.Buffers{enc}, nil
 	}
 	flexible := resp.IsFlexible()
 	prefix := 4
@@ -163,8 +217,10 @@ func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records [][]byte) n
 	out := make(net.Buffers, 0, 2*len(records)+1)
 	rest := enc
 	total := len(enc)
-	for _, rec := range records {
-		if len(rec) == 0 {
+	for i := range records {
+		rec := &records[i]
+		n := rec.len()
+		if n == 0 {
 			continue
 		}
 		at := bytes.Index(rest, sp.marker[:])
@@ -173,17 +229,22 @@ func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records [][]byte) n
 		}
 		head := rest[:at-prefix]
 		if flexible {
-			head = binary.AppendUvarint(head, uint64(len(rec))+1)
+			head = binary.AppendUvarint(head, uint64(n)+1)
 		} else {
-			head = binary.BigEndian.AppendUint32(head, uint32(len(rec)))
+			head = binary.BigEndian.AppendUint32(head, uint32(n))
 		}
 		// head grew over the old prefix and the marker, which are not
 		// needed: at most 5 bytes over 1+markerLen or 4 over 4+markerLen.
-		total += len(head) - (at + markerLen) + len(rec)
-		out = append(out, head, rec)
+		total += len(head) - (at + markerLen) + int(n)
+		out = append(out, head)
+		if rec.mem != nil {
+			out = append(out, rec.mem)
+		} else {
+			files = append(files, fileAt{at: len(out), b: rec.b})
+		}
 		rest = rest[at+markerLen:]
 	}
 	out = append(out, rest)
 	binary.BigEndian.PutUint32(out[0], uint32(total-4))
-	return out
+	return out, files
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/group"
@@ -23,6 +24,12 @@ type Server struct {
 	apis   map[int16]*api
 	groups *group.Coordinator // nil: the group APIs are not served
 	splice *splicer
+	// sendfileMin is the least record bytes of a partition sent with
+	// sendfile; fewer are copied into the response's buffers, one writev
+	// being cheaper than three syscalls for small fetches.
+	// math.MaxInt64 copies every time (for tests and benchmarks).
+	sendfileMin int64
+	sentFiles   atomic.Int64 // handles written by the writers (for tests)
 
 	ctx    context.Context // cancelled by Close: ends parked requests
 	cancel context.CancelFunc
@@ -62,11 +69,15 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 	s.groups = b.GroupCoordinator()
 	s.apis = s.apiTable()
 	s.splice = newSplicer()
+	s.sendfileMin = defaultSendfileMin
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
 }
+
+// defaultSendfileMin is Server.sendfileMin's default.
+const defaultSendfileMin = 16 << 10
 
 // Addr is the bound host:port.
 func (s *Server) Addr() string { return s.addr }
