@@ -223,3 +223,29 @@ func awaitStored(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic 
 		}
 	}
 }
+
+// TestKgoReadCommitted: a kgo consumer with read_committed isolation (a
+// transactional application's setting) reads what non-transactional
+// producers wrote: the last stable offset is the high watermark.
+func TestKgoReadCommitted(t *testing.T) {
+	const topic = "rc"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 2))
+	ctx := testCtx(t, 15*time.Second)
+	want := makeRecs("rc", 40)
+	kgoProduce(ctx, t, c.Addr(), topic, want)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	for len(got) < len(want) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatalf("read_committed after %d records of %d: %v", len(got), len(want), err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	checkKgoConsumed(t, c, topic, got)
+}
