@@ -58,7 +58,13 @@ func testCtx(t *testing.T, d time.Duration) context.Context {
 // protocol.
 func stored(t *testing.T, c *kafkatest.Cluster, topic string) [][]log.Record {
 	t.Helper()
-	tp, err := c.Broker().Topic(topic)
+	return storedIn(t, c.Broker(), topic)
+}
+
+// storedIn is stored for any broker.
+func storedIn(t *testing.T, b *log.Broker, topic string) [][]log.Record {
+	t.Helper()
+	tp, err := b.Topic(topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,129 @@
+package interop
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/IBM/sarama"
+	kafkago "github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
+)
+
+// TestClientsOnDisk: a broker on disk, its segments small so that fetches
+// cross segment files, serves fetches with sendfile from the files; kgo,
+// sarama and kafka-go read every record as Strata stored it.
+func TestClientsOnDisk(t *testing.T) {
+	const topic, parts = "disk", 3
+	b, err := log.Open(t.TempDir(), log.Config{DefaultTopic: log.TopicConfig{SegmentBytes: 32 << 10, MaxIndexBytes: 4 << 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic(topic, log.TopicConfig{Partitions: parts}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kafka.Listen("127.0.0.1:0", b, kafka.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := testCtx(t, 30*time.Second)
+	want := makeRecs("disk", 3000)
+	// Several produce calls: many batches, several segments per partition.
+	for i := 0; i < len(want); i += 500 {
+		kgoProduce(ctx, t, srv.Addr(), topic, want[i:i+500], kgo.ProducerBatchMaxBytes(16<<10))
+	}
+	have := storedIn(t, b, topic)
+	for p, rs := range have {
+		if len(rs) < 500 {
+			t.Fatalf("partition %d: %d records", p, len(rs))
+		}
+	}
+	same := func(who string, p int, off int64, key, value []byte, ts time.Time) {
+		t.Helper()
+		if p >= parts || off >= int64(len(have[p])) {
+			t.Fatalf("%s read %d/%d: not stored", who, p, off)
+		}
+		s := have[p][off]
+		if !bytes.Equal(s.Key, key) || !bytes.Equal(s.Value, value) || !s.Timestamp.Equal(ts) {
+			t.Fatalf("%s read %d/%d key %q ts %d; stored key %q ts %d", who, p, off, key, ts.UnixMilli(), s.Key, s.Timestamp.UnixMilli())
+		}
+	}
+
+	t.Run("kgo", func(t *testing.T) {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(srv.Addr()), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxPartitionBytes(20<<10))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cl.Close()
+		next := make([]int64, parts)
+		for n := 0; n < len(want); {
+			fs := cl.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range fs.Records() {
+				if r.Offset != next[r.Partition] {
+					t.Fatalf("kgo read %d/%d, want offset %d next", r.Partition, r.Offset, next[r.Partition])
+				}
+				next[r.Partition]++
+				same("kgo", int(r.Partition), r.Offset, r.Key, r.Value, r.Timestamp)
+				n++
+			}
+		}
+	})
+	t.Run("sarama", func(t *testing.T) {
+		cfg := saramaConfig()
+		cfg.Consumer.Return.Errors = true
+		cfg.Consumer.Fetch.Default = 20 << 10
+		cfg.Consumer.MaxWaitTime = 50 * time.Millisecond // closing waits for the parked fetch
+		cons, err := sarama.NewConsumer([]string{srv.Addr()}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cons.Close()
+		for p := range parts {
+			pc, err := cons.ConsumePartition(topic, int32(p), sarama.OffsetOldest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for off := range int64(len(have[p])) {
+				select {
+				case m := <-pc.Messages():
+					if m.Offset != off {
+						t.Fatalf("sarama read %d/%d, want %d", p, m.Offset, off)
+					}
+					same("sarama", p, m.Offset, m.Key, m.Value, m.Timestamp)
+				case err := <-pc.Errors():
+					t.Fatal(err)
+				case <-ctx.Done():
+					t.Fatalf("sarama: nothing at %d/%d", p, off)
+				}
+			}
+			pc.Close()
+		}
+	})
+	t.Run("kafka-go", func(t *testing.T) {
+		for p := range parts {
+			r := kafkago.NewReader(kafkago.ReaderConfig{Brokers: []string{srv.Addr()}, Topic: topic, Partition: p,
+				MaxBytes: 20 << 10, MaxWait: 100 * time.Millisecond})
+			for off := range int64(len(have[p])) {
+				m, err := r.ReadMessage(ctx)
+				if err != nil {
+					t.Fatal(fmt.Errorf("kafka-go at %d/%d: %w", p, off, err))
+				}
+				if m.Offset != off {
+					t.Fatalf("kafka-go read %d/%d, want %d", p, m.Offset, off)
+				}
+				same("kafka-go", p, m.Offset, m.Key, m.Value, m.Time)
+			}
+			r.Close()
+		}
+	})
+}
