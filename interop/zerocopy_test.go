@@ -15,8 +15,10 @@ import (
 )
 
 // TestClientsOnDisk: a broker on disk, its segments small so that fetches
-// cross segment files, serves fetches with sendfile from the files; kgo,
-// sarama and kafka-go read every record as Strata stored it.
+// cross segment files, serves fetches with sendfile from the files (each
+// client asks for 20 KiB a partition, above the 16 KiB under which the
+// server copies); kgo, sarama and kafka-go read every record, in order, as
+// Strata stored it.
 func TestClientsOnDisk(t *testing.T) {
 	const topic, parts = "disk", 3
 	b, err := log.Open(t.TempDir(), log.Config{DefaultTopic: log.TopicConfig{SegmentBytes: 32 << 10, MaxIndexBytes: 4 << 10}})
