@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log"
 )
 
@@ -128,4 +129,27 @@ func TestClientsOnDisk(t *testing.T) {
 			r.Close()
 		}
 	})
+}
+
+// TestAutoCreateTopics: with the server's AutoCreateTopics, kgo (asking
+// for it) and sarama (by default) produce to topics that do not exist yet;
+// without it, kgo's produce fails with UNKNOWN_TOPIC_OR_PARTITION (see
+// TestKgoErrors).
+func TestAutoCreateTopics(t *testing.T) {
+	c := kafkatest.New(t, kafkatest.WithServerConfig(kafka.Config{AutoCreateTopics: true}))
+	ctx := testCtx(t, 15*time.Second)
+	want := makeRecs("auto", 10)
+	kgoProduce(ctx, t, c.Addr(), "auto-kgo", want, kgo.AllowAutoTopicCreation())
+	checkStored(t, c, "auto-kgo", want, javaPartitioner)
+
+	cfg := saramaConfig()
+	p, err := sarama.NewSyncProducer([]string{c.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if err := p.SendMessages(saramaMessages("auto-sarama", want)); err != nil {
+		t.Fatal(err)
+	}
+	checkStored(t, c, "auto-sarama", want, saramaHash)
 }
