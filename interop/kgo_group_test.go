@@ -276,3 +276,58 @@ func TestKadmOffsets(t *testing.T) {
 		}
 	}
 }
+
+// TestKgoStaticMembers: kgo members with instance ids (KIP-345). One that
+// closes does not leave: the group keeps it, and its restart, with the same
+// instance id, gets its partitions back.
+func TestKgoStaticMembers(t *testing.T) {
+	const topic, group, parts = "static", "sg", 4
+	c := kafkatest.New(t, kafkatest.Topic(topic, parts))
+	ctx := testCtx(t, 30*time.Second)
+	adm := newKadm(t, c.Addr())
+	recs := make(chan *kgo.Record, 64)
+	go func() { // nothing is produced: drain anyway
+		for {
+			select {
+			case <-recs:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	opts := func(id string) []kgo.Opt {
+		return []kgo.Opt{kgo.InstanceID(id), kgo.SessionTimeout(20 * time.Second), kgo.Balancers(kgo.RangeBalancer())}
+	}
+	a := startKgoMember(t, c.Addr(), group, topic, recs, opts("a")...)
+	b := startKgoMember(t, c.Addr(), group, topic, recs, opts("b")...)
+	defer b.close()
+	byInstance := func(dg kadm.DescribedGroup) map[string][]int32 {
+		out := map[string][]int32{}
+		as := assigned(dg, topic)
+		for i, m := range dg.Members {
+			if m.InstanceID != nil {
+				out[*m.InstanceID] = as[i]
+			}
+		}
+		return out
+	}
+	dg := awaitGroup(ctx, t, adm, group, "stable with static members a and b", func(dg kadm.DescribedGroup) bool {
+		return dg.State == "Stable" && len(byInstance(dg)) == 2 && balanced(assigned(dg, topic), parts)
+	})
+	before := byInstance(dg)
+
+	a.close()
+	after, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := byInstance(after[group]); len(got) != 2 || !slices.Equal(got["a"], before["a"]) {
+		t.Fatalf("after a closed: %v (state %s), want a kept with %v", got, after[group].State, before["a"])
+	}
+	a = startKgoMember(t, c.Addr(), group, topic, recs, opts("a")...)
+	defer a.close()
+	awaitGroup(ctx, t, adm, group, "stable with a back", func(dg kadm.DescribedGroup) bool {
+		got := byInstance(dg)
+		return dg.State == "Stable" && len(dg.Members) == 2 && len(got) == 2 && slices.Equal(got["a"], before["a"]) && slices.Equal(got["b"], before["b"])
+	})
+}
