@@ -9,6 +9,7 @@ import (
 	"github.com/IBM/sarama"
 	kafkago "github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/kafka/kafkatest"
@@ -152,4 +153,59 @@ func TestAutoCreateTopics(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStored(t, c, "auto-sarama", want, saramaHash)
+}
+
+// TestOldVersions: clients pinned to old Kafka versions use the lowest
+// request versions the server serves (Produce v3, Fetch v4, older
+// Metadata, ListOffsets and group requests), and still round-trip records
+// and consume as a group.
+func TestOldVersions(t *testing.T) {
+	for _, v := range []struct {
+		name string
+		kgo  *kversion.Versions
+	}{
+		{"kafka-0.11", kversion.V0_11_0()},
+		{"kafka-1.1", kversion.V1_1_0()},
+		{"kafka-2.4", kversion.V2_4_0()},
+		{"kafka-3.0", kversion.V3_0_0()},
+	} {
+		t.Run("kgo-"+v.name, func(t *testing.T) {
+			const topic = "old"
+			c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+			ctx := testCtx(t, 20*time.Second)
+			want := makeRecs("old-"+v.name, 60)
+			kgoProduce(ctx, t, c.Addr(), topic, want, kgo.MaxVersions(v.kgo))
+			checkStored(t, c, topic, want, javaPartitioner)
+			recs := make(chan *kgo.Record, 64)
+			m := startKgoMember(t, c.Addr(), "old", topic, recs, kgo.MaxVersions(v.kgo), kgo.Balancers(kgo.RangeBalancer()))
+			defer m.close()
+			var got []*kgo.Record
+			for len(got) < len(want) {
+				select {
+				case r := <-recs:
+					got = append(got, r)
+				case <-ctx.Done():
+					t.Fatalf("consumed %d of %d", len(got), len(want))
+				}
+			}
+			checkKgoConsumed(t, c, topic, got)
+		})
+	}
+	t.Run("sarama-0.11", func(t *testing.T) {
+		const topic = "old"
+		c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+		cfg := saramaConfig()
+		cfg.Version = sarama.V0_11_0_0
+		cfg.Producer.Partitioner = sarama.NewMurmur2Partitioner
+		p, err := sarama.NewSyncProducer([]string{c.Addr()}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		want := makeRecs("sarama-old", 60)
+		if err := p.SendMessages(saramaMessages(topic, want)); err != nil {
+			t.Fatal(err)
+		}
+		checkStored(t, c, topic, want, javaPartitioner)
+	})
 }
