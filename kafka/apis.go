@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -32,10 +31,12 @@ const (
 	describeClusterKey  int16 = 60
 )
 
-// apiTable is what the server serves, with the versions: only what works
-// is advertised in ApiVersions, and anything else closes the connection.
-func (s *Server) apiTable() map[int16]*api {
-	apis := []*api{
+// The APIs the server serves, with the versions: only what works is
+// advertised in ApiVersions, and anything else closes the connection.
+// These tables are never written (TestAPITablesKmsg checks that kmsg
+// encodes every version they name).
+var (
+	dataAPIs = []api{
 		// Produce v3 is the first with record batches (magic 2), the only
 		// format Strata stores.
 		{key: produceKey, min: 3, max: 13, handle: handleProduce},
@@ -52,54 +53,80 @@ func (s *Server) apiTable() map[int16]*api {
 		{key: describeConfigsKey, min: 0, max: 4, handle: handleDescribeConfigs},
 		{key: describeClusterKey, min: 0, max: 1, handle: handleDescribeCluster},
 	}
-	if s.groups != nil {
-		apis = append(apis,
-			// v4+ batch the keys (KIP-699); v6 names share groups, which
-			// are not served (nor transactions): only key type 0 is.
-			&api{key: findCoordinatorKey, min: 0, max: 6, handle: handleFindCoordinator},
-			// v4+ require a known member id (KIP-394), v5+ carry the
-			// instance id of static members (KIP-345).
-			&api{key: joinGroupKey, min: 0, max: 9, handle: handleJoinGroup},
-			&api{key: syncGroupKey, min: 0, max: 5, handle: handleSyncGroup},
-			&api{key: heartbeatKey, min: 0, max: 4, handle: handleHeartbeat},
-			// v3+ leave a batch of members, by member or instance id.
-			&api{key: leaveGroupKey, min: 0, max: 5, handle: handleLeaveGroup},
-			// v10 names topics by id: not served yet.
-			&api{key: offsetCommitKey, min: 0, max: 9, handle: handleOffsetCommit},
-			// v8+ ask for several groups at once.
-			&api{key: offsetFetchKey, min: 0, max: 9, handle: handleOffsetFetch},
-			// v4 filters by state, v5 by type (every group is "classic").
-			&api{key: listGroupsKey, min: 0, max: 5, handle: handleListGroups},
-			&api{key: describeGroupsKey, min: 0, max: 6, handle: handleDescribeGroups},
-			&api{key: deleteGroupsKey, min: 0, max: 2, handle: handleDeleteGroups},
-		)
+	// groupAPIs are served when the backend has a group coordinator.
+	groupAPIs = []api{
+		// v4+ batch the keys (KIP-699); v6 names share groups, which are
+		// not served (nor transactions): only key type 0 is.
+		{key: findCoordinatorKey, min: 0, max: 6, handle: handleFindCoordinator},
+		// v4+ require a known member id (KIP-394), v5+ carry the instance
+		// id of static members (KIP-345).
+		{key: joinGroupKey, min: 0, max: 9, handle: handleJoinGroup},
+		{key: syncGroupKey, min: 0, max: 5, handle: handleSyncGroup},
+		{key: heartbeatKey, min: 0, max: 4, handle: handleHeartbeat},
+		// v3+ leave a batch of members, by member or instance id.
+		{key: leaveGroupKey, min: 0, max: 5, handle: handleLeaveGroup},
+		// v10 names topics by id: not served yet.
+		{key: offsetCommitKey, min: 0, max: 9, handle: handleOffsetCommit},
+		// v8+ ask for several groups at once.
+		{key: offsetFetchKey, min: 0, max: 9, handle: handleOffsetFetch},
+		// v4 filters by state, v5 by type (every group is "classic").
+		{key: listGroupsKey, min: 0, max: 5, handle: handleListGroups},
+		{key: describeGroupsKey, min: 0, max: 6, handle: handleDescribeGroups},
+		{key: deleteGroupsKey, min: 0, max: 2, handle: handleDeleteGroups},
 	}
-	if s.cfg.SASL != nil {
-		apis = append(apis,
-			&api{key: saslHandshakeKey, min: 0, max: 1, handle: handleSASLOutOfOrder},
-			&api{key: saslAuthenticateKey, min: 0, max: 2, handle: handleSASLOutOfOrder},
-		)
+	// saslAPIs are served when Config.SASL is set (past authentication,
+	// they answer ILLEGAL_SASL_STATE).
+	saslAPIs = []api{
+		{key: saslHandshakeKey, min: 0, max: 1, handle: handleSASLOutOfOrder},
+		{key: saslAuthenticateKey, min: 0, max: 2, handle: handleSASLOutOfOrder},
 	}
-	m := make(map[int16]*api, len(apis))
-	for _, a := range apis {
-		if r := kmsg.RequestForKey(a.key); r == nil || r.MaxVersion() < a.max {
-			panic("kafka: api table serves a version kmsg does not encode") // a bug caught by every test
-		}
-		m[a.key] = a
+)
+
+// maxAPIKey is the largest key of the tables.
+const maxAPIKey = describeClusterKey
+
+// apiSet is the APIs one server serves, by key.
+type apiSet [maxAPIKey + 1]*api
+
+// lookup returns the API of key, nil if not served.
+func (t *apiSet) lookup(key int16) *api {
+	if key < 0 || int(key) >= len(t) {
+		return nil
 	}
-	return m
+	return t[key]
 }
 
-// apiVersions is the ApiVersions response listing what the server serves.
+// apiTable is what this server serves.
+func (s *Server) apiTable() *apiSet {
+	t := new(apiSet)
+	add := func(apis []api) {
+		for i := range apis {
+			t[apis[i].key] = &apis[i]
+		}
+	}
+	add(dataAPIs)
+	if s.groups != nil {
+		add(groupAPIs)
+	}
+	if s.cfg.SASL != nil {
+		add(saslAPIs)
+	}
+	return t
+}
+
+// apiVersions is the ApiVersions response listing what the server serves,
+// by key.
 func (s *Server) apiVersions(code int16) *kmsg.ApiVersionsResponse {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.ErrorCode = code
 	for _, a := range s.apis {
+		if a == nil {
+			continue
+		}
 		k := kmsg.NewApiVersionsResponseApiKey()
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
-	sort.Slice(resp.ApiKeys, func(i, j int) bool { return resp.ApiKeys[i].ApiKey < resp.ApiKeys[j].ApiKey })
 	return resp
 }
 

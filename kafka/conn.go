@@ -237,7 +237,7 @@ func (s *Server) decode(frame []byte) (header, *api, kmsg.Request, error) {
 	if err != nil {
 		return h, nil, nil, err
 	}
-	a := s.apis[h.key]
+	a := s.apis.lookup(h.key)
 	if a == nil {
 		return h, nil, nil, fmt.Errorf("%w: unknown or unsupported api key %d (version %d)", errBadRequest, h.key, h.version)
 	}

@@ -21,7 +21,7 @@ type Server struct {
 	logger *slog.Logger
 	ln     net.Listener
 	addr   string
-	apis   map[int16]*api
+	apis   *apiSet
 	groups *group.Coordinator // nil: the group APIs are not served
 	splice *splicer
 	// sendfileMin is the least record bytes of a partition sent with
@@ -51,7 +51,11 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidConfig)
 	}
-	ln, err := net.Listen("tcp", addr)
+	// Plain TCP: Go listens with MPTCP by default where the kernel has
+	// it, which sendfile and a test fixture's start need not pay for.
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen: %w", err)
 	}

@@ -478,3 +478,20 @@ func TestProduceManyPartitions(t *testing.T) {
 	ps = c.do(req).(*kmsg.ProduceResponse).Topics[0].Partitions
 	require.Equal(t, []int64{1, 2}, []int64{ps[0].BaseOffset, ps[1].BaseOffset})
 }
+
+// TestAPITablesKmsg: kmsg encodes every version the tables serve, and no
+// key is in two tables.
+func TestAPITablesKmsg(t *testing.T) {
+	seen := map[int16]bool{}
+	for _, table := range [][]api{dataAPIs, groupAPIs, saslAPIs} {
+		for _, a := range table {
+			r := kmsg.RequestForKey(a.key)
+			require.NotNil(t, r, "key %d", a.key)
+			require.GreaterOrEqual(t, r.MaxVersion(), a.max, "%s", kmsg.NameForKey(a.key))
+			require.LessOrEqual(t, a.min, a.max)
+			require.LessOrEqual(t, a.key, maxAPIKey)
+			require.False(t, seen[a.key], "%s twice", kmsg.NameForKey(a.key))
+			seen[a.key] = true
+		}
+	}
+}
