@@ -250,3 +250,39 @@ func firstErr(errs ...error) error {
 	}
 	return nil
 }
+
+// TestKadmCreateTopicErrors: Kafka's error code for each bad CreateTopics,
+// and the broker's defaults for partitions and replication factor -1
+// (CreateTopics v4+).
+func TestKadmCreateTopicErrors(t *testing.T) {
+	c := kafkatest.New(t)
+	ctx := testCtx(t, 10*time.Second)
+	adm := newKadm(t, c.Addr())
+	bad := "abc"
+	for _, tc := range []struct {
+		name    string
+		parts   int32
+		rf      int16
+		configs map[string]*string
+		want    error
+	}{
+		{"zero-partitions", 0, 1, nil, kerr.InvalidPartitions},
+		{"bad-retention", 1, 1, map[string]*string{"retention.ms": &bad}, kerr.InvalidConfig},
+		{"unknown-config", 1, 1, map[string]*string{"no.such.config": &bad}, kerr.InvalidConfig},
+		{"defaults", -1, -1, nil, nil},
+	} {
+		r, err := adm.CreateTopics(ctx, tc.parts, tc.rf, tc.configs, tc.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := r[tc.name].Err; !errors.Is(got, tc.want) && got != tc.want {
+			t.Errorf("create %s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if got := c.Broker().Topics(); !slices.Equal(got, []string{"defaults"}) {
+		t.Fatalf("Strata's topics: %v", got)
+	}
+	if n, err := c.Broker().Partitions("defaults"); err != nil || n != 1 {
+		t.Errorf("partitions of a topic created with -1: %d, %v", n, err)
+	}
+}
