@@ -115,7 +115,9 @@ func TestSASL(t *testing.T) {
 		name string
 		mech func() (kgosasl.Mechanism, error)
 	}{
-		{"kafka-go-plain", func() (kgosasl.Mechanism, error) { return kgplain.Mechanism{Username: "alice", Password: "alice-secret"}, nil }},
+		{"kafka-go-plain", func() (kgosasl.Mechanism, error) {
+			return kgplain.Mechanism{Username: "alice", Password: "alice-secret"}, nil
+		}},
 		{"kafka-go-scram-512", func() (kgosasl.Mechanism, error) { return kgscram.Mechanism(kgscram.SHA512, "bob", "bob-secret") }},
 	}
 	for _, m := range kafkagoMechs {
