@@ -283,3 +283,21 @@ func TestKafkagoClient(t *testing.T) {
 		t.Fatalf("Strata's topics: %v", got)
 	}
 }
+
+// TestKafkagoWriterDefaults: kafka-go's Writer as most programs make it —
+// nothing but an address and a topic: acks=0 (RequireNone), round robin.
+// Nothing answers an acks=0 produce, so the test waits, the Writer still
+// open, for the records to be stored.
+func TestKafkagoWriterDefaults(t *testing.T) {
+	const topic = "defaults"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+	ctx := testCtx(t, 15*time.Second)
+	w := &kafkago.Writer{Addr: kafkago.TCP(c.Addr()), Topic: topic, BatchTimeout: 5 * time.Millisecond}
+	defer w.Close()
+	want := makeRecs("kgdef", 60)
+	if err := w.WriteMessages(ctx, kafkagoMessages(want)...); err != nil {
+		t.Fatal(err)
+	}
+	awaitStored(ctx, t, c, topic, len(want))
+	checkStored(t, c, topic, want, nil)
+}
