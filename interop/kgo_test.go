@@ -296,3 +296,16 @@ func TestKgoEdgeRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestKgoVolume: 20 000 records from one kgo client (not idempotent, so
+// that it may pipeline 5 produce requests on its connection): each
+// partition holds its records in the order they were produced.
+func TestKgoVolume(t *testing.T) {
+	const topic = "volume"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 8))
+	ctx := testCtx(t, 30*time.Second)
+	want := makeRecs("vol", 20000)
+	kgoProduce(ctx, t, c.Addr(), topic, want, kgo.ProducerBatchMaxBytes(8<<10),
+		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
+	checkStored(t, c, topic, want, javaPartitioner)
+}
