@@ -3,12 +3,14 @@ package interop
 import (
 	"bytes"
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
@@ -174,5 +176,41 @@ func TestStrataClientKfakeOffsets(t *testing.T) {
 	}
 	if n, err := cl.Partitions(topic); err != nil || n != 1 {
 		t.Errorf("Partitions = %d, %v", n, err)
+	}
+}
+
+// TestStrataClientKfakeErrors: Kafka's error codes from kfake come back
+// from Strata's client as log's sentinels.
+func TestStrataClientKfakeErrors(t *testing.T) {
+	const topic = "errs"
+	ctx := testCtx(t, 15*time.Second)
+	kc, cl := dialKfake(ctx, t, 1, topic, 1)
+	kgoProduce(ctx, t, kc.ListenAddrs()[0], topic, makeRecs("e", 5), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+
+	if _, err := cl.Partitions("nope"); !errors.Is(err, log.ErrUnknownTopic) {
+		t.Errorf("Partitions of an unknown topic: %v, want ErrUnknownTopic", err)
+	}
+	p, err := log.NewProducer(cl, log.ProducerConfig{Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if _, err := p.Send(ctx, log.Record{Topic: "nope", Value: []byte("x")}); !errors.Is(err, log.ErrUnknownTopic) {
+		t.Errorf("Send to an unknown topic: %v, want ErrUnknownTopic", err)
+	}
+	resp, err := cl.Fetch(ctx, log.FetchRequest{MaxWait: 10 * time.Millisecond, Partitions: []log.FetchPartition{
+		{TopicPartition: log.TopicPartition{Topic: topic, Partition: 0}, Offset: 1000},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Release()
+	if len(resp.Partitions) != 1 || !errors.Is(resp.Partitions[0].Err, log.ErrOffsetOutOfRange) {
+		t.Errorf("fetch past the end: %+v, want ErrOffsetOutOfRange", resp.Partitions)
+	}
+	// kfake answers GROUP_ID_NOT_FOUND where Kafka's classic coordinator
+	// answers UNKNOWN_MEMBER_ID: either is a sentinel of Strata's.
+	if err := cl.Heartbeat(ctx, "nogroup", "nomember", 1); !errors.Is(err, group.ErrGroupNotFound) && !errors.Is(err, log.ErrUnknownMember) {
+		t.Errorf("heartbeat of a member of no group: %v", err)
 	}
 }
