@@ -10,18 +10,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/kafka/kafkatest"
 )
 
 func newKadm(t *testing.T, seed string) *kadm.Client {
 	t.Helper()
+	return kadm.NewClient(kgoClient(t, seed))
+}
+
+// kgoClient is a kgo client of seed, closed at the end of the test.
+func kgoClient(t *testing.T, seed string) *kgo.Client {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(seed))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(cl.Close)
-	return kadm.NewClient(cl)
+	return cl
 }
 
 // TestKadmTopics: kadm creates, lists, describes and deletes topics, and
@@ -123,7 +130,7 @@ func TestKadmTopics(t *testing.T) {
 		s, _ := starts.Lookup("alpha", int32(p))
 		e, _ := ends.Lookup("alpha", int32(p))
 		a, _ := after.Lookup("alpha", int32(p))
-		wantAfter := int64(-1) // Kafka's answer when no record is that recent
+		wantAfter := int64(len(rs)) // kadm: the end offset when no record is that recent
 		for _, r := range rs {
 			if !r.Timestamp.Before(cut) {
 				wantAfter = r.Offset
@@ -132,6 +139,37 @@ func TestKadmTopics(t *testing.T) {
 		}
 		if s.Err != nil || s.Offset != 0 || e.Err != nil || e.Offset != int64(len(rs)) || a.Err != nil || a.Offset != wantAfter {
 			t.Errorf("partition %d: start %d (%v) end %d (%v) after %d (%v); want 0, %d, %d", p, s.Offset, s.Err, e.Offset, e.Err, a.Offset, a.Err, len(rs), wantAfter)
+		}
+	}
+
+	// After every record: kadm answers the end offsets, having been told
+	// -1 on the wire, as Kafka tells it.
+	lateMs := want[len(want)-1].ts.UnixMilli() + 1
+	late, err := adm.ListOffsetsAfterMilli(ctx, lateMs, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	late.Each(func(o kadm.ListedOffset) {
+		if o.Err != nil || o.Offset != int64(len(parts[o.Partition])) {
+			t.Errorf("partition %d: kadm's offset after every record %d (%v), want the end %d", o.Partition, o.Offset, o.Err, len(parts[o.Partition]))
+		}
+	})
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "alpha"
+	for p := range int32(3) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, lateMs
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	lresp, err := req.RequestWith(ctx, kgoClient(t, c.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range lresp.Topics[0].Partitions {
+		if p.ErrorCode != 0 || p.Offset != -1 || p.Timestamp != -1 {
+			t.Errorf("partition %d: ListOffsets after every record: offset %d timestamp %d code %d, want -1, -1 as Kafka answers", p.Partition, p.Offset, p.Timestamp, p.ErrorCode)
 		}
 	}
 
