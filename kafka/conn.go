@@ -346,6 +346,7 @@ func (c *conn) encode(p *pending, rep reply) {
 	case rep.none:
 	case rep.records != nil:
 		p.out, p.files = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
+		c.s.heldFiles.Add(int64(len(p.files)))
 	default:
 		rep.resp.SetVersion(p.h.version)
 		p.out = net.Buffers{appendResponse(nil, p.h, rep.resp)}
@@ -365,6 +366,7 @@ func (c *conn) write() {
 		<-p.done
 		c.inFlight.Add(-1)
 		if failed {
+			c.release(p)
 			continue // drain, so that the reader never blocks on a full queue
 		}
 		if p.out != nil {
@@ -374,7 +376,7 @@ func (c *conn) write() {
 				failed = true
 			}
 		}
-		p.release()
+		c.release(p)
 		if p.closeAfter {
 			failed = true
 		}
@@ -408,10 +410,11 @@ func (c *conn) writeOut(p *pending) error {
 }
 
 // release releases the record batches of p's response.
-func (p *pending) release() {
+func (c *conn) release(p *pending) {
 	for i := range p.files {
 		p.files[i].b.Release()
 	}
+	c.s.heldFiles.Add(-int64(len(p.files)))
 	p.files = nil
 }
 

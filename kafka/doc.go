@@ -44,7 +44,9 @@
 //	FindCoordinator  v0–v6 (this node, for groups; batched keys from v4,
 //	                 KIP-699; transactions and share groups are not served)
 //	JoinGroup        v0–v9 (MEMBER_ID_REQUIRED from v4, KIP-394; static
-//	                 members from v5, KIP-345), SyncGroup v0–v5,
+//	                 members from v5, KIP-345: a replaced instance's
+//	                 Heartbeat, SyncGroup and OffsetCommit are fenced),
+//	                 SyncGroup v0–v5,
 //	                 Heartbeat v0–v4, LeaveGroup v0–v5 (batched members,
 //	                 by member or instance id, from v3)
 //	OffsetCommit     v0–v9 (member "" and generation -1: a simple

@@ -167,9 +167,11 @@ func FuzzClientResponse(f *testing.F) {
 	reqs := []kmsg.Request{
 		kmsg.NewPtrApiVersionsRequest(), kmsg.NewPtrMetadataRequest(), kmsg.NewPtrProduceRequest(),
 		kmsg.NewPtrFetchRequest(), kmsg.NewPtrListOffsetsRequest(), kmsg.NewPtrSASLHandshakeRequest(),
-		kmsg.NewPtrSASLAuthenticateRequest(),
+		kmsg.NewPtrSASLAuthenticateRequest(), kmsg.NewPtrFindCoordinatorRequest(), kmsg.NewPtrJoinGroupRequest(),
+		kmsg.NewPtrSyncGroupRequest(), kmsg.NewPtrHeartbeatRequest(), kmsg.NewPtrLeaveGroupRequest(),
+		kmsg.NewPtrOffsetCommitRequest(), kmsg.NewPtrOffsetFetchRequest(),
 	}
-	versions := []int16{3, 12, 12, 12, 6, 1, 2}
+	versions := []int16{3, 12, 12, 12, 6, 1, 2, 4, 9, 5, 4, 5, 9, 9}
 	for i, r := range reqs {
 		r.SetVersion(versions[i])
 		resp := r.ResponseKind()

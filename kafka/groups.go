@@ -150,9 +150,32 @@ func (c *conn) remoteHost() string {
 	return c.remote
 }
 
+// fenced reports whether a request of a static member (KIP-345) comes
+// from an instance that a newer member id took over: Kafka answers it
+// FENCED_INSTANCE_ID (the coordinator knows members by id only).
+func (s *Server) fenced(groupID string, instanceID *string, memberID string) bool {
+	if instanceID == nil {
+		return false
+	}
+	d, ok := s.groups.Describe(groupID)
+	if !ok {
+		return false
+	}
+	for _, m := range d.Members {
+		if m.InstanceID == *instanceID {
+			return m.ID != memberID
+		}
+	}
+	return false
+}
+
 func handleSyncGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.SyncGroupRequest)
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	if c.s.fenced(req.Group, req.InstanceID, req.MemberID) {
+		resp.ErrorCode, resp.MemberAssignment = errFencedInstanceID, []byte{}
+		return reply{resp: resp}
+	}
 	sr := group.SyncRequest{Group: req.Group, MemberID: req.MemberID, Generation: req.Generation}
 	if req.ProtocolType != nil {
 		sr.ProtocolType = *req.ProtocolType
@@ -183,6 +206,10 @@ func handleSyncGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 func handleHeartbeat(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.HeartbeatRequest)
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
+	if c.s.fenced(req.Group, req.InstanceID, req.MemberID) {
+		resp.ErrorCode = errFencedInstanceID
+		return reply{resp: resp}
+	}
 	resp.ErrorCode = groupCode(ctx, c.s.groups.Heartbeat(ctx, req.Group, req.MemberID, req.Generation))
 	return reply{resp: resp}
 }

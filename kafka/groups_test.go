@@ -335,19 +335,19 @@ func TestHeartbeatPipelinedBehindJoin(t *testing.T) {
 	ja := c1.do(joinReq(3, "a", "", long, long, "t")).(*kmsg.JoinGroupResponse)
 	require.Equal(t, errNone, ja.ErrorCode)
 	require.Equal(t, errNone, c1.do(syncReq(3, "a", ja.MemberID, ja.Generation, nil)).(*kmsg.SyncGroupResponse).ErrorCode)
-	const session = 300 * time.Millisecond
+	const session = time.Second
 	jb := c1.do(joinReq(3, "b", "", session, session, "t")).(*kmsg.JoinGroupResponse)
 	require.Equal(t, errNone, jb.ErrorCode)
 	require.Equal(t, errNone, c1.do(syncReq(3, "b", jb.MemberID, jb.Generation, nil)).(*kmsg.SyncGroupResponse).ErrorCode)
 
 	// On c2: a join of group a that waits for a's member to rejoin, then
-	// heartbeats of group b's member for three of its session timeouts.
+	// heartbeats of group b's member for two of its session timeouts.
 	join := joinReq(3, "a", "", long, long, "t")
 	joinCorr := c2.send(join)
 	hb := heartbeatReq(3, "b", jb.MemberID, jb.Generation)
 	var corrs []int32
-	tick := time.NewTicker(session / 4)
-	for end := time.Now().Add(3 * session); time.Now().Before(end); <-tick.C {
+	tick := time.NewTicker(session / 5)
+	for end := time.Now().Add(2 * session); time.Now().Before(end); <-tick.C {
 		corrs = append(corrs, c2.send(hb))
 	}
 	tick.Stop()
@@ -406,4 +406,79 @@ func TestJoinGroupErrors(t *testing.T) {
 	sr := syncReq(5, "g", j.MemberID, j.Generation, nil)
 	sr.Protocol = kmsg.StringPtr("roundrobin")
 	require.Equal(t, errInconsistentGroupProtocol, c.do(sr).(*kmsg.SyncGroupResponse).ErrorCode)
+}
+
+// A static member replaced by a newer instance (same instance id, new
+// member id) is fenced: its heartbeats, syncs and commits get
+// FENCED_INSTANCE_ID (KIP-345).
+func TestStaticMemberFenced(t *testing.T) {
+	s, _ := startGroups(t, logtest.Topic("t", 1))
+	c := dial(t, s.Addr())
+	join := func() *kmsg.JoinGroupResponse {
+		req := joinReq(5, "g", "", 10*time.Second, 10*time.Second, "t")
+		req.InstanceID = kmsg.StringPtr("i1")
+		return c.do(req).(*kmsg.JoinGroupResponse)
+	}
+	old := join()
+	require.Equal(t, errNone, old.ErrorCode)
+	sr := syncReq(3, "g", old.MemberID, old.Generation, map[string][]log.TopicPartition{old.MemberID: {{Topic: "t"}}})
+	sr.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errNone, c.do(sr).(*kmsg.SyncGroupResponse).ErrorCode)
+	now := join() // the instance restarted: a new member id in its place
+	require.Equal(t, errNone, now.ErrorCode)
+	require.NotEqual(t, old.MemberID, now.MemberID)
+
+	hb := heartbeatReq(3, "g", old.MemberID, old.Generation)
+	hb.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errFencedInstanceID, c.do(hb).(*kmsg.HeartbeatResponse).ErrorCode)
+	require.Equal(t, errFencedInstanceID, c.do(sr).(*kmsg.SyncGroupResponse).ErrorCode)
+	cr := commitReq(7, "g", old.MemberID, old.Generation, "t", 1)
+	cr.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errFencedInstanceID, c.do(cr).(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
+	hb = heartbeatReq(3, "g", now.MemberID, now.Generation)
+	hb.InstanceID = kmsg.StringPtr("i1")
+	require.Equal(t, errNone, c.do(hb).(*kmsg.HeartbeatResponse).ErrorCode)
+}
+
+// Without a group coordinator the group APIs are not advertised (nor
+// served).
+func TestGroupAPIsNeedACoordinator(t *testing.T) {
+	b := logtest.New(t, logtest.InMemory())
+	s, err := Listen("127.0.0.1:0", shortSessions{b, nil}, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	c := dial(t, s.Addr())
+	req := kmsg.NewPtrApiVersionsRequest()
+	req.SetVersion(3)
+	keys := map[int16]bool{}
+	for _, k := range c.do(req).(*kmsg.ApiVersionsResponse).ApiKeys {
+		keys[k.ApiKey] = true
+	}
+	require.True(t, keys[fetchKey])
+	for _, k := range []int16{findCoordinatorKey, joinGroupKey, offsetCommitKey, offsetFetchKey, listGroupsKey, deleteGroupsKey} {
+		require.False(t, keys[k], kmsg.NameForKey(k))
+	}
+	c.send(heartbeatReq(0, "g", "m", 1))
+	c.closed()
+}
+
+// Close answers a JoinGroup waiting for its rebalance at once
+// (COORDINATOR_NOT_AVAILABLE: the client looks for the coordinator
+// again) and ends its goroutines.
+func TestCloseEndsPendingJoin(t *testing.T) {
+	leaktest.Check(t)
+	s, _ := startGroups(t, logtest.Topic("t", 1))
+	c1, c2 := dial(t, s.Addr()), dial(t, s.Addr())
+	long := time.Minute
+	j := c1.do(joinReq(3, "g", "", long, long, "t")).(*kmsg.JoinGroupResponse)
+	require.Equal(t, errNone, j.ErrorCode)
+	join := joinReq(3, "g", "", long, long, "t")
+	corr := c2.send(join) // waits for the first member to rejoin
+	require.Eventually(t, func() bool {
+		return c1.do(heartbeatReq(1, "g", j.MemberID, j.Generation)).(*kmsg.HeartbeatResponse).ErrorCode == errRebalanceInProgress
+	}, 5*time.Second, time.Millisecond)
+	start := time.Now()
+	require.NoError(t, s.Close())
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.Equal(t, errCoordinatorNotAvailable, c2.recv(join, corr).(*kmsg.JoinGroupResponse).ErrorCode)
 }

@@ -39,7 +39,9 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 		}
 	}
 	code := errNone
-	if len(offsets) > 0 {
+	if c.s.fenced(req.Group, req.InstanceID, req.MemberID) {
+		code = errFencedInstanceID
+	} else if len(offsets) > 0 {
 		code = groupCode(ctx, c.s.groups.Commit(ctx, req.Group, req.MemberID, req.Generation, offsets))
 	}
 	for i, t := range req.Topics {

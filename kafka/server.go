@@ -30,6 +30,7 @@ type Server struct {
 	// math.MaxInt64 copies every time (for tests and benchmarks).
 	sendfileMin int64
 	sentFiles   atomic.Int64 // handles written by the writers (for tests)
+	heldFiles   atomic.Int64 // handles in responses not yet released (for tests)
 
 	ctx    context.Context // cancelled by Close: ends parked requests
 	cancel context.CancelFunc

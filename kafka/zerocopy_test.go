@@ -190,3 +190,40 @@ func TestFetchCopyForced(t *testing.T) {
 	require.Equal(t, []string{"a", "b"}, values(t, fr.Topics[0].Partitions[0].RecordBatches))
 	require.Zero(t, s.sentFiles.Load())
 }
+
+// TestFetchHandlesReleased: the handles of responses that a client never
+// reads — it sent several fetches and went away — are released all the
+// same, and so are those of responses written.
+func TestFetchHandlesReleased(t *testing.T) {
+	leaktest.Check(t)
+	s, b := startOnDisk(t, Config{}, logtest.TopicWithConfig("t", log.TopicConfig{Partitions: 2}))
+	value := string(bytes.Repeat([]byte("x"), 1000))
+	for p := range 2 {
+		vals := make([]string, 1000)
+		for i := range vals {
+			vals[i] = value
+		}
+		_, err := b.Produce(t.Context(), log.TopicPartition{Topic: "t", Partition: p}, records(vals...), log.AcksAll)
+		require.NoError(t, err)
+	}
+	c := dial(t, s.Addr())
+	req := multiFetch(12, "t", 2, 4<<20)
+	c.do(req)
+	require.Equal(t, int64(2), s.sentFiles.Load())
+	require.Zero(t, s.heldFiles.Load())
+
+	gone := dial(t, s.Addr())
+	for range 10 {
+		gone.send(req)
+	}
+	require.NoError(t, gone.nc.(*net.TCPConn).SetLinger(0))
+	gone.nc.Close() // a reset: the writer's writes fail
+	conns := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.conns)
+	}
+	// Once the server forgets the connection its writer has gone through
+	// every response.
+	require.Eventually(t, func() bool { return conns() == 1 && s.heldFiles.Load() == 0 }, 5*time.Second, time.Millisecond)
+}
