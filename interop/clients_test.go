@@ -209,3 +209,74 @@ func TestOldVersions(t *testing.T) {
 		checkStored(t, c, topic, want, javaPartitioner)
 	})
 }
+
+// TestManyTopics: produce requests and fetches that carry several topics
+// at once — kgo, sarama and kafka-go (a Writer without a Topic) each
+// produce to three topics in one call, and one kgo consumer reads the
+// three.
+func TestManyTopics(t *testing.T) {
+	topics := []string{"ta", "tb", "tc"}
+	c := kafkatest.New(t, kafkatest.Topic("ta", 2), kafkatest.Topic("tb", 3), kafkatest.Topic("tc", 1))
+	ctx := testCtx(t, 20*time.Second)
+	want := map[string][]rec{}
+	add := func(client string) (krs []*kgo.Record, sms []*sarama.ProducerMessage, kms []kafkago.Message) {
+		for _, topic := range topics {
+			rs := makeRecs(client+"-"+topic, 20)
+			want[topic] = append(want[topic], rs...)
+			krs = append(krs, kgoRecords(topic, rs)...)
+			sms = append(sms, saramaMessages(topic, rs)...)
+			for _, m := range kafkagoMessages(rs) {
+				m.Topic = topic
+				kms = append(kms, m)
+			}
+		}
+		return krs, sms, kms
+	}
+
+	krs, _, _ := add("kgo")
+	cl := kgoClient(t, c.Addr())
+	if err := cl.ProduceSync(ctx, krs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	_, sms, _ := add("sarama")
+	cfg := saramaConfig()
+	cfg.Producer.Partitioner = sarama.NewMurmur2Partitioner
+	cfg.Producer.Flush.Messages = len(sms)
+	cfg.Producer.Flush.Frequency = time.Second
+	sp, err := sarama.NewSyncProducer([]string{c.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+	if err := sp.SendMessages(sms); err != nil {
+		t.Fatal(err)
+	}
+	_, _, kms := add("kafkago")
+	w := &kafkago.Writer{Addr: kafkago.TCP(c.Addr()), Balancer: kafkago.Murmur2Balancer{}, BatchTimeout: 5 * time.Millisecond, RequiredAcks: kafkago.RequireAll}
+	defer w.Close()
+	if err := w.WriteMessages(ctx, kms...); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, topic := range topics {
+		checkStored(t, c, topic, want[topic], javaPartitioner)
+		n += len(want[topic])
+	}
+
+	cons, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	got := map[string][]*kgo.Record{}
+	for seen := 0; seen < n; {
+		fs := cons.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got[r.Topic] = append(got[r.Topic], r); seen++ })
+	}
+	for _, topic := range topics {
+		checkKgoConsumed(t, c, topic, got[topic])
+	}
+}
