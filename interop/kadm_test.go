@@ -242,6 +242,35 @@ func TestKadmNotServed(t *testing.T) {
 			}
 			return nil
 		}},
+		{"DescribeLogDirs", []int16{35}, func(ctx context.Context) error {
+			r, err := adm.DescribeAllLogDirs(ctx, nil)
+			if err != nil {
+				return err
+			}
+			for _, ds := range r {
+				if err := ds.Error(); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"DeleteOffsets", []int16{10, 47}, func(ctx context.Context) error {
+			r, err := adm.DeleteOffsets(ctx, "g", kadm.TopicsSet{topic: {0: {}}})
+			return firstErr(err, r.Error())
+		}},
+		{"DescribeACLs", []int16{29}, func(ctx context.Context) error {
+			b := kadm.NewACLs().AnyResource().Allow().AllowHosts().Operations(kadm.OpAny)
+			r, err := adm.DescribeACLs(ctx, b)
+			if err != nil {
+				return err
+			}
+			for _, x := range r {
+				if x.Err != nil {
+					return x.Err
+				}
+			}
+			return nil
+		}},
 		{"DescribeProducers", []int16{61}, func(ctx context.Context) error {
 			r, err := adm.DescribeProducers(ctx, kadm.TopicsSet{topic: {0: {}}})
 			if err != nil {
