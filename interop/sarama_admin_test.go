@@ -110,3 +110,44 @@ func TestSaramaClusterAdmin(t *testing.T) {
 		t.Fatalf("Strata's topics: %v", got)
 	}
 }
+
+// TestSaramaAdminNotServed: sarama's admin calls whose requests the server
+// does not advertise fail at once with UNSUPPORTED_VERSION (sarama checks
+// ApiVersions), and succeed once advertised.
+func TestSaramaAdminNotServed(t *testing.T) {
+	c := kafkatest.New(t, kafkatest.Topic("sa", 1))
+	ctx := testCtx(t, 10*time.Second)
+	cfg := saramaConfig()
+	cfg.Version = sarama.V2_1_0_0
+	adm, err := sarama.NewClusterAdmin([]string{c.Addr()}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer adm.Close()
+	v := "1000"
+	for _, call := range []struct {
+		name string
+		key  int16
+		run  func() error
+	}{
+		{"CreatePartitions", 37, func() error { return adm.CreatePartitions("sa", 4, nil, false) }},
+		{"DeleteRecords", 21, func() error { return adm.DeleteRecords("sa", map[int32]int64{0: 0}) }},
+		{"IncrementalAlterConfig", 44, func() error {
+			return adm.IncrementalAlterConfig(sarama.TopicResource, "sa", map[string]sarama.IncrementalAlterConfigsEntry{
+				"retention.ms": {Operation: sarama.IncrementalAlterConfigsOperationSet, Value: &v}}, false)
+		}},
+		{"DescribeLogDirs", 35, func() error { _, err := adm.DescribeLogDirs([]int32{1}); return err }},
+	} {
+		served := serves(ctx, t, c.Addr(), call.key)
+		start := time.Now()
+		err := call.run()
+		switch {
+		case served && err != nil:
+			t.Errorf("%s is advertised and fails: %v", call.name, err)
+		case !served && !errors.Is(err, sarama.ErrUnsupportedVersion):
+			t.Errorf("%s is not advertised: %v, want UNSUPPORTED_VERSION", call.name, err)
+		case time.Since(start) > 2*time.Second:
+			t.Errorf("%s took %v", call.name, time.Since(start))
+		}
+	}
+}
