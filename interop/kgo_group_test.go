@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -155,6 +156,14 @@ func TestKgoGroup(t *testing.T) {
 	})
 	if dg.ProtocolType != "consumer" || dg.Protocol != "cooperative-sticky" {
 		t.Errorf("group protocol %q %q, want consumer cooperative-sticky", dg.ProtocolType, dg.Protocol)
+	}
+	for _, m := range dg.Members {
+		if m.ClientID != "kgo" || !strings.Contains(m.ClientHost, "127.0.0.1") || !strings.HasPrefix(m.MemberID, "kgo-") {
+			t.Errorf("member %q: client id %q host %q, want kgo's client id, its host, an id prefixed by the client id", m.MemberID, m.ClientID, m.ClientHost)
+		}
+		if cm, ok := m.Join.AsConsumer(); !ok || !slices.Equal(cm.Topics, []string{topic}) {
+			t.Errorf("member %q: join metadata %+v", m.MemberID, cm)
+		}
 	}
 	lg, err := adm.ListGroups(ctx)
 	if err != nil {
