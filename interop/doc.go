@@ -6,8 +6,14 @@
 //
 //	cd interop && go test ./...
 //
-// One file per client: kgo_test.go, kadm_test.go, sarama_test.go,
-// kafkago_test.go, strata_kfake_test.go. Every record a client produces is
+// One file per client: kgo_test.go (and kgo_errors_test.go,
+// kgo_group_test.go), kadm_test.go, sarama_test.go (sarama_group_test.go,
+// sarama_admin_test.go), kafkago_test.go, strata_kfake_test.go and
+// strata_group_test.go (Strata's Producer and Consumer over kafka.Dial);
+// clients_test.go and sasl_test.go hold what several clients do against one
+// server (a broker on disk served with sendfile, old protocol versions,
+// several topics per request, auto-created topics, SASL). Every record a
+// client produces is
 // read back through Strata's own API (Partition.Read) with its key, value,
 // headers and timestamp, and keyed records are checked against the
 // partitioner the client uses (Kafka's murmur2, as log.KeyPartition computes
