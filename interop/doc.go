@@ -12,13 +12,14 @@
 // strata_group_test.go (Strata's Producer and Consumer over kafka.Dial);
 // clients_test.go and sasl_test.go hold what several clients do against one
 // server (a broker on disk served with sendfile, old protocol versions,
-// several topics per request, auto-created topics, SASL). Every record a
-// client produces is
-// read back through Strata's own API (Partition.Read) with its key, value,
-// headers and timestamp, and keyed records are checked against the
-// partitioner the client uses (Kafka's murmur2, as log.KeyPartition computes
-// it, where the client is Java-compatible). readme_test.go holds the README's
-// Kafka snippets as tested code.
+// several topics per request, auto-created topics, SASL).
+//
+// Every record a client produces is read back through Strata's own API
+// (Partition.Read) with its key, value, headers and timestamp, and keyed
+// records are checked against the partitioner the client uses (Kafka's
+// murmur2, as log.KeyPartition computes it, where the client is
+// Java-compatible; sarama's default and kafka-go's Hash are FNV-1a).
+// readme_test.go holds the README's Kafka snippets as tested code.
 //
 // STRATA_GOLDEN=1 also regenerates the golden batches of segment/batch/testdata/golden
 // from the clients (see golden_test.go). SARAMA_LOG=1 prints sarama's log.
