@@ -309,3 +309,29 @@ func TestKgoVolume(t *testing.T) {
 		kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(5))
 	checkStored(t, c, topic, want, javaPartitioner)
 }
+
+// TestKgoTinyFetches: a kgo consumer asking for 1 byte a fetch and a
+// partition still moves on: each fetch answers at least its first whole
+// batch (KIP-74), as Kafka does.
+func TestKgoTinyFetches(t *testing.T) {
+	const topic = "tiny"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 2))
+	ctx := testCtx(t, 15*time.Second)
+	want := makeRecs("tiny", 100)
+	kgoProduce(ctx, t, c.Addr(), topic, want, kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(512))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxBytes(1), kgo.FetchMaxPartitionBytes(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	for len(got) < len(want) {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatalf("after %d records: %v", len(got), err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	checkKgoConsumed(t, c, topic, got)
+}
