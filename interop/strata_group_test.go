@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -62,11 +63,13 @@ func startStrataMember(t *testing.T, cl log.Client, group, topic string, out cha
 	}
 }
 
-// TestStrataClientGroup: two Strata Consumers over kafka.Dial and a kgo
-// consumer with its range balancer share one group (Strata's consumers
-// speak Kafka's classic "consumer" protocol with the "range" assignor) on
-// a three-broker kfake cluster and on Strata's own server: even shares,
-// every record, commits at the end offsets.
+// TestStrataClientGroup: two Strata Consumers over kafka.Dial, a kgo
+// consumer with its range balancer and a sarama ConsumerGroup member with
+// its range strategy share one group (Strata's consumers speak Kafka's
+// classic "consumer" protocol with the "range" assignor; whichever member
+// leads decodes the others' subscriptions) on a three-broker kfake cluster
+// and on Strata's own server: even shares, every record, commits at the
+// end offsets.
 func TestStrataClientGroup(t *testing.T) {
 	const topic, group, parts = "orders", "mixed", 6
 	for _, backend := range []string{"kfake", "strata"} {
@@ -120,6 +123,9 @@ func TestStrataClientGroup(t *testing.T) {
 			kgoRecs := make(chan *kgo.Record, 64)
 			m := startKgoMember(t, seeds[0], group, topic, kgoRecs, kgo.Balancers(kgo.RangeBalancer()))
 			defer m.close()
+			saramaMsgs := make(chan *sarama.ConsumerMessage, 64)
+			stopS := startSaramaMember(t, seeds[0], group, topic, sarama.NewBalanceStrategyRange(), saramaMsgs)
+			defer stopS()
 
 			seen := map[[2]int64]bool{}
 			check := func(who string, p int, off int64, v []byte) {
@@ -135,13 +141,15 @@ func TestStrataClientGroup(t *testing.T) {
 					check("strata", r.Partition, r.Offset, r.Value)
 				case r := <-kgoRecs:
 					check("kgo", int(r.Partition), r.Offset, r.Value)
+				case m := <-saramaMsgs:
+					check("sarama", int(m.Partition), m.Offset, m.Value)
 				case <-ctx.Done():
 					t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
 				}
 			}
 			adm := newKadm(t, seeds[0])
-			dg := awaitGroup(ctx, t, adm, group, "stable with three members, 2 partitions each", func(dg kadm.DescribedGroup) bool {
-				return dg.State == "Stable" && len(dg.Members) == 3 && balanced(assigned(dg, topic), parts)
+			dg := awaitGroup(ctx, t, adm, group, "stable with four members, 1 or 2 partitions each", func(dg kadm.DescribedGroup) bool {
+				return dg.State == "Stable" && len(dg.Members) == 4 && balanced(assigned(dg, topic), parts)
 			})
 			if dg.ProtocolType != "consumer" || dg.Protocol != "range" {
 				t.Errorf("group protocol %q %q, want consumer range", dg.ProtocolType, dg.Protocol)
