@@ -45,12 +45,13 @@
 //	                 KIP-699; transactions and share groups are not served)
 //	JoinGroup        v0–v9 (MEMBER_ID_REQUIRED from v4, KIP-394; static
 //	                 members from v5, KIP-345: a replaced instance's
-//	                 Heartbeat, SyncGroup and OffsetCommit are fenced),
-//	                 SyncGroup v0–v5,
-//	                 Heartbeat v0–v4, LeaveGroup v0–v5 (batched members,
-//	                 by member or instance id, from v3)
+//	                 Heartbeat, SyncGroup and OffsetCommit are fenced)
+//	SyncGroup        v0–v5, Heartbeat v0–v4
+//	LeaveGroup       v0–v5 (batched members, by member or instance id,
+//	                 from v3)
 //	OffsetCommit     v0–v9 (member "" and generation -1: a simple
-//	                 consumer's, while the group has no members)
+//	                 consumer's, while the group has no members; v10
+//	                 names topics by id and is not served)
 //	OffsetFetch      v0–v9 (several groups from v8)
 //	ListGroups       v0–v5 (states filter v4, types filter v5: every
 //	                 group is "classic"), DescribeGroups v0–v6,

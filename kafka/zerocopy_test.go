@@ -227,3 +227,58 @@ func TestFetchHandlesReleased(t *testing.T) {
 	// every response.
 	require.Eventually(t, func() bool { return conns() == 1 && s.heldFiles.Load() == 0 }, 5*time.Second, time.Millisecond)
 }
+
+// TestFetchSendfileOutlivesRetention: retention deletes the oldest
+// segments — those of a fetch response being sent to a slow client — as
+// more records arrive: the response still comes whole.
+func TestFetchSendfileOutlivesRetention(t *testing.T) {
+	leaktest.Check(t)
+	s, b := startOnDisk(t, Config{},
+		logtest.WithConfig(log.Config{RetentionCheckInterval: 5 * time.Millisecond}),
+		logtest.TopicWithConfig("t", log.TopicConfig{Partitions: 1, SegmentBytes: 4 << 20, RetentionBytes: 40 << 20}))
+	part, err := b.Partition("t", 0)
+	require.NoError(t, err)
+	vals := make([]string, 1000)
+	for i := range vals {
+		vals[i] = string(bytes.Repeat([]byte("x"), 1000))
+	}
+	batch := records(vals...)
+	produce := func(n int) {
+		for range n {
+			_, err := b.Produce(t.Context(), log.TopicPartition{Topic: "t"}, batch, log.AcksAll)
+			require.NoError(t, err)
+		}
+	}
+	produce(32) // 32 MB: under the retention limit
+	h, err := part.Slice(0, 64<<20, part.HighWatermark())
+	require.NoError(t, err)
+	want, err := h.Bytes()
+	h.Release()
+	require.NoError(t, err)
+
+	nc, err := net.Dial("tcp", s.Addr())
+	require.NoError(t, err)
+	defer nc.Close()
+	require.NoError(t, nc.(*net.TCPConn).SetReadBuffer(16<<10))
+	c := &testClient{t: t, nc: nc, r: bufio.NewReaderSize(nc, 16<<10), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))}
+	req := multiFetch(12, "t", 1, 64<<20)
+	corr := c.send(req)
+	nc.SetReadDeadline(time.Now().Add(20 * time.Second))
+	head := make([]byte, 64<<10)
+	_, err = io.ReadFull(c.r, head)
+	require.NoError(t, err)
+	require.Zero(t, s.sentFiles.Load(), "still sending")
+	produce(16) // over the limit: the oldest segments go
+	require.Eventually(t, func() bool { return part.StartOffset() > 0 }, 10*time.Second, time.Millisecond)
+	rest, err := io.ReadAll(io.LimitReader(c.r, int64(binary.BigEndian.Uint32(head))+4-int64(len(head))))
+	require.NoError(t, err)
+	frame := append(head, rest...)[4:]
+	require.Equal(t, corr, int32(binary.BigEndian.Uint32(frame)))
+	resp := req.ResponseKind()
+	require.NoError(t, resp.ReadFrom(frame[5:]))
+	got := resp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
+	require.Equal(t, errNone, got.ErrorCode)
+	require.True(t, bytes.Equal(want, got.RecordBatches), "the records as they were")
+	require.Equal(t, int64(1), s.sentFiles.Load()) // counted before the response's last bytes go
+	require.Eventually(t, func() bool { return s.heldFiles.Load() == 0 }, 5*time.Second, time.Millisecond, "released once written")
+}
