@@ -111,3 +111,43 @@ func TestKgoErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestKgoTransactions: a kgo transactional producer. Without the
+// transaction APIs (AddPartitionsToTxn and EndTxn) it fails at once, with an
+// error, rather than hang; with them, a committed transaction is stored.
+func TestKgoTransactions(t *testing.T) {
+	const topic = "tx"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 1))
+	ctx := testCtx(t, 10*time.Second)
+	served := serves(ctx, t, c.Addr(), 24) && serves(ctx, t, c.Addr(), 26)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.TransactionalID("tx-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	start := time.Now()
+	err = cl.BeginTransaction()
+	if err == nil {
+		err = cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Value: []byte("in a transaction")}).FirstErr()
+	}
+	if err == nil {
+		err = cl.EndTransaction(ctx, kgo.TryCommit)
+	}
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("transaction hung: %v", err)
+	case served && err != nil:
+		t.Fatalf("transactions are served and fail: %v", err)
+	case served:
+		p, _ := c.Broker().Partition(topic, 0)
+		if rs, err := p.Read(0, 1<<20); err != nil || len(rs) != 1 {
+			t.Fatalf("committed transaction: %v, %v", rs, err)
+		}
+	case err == nil:
+		t.Fatal("a transaction committed without the transaction APIs")
+	case time.Since(start) > 2*time.Second:
+		t.Fatalf("the transaction took %v to fail", time.Since(start))
+	default:
+		t.Logf("transactions not served: %v", err)
+	}
+}
