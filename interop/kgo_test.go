@@ -335,3 +335,61 @@ func TestKgoTinyFetches(t *testing.T) {
 	}
 	checkKgoConsumed(t, c, topic, got)
 }
+
+// TestKgoResetByTime: a kgo consumer starting at a time (ListOffsets by
+// timestamp, through Strata's time index) reads exactly the records at or
+// after it; one starting at the end reads only what comes next.
+func TestKgoResetByTime(t *testing.T) {
+	const topic = "bytime"
+	c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+	ctx := testCtx(t, 15*time.Second)
+	want := makeRecs("bytime", 90)
+	kgoProduce(ctx, t, c.Addr(), topic, want)
+	cut := want[60].ts
+	n := 0
+	for _, rs := range stored(t, c, topic) {
+		for _, r := range rs {
+			if !r.Timestamp.Before(cut) {
+				n++
+			}
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AfterMilli(cut.UnixMilli())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []*kgo.Record
+	for len(got) < n {
+		fs := cl.PollFetches(ctx)
+		if err := fs.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	for _, r := range got {
+		if r.Timestamp.Before(cut) {
+			t.Fatalf("record %d/%d at %d, before %d", r.Partition, r.Offset, r.Timestamp.UnixMilli(), cut.UnixMilli())
+		}
+	}
+	checkKgoConsumed(t, c, topic, got)
+
+	end, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()), kgo.FetchMaxWait(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer end.Close()
+	pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if fs := end.PollFetches(pctx); len(fs.Records()) != 0 {
+		t.Fatalf("a consumer at the end read %d old records", len(fs.Records()))
+	}
+	cancel()
+	next := makeRecs("next", 1)
+	kgoProduce(ctx, t, c.Addr(), topic, next)
+	fs := end.PollFetches(ctx)
+	if rs := fs.Records(); len(rs) != 1 || !bytes.Equal(rs[0].Value, next[0].value) {
+		t.Fatalf("a consumer at the end read %v, want the one new record", rs)
+	}
+}
