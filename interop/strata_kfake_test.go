@@ -214,3 +214,43 @@ func TestStrataClientKfakeErrors(t *testing.T) {
 		t.Errorf("heartbeat of a member of no group: %v", err)
 	}
 }
+
+// TestStrataClientKfakeAcks: Strata's Producer with AcksLeader and
+// AcksNone (produce requests with acks 1 and 0) to kfake; a kgo consumer
+// reads every record.
+func TestStrataClientKfakeAcks(t *testing.T) {
+	for _, acks := range []struct {
+		name string
+		acks log.Acks
+	}{{"leader", log.AcksLeader}, {"none", log.AcksNone}} {
+		t.Run(acks.name, func(t *testing.T) {
+			const topic = "acks"
+			ctx := testCtx(t, 15*time.Second)
+			kc, cl := dialKfake(ctx, t, 1, topic, 3)
+			p, err := log.NewProducer(cl, log.ProducerConfig{Acks: acks.acks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := makeRecs("acks-"+acks.name, 60)
+			sendAll(ctx, t, p, topic, want)
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			got := kgoConsume(ctx, t, kc.ListenAddrs()[0], topic, len(want))
+			byValue := map[string]rec{}
+			for _, w := range want {
+				byValue[string(w.value)] = w
+			}
+			for _, r := range got {
+				w, ok := byValue[string(r.Value)]
+				if !ok || !bytes.Equal(r.Key, w.key) || !r.Timestamp.Equal(w.ts) {
+					t.Fatalf("kgo read %d/%d %.30q: not sent", r.Partition, r.Offset, r.Value)
+				}
+				if w.key != nil && int(r.Partition) != log.KeyPartition(w.key, 3) {
+					t.Fatalf("key %q in partition %d, want %d", w.key, r.Partition, log.KeyPartition(w.key, 3))
+				}
+				delete(byValue, string(r.Value))
+			}
+		})
+	}
+}
