@@ -179,6 +179,18 @@ func TestKgoGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitCommitted(ctx, t, adm, group, topic, ends)
+	lags, err := adm.Lag(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := lags[group]; l.DescribeErr != nil || l.FetchErr != nil || l.Lag.Total() != 0 || len(l.Lag[topic]) != parts {
+		t.Errorf("lag of %s: %+v", group, l)
+	}
+	for _, ml := range lags[group].Lag[topic] {
+		if ml.Member == nil || ml.Err != nil || ml.Lag != 0 {
+			t.Errorf("lag of %s/%d: member %v, lag %d, %v", topic, ml.Partition, ml.Member, ml.Lag, ml.Err)
+		}
+	}
 
 	// One leaves: the other takes every partition.
 	a.close()
