@@ -149,7 +149,8 @@ func readmeSnippets(t *testing.T) map[string]string {
 }
 
 // TestReadmeSnippets: a README section named like a snippet shows the
-// snippet, verbatim, as its first go block.
+// snippet, verbatim (leading tabs may be four spaces), as its first go
+// block.
 func TestReadmeSnippets(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
@@ -163,12 +164,12 @@ func TestReadmeSnippets(t *testing.T) {
 		switch block, ok := readmeBlock(readme, name); {
 		case !ok:
 			t.Logf("README has no section %q with a go block yet", name)
-		case block != code:
+		case normIndent(block) != normIndent(code):
 			t.Errorf("README section %q does not show readme_test.go's snippet; it should be:\n%s", name, code)
 		}
 	}
-	// The check itself: a README made of the snippets passes, and one with
-	// a line changed does not.
+	// The check itself: a README made of the snippets passes (indented with
+	// tabs or with four spaces), and one with a line changed does not.
 	section := func(name, code string) []byte {
 		return []byte("# Strata\n\n## " + name + "\n\nText.\n\n```go\n" + code + "```\n\n## Next\n\n```go\nx := 1\n```\n")
 	}
@@ -176,11 +177,26 @@ func TestReadmeSnippets(t *testing.T) {
 		if block, ok := readmeBlock(section(name, code), name); !ok || block != code {
 			t.Fatalf("section %q not found in a README made of the snippet", name)
 		}
+		spaced := strings.ReplaceAll(code, "\t", "    ")
+		if block, ok := readmeBlock(section(name, spaced), name); !ok || normIndent(block) != normIndent(code) {
+			t.Fatalf("section %q indented with spaces does not match", name)
+		}
 		changed := strings.Replace(code, "\n", "\n// changed\n", 1)
-		if block, ok := readmeBlock(section(name, changed), name); !ok || block == code {
+		if block, ok := readmeBlock(section(name, changed), name); !ok || normIndent(block) == normIndent(code) {
 			t.Fatalf("section %q: a changed snippet passes", name)
 		}
 	}
+}
+
+// normIndent turns each leading tab of every line into four spaces, as a
+// README may indent Go code either way.
+func normIndent(code string) string {
+	lines := strings.Split(code, "\n")
+	for i, l := range lines {
+		rest := strings.TrimLeft(l, "\t")
+		lines[i] = strings.Repeat("    ", len(l)-len(rest)) + rest
+	}
+	return strings.Join(lines, "\n")
 }
 
 // readmeBlock returns the first go block of the README section headed
