@@ -280,3 +280,75 @@ func TestManyTopics(t *testing.T) {
 		checkKgoConsumed(t, c, topic, got[topic])
 	}
 }
+
+// TestServerRestart: the server is closed and listens again on the same
+// address over the same broker; kgo's producer and consumer and Strata's
+// client (kafka.Dial) reconnect and go on.
+func TestServerRestart(t *testing.T) {
+	const topic = "restart"
+	b, err := log.Open(t.TempDir(), log.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.CreateTopic(topic, log.TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := kafka.Listen("127.0.0.1:0", b, kafka.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := srv.Addr()
+	defer func() { srv.Close() }()
+	ctx := testCtx(t, 30*time.Second)
+
+	prod := kgoClient(t, addr)
+	cons, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	sc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sc.Close()
+	sp, err := log.NewProducer(sc, log.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sp.Close()
+
+	var want []rec
+	consumed := 0
+	round := func(name string) {
+		t.Helper()
+		rs := makeRecs(name+"-kgo", 20)
+		if err := prod.ProduceSync(ctx, kgoRecords(topic, rs)...).FirstErr(); err != nil {
+			t.Fatalf("%s: kgo produce: %v", name, err)
+		}
+		srs := makeRecs(name+"-strata", 20)
+		sendAll(ctx, t, sp, topic, srs)
+		want = append(want, append(rs, srs...)...)
+		for consumed < len(want) {
+			fs := cons.PollFetches(ctx)
+			if err := fs.Err(); err != nil {
+				t.Fatalf("%s: kgo consume: %v", name, err)
+			}
+			consumed += len(fs.Records())
+		}
+	}
+	round("before")
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err = kafka.Listen(addr, b, kafka.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round("after")
+	checkStoredIn(t, b, topic, want, javaPartitioner)
+	if consumed != len(want) {
+		t.Fatalf("kgo consumed %d records, want %d", consumed, len(want))
+	}
+}

@@ -107,12 +107,18 @@ var javaPartitioner partitioner = log.KeyPartition
 // the partition part gives them (when part is not nil).
 func checkStored(t *testing.T, c *kafkatest.Cluster, topic string, want []rec, part partitioner) {
 	t.Helper()
+	checkStoredIn(t, c.Broker(), topic, want, part)
+}
+
+// checkStoredIn is checkStored for any broker.
+func checkStoredIn(t *testing.T, b *log.Broker, topic string, want []rec, part partitioner) {
+	t.Helper()
 	byValue := make(map[string]int, len(want))
 	for i, w := range want {
 		byValue[string(w.value)] = i
 	}
 	seen := make([]bool, len(want))
-	parts := stored(t, c, topic)
+	parts := storedIn(t, b, topic)
 	n := 0
 	for p, rs := range parts {
 		last := -1
