@@ -55,9 +55,18 @@ func TestSaramaClusterAdmin(t *testing.T) {
 	if err != nil || len(md) != 1 || md[0].Err != sarama.ErrNoError || len(md[0].Partitions) != 2 {
 		t.Fatalf("describe topics: %v %+v", err, md)
 	}
-	entries, err := adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: "sa", ConfigNames: []string{"retention.ms"}})
-	if err != nil || len(entries) != 1 || entries[0].Value != ret {
-		t.Fatalf("describe config: %v %+v", err, entries)
+	dcs, err := adm.DescribeConfigs([]*sarama.ConfigResource{
+		{Type: sarama.TopicResource, Name: "sa", ConfigNames: []string{"retention.ms"}},
+		{Type: sarama.TopicResource, Name: "nope"},
+	}, sarama.DescribeConfigsOptions{IncludeSynonyms: true, IncludeDocumentation: true})
+	if err != nil || len(dcs) != 2 {
+		t.Fatalf("describe configs: %v %+v", err, dcs)
+	}
+	if d := dcs[0]; d.ErrorCode != sarama.ErrNoError || len(d.Configs) != 1 || d.Configs[0].Name != "retention.ms" || d.Configs[0].Value != ret {
+		t.Errorf("configs of sa: %+v", d)
+	}
+	if d := dcs[1]; d.ErrorCode != sarama.ErrUnknownTopicOrPartition {
+		t.Errorf("configs of a topic that does not exist: %+v", d)
 	}
 	brokers, controller, err := adm.DescribeCluster()
 	if err != nil || len(brokers) != 1 || controller != brokers[0].ID() {
