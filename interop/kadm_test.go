@@ -3,7 +3,9 @@ package interop
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -351,5 +353,29 @@ func TestKadmCreateTopicErrors(t *testing.T) {
 	}
 	if n, err := c.Broker().Partitions("defaults"); err != nil || n != 1 {
 		t.Errorf("partitions of a topic created with -1: %d, %v", n, err)
+	}
+}
+
+// TestDescribeCluster: DescribeCluster and Metadata, through kgo, agree on
+// the cluster id, the controller and the one broker, at the address clients
+// dialed.
+func TestDescribeCluster(t *testing.T) {
+	c := kafkatest.New(t)
+	ctx := testCtx(t, 10*time.Second)
+	cl := kgoClient(t, c.Addr())
+	dc, err := kmsg.NewPtrDescribeClusterRequest().RequestWith(ctx, cl)
+	if err != nil || dc.ErrorCode != 0 {
+		t.Fatalf("describe cluster: %v, code %d", err, dc.ErrorCode)
+	}
+	md, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dc.Brokers) != 1 || len(md.Brokers) != 1 || dc.ClusterID != md.Cluster || dc.ControllerID != md.Controller ||
+		dc.Brokers[0].NodeID != md.Brokers[0].NodeID || dc.ControllerID != dc.Brokers[0].NodeID {
+		t.Fatalf("describe cluster %+v; metadata %+v", dc, md)
+	}
+	if addr := net.JoinHostPort(md.Brokers[0].Host, strconv.Itoa(int(md.Brokers[0].Port))); addr != c.Addr() {
+		t.Fatalf("broker advertised at %s, dialed at %s", addr, c.Addr())
 	}
 }
