@@ -186,6 +186,7 @@ func TestKafkagoGroupReader(t *testing.T) {
 			t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
 		}
 	}
+	drain(ctx, msgs) // readers blocked on a full channel would commit no more
 	awaitGroup(ctx, t, adm, group, "stable with two members, 2 partitions each", func(dg kadm.DescribedGroup) bool {
 		return dg.State == "Stable" && len(dg.Members) == 2 && balanced(assigned(dg, topic), parts)
 	})

@@ -54,6 +54,20 @@ func startKgoMember(t *testing.T, seed, group, topic string, out chan<- *kgo.Rec
 	return m
 }
 
+// drain takes what members poll, in a goroutine, until ctx is done: a
+// member blocked on a full channel polls no more and so commits no more.
+func drain[T any](ctx context.Context, ch <-chan T) {
+	go func() {
+		for {
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+}
+
 // close stops polling and closes the client, which leaves the group.
 func (m *groupMember) close() {
 	m.stop()
@@ -150,6 +164,7 @@ func TestKgoGroup(t *testing.T) {
 		}
 	}
 	checkKgoConsumed(t, c, topic, consumed)
+	drain(ctx, recs)
 
 	dg := awaitGroup(ctx, t, adm, group, "stable with two members holding 3 partitions each", func(dg kadm.DescribedGroup) bool {
 		return dg.State == "Stable" && len(dg.Members) == 2 && balanced(assigned(dg, topic), parts)
@@ -307,15 +322,7 @@ func TestKgoStaticMembers(t *testing.T) {
 	ctx := testCtx(t, 30*time.Second)
 	adm := newKadm(t, c.Addr())
 	recs := make(chan *kgo.Record, 64)
-	go func() { // nothing is produced: drain anyway
-		for {
-			select {
-			case <-recs:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	drain(ctx, recs) // nothing is produced: drain anyway
 	opts := func(id string) []kgo.Opt {
 		return []kgo.Opt{kgo.InstanceID(id), kgo.SessionTimeout(20 * time.Second), kgo.Balancers(kgo.RangeBalancer())}
 	}
@@ -351,4 +358,75 @@ func TestKgoStaticMembers(t *testing.T) {
 		got := byInstance(dg)
 		return dg.State == "Stable" && len(dg.Members) == 2 && len(got) == 2 && slices.Equal(got["a"], before["a"]) && slices.Equal(got["b"], before["b"])
 	})
+}
+
+// TestKgoGroupChurn: kgo members (cooperative-sticky) join and leave while
+// another client produces: every record is read at least once, and at the
+// end the survivors' commits reach the end offsets.
+func TestKgoGroupChurn(t *testing.T) {
+	const topic, group, parts = "churn", "churn", 6
+	c := kafkatest.New(t, kafkatest.Topic(topic, parts))
+	ctx := testCtx(t, 40*time.Second)
+	adm := newKadm(t, c.Addr())
+	want := makeRecs("churn", 3000)
+	produced := make(chan error, 1)
+	go func() {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.ProducerLinger(time.Millisecond))
+		if err != nil {
+			produced <- err
+			return
+		}
+		defer cl.Close()
+		for i := 0; i < len(want); i += 100 {
+			if err := cl.ProduceSync(ctx, kgoRecords(topic, want[i:i+100])...).FirstErr(); err != nil {
+				produced <- err
+				return
+			}
+		}
+		produced <- nil
+	}()
+
+	recs := make(chan *kgo.Record, 256)
+	members := []*groupMember{startKgoMember(t, c.Addr(), group, topic, recs)}
+	defer func() {
+		for _, m := range members {
+			if m != nil {
+				m.close()
+			}
+		}
+	}()
+	seen := map[string]bool{}
+	steps := map[int]func(){
+		500:  func() { members = append(members, startKgoMember(t, c.Addr(), group, topic, recs)) },
+		1200: func() { members = append(members, startKgoMember(t, c.Addr(), group, topic, recs)) },
+		2000: func() { members[0].close(); members[0] = nil },
+	}
+	for len(seen) < len(want) {
+		select {
+		case r := <-recs:
+			seen[string(r.Value)] = true
+			if step, ok := steps[len(seen)]; ok {
+				delete(steps, len(seen))
+				step()
+			}
+		case err := <-produced:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-ctx.Done():
+			t.Fatalf("the group read %d records of %d", len(seen), len(want))
+		}
+	}
+	// Members that took over the leaver's partitions read again from its
+	// last commits: keep taking what they poll.
+	drain(ctx, recs)
+	awaitGroup(ctx, t, adm, group, "stable with the two members left", func(dg kadm.DescribedGroup) bool {
+		return dg.State == "Stable" && len(dg.Members) == 2 && balanced(assigned(dg, topic), parts)
+	})
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitCommitted(ctx, t, adm, group, topic, ends)
+	checkStored(t, c, topic, want, javaPartitioner)
 }

@@ -126,6 +126,7 @@ func TestSaramaConsumerGroup(t *testing.T) {
 					t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
 				}
 			}
+			drain(ctx, msgs) // members blocked on a full channel would commit no more
 			dg := awaitGroup(ctx, t, adm, group, "stable with two members, 3 partitions each", func(dg kadm.DescribedGroup) bool {
 				return dg.State == "Stable" && len(dg.Members) == 2 && balanced(assigned(dg, topic), parts)
 			})

@@ -147,6 +147,10 @@ func TestStrataClientGroup(t *testing.T) {
 					t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
 				}
 			}
+			// Members blocked on a full channel would commit no more.
+			drain(ctx, strata)
+			drain(ctx, kgoRecs)
+			drain(ctx, saramaMsgs)
 			adm := newKadm(t, seeds[0])
 			dg := awaitGroup(ctx, t, adm, group, "stable with four members, 1 or 2 partitions each", func(dg kadm.DescribedGroup) bool {
 				return dg.State == "Stable" && len(dg.Members) == 4 && balanced(assigned(dg, topic), parts)
