@@ -348,6 +348,14 @@ func TestKadmCreateTopicErrors(t *testing.T) {
 			t.Errorf("create %s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
+	// validate_only checks and creates nothing.
+	v, err := adm.ValidateCreateTopics(ctx, 4, 1, nil, "dry", "defaults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v["dry"].Err != nil || v["dry"].NumPartitions != 4 || !errors.Is(v["defaults"].Err, kerr.TopicAlreadyExists) {
+		t.Errorf("validate only: %+v", v)
+	}
 	if got := c.Broker().Topics(); !slices.Equal(got, []string{"defaults"}) {
 		t.Fatalf("Strata's topics: %v", got)
 	}
