@@ -52,10 +52,10 @@ type Client struct {
 
 	mu      sync.Mutex
 	closed  bool
-	brokers map[int32]string           // node id → host:port
-	leaders map[string][]int32         // topic → leader of each partition
-	conns   map[string]*brokerConn     // by address
-	dialing map[string]*sync.WaitGroup // addresses being dialed
+	brokers map[int32]string            // node id → host:port
+	leaders map[string][]int32          // topic → leader of each partition
+	conns   map[connKey]*brokerConn     // by address and lane
+	dialing map[connKey]*sync.WaitGroup // connections being dialed
 
 	coordinators map[string]string        // group → its coordinator's host:port
 	exclusive    map[*brokerConn]struct{} // every connection of the join/sync pool
@@ -74,8 +74,8 @@ func Dial(ctx context.Context, cfg DialConfig) (*Client, error) {
 		cfg:     cfg,
 		brokers: map[int32]string{},
 		leaders: map[string][]int32{},
-		conns:   map[string]*brokerConn{},
-		dialing: map[string]*sync.WaitGroup{},
+		conns:   map[connKey]*brokerConn{},
+		dialing: map[connKey]*sync.WaitGroup{},
 
 		coordinators: map[string]string{},
 		exclusive:    map[*brokerConn]struct{}{},
@@ -93,7 +93,7 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	c.closed = true
 	conns := c.conns
-	c.conns = map[string]*brokerConn{}
+	c.conns = map[connKey]*brokerConn{}
 	exclusive := c.exclusive
 	c.exclusive, c.idle = map[*brokerConn]struct{}{}, map[string][]*brokerConn{}
 	c.mu.Unlock()
@@ -106,35 +106,61 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// conn returns a connection to addr, dialing it if needed.
+// connKey names one of the client's shared connections: a broker's
+// address and the lane of requests it carries.
+type connKey struct {
+	addr string
+	lane lane
+}
+
+// lane is a kind of requests that share a connection. A broker answers
+// a connection's requests in order, so a long-polling fetch would hold back
+// whatever is behind it: fetches, produces and the rest each have a
+// connection to a broker, as Kafka's clients do.
+type lane int8
+
+const (
+	laneControl lane = iota // metadata, list offsets, coordinator look-ups and group requests
+	laneProduce
+	laneFetch
+)
+
+// conn returns the control connection to addr, dialing it if needed.
 func (c *Client) conn(ctx context.Context, addr string) (*brokerConn, error) {
+	return c.laneConn(ctx, addr, laneControl)
+}
+
+// laneConn returns the connection of a lane to addr, dialing it if
+// needed.
+func (c *Client) laneConn(ctx context.Context, addr string, l lane) (*brokerConn, error) {
+	key := connKey{addr, l}
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, fmt.Errorf("kafka: client: %w", log.ErrClosed)
 		}
-		if bc := c.conns[addr]; bc != nil && !bc.broken() {
+		if bc := c.conns[key]; bc != nil && !bc.broken() {
 			c.mu.Unlock()
 			return bc, nil
 		}
-		if wg := c.dialing[addr]; wg != nil {
+		if wg := c.dialing[key]; wg != nil {
 			c.mu.Unlock()
 			wg.Wait() // another caller dials it
 			continue
 		}
 		wg := &sync.WaitGroup{}
 		wg.Add(1)
-		c.dialing[addr] = wg
-		old := c.conns[addr]
-		delete(c.conns, addr)
+		c.dialing[key] = wg
+		old := c.conns[key]
+		delete(c.conns, key)
 		c.mu.Unlock()
 		if old != nil {
 			old.close()
 		}
 		bc, err := dialBroker(ctx, addr, c.cfg)
 		c.mu.Lock()
-		delete(c.dialing, addr)
+		delete(c.dialing, key)
 		wg.Done()
 		if err == nil {
 			if c.closed {
@@ -142,7 +168,7 @@ func (c *Client) conn(ctx context.Context, addr string) (*brokerConn, error) {
 				bc.close()
 				return nil, fmt.Errorf("kafka: client: %w", log.ErrClosed)
 			}
-			c.conns[addr] = bc
+			c.conns[key] = bc
 		}
 		c.mu.Unlock()
 		return bc, err
@@ -209,7 +235,7 @@ func (c *Client) refresh(ctx context.Context) error {
 
 // leader returns a connection to the leader of tp, refreshing the
 // metadata once if tp is not known.
-func (c *Client) leader(ctx context.Context, tp log.TopicPartition) (*brokerConn, error) {
+func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*brokerConn, error) {
 	for attempt := 0; ; attempt++ {
 		c.mu.Lock()
 		ls, ok := c.leaders[tp.Topic]
@@ -219,7 +245,7 @@ func (c *Client) leader(ctx context.Context, tp log.TopicPartition) (*brokerConn
 		}
 		c.mu.Unlock()
 		if addr != "" {
-			return c.conn(ctx, addr)
+			return c.laneConn(ctx, addr, l)
 		}
 		if attempt > 0 {
 			if !ok {
@@ -337,7 +363,7 @@ func (c *Client) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch 
 }
 
 func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *kmsg.ProduceRequest) (log.ProduceResult, error) {
-	bc, err := c.leader(ctx, tp)
+	bc, err := c.leader(ctx, tp, laneProduce)
 	if err != nil {
 		return log.ProduceResult{}, err
 	}
@@ -383,7 +409,7 @@ func (c *Client) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
 }
 
 func (c *Client) listOffsetOnce(ctx context.Context, tp log.TopicPartition, at int64) (int64, error) {
-	bc, err := c.leader(ctx, tp)
+	bc, err := c.leader(ctx, tp, laneControl)
 	if err != nil {
 		return 0, err
 	}
@@ -437,7 +463,7 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 		byConn := map[*brokerConn][]int{}
 		var retry []int
 		for _, i := range todo {
-			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition)
+			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition, laneFetch)
 			if err != nil {
 				if ctx.Err() != nil {
 					return log.FetchResponse{}, ctx.Err()

@@ -23,7 +23,9 @@ import (
 // JoinGroup and SyncGroup wait for a rebalance, and a broker answers a
 // connection's requests in order: each goes on a connection of its own
 // (taken from a small pool), so that heartbeats, commits and fetches on the
-// shared connection are never held behind one.
+// shared connections are never held behind one. The others go on the
+// control connection, apart from fetches (a long poll would hold them
+// back) and produces.
 
 // Versions of the group APIs the client speaks at most.
 const (
@@ -138,8 +140,8 @@ func (c *Client) groupDo(ctx context.Context, groupID string, exclusive bool, re
 	return nil, err
 }
 
-// doOn sends req to the broker at addr on the shared connection or, if
-// exclusive, on one of its own.
+// doOn sends req to the broker at addr on the connection shared by group
+// requests or, if exclusive, on one of its own.
 func (c *Client) doOn(ctx context.Context, addr string, exclusive bool, req kmsg.Request, max int16) (kmsg.Response, error) {
 	if !exclusive {
 		bc, err := c.conn(ctx, addr)

@@ -341,3 +341,38 @@ func TestClientCoordinatorMoved(t *testing.T) {
 	require.Equal(t, 2, m.finds, "looked up again")
 	require.Equal(t, 1, m.nots)
 }
+
+// Commits and produces do not wait behind a fetch parked on the same
+// Client: fetches have a connection of their own.
+func TestClientCommitNotBehindFetch(t *testing.T) {
+	leaktest.Check(t)
+	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 2))
+	be := fetchSignal{Broker: b, fetching: make(chan struct{}, 1)}
+	s, err := Listen("127.0.0.1:0", be, Config{})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx := context.Background()
+	cl, err := Dial(ctx, DialConfig{Seeds: []string{s.Addr()}})
+	require.NoError(t, err)
+	defer cl.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := cl.Fetch(ctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: log.TopicPartition{Topic: "t"}}}, MaxWait: 5 * time.Second})
+		done <- err
+	}()
+	<-be.fetching // parked at the end of the partition
+	start := time.Now()
+	for range 10 {
+		require.NoError(t, cl.CommitOffsets(ctx, "g", "", -1, map[log.TopicPartition]int64{{Topic: "t"}: 1}))
+		_, err := cl.Produce(ctx, log.TopicPartition{Topic: "t", Partition: 1}, records("x"), log.AcksLeader)
+		require.NoError(t, err)
+	}
+	require.Less(t, time.Since(start), 4*time.Second, "not behind the parked fetch")
+	select {
+	case err := <-done:
+		t.Fatalf("the fetch returned early: %v", err)
+	default:
+	}
+	cl.Close() // ends the fetch
+	<-done
+}

@@ -44,6 +44,7 @@ type conn struct {
 
 	queue    chan *pending // read, not yet answered; closed by the reader
 	inFlight atomic.Int32  // requests read and not yet written
+	lastDone atomic.Int64  // when the last response was written (unix ns)
 
 	mu      sync.Mutex // guards closing and the deadlines set on nc
 	closing bool
@@ -138,8 +139,9 @@ func (c *conn) read() {
 		frame, started, err := readFrame(r, nil, limit)
 		if err != nil {
 			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded) && !started && c.inFlight.Load() > 0:
-				continue // waiting for our answers is not idle
+			case errors.Is(err, os.ErrDeadlineExceeded) && !started &&
+				(c.inFlight.Load() > 0 || time.Since(time.Unix(0, c.lastDone.Load())) < c.s.cfg.IdleTimeout):
+				continue // waiting for our answers, or just answered, is not idle
 			case errors.Is(err, os.ErrDeadlineExceeded) && !started:
 				c.mu.Lock()
 				closing := c.closing
@@ -364,6 +366,7 @@ func (c *conn) write() {
 	failed := false
 	for p := range c.queue {
 		<-p.done
+		c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
 		c.inFlight.Add(-1)
 		if failed {
 			c.release(p)
@@ -377,6 +380,7 @@ func (c *conn) write() {
 			}
 		}
 		c.release(p)
+		c.lastDone.Store(time.Now().UnixNano())
 		if p.closeAfter {
 			failed = true
 		}

@@ -16,8 +16,10 @@
 //	c, _ := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{"kafka:9092"}})
 //	p, _ := log.NewProducer(c, log.ProducerConfig{})
 //
-// It keeps one pipelined connection per broker, routes each request to the
-// partition's leader from cached Metadata and retries when a leader moves.
+// It keeps three pipelined connections per broker — fetches, produces,
+// and the rest (metadata, offsets, group requests) — so that a long-polling
+// fetch holds back nothing else; it routes each request to the partition's
+// leader from cached Metadata and retries when a leader moves.
 // Group requests go to the group's coordinator, found with
 // FindCoordinator, cached, and looked up again when it moves; JoinGroup
 // and SyncGroup, which wait for a rebalance, each go on a connection of
