@@ -94,6 +94,11 @@ type TopicConfig struct {
 	// (zero: keep each batch as the producer sent it), TopicCompressionNone,
 	// or a codec every batch is recompressed to on append.
 	Compression TopicCompression
+	// ProducerIDExpiration is Kafka's producer.id.expiration.ms: an
+	// idempotent producer silent this long (by its batches' timestamps) is
+	// forgotten, and its next batch must start a new epoch at sequence 0.
+	// 0 → 24 h (DefaultProducerIDExpiration).
+	ProducerIDExpiration time.Duration
 }
 
 // Kafka's defaults.
@@ -151,6 +156,9 @@ func (c TopicConfig) merge(d TopicConfig) TopicConfig {
 	if c.Compression == TopicCompressionProducer {
 		c.Compression = d.Compression
 	}
+	if c.ProducerIDExpiration == 0 {
+		c.ProducerIDExpiration = d.ProducerIDExpiration
+	}
 	return c
 }
 
@@ -166,6 +174,8 @@ func (c TopicConfig) WithDefaults() TopicConfig {
 		MaxIndexBytes:      defaultMaxIndexBytes,
 		RetentionTime:      defaultRetentionTime,
 		MaxMessageBytes:    defaultMaxMessageBytes,
+
+		ProducerIDExpiration: DefaultProducerIDExpiration,
 	})
 }
 
@@ -202,6 +212,8 @@ func (c TopicConfig) Validate() error {
 		return bad("negative flush interval %v", c.FlushInterval)
 	case c.Compression < TopicCompressionProducer || c.Compression > TopicCompressionZstd:
 		return bad("unknown compression type %d", int(c.Compression))
+	case c.ProducerIDExpiration < 0:
+		return bad("negative producer id expiration %v", c.ProducerIDExpiration)
 	}
 	return nil
 }
