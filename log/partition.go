@@ -64,6 +64,7 @@ type Partition struct {
 	// for the next flush to fsync.
 	snapMu       sync.Mutex
 	snapUnsynced []vfs.File
+	snapSyncMu   sync.Mutex // held while syncing them
 
 	// Group commit: one fsync at a time; appenders that need one wait for
 	// the fsync in progress and, if it did not cover them, share the next.

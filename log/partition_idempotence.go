@@ -95,8 +95,11 @@ func (p *Partition) snapshotOnRoll() error {
 
 // syncSnapshots fsyncs and closes the snapshot files written by rolls since
 // the last flush. A file deleted since (retention, truncation) is synced
-// harmlessly.
+// harmlessly. When it returns, every snapshot written before the call is
+// durable, even those a concurrent call took.
 func (p *Partition) syncSnapshots() error {
+	p.snapSyncMu.Lock()
+	defer p.snapSyncMu.Unlock()
 	p.snapMu.Lock()
 	fs := p.snapUnsynced
 	p.snapUnsynced = nil
@@ -172,10 +175,14 @@ func (p *Partition) openProducerState(now time.Time) error {
 }
 
 // removeSnapshotsBelow removes the snapshots below offset, the new log start
-// offset, without syncing the directory (the caller does). The newest one at
-// or below the start is kept: it holds the producers of the deleted
-// segments. Holds mu.
+// offset, without syncing the directory (the caller does). The one at the
+// start is kept: it holds the producers of the deleted segments, and is made
+// durable first (a roll wrote it without waiting for the disk), so that a
+// crash cannot leave its predecessors deleted and it torn. Holds mu.
 func (p *Partition) removeSnapshotsBelow(offset int64) error {
+	if err := p.syncSnapshots(); err != nil {
+		return err
+	}
 	offs, err := ListProducerSnapshots(p.fs, p.dir)
 	if err != nil {
 		return err
