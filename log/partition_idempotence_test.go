@@ -383,6 +383,25 @@ func TestProducerSnapshotOnCloseAndRoll(t *testing.T) {
 	require.Equal(t, end, p.EndOffset())
 	require.NoError(t, b.Close())
 
+	// A damaged close snapshot, one past the end (a crash's leftover) and a
+	// half-written one: open falls back to the roll snapshots and the log,
+	// and cleans up.
+	dir := p.dir
+	require.NoError(t, vfs.WriteFileAtomic(mem, ProducerSnapshotName(dir, end), []byte("torn")))
+	require.NoError(t, vfs.WriteFileAtomic(mem, ProducerSnapshotName(dir, end+100), encodeProducerSnapshot(NewProducerState(end+100))))
+	require.NoError(t, vfs.WriteFileAtomic(mem, ProducerSnapshotName(dir, end-1)+".tmp", []byte("half")))
+	b, err = Open("/d", Config{FS: mem})
+	require.NoError(t, err)
+	p, _ = b.Partition("t", 0)
+	requireSameState(t, live, p.producers())
+	names, err := mem.ReadDir(dir)
+	require.NoError(t, err)
+	for _, n := range names {
+		require.NotContains(t, n, ".tmp")
+		require.NotEqual(t, ProducerSnapshotName("", end+100), n, "snapshot past the end deleted")
+	}
+	require.NoError(t, b.Close())
+
 	// Without any snapshot, the log alone gives the same state.
 	require.NoError(t, deleteProducerSnapshots(mem, p.dir, func(int64) bool { return true }))
 	b, err = Open("/d", Config{FS: mem})
