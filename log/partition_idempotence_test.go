@@ -434,10 +434,21 @@ func TestProducerStateCrashAtRandomOps(t *testing.T) {
 		require.NoError(t, err)
 		cfg := TopicConfig{SegmentBytes: 300 + int64(rng.IntN(500)), MaxIndexBytes: 1024, FlushMessages: []int64{0, 1, 4}[rng.IntN(3)]}
 		p := createT(t, b, "t", cfg)
+		// The crash may come in the background loop's flush: it tears
+		// with its own generator, and the loop below learns of it through
+		// an atomic; crashed is read once Close has joined the loop.
 		var crashed *vfs.MemFS
-		hook.set(crashAtOp(mem, rng.IntN(400), &crashed, rng))
+		inject := crashAtOp(mem, rng.IntN(400), &crashed, rand.New(rand.NewPCG(s, uint64(it)+1<<32)))
+		var failing atomic.Bool
+		hook.set(func(op vfs.Op, path string) error {
+			err := inject(op, path)
+			if err != nil {
+				failing.Store(true)
+			}
+			return err
+		})
 		seqs := map[int64]int32{}
-		for op := 0; op < 120 && crashed == nil; op++ {
+		for op := 0; op < 120 && !failing.Load(); op++ {
 			switch r := rng.IntN(20); {
 			case r == 0:
 				p.Flush()
