@@ -10,12 +10,13 @@ import (
 
 // loop is the store's one background goroutine: it fsyncs sealed segments
 // after a roll, flushes partitions by FlushInterval, writes the checkpoints
-// every CheckpointInterval and runs retention every RetentionCheckInterval.
+// every CheckpointInterval, runs retention every RetentionCheckInterval and
+// expires idle producers every ProducerIDExpirationCheckInterval.
 func (s *Store) loop() {
 	defer s.wg.Done()
 	now := time.Now()
-	lastRetention, lastCheckpoint := now, now
-	timer := time.NewTimer(s.nextWake(now, lastRetention, lastCheckpoint))
+	lastRetention, lastCheckpoint, lastExpire := now, now, now
+	timer := time.NewTimer(s.nextWake(now, lastRetention, lastCheckpoint, lastExpire))
 	defer timer.Stop()
 	for {
 		select {
@@ -31,6 +32,10 @@ func (s *Store) loop() {
 			lastRetention = now
 			s.enforceRetention(now)
 		}
+		if now.Sub(lastExpire) >= s.cfg.ProducerIDExpirationCheckInterval {
+			lastExpire = now
+			s.expireProducers(now)
+		}
 		if now.Sub(lastCheckpoint) >= s.cfg.CheckpointInterval {
 			lastCheckpoint = now
 			if err := s.writeCheckpoints(); err != nil {
@@ -38,14 +43,15 @@ func (s *Store) loop() {
 			}
 		}
 		s.roundMu.Unlock()
-		timer.Reset(s.nextWake(now, lastRetention, lastCheckpoint))
+		timer.Reset(s.nextWake(now, lastRetention, lastCheckpoint, lastExpire))
 	}
 }
 
 // nextWake is how long the loop may sleep before something is due.
-func (s *Store) nextWake(now, lastRetention, lastCheckpoint time.Time) time.Duration {
+func (s *Store) nextWake(now, lastRetention, lastCheckpoint, lastExpire time.Time) time.Duration {
 	d := min(lastRetention.Add(s.cfg.RetentionCheckInterval).Sub(now),
-		lastCheckpoint.Add(s.cfg.CheckpointInterval).Sub(now))
+		lastCheckpoint.Add(s.cfg.CheckpointInterval).Sub(now),
+		lastExpire.Add(s.cfg.ProducerIDExpirationCheckInterval).Sub(now))
 	for _, p := range s.Partitions() {
 		if fi := p.cfg.FlushInterval; fi > 0 {
 			d = min(d, time.Unix(0, p.lastFlush.Load()).Add(fi).Sub(now))
@@ -68,6 +74,16 @@ func (s *Store) flushDue(now time.Time) {
 		}
 		if err := p.Flush(); err != nil && !isClosed(err) {
 			s.logger.Error("flush failed", "partition", p.String(), "err", err)
+		}
+	}
+}
+
+// expireProducers forgets, in every partition, the idempotent producers
+// silent for its ProducerIDExpiration (Kafka's removeExpiredProducers).
+func (s *Store) expireProducers(now time.Time) {
+	for _, p := range s.Partitions() {
+		if n := p.expireProducers(now); n > 0 {
+			s.logger.Info("expired producers", "partition", p.String(), "producers", n)
 		}
 	}
 }
@@ -141,6 +157,13 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 	var epochErr error
 	if c, changed := p.loadEpochs().truncateFromStart(p.start.Load()); changed {
 		epochErr = p.storeEpochs(c)
+	}
+	// So do the producer snapshots below the start (the directory sync
+	// below makes it durable; one left by a crash is harmless). The
+	// producers themselves stay (KIP-360): their records may be gone, their
+	// sequences are not.
+	if err := p.removeSnapshotsBelow(p.start.Load()); err != nil && epochErr == nil {
+		epochErr = err
 	}
 	p.mu.Unlock()
 

@@ -34,7 +34,9 @@ func (b *Broker) Produce(ctx context.Context, tp TopicPartition, batch []byte, a
 // a standalone broker the only replica is the leader and is always in sync:
 // AcksAll fails with ErrNotEnoughReplicas only when the topic asks for more
 // than one in-sync replica. Batches keep the producer's timestamps
-// (LogAppendTime -1).
+// (LogAppendTime -1). A duplicate of one of an idempotent producer's last 5
+// batches appends nothing and is answered as the first time: its
+// BaseOffset is the one the batch got then (see Partition.AppendBatch).
 func (b *Broker) ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ProduceResult{}, err

@@ -120,6 +120,11 @@ type TopicConfig struct {
 	MinCleanableDirtyRatio float64       // dirty bytes / cleanable bytes that start a pass; 0 → 0.5
 	MinCompactionLag       time.Duration // records younger than this are not cleaned; 0 → none
 	MaxCompactionLag       time.Duration // a dirty record older than this forces a pass; 0 → unlimited
+	// ProducerIDExpiration is Kafka's producer.id.expiration.ms: an
+	// idempotent producer silent this long (by its batches' timestamps) is
+	// forgotten, and its next batch must start a new epoch at sequence 0.
+	// 0 → 24 h (DefaultProducerIDExpiration).
+	ProducerIDExpiration time.Duration
 }
 
 // Kafka's defaults.
@@ -194,6 +199,9 @@ func (c TopicConfig) merge(d TopicConfig) TopicConfig {
 	if c.MaxCompactionLag == 0 {
 		c.MaxCompactionLag = d.MaxCompactionLag
 	}
+	if c.ProducerIDExpiration == 0 {
+		c.ProducerIDExpiration = d.ProducerIDExpiration
+	}
 	return c
 }
 
@@ -212,6 +220,7 @@ func (c TopicConfig) WithDefaults() TopicConfig {
 
 		DeleteRetention:        defaultDeleteRetention,
 		MinCleanableDirtyRatio: defaultMinCleanableDirtyRatio,
+		ProducerIDExpiration:   DefaultProducerIDExpiration,
 	})
 }
 
@@ -258,6 +267,8 @@ func (c TopicConfig) Validate() error {
 		return bad("negative max compaction lag %v (0 means unlimited)", c.MaxCompactionLag)
 	case c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.MinCompactionLag:
 		return bad("max compaction lag %v below min compaction lag %v", c.MaxCompactionLag, c.MinCompactionLag)
+	case c.ProducerIDExpiration < 0:
+		return bad("negative producer id expiration %v", c.ProducerIDExpiration)
 	}
 	return nil
 }

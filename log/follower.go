@@ -203,6 +203,9 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 			p.mu.Unlock()
 			return 0, 0, err
 		}
+		// The leader checked the batch: its producer state follows the
+		// log, never refuses it.
+		p.ps.Replay(fb.h)
 		// The leader's epoch is known from here on: leader appends never
 		// stamp an older one (which would rewrite the cache's history).
 		if e := fb.h.PartitionLeaderEpoch; e > p.epoch.Load() {
@@ -229,8 +232,10 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 // (both indexes too). The log then ends on a batch boundary at or before
 // offset. The high watermark, the recovery point and the log start offset
 // move back to the new end if they were past it, and the leader-epoch
-// cache loses the epochs that start at or after it. An offset at or past
-// the end offset changes no record but still drops epochs that start at the
+// cache loses the epochs that start at or after it. The producer state is
+// rebuilt at the new end (the newest snapshot at or below it, then the log
+// after it; the snapshots above it are deleted). An offset at or past the
+// end offset changes no record but still drops epochs that start at the
 // end offset (led without a record); one below the first segment is
 // TruncateFullyAndStartAt. A negative offset is ErrInvalidOffset.
 //
@@ -312,6 +317,14 @@ func (p *Partition) truncateToLocked(offset int64) (lowered bool, err error) {
 			return true, err
 		}
 	}
+	// The producer state is rebuilt at the new end from a snapshot at or
+	// below it and the log after it; the snapshots above it go.
+	ps, err := p.loadProducerState(next)
+	if err != nil {
+		p.fail(err)
+		return true, err
+	}
+	p.ps = ps
 	p.logger.Info("truncated", "partition", p.String(), "offset", offset, "end", next, "segments deleted", len(segs)-k-1)
 	return true, p.truncateEpochsFromEnd(next)
 }
@@ -346,7 +359,8 @@ func (p *Partition) truncateEpochsFromEnd(end int64) error {
 
 // TruncateFullyAndStartAt deletes every record and starts the partition
 // empty at offset: end offset, log start offset, high watermark and
-// recovery point all become offset, and the leader-epoch cache is cleared.
+// recovery point all become offset, and the leader-epoch cache and the
+// producer state (with its snapshots) are cleared.
 // A follower does this when the leader's log starts after its own end. A
 // negative offset is ErrInvalidOffset.
 //
@@ -379,6 +393,11 @@ func (p *Partition) truncateFullyLocked(offset int64) error {
 	if err := p.storeEpochs(nil); err != nil {
 		return fail(err)
 	}
+	// No snapshot may outlive the log it describes.
+	if err := p.removeAllSnapshots(); err != nil {
+		return fail(err)
+	}
+	p.ps.Reset(offset)
 	old := *p.segs.Load()
 	p.truncGen.Add(1)
 	p.leo.Store(offset)

@@ -44,6 +44,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		},
 	}
 	p.epochs.Store(new(epochCache))
+	p.ps = NewProducerState(0)
 	p.syncCnd = sync.NewCond(&p.syncMu)
 	return p
 }
@@ -60,7 +61,9 @@ func (p *Partition) create() error {
 // trusted (indexes still get their sanity check); after an unclean one every
 // segment from the one holding the recovery point on is scanned and
 // validated, and a torn or corrupt tail is cut off together with every
-// segment after it.
+// segment after it. The producer state is then loaded from the newest
+// usable .snapshot file at or below the end offset and the batch headers
+// after it (snapshots past the end are deleted).
 func (p *Partition) load(clean bool, st partitionState) error {
 	if err := p.fs.MkdirAll(p.dir, 0o755); err != nil {
 		return fmt.Errorf("log: open %s: %w", p.dir, err)
@@ -99,6 +102,9 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
 	if len(bases) == 0 {
 		if err := p.createAt(max(st.startOffset, 0)); err != nil {
+			return err
+		}
+		if err := p.openProducerState(time.Now()); err != nil {
 			return err
 		}
 		return p.openEpochs()
@@ -238,6 +244,10 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		p.hw.Store(min(max(st.highWatermark, start), leo))
 	}
 	p.lastFlush.Store(now.UnixNano())
+	if err := p.openProducerState(now); err != nil {
+		closeAll()
+		return err
+	}
 	return p.openEpochs()
 }
 

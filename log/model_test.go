@@ -16,7 +16,10 @@ import (
 
 // TestRandomOpsAgainstModel runs random sequences of appends, reads, rolls,
 // retention, flushes, clean reopens and crashes against a trivial model: a
-// slice of values and a start offset. Replay a failure with STRATA_SEED.
+// slice of values and a start offset. Some appends are idempotent producers'
+// batches, some of them sent again (duplicates answered with their first
+// offsets, stale or fenced ones refused), checked against the list of the
+// producers' batches in the log. Replay a failure with STRATA_SEED.
 func TestRandomOpsAgainstModel(t *testing.T) {
 	s := seed(t)
 	runs, steps := 12, 300
@@ -35,6 +38,8 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 			MaxIndexBytes:      24 + 12*rng.IntN(40),
 			RetentionTime:      -1,
 			FlushMessages:      []int64{0, 1, 4}[rng.IntN(3)],
+			// The model's clock is in 2001: no producer expires.
+			ProducerIDExpiration: 100 * 365 * 24 * time.Hour,
 		}
 		b, err := Open("/d", Config{FS: fs})
 		require.NoError(t, err)
@@ -43,6 +48,28 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 		var model [][]byte // model[i] is the value at offset i
 		start, durable := 0, 0
 		ts := time.UnixMilli(1_000_000_000)
+		// The producers' batches in the log, in order (those below the
+		// start too: producers outlive their records).
+		var idem []modelBatch
+		checkProducers := func(step int) {
+			t.Helper()
+			ps := p.producers()
+			for pid := int64(0); pid < modelProducers; pid++ {
+				w := producerWindow(idem, pid)
+				info, ok := ps.Producer(pid)
+				require.Equal(t, len(w) > 0, ok, "run %d step %d: producer %d known", run, step, pid)
+				if !ok {
+					continue
+				}
+				require.Len(t, info.Batches, len(w), "run %d step %d: producer %d", run, step, pid)
+				for i, mb := range w {
+					got := info.Batches[i]
+					require.Equal(t, [3]int64{int64(mb.seq), int64(mb.seq) + int64(mb.n) - 1, mb.base + int64(mb.n) - 1},
+						[3]int64{int64(got.FirstSeq), int64(got.LastSeq), got.LastOffset}, "run %d step %d: producer %d batch %d", run, step, pid, i)
+				}
+				require.Equal(t, w[len(w)-1].epoch, info.Epoch)
+			}
+		}
 		reopen := func(crash bool) {
 			target := fs
 			if crash {
@@ -60,6 +87,19 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 			model = model[:end]
 			durable = end
 			start = int(p.StartOffset())
+			for len(idem) > 0 && idem[len(idem)-1].base >= int64(end) {
+				idem = idem[:len(idem)-1]
+			}
+			checkProducers(-1)
+		}
+		idemBatch := func(mb modelBatch) []byte {
+			var bd batch.Builder
+			bd.Reset(ts.UnixMilli())
+			bd.SetProducer(mb.pid, mb.epoch, mb.seq)
+			for i := 0; i < mb.n; i++ {
+				bd.Append(ts.UnixMilli(), nil, modelIdemValue(mb, i), nil)
+			}
+			return bytes.Clone(bd.Bytes())
 		}
 		for step := 0; step < steps; step++ {
 			op := rng.IntN(100)
@@ -71,7 +111,54 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 				t.Logf("run %d step %d op %d end %d start %d durable %d segs %v", run, step, op, p.EndOffset(), p.StartOffset(), durable, bases)
 			}
 			switch {
-			case op < 55: // append
+			case op < 45 && op >= 35: // a producer's next batch
+				pid := rng.Int64N(modelProducers)
+				mb := modelBatch{pid: pid, n: 1 + rng.IntN(4)}
+				if w := producerWindow(idem, pid); len(w) > 0 {
+					last := w[len(w)-1]
+					mb.epoch, mb.seq = last.epoch, last.seq+int32(last.n)
+				}
+				if rng.IntN(8) == 0 { // a new epoch
+					mb.epoch, mb.seq = mb.epoch+1, 0
+				}
+				ts = ts.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+				base, next, err := p.AppendBatch(idemBatch(mb))
+				require.NoError(t, err, "run %d step %d", run, step)
+				require.EqualValues(t, len(model), base)
+				require.EqualValues(t, len(model)+mb.n, next)
+				mb.base = base
+				idem = append(idem, mb)
+				for i := 0; i < mb.n; i++ {
+					model = append(model, modelIdemValue(mb, i))
+				}
+				if cfg.FlushMessages == 1 {
+					durable = len(model)
+				}
+			case op < 55 && op >= 45: // a producer's batch sent again
+				pid := rng.Int64N(modelProducers)
+				w := producerWindow(idem, pid)
+				if len(w) == 0 {
+					break
+				}
+				k := rng.IntN(len(w) + 1)
+				var err error
+				switch {
+				case k < len(w): // a duplicate
+					var base, next int64
+					base, next, err = p.AppendBatch(idemBatch(w[k]))
+					require.NoError(t, err, "run %d step %d", run, step)
+					require.Equal(t, w[k].base, base)
+					require.Equal(t, w[k].base+int64(w[k].n), next)
+				case len(w) == 5 && w[0].seq > 0: // older than the window
+					old := modelBatch{pid: pid, epoch: w[0].epoch, seq: w[0].seq - 1, n: 1}
+					_, _, err = p.AppendBatch(idemBatch(old))
+					require.ErrorIs(t, err, ErrOutOfOrderSequence, "run %d step %d", run, step)
+				case w[0].epoch > 0: // fenced
+					old := modelBatch{pid: pid, epoch: w[0].epoch - 1, seq: w[0].seq, n: w[0].n}
+					_, _, err = p.AppendBatch(idemBatch(old))
+					require.ErrorIs(t, err, ErrProducerFenced, "run %d step %d", run, step)
+				}
+			case op < 35: // append
 				n := 1 + rng.IntN(6)
 				recs := make([]Record, n)
 				for i := range recs {
@@ -126,9 +213,43 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 			}
 			require.EqualValues(t, len(model), p.EndOffset(), "run %d step %d", run, step)
 			require.EqualValues(t, start, p.StartOffset(), "run %d step %d", run, step)
+			if step%25 == 0 {
+				checkProducers(step)
+			}
 		}
 		require.NoError(t, b.Close())
 	}
+}
+
+// The idempotent producers of TestRandomOpsAgainstModel.
+const modelProducers = 3
+
+// modelBatch is a producer's batch in TestRandomOpsAgainstModel's model.
+type modelBatch struct {
+	pid   int64
+	epoch int16
+	seq   int32
+	n     int
+	base  int64
+}
+
+func modelIdemValue(mb modelBatch, i int) []byte {
+	return []byte(fmt.Sprintf("p%d-e%d-s%d", mb.pid, mb.epoch, int(mb.seq)+i))
+}
+
+// producerWindow is what the partition must know of producer pid: its last
+// 5 batches in its latest epoch, oldest first.
+func producerWindow(idem []modelBatch, pid int64) []modelBatch {
+	var w []modelBatch
+	for i := len(idem) - 1; i >= 0 && len(w) < 5; i-- {
+		if mb := idem[i]; mb.pid == pid {
+			if len(w) > 0 && mb.epoch != w[0].epoch {
+				break
+			}
+			w = append([]modelBatch{mb}, w...)
+		}
+	}
+	return w
 }
 
 func testLogger(t *testing.T) *slog.Logger {

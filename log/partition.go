@@ -56,6 +56,15 @@ type Partition struct {
 	dirDirty      atomic.Bool                        // a segment was created since the last directory fsync
 	bytesIn       atomic.Int64                       // bytes appended since open: wakes parked fetches
 	truncGen      atomic.Int64                       // truncations since open; changed under mu
+	// ps is the idempotent producers' state (partition_idempotence.go),
+	// reflecting the log up to the end offset. Guarded by mu.
+	ps *ProducerState
+
+	// snapUnsynced holds the producer snapshots written by rolls, open,
+	// for the next flush to fsync.
+	snapMu       sync.Mutex
+	snapUnsynced []vfs.File
+	snapSyncMu   sync.Mutex // held while syncing them
 
 	// Group commit: one fsync at a time; appenders that need one wait for
 	// the fsync in progress and, if it did not cover them, share the next.
@@ -146,6 +155,14 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 // returns the batch's first and next offsets. b is modified in place (its base
 // offset). b must be exactly one batch: anything else is refused and changes
 // nothing.
+//
+// A batch with a producer id goes through the idempotent producer's checks
+// (ProducerState.Check): a duplicate of one of the producer's last 5 batches
+// appends nothing and returns the offsets it got the first time; a gap in
+// its sequence is ErrOutOfOrderSequence, an unknown producer with a sequence
+// other than 0 ErrUnknownProducerID, an older epoch ErrProducerFenced, each
+// changing nothing. Transactional and control batches are
+// ErrTransactionsUnsupported.
 func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if len(b) > p.cfg.MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
@@ -156,6 +173,9 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	}
 	if h.Size() != len(b) {
 		return 0, 0, fmt.Errorf("log: append to %s: %w: %d bytes after the batch", p, ErrCorrupt, len(b)-h.Size())
+	}
+	if h.Transactional() || h.Control() {
+		return 0, 0, fmt.Errorf("log: append to %s: %w", p, ErrTransactionsUnsupported)
 	}
 	return p.appendValid(b, h)
 }
@@ -172,6 +192,19 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 		p.mu.Unlock()
 		return 0, 0, err
 	}
+	pb := ProducerBatchOf(h)
+	var pe *producerEntry
+	if pb.Idempotent() {
+		var c AppendCheck
+		pe, c, err = p.checkProducerLocked(pb)
+		if err != nil || c.Duplicate {
+			p.mu.Unlock()
+			if err != nil {
+				return 0, 0, err
+			}
+			return p.answerDuplicate(c)
+		}
+	}
 	base = p.leo.Load()
 	batch.SetBaseOffset(b, base)
 	h.BaseOffset = base
@@ -182,6 +215,7 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 		p.mu.Unlock()
 		return 0, 0, err
 	}
+	p.ps.update(pe, pb, base)
 	next = h.NextOffset()
 	p.mu.Unlock()
 
@@ -237,12 +271,16 @@ func (p *Partition) fail(err error) {
 
 func (p *Partition) closedErr() error { return fmt.Errorf("log: %s: %w", p, ErrClosed) }
 
-// roll seals the active segment and starts a new one at the end offset.
-// Nothing here waits for the disk: the sealed segment's fsyncs and the
-// directory's are left to the next flush, which the background loop is woken
-// for, and which any append that needs durability waits for. Holds mu.
+// roll seals the active segment, writes the producer state snapshot at the
+// end offset and starts a new segment there. Nothing here waits for the
+// disk: the sealed segment's fsyncs, the snapshot's and the directory's are
+// left to the next flush, which the background loop is woken for, and which
+// any append that needs durability waits for. Holds mu.
 func (p *Partition) roll(now time.Time) error {
 	if err := p.active.Seal(); err != nil {
+		return err
+	}
+	if err := p.snapshotOnRoll(); err != nil {
 		return err
 	}
 	seg, err := segment.Create(p.fs, p.dir, p.leo.Load(), p.segCfg, now)
@@ -339,6 +377,10 @@ func (p *Partition) flush() error {
 		p.mu.Unlock()
 		return fmt.Errorf("log: flush %s: %w", p, err)
 	}
+	// The snapshots written by rolls, before the directory names them.
+	if err := p.syncSnapshots(); err != nil {
+		return fail(err)
+	}
 	if p.dirDirty.Swap(false) {
 		if err := p.fs.SyncDir(p.dir); err != nil {
 			return fail(err)
@@ -392,7 +434,8 @@ func (p *Partition) checkpointRecoveryPoint() int64 {
 	return rp
 }
 
-// close flushes the partition and closes its segments.
+// close flushes the partition, writes its producer state snapshot and
+// closes its segments.
 func (p *Partition) close() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -416,9 +459,18 @@ func (p *Partition) close() error {
 				first = fmt.Errorf("log: close %s: %w", p, err)
 			}
 		}
+		if err := p.syncSnapshots(); err != nil && first == nil {
+			first = fmt.Errorf("log: close %s: %w", p, err)
+		}
 		if first == nil {
 			p.recoveryPoint.Store(p.leo.Load())
+			// The next open loads the state from here, replaying nothing.
+			if err := p.snapshotOnClose(); err != nil {
+				first = fmt.Errorf("log: close %s: %w", p, err)
+			}
 		}
+	} else {
+		p.syncSnapshots() // only to close them: the partition failed
 	}
 	for _, s := range segs {
 		s.Close()

@@ -258,40 +258,47 @@ type AppendCheck struct {
 //     Strata refuses: its state is lost only by expiration, and a refused
 //     producer recovers (new epoch, sequence 0) without duplicating.
 func (s *ProducerState) Check(b ProducerBatch) (AppendCheck, error) {
+	_, c, err := s.check(b)
+	return c, err
+}
+
+// check is Check that also returns the producer's entry (nil if none), for
+// update: the append path looks a producer up once per batch.
+func (s *ProducerState) check(b ProducerBatch) (*producerEntry, AppendCheck, error) {
 	if !b.Idempotent() {
-		return AppendCheck{}, nil
+		return nil, AppendCheck{}, nil
 	}
 	if b.Epoch < 0 || b.BaseSequence < 0 || b.LastOffsetDelta < 0 {
-		return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d base sequence %d", ErrInvalidSequence, b.ProducerID, b.Epoch, b.BaseSequence)
+		return nil, AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d base sequence %d", ErrInvalidSequence, b.ProducerID, b.Epoch, b.BaseSequence)
 	}
 	e, ok := s.producers[b.ProducerID]
 	if !ok || e.epoch == noProducerEpoch {
 		if b.BaseSequence != 0 {
-			return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, no state for it", ErrUnknownProducerID, b.ProducerID, b.Epoch, b.BaseSequence)
+			return e, AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, no state for it", ErrUnknownProducerID, b.ProducerID, b.Epoch, b.BaseSequence)
 		}
-		return AppendCheck{}, nil
+		return e, AppendCheck{}, nil
 	}
 	if b.Epoch == e.epoch {
 		last := b.LastSequence()
 		for _, m := range e.batches {
 			if m.FirstSeq == b.BaseSequence && m.LastSeq == last {
-				return AppendCheck{Duplicate: true, FirstOffset: m.FirstOffset(), LastOffset: m.LastOffset, MaxTimestamp: m.MaxTimestamp}, nil
+				return e, AppendCheck{Duplicate: true, FirstOffset: m.FirstOffset(), LastOffset: m.LastOffset, MaxTimestamp: m.MaxTimestamp}, nil
 			}
 		}
 	}
 	switch {
 	case b.Epoch < e.epoch:
-		return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d, latest epoch %d", ErrProducerFenced, b.ProducerID, b.Epoch, e.epoch)
+		return e, AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d, latest epoch %d", ErrProducerFenced, b.ProducerID, b.Epoch, e.epoch)
 	case b.Epoch > e.epoch:
 		if b.BaseSequence != 0 {
-			return AppendCheck{}, fmt.Errorf("%w: producer %d new epoch %d starts at sequence %d, not 0", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence)
+			return e, AppendCheck{}, fmt.Errorf("%w: producer %d new epoch %d starts at sequence %d, not 0", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence)
 		}
 	default:
 		if !inSequence(e.lastSeq(), b.BaseSequence) {
-			return AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, last appended %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence, e.lastSeq())
+			return e, AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, last appended %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence, e.lastSeq())
 		}
 	}
-	return AppendCheck{}, nil
+	return e, AppendCheck{}, nil
 }
 
 // Update records batch b, appended at firstOffset, and moves EndOffset past
@@ -299,13 +306,22 @@ func (s *ProducerState) Check(b ProducerBatch) (AppendCheck, error) {
 // calls it (through Replay) for what is in the log, which is the truth. A
 // batch without a producer id only moves EndOffset.
 func (s *ProducerState) Update(b ProducerBatch, firstOffset int64) {
+	var e *producerEntry
+	if b.Idempotent() {
+		e = s.producers[b.ProducerID]
+	}
+	s.update(e, b, firstOffset)
+}
+
+// update is Update with the producer's entry as check returned it (nil if
+// none yet).
+func (s *ProducerState) update(e *producerEntry, b ProducerBatch, firstOffset int64) {
 	lastOffset := firstOffset + int64(b.LastOffsetDelta)
 	s.endOffset = max(s.endOffset, lastOffset+1)
 	if !b.Idempotent() {
 		return
 	}
-	e, ok := s.producers[b.ProducerID]
-	if !ok {
+	if e == nil {
 		e = &producerEntry{epoch: noProducerEpoch, coordinatorEpoch: -1, txnFirstOffset: -1}
 		s.producers[b.ProducerID] = e
 	}

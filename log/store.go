@@ -46,6 +46,10 @@ type StoreConfig struct {
 	// It must not block and must not call back into the partition's writer
 	// path.
 	Notify func(*Partition)
+	// ProducerIDExpirationCheckInterval is how often idle idempotent
+	// producers are expired (TopicConfig.ProducerIDExpiration); 0 → 10
+	// minutes (Kafka's producer.id.expiration.check.interval.ms).
+	ProducerIDExpirationCheckInterval time.Duration
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -60,6 +64,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.ProducerIDExpirationCheckInterval <= 0 {
+		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
 	return c
 }
