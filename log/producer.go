@@ -202,6 +202,7 @@ func (c ProducerConfig) validate() error {
 // It is safe for concurrent use.
 type Producer struct {
 	c      Client
+	broker *Broker // c, when it is a *Broker: batches go by its trusted path (partition_trusted.go)
 	cfg    ProducerConfig
 	linger time.Duration // cfg.Linger, 0 when negative: no wait
 
@@ -352,8 +353,12 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// Only a *Broker itself, not a Client that wraps or embeds one: a
+	// wrapper's ProduceBatch is what it means to be called.
+	broker, _ := c.(*Broker)
 	p := &Producer{
 		c:         c,
+		broker:    broker,
 		cfg:       cfg,
 		linger:    max(cfg.Linger, 0),
 		topics:    map[string]*topicState{},
