@@ -47,7 +47,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	ps := t.parts[part]
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
 		p.closeOpenLocked(ps, true)
-		b.finish()
+		p.finishLocked(b)
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
@@ -55,7 +55,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
 				p.closeOpenLocked(ps, false)
-				b.finish()
+				p.finishLocked(b)
 			}
 		}
 	}
@@ -73,10 +73,8 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	}
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
-		// Full: encode the header and CRC here, on the sending goroutine,
-		// which has time to spare, rather than on the partition's sender.
 		p.closeOpenLocked(ps, true)
-		b.finish()
+		p.finishLocked(b)
 	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
 		// Nothing to wait for (no linger, or only blocked Sends, which
 		// cannot add records): a sender takes the batch now.
@@ -84,6 +82,19 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	}
 	p.mu.Unlock()
 	return nil
+}
+
+// finishLocked encodes the header and CRC of a full batch of an
+// uncompressed producer here, on the sending goroutine, which has time to
+// spare, rather than on the partition's sender. A compressed batch is left
+// to the sender (work), which compresses it without holding mu: compressing
+// under mu on the caller's goroutine stalled every other send and the
+// senders' bookkeeping for the whole of it (as kgo, which compresses on its
+// own goroutine).
+func (p *Producer) finishLocked(b *pbatch) {
+	if p.cfg.Compression == CompressionNone {
+		b.finish()
+	}
 }
 
 // nowMsLocked is the wall clock in ms. It reads only the monotonic clock
