@@ -265,6 +265,7 @@ type partState struct {
 	head, tail *pbatch // closed batches not completed, in send order
 	closedSeq  uint64  // batches closed so far: batch.seq of the last
 	doneSeq    uint64  // batches completed so far (they complete in order)
+	lastSize   int     // the encoded size of the last batch closed: sizes the next one's buffer
 	unresolved int     // closed batches without an outcome yet
 	workers    int     // sender goroutines for this partition
 	sending    int     // of which in a ProduceBatch call (or fetching an id)

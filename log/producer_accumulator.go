@@ -210,6 +210,11 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 	b := p.newBatchLocked()
 	now := p.anchorLocked(time.Now())
 	b.bd.Reset(ms)
+	// Size a new buffer for what the partition's last batch held (a batch
+	// closed full: BatchBytes), so that Append does not regrow it record by
+	// record; a reused one has room already. A partition that trickles keeps
+	// small buffers.
+	b.bd.Grow(min(ps.lastSize, p.cfg.BatchBytes))
 	p.nextID++
 	b.id = p.nextID
 	b.created = now
@@ -245,6 +250,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 		return
 	}
 	ps.open = nil
+	ps.lastSize = b.bd.Size()
 	ps.closedSeq++
 	b.seq = ps.closedSeq
 	if p.cfg.Idempotent {
