@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -131,4 +132,38 @@ func TestProduceBuiltRefuses(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 0, res.BaseOffset)
 	require.EqualValues(t, 1, p.EndOffset())
+}
+
+// TestProducerDefaultBatchFits: a full batch of the default BatchBytes,
+// of incompressible records, fits in a topic's default MaxMessageBytes with
+// every codec: no produce is refused as too large (and split).
+func TestProducerDefaultBatchFits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := make([]byte, 1000)
+	for i := range value {
+		value[i] = byte(rng.Uint32())
+	}
+	for _, codec := range allCodecs {
+		t.Run(codec.String(), func(t *testing.T) {
+			_, c := prodBroker(t, TopicConfig{})
+			pr := newProd(t, c, ProducerConfig{Compression: codec, Linger: time.Minute, Timeout: time.Hour})
+			for range 2500 {
+				pr.SendAsync(Record{Topic: "t", Value: value}, func(_ Record, err error) {
+					if err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			require.NoError(t, pr.Flush(context.Background()))
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			require.GreaterOrEqual(t, len(c.calls), 3)
+			for i, call := range c.calls {
+				require.NoError(t, call.err)
+				if i < len(c.calls)-1 { // the last one: what Flush found
+					require.Greater(t, call.records, 900, "full batches of about 1 MB")
+				}
+			}
+		})
+	}
 }
