@@ -304,6 +304,7 @@ type pbatch struct {
 	deadline time.Time // created + Timeout
 	bytes    int       // estimated memory, counted in Producer.buffered
 	raw      []byte    // the finished batch (bd.Bytes), once finish is called
+	encoding bool      // enqueue is compressing it outside mu: no sender takes it meanwhile
 	async    int       // records without a Send waiting for them
 	next     *pbatch
 

@@ -151,6 +151,10 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 		case b.inAttempt:
 			unresolved++
 			continue
+		case b.encoding:
+			// enqueue is compressing it, and kicks a sender once done;
+			// it is not failed meanwhile either (its memory is in use).
+			return nil, time.Time{}
 		case !now.Before(b.deadline):
 			p.resolveLocked(ps, b, -1, p.timeoutErr(ps.tp, b.lastErr))
 			continue
