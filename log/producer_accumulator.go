@@ -45,9 +45,15 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 		return err
 	}
 	ps := t.parts[part]
+	// Batches closed here that this goroutine compresses once mu is
+	// released (finishLocked).
+	var enc [3]encodeJob
+	nenc := 0
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
 		p.closeOpenLocked(ps, true)
-		b.finish()
+		if p.finishLocked(ps, b) {
+			enc[nenc], nenc = encodeJob{ps, b}, nenc+1
+		}
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
@@ -55,7 +61,9 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
 				p.closeOpenLocked(ps, false)
-				b.finish()
+				if p.finishLocked(ps, b) {
+					enc[nenc], nenc = encodeJob{ps, b}, nenc+1
+				}
 			}
 		}
 	}
@@ -73,17 +81,58 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	}
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
-		// Full: encode the header and CRC here, on the sending goroutine,
-		// which has time to spare, rather than on the partition's sender.
 		p.closeOpenLocked(ps, true)
-		b.finish()
+		if p.finishLocked(ps, b) {
+			enc[nenc], nenc = encodeJob{ps, b}, nenc+1
+		}
 	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
 		// Nothing to wait for (no linger, or only blocked Sends, which
 		// cannot add records): a sender takes the batch now.
 		p.kickLocked(ps)
 	}
 	p.mu.Unlock()
+	if nenc > 0 {
+		for _, j := range enc[:nenc] {
+			j.b.finish()
+		}
+		p.mu.Lock()
+		for _, j := range enc[:nenc] {
+			j.b.encoding = false
+			p.kickLocked(j.ps)
+		}
+		p.mu.Unlock()
+	}
 	return nil
+}
+
+// encodeJob is a batch that enqueue compresses after releasing mu.
+type encodeJob struct {
+	ps *partState
+	b  *pbatch
+}
+
+// finishLocked finishes a batch that enqueue has just closed, or says who
+// will. An uncompressed batch gets its header and CRC here, on the sending
+// goroutine, which has time to spare, rather than on the partition's
+// sender. A compressed one is never compressed under mu (that stalled every
+// other send and the senders' bookkeeping for the whole of it): it is left
+// to the sender (work), which compresses outside mu, unless a sender of its
+// partition is busy already, sending or compressing an earlier batch; then
+// finishLocked marks it encoding and returns true, and enqueue compresses it
+// once mu is released, so that two batches are compressed at once, on two
+// cores (kgo compresses on one goroutine). The senders do not take a batch
+// while it is encoding. Only for a producer that is not idempotent: an
+// idempotent one may renumber a batch not yet sent (setSeqLocked) at any
+// time under mu, which must not meet a compression outside it.
+func (p *Producer) finishLocked(ps *partState, b *pbatch) bool {
+	switch {
+	case p.cfg.Compression == CompressionNone:
+		b.finish()
+	case !p.cfg.Idempotent && ps.sending > 0:
+		b.encoding = true
+		return true
+	}
+	return false
 }
 
 // nowMsLocked is the wall clock in ms. It reads only the monotonic clock
@@ -199,6 +248,11 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 	b := p.newBatchLocked()
 	now := p.anchorLocked(time.Now())
 	b.bd.Reset(ms)
+	// Size a new buffer for what the partition's last batch held (a batch
+	// closed full: BatchBytes), so that Append does not regrow it record by
+	// record; a reused one has room already. A partition that trickles keeps
+	// small buffers.
+	b.bd.Grow(min(ps.lastSize, p.cfg.BatchBytes))
 	p.nextID++
 	b.id = p.nextID
 	b.created = now
@@ -234,6 +288,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 		return
 	}
 	ps.open = nil
+	ps.lastSize = b.bd.Size()
 	ps.closedSeq++
 	b.seq = ps.closedSeq
 	if p.cfg.Idempotent {

@@ -909,7 +909,7 @@ func TestProducerConfig(t *testing.T) {
 		p := newProd(t, c, cfg)
 		require.Equal(t, ProducerConfig{}, cfg, "the caller's config is not written")
 		require.Equal(t, 5*time.Millisecond, p.cfg.Linger)
-		require.Equal(t, 16384, p.cfg.BatchBytes)
+		require.Equal(t, 1_000_000, p.cfg.BatchBytes)
 		require.Equal(t, 30*time.Second, p.cfg.Timeout)
 		require.Equal(t, 32<<20, p.cfg.BufferBytes)
 		require.Equal(t, AcksAll, p.cfg.Acks)

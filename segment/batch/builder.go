@@ -82,6 +82,36 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 	bd.n = 0
 }
 
+// Grow makes room in the Builder's buffer for n more bytes of records, so that
+// appending them allocates nothing (as bytes.Buffer.Grow). A caller that knows how large
+// its batches get (a producer's batch size) sizes the buffer once, after Reset or
+// ResetAt, rather than letting Append regrow it record by record; on a Builder that has
+// not started a batch yet it sizes the first one. The buffer keeps its alignment
+// (ResetAt). It panics if n is negative.
+func (bd *Builder) Grow(n int) {
+	if n < 0 {
+		panic("batch: negative Grow")
+	}
+	if len(bd.buf) == 0 {
+		if cap(bd.mem) < n+HeaderSize+alignTo {
+			bd.mem = make([]byte, 0, n+HeaderSize+alignTo)
+		}
+		bd.buf, bd.skew = bd.mem[:0], 0
+		return
+	}
+	if cap(bd.buf)-len(bd.buf) >= n {
+		return
+	}
+	mem := make([]byte, 0, alignTo+len(bd.buf)+n)
+	skew := 0
+	if bd.pos >= 0 {
+		addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
+		skew = int((uint64(bd.pos) - addr) % alignTo)
+	}
+	buf := append(mem[skew:skew], bd.buf...)
+	bd.mem, bd.skew, bd.buf = mem, skew, buf
+}
+
 // SetProducer sets the producer id, epoch and base sequence of the batch (idempotent
 // producers), until the next Reset.
 func (bd *Builder) SetProducer(id int64, epoch int16, baseSequence int32) {

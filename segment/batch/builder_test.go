@@ -2,6 +2,7 @@ package batch
 
 import (
 	"bytes"
+	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -198,4 +199,67 @@ func TestDecodeAllocs(t *testing.T) {
 			t.Fatalf("headers %v: %v allocations per Decode of 1000 records, want <= %v", withHeaders, allocs, limit)
 		}
 	}
+}
+
+// TestBuilderGrow: after Grow(n), appending n bytes of records allocates
+// nothing, keeps ResetAt's alignment, and encodes the batch a Builder
+// without Grow encodes; Grow before the first batch sizes it.
+func TestBuilderGrow(t *testing.T) {
+	value := bytes.Repeat([]byte("v"), 1000)
+	build := func(bd *Builder, grow bool, pos int64) []byte {
+		bd.ResetAt(1000, pos)
+		bd.Append(1000, nil, value, nil)
+		if grow {
+			bd.Grow(16 << 10) // keeps what is there
+		}
+		for bd.Size()+bd.RecordSize(1001, nil, value, nil) <= 16<<10 {
+			bd.Append(1001, nil, value, nil)
+		}
+		return bd.Bytes()
+	}
+	var plain Builder
+	want := append([]byte(nil), build(&plain, false, -1)...)
+	for _, pos := range []int64{-1, 0, 13, 4093} {
+		var bd Builder
+		bd.ResetAt(0, pos) // the first buffer, 4 KiB
+		var got []byte
+		if a := allocsOnce(func() { got = build(&bd, true, pos) }); a > 1 {
+			t.Fatalf("pos %d: %v allocations, want Grow's one", pos, a)
+		}
+		if pos >= 0 {
+			if addr := int64(uintptr(unsafe.Pointer(unsafe.SliceData(got)))); (addr-pos)%alignTo != 0 {
+				t.Fatalf("pos %d: batch at %#x, not aligned with its position", pos, addr)
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("pos %d: the batch differs from one built without Grow", pos)
+		}
+		if a := testing.AllocsPerRun(10, func() { build(&bd, true, pos) }); a != 0 {
+			t.Fatalf("pos %d: Grow with room enough: %v allocations", pos, a)
+		}
+	}
+
+	var zero Builder
+	zero.Grow(16 << 10)
+	if a := allocsOnce(func() {
+		for range 15 {
+			zero.Append(7, nil, value, nil)
+		}
+	}); a != 0 {
+		t.Fatalf("Grow on a zero Builder: %v allocations", a)
+	}
+	h, recs := mustDecode(t, zero.Bytes())
+	if h.BaseTimestamp != 7 || len(recs) != 15 {
+		t.Fatalf("header %+v, %d records", h, len(recs))
+	}
+}
+
+// allocsOnce counts the heap allocations of one call of f (AllocsPerRun
+// runs f once more first, which a first-use measurement cannot afford).
+func allocsOnce(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.Mallocs - before.Mallocs
 }
