@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -451,6 +452,23 @@ func TestMemPaths(t *testing.T) {
 	}
 	if err := m.Remove("/"); err == nil {
 		t.Error("Remove of the root succeeded")
+	}
+}
+
+// TestMemRelPath: the fast path of relPath (a clean path, used as it is)
+// agrees with cleaning every path.
+func TestMemRelPath(t *testing.T) {
+	for _, name := range []string{
+		"", "/", "//", "a", "/a", "a/", "/a/b", "a//b", "/a/./b", "/a/../b", "/../a",
+		"./a", "a/.", "a/..", "/a/b/", "...", "/a/.b/..c", "a/b/c/d",
+	} {
+		want := strings.TrimLeft(filepath.Clean("/"+name), "/")
+		if got := relPath(name); got != want {
+			t.Errorf("relPath(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { relPath("/data/t-0/00000000000000000000.log") }); n != 0 {
+		t.Errorf("relPath of a clean path allocates %v times", n)
 	}
 }
 
