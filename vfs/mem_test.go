@@ -498,3 +498,34 @@ func TestMemOpenDirectory(t *testing.T) {
 		t.Fatalf("entry synced through the directory handle lost: %v", err)
 	}
 }
+
+// TestMemTruncateLeavesHole: bytes that Truncate adds take no memory until
+// written, and read as zeros.
+func TestMemTruncateLeavesHole(t *testing.T) {
+	m := NewMem()
+	f, err := m.Create("/idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	mf := f.(*memHandle).node.file
+	if mf.filled != 0 || mf.size != 1<<20 {
+		t.Fatalf("after Truncate: %d bytes filled of %d", mf.filled, mf.size)
+	}
+	if _, err := f.WriteAt([]byte("abcd"), 8); err != nil {
+		t.Fatal(err)
+	}
+	if mf.filled != 12 {
+		t.Fatalf("after a write at 8: %d bytes filled", mf.filled)
+	}
+	got := make([]byte, 16)
+	if _, err := f.ReadAt(got, 1<<20-8); err != io.EOF {
+		t.Fatalf("ReadAt across the end: %v", err)
+	}
+	if _, err := f.ReadAt(got, 4); err != nil || string(got) != "\x00\x00\x00\x00abcd\x00\x00\x00\x00\x00\x00\x00\x00" {
+		t.Fatalf("ReadAt = %q, %v", got, err)
+	}
+}
