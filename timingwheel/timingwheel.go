@@ -77,8 +77,9 @@ type TimingWheel struct {
 	start time.Time   // time 0 of the core
 
 	mu      sync.Mutex
-	w       *wheel
-	armed   int64 // when the driver wakes (ns since start); MaxInt64 when idle
+	w       *wheel // made by the first schedule, with the goroutines
+	size    int    // the wheel size of w
+	armed   int64  // when the driver wakes (ns since start); MaxInt64 when idle
 	stopped bool
 	// running: the goroutines have been started, by the first schedule.
 	running bool
@@ -148,7 +149,7 @@ func Start(cfg Config) (*TimingWheel, error) {
 	tw := &TimingWheel{
 		tick:    cfg.Tick,
 		clock:   clk,
-		w:       newWheel(cfg.WheelSize, int64(cfg.Tick)),
+		size:    cfg.WheelSize,
 		armed:   math.MaxInt64,
 		workers: cfg.Workers,
 		wake:    make(chan struct{}, 1),
@@ -163,9 +164,11 @@ func Start(cfg Config) (*TimingWheel, error) {
 	return tw, nil
 }
 
-// run starts the driver and the workers. tw.mu must be held.
+// run makes the core and starts the driver and the workers. tw.mu must be
+// held.
 func (tw *TimingWheel) run() {
 	tw.running = true
+	tw.w = newWheel(tw.size, int64(tw.tick))
 	tw.wg.Add(1 + tw.workers)
 	go tw.drive()
 	for range tw.workers {

@@ -479,8 +479,8 @@ func TestConfigValidation(t *testing.T) {
 		New(-time.Millisecond, 20)
 	}()
 	tw := New(0, 0) // zero means defaults
-	if tw.Tick() != DefaultTick || tw.w.size != DefaultWheelSize {
-		t.Errorf("defaults: tick %v size %d", tw.Tick(), tw.w.size)
+	if tw.Tick() != DefaultTick || tw.size != DefaultWheelSize {
+		t.Errorf("defaults: tick %v size %d", tw.Tick(), tw.size)
 	}
 	tw.Stop()
 }
