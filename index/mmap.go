@@ -19,7 +19,10 @@ import (
 // msync. Otherwise data is a heap copy: the changed byte range is tracked and
 // written back with WriteAt on flush, resize and close, and Flush adds a Sync.
 // Either way a crash keeps only what was flushed, and callers see the same
-// behaviour.
+// behaviour. A heap copy holds only a prefix of the file, at least its
+// entries: the file's bytes past it are zeros (the unused slots of a
+// preallocated file), and it grows as entries are appended, so an index
+// preallocated and never filled costs no memory.
 //
 // One writer (append, truncate, resize, close) and many readers. The writer
 // fills an entry's bytes and then publishes the new count with an atomic
@@ -37,11 +40,12 @@ type mmapFile struct {
 	mapped    bool // data is a mapping of f; otherwise a heap copy
 
 	mu     sync.RWMutex
-	data   []byte // the file's bytes: len(data) is the file size
+	data   []byte // the file's bytes (a heap copy: a prefix of them)
+	size   int    // the file's size
 	closed bool
 
 	entries  atomic.Int64 // published entries; their bytes are complete
-	capacity atomic.Int64 // len(data) / entrySize
+	capacity atomic.Int64 // size / entrySize
 
 	// Mapped file only, writer side: the bytes [0, allocated) are known to
 	// have disk blocks (see reserve).
@@ -105,11 +109,15 @@ func (m *mmapFile) load(created bool, maxBytes int) error {
 		}
 		size = int(st.Size())
 	}
-	data, err := m.mapData(size)
-	if err != nil {
-		return err
+	var data []byte
+	if m.mapped || !created {
+		// A new heap copy starts empty: the file is all zeros.
+		var err error
+		if data, err = m.mapData(size); err != nil {
+			return err
+		}
 	}
-	m.data = data
+	m.data, m.size = data, size
 	m.capacity.Store(int64(size / m.entrySize))
 	if !created {
 		m.entries.Store(int64(size / m.entrySize))
@@ -163,7 +171,13 @@ var zeroChunk [allocChunk]byte
 // as a hole's.) Writer side; a no-op for a heap copy.
 func (m *mmapFile) reserve(i int) error {
 	end := (i + 1) * m.entrySize
-	if !m.mapped || end <= m.allocated {
+	if !m.mapped {
+		if end > len(m.data) {
+			m.grow(end)
+		}
+		return nil
+	}
+	if end <= m.allocated {
 		return nil
 	}
 	next := min(len(m.data), max(end, m.allocated+allocChunk))
@@ -175,6 +189,20 @@ func (m *mmapFile) reserve(i int) error {
 	}
 	m.allocated = next
 	return nil
+}
+
+// minHeapCopy is the least a heap copy grows to, in bytes.
+const minHeapCopy = 512
+
+// grow extends a heap copy to hold at least the first end bytes of the file
+// (past its old length, zeros, as the file is there), doubling it, at most
+// to the file's size. Writer side.
+func (m *mmapFile) grow(end int) {
+	data := make([]byte, min(m.size, max(end, 2*len(m.data), minHeapCopy)))
+	copy(data, m.data)
+	m.mu.Lock()
+	m.data = data
+	m.mu.Unlock()
 }
 
 // slot returns entry i's bytes. Readers hold mu in read mode; the writer needs
@@ -263,7 +291,7 @@ func (m *mmapFile) resize(size int) error {
 }
 
 func (m *mmapFile) resizeLocked(size int) error {
-	old := len(m.data)
+	old := m.size
 	if size == old {
 		return nil
 	}
@@ -275,9 +303,10 @@ func (m *mmapFile) resizeLocked(size int) error {
 		if err := m.f.Truncate(int64(size)); err != nil {
 			return err
 		}
-		data := make([]byte, size)
+		// The bytes the file gained are zeros: the copy need not hold them.
+		data := make([]byte, min(size, len(m.data)))
 		copy(data, m.data)
-		m.data = data
+		m.data, m.size = data, size
 		m.capacity.Store(int64(size / m.entrySize))
 		return nil
 	}
@@ -294,7 +323,7 @@ func (m *mmapFile) resizeLocked(size int) error {
 	if m.data != nil {
 		uerr = unix.Munmap(m.data)
 	}
-	m.data = data
+	m.data, m.size = data, size
 	m.allocated = min(m.allocated, size)
 	m.capacity.Store(int64(size / m.entrySize))
 	if uerr != nil {
@@ -382,7 +411,7 @@ func (m *mmapFile) close(trim bool) error {
 	} else if trim {
 		errs = append(errs, m.writeBack(valid))
 	}
-	if trim && valid != len(m.data) {
+	if trim && valid != m.size {
 		errs = append(errs, m.f.Truncate(int64(valid)))
 	}
 	errs = append(errs, m.f.Close())

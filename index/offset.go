@@ -212,8 +212,8 @@ func (x *OffsetIndex) SanityCheck(logSize int64) error {
 	if x.m.closed {
 		return ErrClosed
 	}
-	if len(data)%offsetEntrySize != 0 {
-		return corrupt(x.m.name, "file size %d is not a multiple of %d", len(data), offsetEntrySize)
+	if x.m.size%offsetEntrySize != 0 {
+		return corrupt(x.m.name, "file size %d is not a multiple of %d", x.m.size, offsetEntrySize)
 	}
 	var prev OffsetEntry
 	for i := range n {

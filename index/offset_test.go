@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/strata-log/strata/vfs"
 )
 
 func TestOffsetIndexEmpty(t *testing.T) {
@@ -671,4 +673,53 @@ func TestOffsetIndexDelete(t *testing.T) {
 			t.Fatalf("Append after Delete: %v", err)
 		}
 	})
+}
+
+// TestHeapCopyGrowsAsFilled: on a file system without mappings, a new index
+// preallocated to 10 MiB holds no copy of its unused slots; the copy grows
+// with the entries, and what was flushed reopens whole.
+func TestHeapCopyGrowsAsFilled(t *testing.T) {
+	fsys := vfs.NewMem()
+	if err := fsys.MkdirAll("/d", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	x, err := OpenOffsetIndex(fsys, "/d/0.index", 0, 10<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.m.data) != 0 || x.m.size != 10<<20 || x.m.capacity.Load() != (10<<20)/8 {
+		t.Fatalf("new index: copy of %d bytes, size %d, capacity %d", len(x.m.data), x.m.size, x.m.capacity.Load())
+	}
+	for i := range 1000 {
+		if err := x.Append(int64(i), int64(i)*100); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(x.m.data); n < 8000 || n > 16000 {
+		t.Fatalf("copy of %d bytes for 1000 entries", n)
+	}
+	if got := x.Lookup(555); got != (OffsetEntry{Offset: 555, Position: 55500}) {
+		t.Fatalf("Lookup(555) = %+v", got)
+	}
+	if err := x.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := fsys.SyncDir("/d"); err != nil {
+		t.Fatal(err)
+	}
+	fsys.Crash()
+	y, err := OpenOffsetIndex(fsys, "/d/0.index", 0, 10<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer y.Close()
+	if y.Entries() != (10<<20)/8 { // not trimmed: the recovery's job
+		t.Fatalf("after a crash: %d entries", y.Entries())
+	}
+	if got, ok := y.Entry(999); !ok || got != (OffsetEntry{Offset: 999, Position: 99900}) {
+		t.Fatalf("after a crash: Entry(999) = %+v, %v", got, ok)
+	}
+	if got, ok := y.Entry(1000); !ok || got != (OffsetEntry{Offset: 0, Position: 0}) {
+		t.Fatalf("after a crash: Entry(1000) = %+v, %v, want the zeros of an unused slot", got, ok)
+	}
 }

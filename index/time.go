@@ -212,8 +212,8 @@ func (x *TimeIndex) SanityCheck(nextOffset int64) error {
 	if x.m.closed {
 		return ErrClosed
 	}
-	if len(data)%timeEntrySize != 0 {
-		return corrupt(x.m.name, "file size %d is not a multiple of %d", len(data), timeEntrySize)
+	if x.m.size%timeEntrySize != 0 {
+		return corrupt(x.m.name, "file size %d is not a multiple of %d", x.m.size, timeEntrySize)
 	}
 	var prev TimeEntry
 	for i := range n {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,11 +30,12 @@ const (
 // topics and their configurations (topics.json), the consumer groups and
 // the long polls.
 type Broker struct {
-	dir    string
-	cfg    Config
-	fs     vfs.FS
-	logger *slog.Logger
-	store  *Store
+	dir        string
+	topicsPath string // dir/topics.json
+	cfg        Config
+	fs         vfs.FS
+	logger     *slog.Logger
+	store      *Store
 
 	mu     sync.RWMutex // guards topics and closed; held to write topics.json
 	topics map[string]*Topic
@@ -92,12 +94,13 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		return nil, fmt.Errorf("log: default topic config: %w", err)
 	}
 	b := &Broker{
-		dir:    dir,
-		cfg:    cfg,
-		fs:     cfg.FS,
-		logger: cfg.Logger,
-		topics: map[string]*Topic{},
-		stop:   make(chan struct{}),
+		dir:        dir,
+		topicsPath: filepath.Join(dir, topicsFile),
+		cfg:        cfg,
+		fs:         cfg.FS,
+		logger:     cfg.Logger,
+		topics:     map[string]*Topic{},
+		stop:       make(chan struct{}),
 	}
 	if err := b.startPurgatory(); err != nil {
 		return nil, err
@@ -134,7 +137,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 // the partition directories of no topic.
 func (b *Broker) load() error {
 	meta := topicsMeta{Topics: map[string]TopicConfig{}}
-	data, err := vfs.ReadFile(b.fs, filepath.Join(b.dir, topicsFile))
+	data, err := vfs.ReadFile(b.fs, b.topicsPath)
 	switch {
 	case isNotExist(err):
 	case err != nil:
@@ -186,15 +189,41 @@ func (b *Broker) removeStrays() error {
 
 // writeTopics writes topics.json atomically. Holds b.mu.
 func (b *Broker) writeTopics() error {
-	meta := topicsMeta{Version: topicsVersion, Topics: make(map[string]TopicConfig, len(b.topics))}
-	for name, t := range b.topics {
-		meta.Topics[name] = t.cfg
-	}
-	data, err := json.MarshalIndent(meta, "", "  ")
+	data, err := b.appendTopicsJSON(nil)
 	if err != nil {
 		return err
 	}
-	return vfs.WriteFileAtomic(b.fs, filepath.Join(b.dir, topicsFile), data)
+	return vfs.WriteFileAtomic(b.fs, b.topicsPath, data)
+}
+
+// appendTopicsJSON appends topics.json, a topicsMeta: the topics sorted by
+// name, one a line (json.MarshalIndent of the whole, which spread every
+// config field over a line of its own, cost most of a CreateTopic on the
+// in-memory FS). Holds b.mu.
+func (b *Broker) appendTopicsJSON(buf []byte) ([]byte, error) {
+	names := make([]string, 0, len(b.topics))
+	for name := range b.topics {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	buf = append(buf, "{\n  \"version\": "...)
+	buf = strconv.AppendInt(buf, topicsVersion, 10)
+	buf = append(buf, ",\n  \"topics\": {"...)
+	for i, name := range names {
+		cfg, err := json.Marshal(b.topics[name].cfg)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		// A valid topic name ([a-zA-Z0-9._-]) is a JSON string as it is.
+		buf = append(buf, "\n    \""...)
+		buf = append(buf, name...)
+		buf = append(buf, "\": "...)
+		buf = append(buf, cfg...)
+	}
+	return append(buf, "\n  }\n}\n"...), nil
 }
 
 // CreateTopic creates a topic. Zero fields of cfg take the broker's

@@ -1,7 +1,6 @@
 package log
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
@@ -28,16 +27,26 @@ const (
 // formatCheckpoint renders offsets in the checkpoint format, sorted.
 func formatCheckpoint(offsets map[TopicPartition]int64) []byte {
 	tps := make([]TopicPartition, 0, len(offsets))
+	n := 8
 	for tp := range offsets {
 		tps = append(tps, tp)
+		n += len(tp.Topic) + 32
 	}
 	slices.SortFunc(tps, tp.Compare)
-	var buf bytes.Buffer
-	fmt.Fprintf(&buf, "%d\n%d\n", checkpointVersion, len(tps))
+	buf := make([]byte, 0, n)
+	buf = strconv.AppendInt(buf, checkpointVersion, 10)
+	buf = append(buf, '\n')
+	buf = strconv.AppendInt(buf, int64(len(tps)), 10)
+	buf = append(buf, '\n')
 	for _, tp := range tps {
-		fmt.Fprintf(&buf, "%s %d %d\n", tp.Topic, tp.Partition, offsets[tp])
+		buf = append(buf, tp.Topic...)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, int64(tp.Partition), 10)
+		buf = append(buf, ' ')
+		buf = strconv.AppendInt(buf, offsets[tp], 10)
+		buf = append(buf, '\n')
 	}
-	return buf.Bytes()
+	return buf
 }
 
 // writeCheckpoint replaces name with data atomically (temp file, fsync,

@@ -72,13 +72,21 @@ func (c PurgatoryConfig) validate() error {
 // type K (for a fetch, its topic-partition) and timed out by a [TimingWheel].
 // Its methods are safe for concurrent use. A Purgatory starts no goroutine:
 // expiry runs on the wheel's workers, everything else on its callers.
+//
+// The shards are allocated when the first operation is watched (64 bytes
+// each, 32 KiB for Kafka's 512): a broker that never parks a fetch, such as
+// a unit-test fixture, never pays for them, and CheckAndComplete before then
+// is one atomic load.
 type Purgatory[K comparable] struct {
 	counters
-	tw     *TimingWheel
-	seed   maphash.Seed
-	mask   uint64
-	shards []shard[K]
-	bufs   sync.Pool // *[]*Delayed: CheckAndComplete's snapshots
+	tw      *TimingWheel
+	seed    maphash.Seed
+	mask    uint64
+	nshards int
+	ready   atomic.Bool // shards is set; stored after it
+	initMu  sync.Mutex  // serializes setting shards
+	shards  []shard[K]  // written once, before ready; read after ready
+	bufs    sync.Pool   // *[]*Delayed: CheckAndComplete's snapshots
 }
 
 // counters is the part of a Purgatory that its operations update; it is not
@@ -119,10 +127,10 @@ func NewPurgatory[K comparable](tw *TimingWheel, cfg PurgatoryConfig) (*Purgator
 		return nil, err
 	}
 	p := &Purgatory[K]{
-		tw:     tw,
-		seed:   maphash.MakeSeed(),
-		mask:   uint64(cfg.Shards - 1),
-		shards: make([]shard[K], cfg.Shards),
+		tw:      tw,
+		seed:    maphash.MakeSeed(),
+		mask:    uint64(cfg.Shards - 1),
+		nshards: cfg.Shards,
 	}
 	p.purgeInterval = int64(cfg.PurgeInterval)
 	p.purgeAll = p.purge
@@ -192,6 +200,9 @@ func (p *Purgatory[K]) TryCompleteElseWatch(op Operation, timeout time.Duration,
 // operations wait for has changed, such as an append to the key's partition,
 // and after that change is visible to TryComplete.
 func (p *Purgatory[K]) CheckAndComplete(key K) int {
+	if !p.ready.Load() {
+		return 0 // nothing was ever watched
+	}
 	s := p.shard(key)
 	s.mu.Lock()
 	wl := s.lists[key]
@@ -247,11 +258,25 @@ func (p *Purgatory[K]) Watched() int { return int(p.entries.Load()) }
 // have not ended.
 func (p *Purgatory[K]) Pending() int { return int(p.pending.Load()) }
 
+// shard returns key's shard. The shards must be allocated (ready).
 func (p *Purgatory[K]) shard(key K) *shard[K] {
 	return &p.shards[maphash.Comparable(p.seed, key)&p.mask]
 }
 
+// allocShards allocates the shards, once.
+func (p *Purgatory[K]) allocShards() {
+	p.initMu.Lock()
+	defer p.initMu.Unlock()
+	if p.shards == nil {
+		p.shards = make([]shard[K], p.nshards)
+		p.ready.Store(true)
+	}
+}
+
 func (p *Purgatory[K]) watch(key K, d *Delayed) {
+	if !p.ready.Load() {
+		p.allocShards()
+	}
 	s := p.shard(key)
 	s.mu.Lock()
 	wl := s.lists[key]
@@ -328,6 +353,9 @@ func (p *Purgatory[K]) compact(s *shard[K], key K, wl *watchList) {
 
 // purge sweeps every watch list.
 func (p *Purgatory[K]) purge() {
+	if !p.ready.Load() {
+		return
+	}
 	for i := range p.shards {
 		s := &p.shards[i]
 		s.mu.Lock()

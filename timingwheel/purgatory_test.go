@@ -463,8 +463,37 @@ func TestPurgatoryConfigValidation(t *testing.T) {
 		t.Errorf("NewPurgatory(nil wheel) error = %v", err)
 	}
 	p := newTestPurgatory[int](t, tw, PurgatoryConfig{})
-	if len(p.shards) != DefaultShards || p.purgeInterval != DefaultPurgeInterval {
-		t.Errorf("defaults: %d shards, purge interval %d", len(p.shards), p.purgeInterval)
+	if p.nshards != DefaultShards || p.purgeInterval != DefaultPurgeInterval {
+		t.Errorf("defaults: %d shards, purge interval %d", p.nshards, p.purgeInterval)
+	}
+}
+
+// TestPurgatoryAllocatesShardsOnFirstWatch: a purgatory that never parks an
+// operation never allocates its shards, and then allocates them all.
+func TestPurgatoryAllocatesShardsOnFirstWatch(t *testing.T) {
+	leaktest.Check(t)
+	tw := New(time.Millisecond, 20)
+	defer tw.Stop()
+	p := newTestPurgatory[int](t, tw, PurgatoryConfig{})
+	if n := p.CheckAndComplete(1); n != 0 {
+		t.Fatalf("CheckAndComplete on a fresh purgatory = %d", n)
+	}
+	ready := new(atomic.Bool)
+	ready.Store(true)
+	if _, done := p.TryCompleteElseWatch(&benchOp{ready: ready}, time.Hour, 1); !done {
+		t.Fatal("an operation that can complete was parked")
+	}
+	if p.shards != nil {
+		t.Fatal("shards allocated without a watch")
+	}
+	ready.Store(false)
+	d, done := p.TryCompleteElseWatch(&benchOp{ready: ready}, time.Hour, 1)
+	if done || len(p.shards) != DefaultShards || p.Watched() != 1 {
+		t.Fatalf("after a watch: done %v, %d shards, %d watched", done, len(p.shards), p.Watched())
+	}
+	ready.Store(true)
+	if n := p.CheckAndComplete(1); n != 1 || !d.Done() {
+		t.Fatalf("CheckAndComplete = %d, done %v", n, d.Done())
 	}
 }
 

@@ -77,9 +77,13 @@ type TimingWheel struct {
 	start time.Time   // time 0 of the core
 
 	mu      sync.Mutex
-	w       *wheel
-	armed   int64 // when the driver wakes (ns since start); MaxInt64 when idle
+	w       *wheel // made by the first schedule, with the goroutines
+	size    int    // the wheel size of w
+	armed   int64  // when the driver wakes (ns since start); MaxInt64 when idle
 	stopped bool
+	// running: the goroutines have been started, by the first schedule.
+	running bool
+	workers int
 	unused  []Timer // zero Timers for AfterFunc, handed out from the front
 	// sweeping is set while a caller of schedule sweeps (see sweepMin).
 	sweeping bool
@@ -130,7 +134,9 @@ func New(tick time.Duration, wheelSize int) *TimingWheel {
 
 // Start returns a running timing wheel configured by cfg: one driver goroutine
 // that sleeps until the earliest bucket expires, and cfg.Workers goroutines
-// that run callbacks. Stop ends them.
+// that run callbacks. Stop ends them. The goroutines start with the first
+// timer, so a wheel that never times anything (a broker that never parks a
+// fetch) costs no goroutine and no wake-up.
 func Start(cfg Config) (*TimingWheel, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -141,29 +147,33 @@ func Start(cfg Config) (*TimingWheel, error) {
 		clk = nil // the fast path reads time.Now directly
 	}
 	tw := &TimingWheel{
-		tick:  cfg.Tick,
-		clock: clk,
-		w:     newWheel(cfg.WheelSize, int64(cfg.Tick)),
-		armed: math.MaxInt64,
-		wake:  make(chan struct{}, 1),
-		quit:  make(chan struct{}),
+		tick:    cfg.Tick,
+		clock:   clk,
+		size:    cfg.WheelSize,
+		armed:   math.MaxInt64,
+		workers: cfg.Workers,
+		wake:    make(chan struct{}, 1),
+		quit:    make(chan struct{}),
 	}
 	tw.work.L = &tw.mu
-	var sleeper clock.Timer
 	if tw.clock == nil {
 		tw.start = time.Now()
-		sleeper = clock.System().NewTimer(time.Hour)
 	} else {
 		tw.start = tw.clock.Now()
-		sleeper = tw.clock.NewTimer(time.Hour)
-	}
-	sleeper.Stop()
-	tw.wg.Add(1 + cfg.Workers)
-	go tw.drive(sleeper)
-	for range cfg.Workers {
-		go tw.worker()
 	}
 	return tw, nil
+}
+
+// run makes the core and starts the driver and the workers. tw.mu must be
+// held.
+func (tw *TimingWheel) run() {
+	tw.running = true
+	tw.w = newWheel(tw.size, int64(tw.tick))
+	tw.wg.Add(1 + tw.workers)
+	go tw.drive()
+	for range tw.workers {
+		go tw.worker()
+	}
 }
 
 // Tick returns the wheel's resolution.
@@ -209,6 +219,9 @@ func (tw *TimingWheel) schedule(t *Timer, d time.Duration, task runner) *Timer {
 	if tw.stopped {
 		tw.mu.Unlock()
 		return t
+	}
+	if !tw.running {
+		tw.run()
 	}
 	t.state.Store(timerPending)
 	w := tw.w
@@ -315,9 +328,15 @@ func (tw *TimingWheel) Stop() {
 // drive is the clock goroutine: it advances the core to the current time,
 // hands due timers to the workers and sleeps until the next bucket expires
 // or an earlier one appears. It never runs a callback.
-func (tw *TimingWheel) drive(sleeper clock.Timer) {
+func (tw *TimingWheel) drive() {
 	defer tw.wg.Done()
-	defer sleeper.Stop()
+	var sleeper clock.Timer // made when first needed
+	var sleep <-chan time.Time
+	defer func() {
+		if sleeper != nil {
+			sleeper.Stop()
+		}
+	}()
 	for {
 		tw.mu.Lock()
 		e := tw.elapsed()
@@ -332,18 +351,30 @@ func (tw *TimingWheel) drive(sleeper clock.Timer) {
 		if readied {
 			tw.work.Broadcast()
 		}
-		if ok {
-			sleeper.Reset(max(time.Duration(next)-e, 0))
-		} else {
+		switch d := max(time.Duration(next)-e, 0); {
+		case ok && sleeper == nil:
+			sleeper = tw.newSleeper(d)
+			sleep = sleeper.C()
+		case ok:
+			sleeper.Reset(d)
+		case sleeper != nil:
 			sleeper.Stop()
 		}
 		select {
-		case <-sleeper.C():
+		case <-sleep:
 		case <-tw.wake:
 		case <-tw.quit:
 			return
 		}
 	}
+}
+
+// newSleeper returns the driver's timer, due in d.
+func (tw *TimingWheel) newSleeper(d time.Duration) clock.Timer {
+	if tw.clock == nil {
+		return clock.System().NewTimer(d)
+	}
+	return tw.clock.NewTimer(d)
 }
 
 // worker runs due timers' callbacks, one at a time, until Stop.

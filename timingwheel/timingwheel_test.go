@@ -3,6 +3,7 @@ package timingwheel
 import (
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -478,8 +479,8 @@ func TestConfigValidation(t *testing.T) {
 		New(-time.Millisecond, 20)
 	}()
 	tw := New(0, 0) // zero means defaults
-	if tw.Tick() != DefaultTick || tw.w.size != DefaultWheelSize {
-		t.Errorf("defaults: tick %v size %d", tw.Tick(), tw.w.size)
+	if tw.Tick() != DefaultTick || tw.size != DefaultWheelSize {
+		t.Errorf("defaults: tick %v size %d", tw.Tick(), tw.size)
 	}
 	tw.Stop()
 }
@@ -522,5 +523,32 @@ func TestNoGoroutineLeak(t *testing.T) {
 		}
 		tw.AfterFunc(time.Hour, func() {})
 		tw.Stop()
+	}
+}
+
+// TestGoroutinesStartWithTheFirstTimer: a wheel that never times anything
+// starts no goroutine; the first timer starts them, and Stop joins them.
+func TestGoroutinesStartWithTheFirstTimer(t *testing.T) {
+	leaktest.Check(t)
+	before := runtime.NumGoroutine()
+	tw, err := Start(Config{Workers: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		t.Fatalf("an idle wheel runs %d goroutines", n-before)
+	}
+	fired := make(chan struct{})
+	tw.AfterFunc(time.Millisecond, func() { close(fired) })
+	if n := runtime.NumGoroutine(); n < before+4 {
+		t.Fatalf("after the first timer: %d goroutines, want the driver and 3 workers", n-before)
+	}
+	<-fired
+	tw.Stop()
+
+	idle := New(0, 0)
+	idle.Stop() // never started: nothing to wait for
+	if tm := idle.AfterFunc(time.Millisecond, func() { t.Error("a stopped wheel fired") }); tm.Stop() {
+		t.Error("a timer of a stopped wheel was pending")
 	}
 }

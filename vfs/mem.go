@@ -60,6 +60,11 @@ type memNode struct {
 	// For directories, guarded by MemFS.mu.
 	children map[string]*memNode // current entries
 	durable  map[string]*memNode // entries as of the last SyncDir
+	// changed names the entries of children that may differ from durable
+	// (a name may repeat); with allChanged, any entry may. SyncDir brings
+	// only those into durable, so it costs O(changes), not O(entries).
+	changed    []string
+	allChanged bool
 	// For files.
 	file *memFile
 }
@@ -75,18 +80,63 @@ func newMemDir() *memNode {
 	return &memNode{dir: true, children: map[string]*memNode{}, durable: map[string]*memNode{}}
 }
 
+// maxChanged bounds a directory's changed list; past it, SyncDir copies
+// every entry.
+const maxChanged = 64
+
+// setChild makes c the entry name of directory d (nil: removes it). m.mu
+// must be held.
+func (d *memNode) setChild(name string, c *memNode) {
+	if c == nil {
+		delete(d.children, name)
+	} else {
+		d.children[name] = c
+	}
+	d.changedEntry(name)
+}
+
+// changedEntry records that entry name of directory d may now differ from
+// its durable entry.
+func (d *memNode) changedEntry(name string) {
+	if d.allChanged {
+		return
+	}
+	if len(d.changed) == maxChanged {
+		d.changed, d.allChanged = d.changed[:0], true
+		return
+	}
+	d.changed = append(d.changed, name)
+}
+
 func newMemFileNode(data []byte) *memNode {
 	return &memNode{file: newMemFile(data)}
 }
 
-// splitPath turns a host path into its components below the root.
-func splitPath(name string) []string {
-	p := filepath.Clean(string(filepath.Separator) + name)
-	p = strings.TrimLeft(p, string(filepath.Separator))
-	if p == "" {
-		return nil
+// sep is the host's path separator.
+const sep = byte(filepath.Separator)
+
+// relPath turns a host path into its components below the root, joined by
+// the separator: "" for the root. A path that is already clean (the usual
+// case) is returned as a substring of name, without allocating.
+func relPath(name string) string {
+	p := strings.TrimLeft(name, string(sep))
+	if !isCleanRel(p) {
+		p = strings.TrimLeft(filepath.Clean(string(sep)+name), string(sep))
 	}
-	return strings.Split(p, string(filepath.Separator))
+	return p
+}
+
+// isCleanRel reports whether p is "" or components joined by single
+// separators, none empty, "." or "..".
+func isCleanRel(p string) bool {
+	for p != "" {
+		c, rest, found := strings.Cut(p, string(sep))
+		if c == "" || c == "." || c == ".." || found && rest == "" {
+			return false
+		}
+		p = rest
+	}
+	return true
 }
 
 // walk resolves name. It returns the parent directory and base name of name
@@ -94,23 +144,26 @@ func splitPath(name string) []string {
 // It fails if a component before the last is missing or not a directory.
 // m.mu must be held.
 func (m *MemFS) walk(name string) (parent *memNode, base string, n *memNode, err error) {
-	parts := splitPath(name)
-	if len(parts) == 0 {
+	p := relPath(name)
+	if p == "" {
 		return nil, "", m.root, nil
 	}
 	dir := m.root
-	for _, p := range parts[:len(parts)-1] {
-		next := dir.children[p]
+	for {
+		i := strings.IndexByte(p, sep)
+		if i < 0 {
+			break
+		}
+		next := dir.children[p[:i]]
 		if next == nil {
 			return nil, "", nil, syscall.ENOENT
 		}
 		if !next.dir {
 			return nil, "", nil, syscall.ENOTDIR
 		}
-		dir = next
+		dir, p = next, p[i+1:]
 	}
-	base = parts[len(parts)-1]
-	return dir, base, dir.children[base], nil
+	return dir, p, dir.children[p], nil
 }
 
 // lookup returns the existing node name; a missing one is ENOENT. Errors
@@ -139,7 +192,7 @@ func (m *MemFS) openOrCreate(name string) (n *memNode, created bool, err error) 
 		return nil, false, pathErr("open", name, err)
 	case n == nil:
 		n = newMemFileNode(nil)
-		parent.children[base] = n
+		parent.setChild(base, n)
 		return n, true, nil
 	case n.dir:
 		return nil, false, pathErr("open", name, syscall.EISDIR)
@@ -203,7 +256,7 @@ func (m *MemFS) Remove(name string) error {
 	if err != nil {
 		return pathErr("remove", name, err)
 	}
-	delete(parent.children, base)
+	parent.setChild(base, nil)
 	return nil
 }
 
@@ -218,9 +271,10 @@ func (m *MemFS) RemoveAll(name string) error {
 	}
 	if parent == nil {
 		clear(n.children)
+		n.allChanged = true
 		return nil
 	}
-	delete(parent.children, base)
+	parent.setChild(base, nil)
 	return nil
 }
 
@@ -257,15 +311,14 @@ func (m *MemFS) Rename(oldname, newname string) error {
 		if nn != nil && len(nn.children) > 0 {
 			return fail(syscall.ENOTEMPTY)
 		}
-		oldParts, newParts := splitPath(oldname), splitPath(newname)
-		if len(newParts) > len(oldParts) && slices.Equal(oldParts, newParts[:len(oldParts)]) {
+		if o, n := relPath(oldname), relPath(newname); strings.HasPrefix(n, o) && len(n) > len(o) && n[len(o)] == sep {
 			return fail(syscall.EINVAL)
 		}
 	} else if nn != nil && nn.dir {
 		return fail(syscall.EISDIR)
 	}
-	delete(op.children, ob)
-	np.children[nb] = on
+	op.setChild(ob, nil)
+	np.setChild(nb, on)
 	return nil
 }
 
@@ -275,7 +328,9 @@ func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := m.root
-	for _, p := range splitPath(dir) {
+	for rest := relPath(dir); rest != ""; {
+		var p string
+		p, rest, _ = strings.Cut(rest, string(sep))
 		next := n.children[p]
 		if next == nil {
 			next = newMemDir()
@@ -332,7 +387,20 @@ func (m *MemFS) SyncDir(dir string) error {
 // For a directory m.mu must be held.
 func (n *memNode) sync() {
 	if n.dir {
-		n.durable = maps.Clone(n.children)
+		if n.allChanged {
+			clear(n.durable)
+			maps.Copy(n.durable, n.children)
+		} else {
+			for _, name := range n.changed {
+				if c := n.children[name]; c != nil {
+					n.durable[name] = c
+				} else {
+					delete(n.durable, name)
+				}
+			}
+		}
+		clear(n.changed)
+		n.changed, n.allChanged = n.changed[:0], false
 		return
 	}
 	n.file.mu.Lock()

@@ -146,3 +146,35 @@ func TestMemAppendSyncCost(t *testing.T) {
 		t.Fatalf("256 appends of 4 KiB allocated %d bytes", alloc)
 	}
 }
+
+// BenchmarkMemWriteFileAtomic replaces a small file in a directory of a
+// dozen entries, as a broker rewrites a checkpoint: create, write, sync,
+// rename and sync the directory, each resolving its path.
+func BenchmarkMemWriteFileAtomic(b *testing.B) {
+	m := NewMem()
+	dir := "/data/strata"
+	if err := m.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for i := range 12 {
+		mustCreateB(b, m, fmt.Sprintf("%s/orders-%d", dir, i))
+	}
+	data := []byte("0\n1\norders 0 1042\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := WriteFileAtomic(m, dir+"/recovery-point-offset-checkpoint", data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func mustCreateB(b *testing.B, fsys FS, name string) {
+	b.Helper()
+	f, err := fsys.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}

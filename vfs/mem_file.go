@@ -24,7 +24,11 @@ const memChunkSize = 64 << 10
 //
 // The current bytes are kept in chunks: every chunk but the last holds
 // memChunkSize bytes; the last holds the rest and, in a file's first chunk
-// only, grows as a slice does, so small files stay small.
+// only, grows as a slice does, so small files stay small. The chunks hold
+// the first filled bytes; the rest, up to size, is a hole that reads as
+// zeros and takes no memory until it is written, as a file system leaves a
+// file that Truncate extended (an index preallocated and never filled
+// costs nothing).
 //
 // The durable bytes are not a second copy: they are the first syncedLen
 // current bytes with the pages in undo laid over them. Before a write or a
@@ -38,6 +42,7 @@ const memChunkSize = 64 << 10
 type memFile struct {
 	mu        sync.RWMutex
 	chunks    [][]byte
+	filled    int // bytes held in chunks; filled <= size
 	size      int
 	syncedLen int // size at the last sync
 	undo      map[int][]byte
@@ -46,7 +51,7 @@ type memFile struct {
 
 // newMemFile returns a synced file holding b, which it keeps.
 func newMemFile(b []byte) *memFile {
-	f := &memFile{size: len(b), syncedLen: len(b), modTime: time.Now()}
+	f := &memFile{filled: len(b), size: len(b), syncedLen: len(b), modTime: time.Now()}
 	for i := 0; i < len(b); i += memChunkSize {
 		j := min(i+memChunkSize, len(b))
 		f.chunks = append(f.chunks, b[i:j:j])
@@ -56,16 +61,17 @@ func newMemFile(b []byte) *memFile {
 
 // read copies the bytes at [off, off+len(p)), all below size, into p.
 func (f *memFile) read(p []byte, off int) {
-	for len(p) > 0 {
-		n := copy(p, f.chunks[off/memChunkSize][off%memChunkSize:])
-		if n == 0 {
-			panic("vfs: MemFS file access past its end")
-		}
+	if off+len(p) > f.size {
+		panic("vfs: MemFS file access past its end")
+	}
+	for len(p) > 0 && off < f.filled {
+		n := copy(p[:min(len(p), f.filled-off)], f.chunks[off/memChunkSize][off%memChunkSize:])
 		p, off = p[n:], off+n
 	}
+	clear(p) // the hole
 }
 
-// overwrite copies p over the bytes at [off, off+len(p)), all below size.
+// overwrite copies p over the bytes at [off, off+len(p)), all below filled.
 func (f *memFile) overwrite(p []byte, off int) {
 	for len(p) > 0 {
 		n := copy(f.chunks[off/memChunkSize][off%memChunkSize:], p)
@@ -76,8 +82,9 @@ func (f *memFile) overwrite(p []byte, off int) {
 	}
 }
 
-// extend appends p to the file, or n zeros if p is nil.
-func (f *memFile) extend(p []byte, n int) {
+// fill appends p to the filled bytes, or n zeros if p is nil, and grows size
+// to cover them.
+func (f *memFile) fill(p []byte, n int) {
 	if p != nil {
 		n = len(p)
 	}
@@ -105,19 +112,23 @@ func (f *memFile) extend(p []byte, n int) {
 			clear((*last)[l:])
 		}
 		n -= k
-		f.size += k
+		f.filled += k
 	}
+	f.size = max(f.size, f.filled)
 }
 
 // shrink drops the bytes from size on.
 func (f *memFile) shrink(size int) {
-	n := (size + memChunkSize - 1) / memChunkSize
-	clear(f.chunks[n:])
-	f.chunks = f.chunks[:n]
-	if n > 0 {
-		f.chunks[n-1] = f.chunks[n-1][:size-(n-1)*memChunkSize]
-	} else {
-		f.chunks = nil
+	if size < f.filled {
+		n := (size + memChunkSize - 1) / memChunkSize
+		clear(f.chunks[n:])
+		f.chunks = f.chunks[:n]
+		if n > 0 {
+			f.chunks[n-1] = f.chunks[n-1][:size-(n-1)*memChunkSize]
+		} else {
+			f.chunks = nil
+		}
+		f.filled = size
 	}
 	f.size = size
 }
@@ -145,17 +156,12 @@ func (f *memFile) save(lo, hi int) {
 func (f *memFile) writeAt(p []byte, off int) {
 	end := off + len(p)
 	f.save(off, end)
-	if off > f.size {
-		f.extend(nil, off-f.size)
+	if off > f.filled {
+		f.fill(nil, off-f.filled) // what the write skips of the hole
 	}
-	if off < f.size {
-		n := min(len(p), f.size-off)
-		f.overwrite(p[:n], off)
-		p = p[n:]
-	}
-	if len(p) > 0 {
-		f.extend(p, 0)
-	}
+	n := min(len(p), f.filled-off)
+	f.overwrite(p[:n], off)
+	f.fill(p[n:], 0)
 	f.modTime = time.Now()
 }
 
@@ -165,7 +171,7 @@ func (f *memFile) truncate(size int) {
 		f.save(size, f.size)
 		f.shrink(size)
 	case size > f.size:
-		f.extend(nil, size-f.size)
+		f.size = size // a hole
 	}
 	f.modTime = time.Now()
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -454,6 +455,23 @@ func TestMemPaths(t *testing.T) {
 	}
 }
 
+// TestMemRelPath: the fast path of relPath (a clean path, used as it is)
+// agrees with cleaning every path.
+func TestMemRelPath(t *testing.T) {
+	for _, name := range []string{
+		"", "/", "//", "a", "/a", "a/", "/a/b", "a//b", "/a/./b", "/a/../b", "/../a",
+		"./a", "a/.", "a/..", "/a/b/", "...", "/a/.b/..c", "a/b/c/d",
+	} {
+		want := strings.TrimLeft(filepath.Clean("/"+name), "/")
+		if got := relPath(name); got != want {
+			t.Errorf("relPath(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { relPath("/data/t-0/00000000000000000000.log") }); n != 0 {
+		t.Errorf("relPath of a clean path allocates %v times", n)
+	}
+}
+
 func TestMemOpenDirectory(t *testing.T) {
 	m := NewMem()
 	if err := m.MkdirAll("/d", 0o755); err != nil {
@@ -478,5 +496,36 @@ func TestMemOpenDirectory(t *testing.T) {
 	m.Crash()
 	if _, err := m.Stat("/d/f"); err != nil {
 		t.Fatalf("entry synced through the directory handle lost: %v", err)
+	}
+}
+
+// TestMemTruncateLeavesHole: bytes that Truncate adds take no memory until
+// written, and read as zeros.
+func TestMemTruncateLeavesHole(t *testing.T) {
+	m := NewMem()
+	f, err := m.Create("/idx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(1 << 20); err != nil {
+		t.Fatal(err)
+	}
+	mf := f.(*memHandle).node.file
+	if mf.filled != 0 || mf.size != 1<<20 {
+		t.Fatalf("after Truncate: %d bytes filled of %d", mf.filled, mf.size)
+	}
+	if _, err := f.WriteAt([]byte("abcd"), 8); err != nil {
+		t.Fatal(err)
+	}
+	if mf.filled != 12 {
+		t.Fatalf("after a write at 8: %d bytes filled", mf.filled)
+	}
+	got := make([]byte, 16)
+	if _, err := f.ReadAt(got, 1<<20-8); err != io.EOF {
+		t.Fatalf("ReadAt across the end: %v", err)
+	}
+	if _, err := f.ReadAt(got, 4); err != nil || string(got) != "\x00\x00\x00\x00abcd\x00\x00\x00\x00\x00\x00\x00\x00" {
+		t.Fatalf("ReadAt = %q, %v", got, err)
 	}
 }

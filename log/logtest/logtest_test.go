@@ -31,7 +31,11 @@ func TestFixture(t *testing.T) {
 	}
 }
 
+// BenchmarkFixtureStartStop starts an in-memory fixture with one topic of
+// one partition and closes it, as a unit test does; compare with
+// `cd bench && go run . -case fixture`, which runs kfake beside it.
 func BenchmarkFixtureStartStop(b *testing.B) {
+	b.ReportAllocs()
 	for b.Loop() {
 		tb := &fakeTB{TB: b}
 		logtest.New(tb, logtest.InMemory(), logtest.Topic("t", 1))
