@@ -83,9 +83,7 @@ func TestCreateDeleteTopics(t *testing.T) {
 		req := kmsg.NewPtrDeleteTopicsRequest()
 		req.SetVersion(v)
 		if v >= 6 {
-			for _, tg := range []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(name)}, {TopicID: topicID("new7")}, {TopicID: [16]byte{1}}} {
-				req.Topics = append(req.Topics, tg)
-			}
+			req.Topics = append(req.Topics, []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr(name)}, {TopicID: topicID("new7")}, {TopicID: [16]byte{1}}}...)
 		} else {
 			req.TopicNames = []string{name, "missing"}
 		}

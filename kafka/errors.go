@@ -7,7 +7,6 @@ import (
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
-	"github.com/strata-log/strata/segment/batch"
 )
 
 // Kafka's error codes that Strata uses (Kafka's protocol guide, "Error
@@ -68,7 +67,6 @@ var errorTable = []struct {
 	{log.ErrUnknownPartition, errUnknownTopicOrPartition},
 	{log.ErrOffsetOutOfRange, errOffsetOutOfRange},
 	{log.ErrRecordTooLarge, errMessageTooLarge},
-	{batch.ErrCompressed, errUnsupportedCompressionType},
 	{log.ErrCorrupt, errCorruptMessage},
 	{log.ErrNotEnoughReplicas, errNotEnoughReplicas},
 	{log.ErrNotLeader, errNotLeaderOrFollower},

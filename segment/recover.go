@@ -80,7 +80,7 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		b := buf[pos-bufStart : pos-bufStart+int64(n)]
 		h, err := batch.Validate(b)
 		if err != nil {
-			if errors.Is(err, batch.ErrCorrupt) || errors.Is(err, batch.ErrShort) || errors.Is(err, batch.ErrCompressed) {
+			if errors.Is(err, batch.ErrCorrupt) || errors.Is(err, batch.ErrShort) {
 				break
 			}
 			return 0, fmt.Errorf("segment: recover %s at %d: %w", s.path(".log"), pos, err)

@@ -112,15 +112,6 @@ func (c *client) topicPartitions(topic string) (int, error) {
 	return n, err
 }
 
-// groupsError explains that consumer groups over the Kafka protocol need a
-// newer client.
-func groupsError(err error) error {
-	if errors.Is(err, kafka.ErrGroupsUnsupported) {
-		return fmt.Errorf("%w: consumer groups over --bootstrap-server need the Kafka client's group support (or use --data-dir)", errNotYet)
-	}
-	return err
-}
-
 // endOffsets returns the end offset of each of the n partitions of topic.
 func endOffsets(c log.Client, topic string, n int) (map[int]int64, error) {
 	ends := make(map[int]int64, n)

@@ -270,7 +270,7 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 		MaxWait: 100 * time.Millisecond, ClientID: "strata-consume",
 	})
 	if err != nil {
-		return groupsError(err)
+		return err
 	}
 	defer func() {
 		if cerr := cons.Close(); err == nil && cerr != nil {
@@ -308,13 +308,13 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 		if ctx.Err() != nil {
 			if f.group != "" {
 				if err := cons.Commit(context.Background()); err != nil {
-					return groupsError(err)
+					return err
 				}
 			}
 			return errInterrupted
 		}
 		if err != nil {
-			return groupsError(err)
+			return err
 		}
 		if len(recs) > 0 {
 			last = time.Now()
@@ -349,7 +349,7 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 	if f.group == "" {
 		return nil
 	}
-	return groupsError(cons.Commit(ctx))
+	return cons.Commit(ctx)
 }
 
 // caughtUp reports whether every assigned partition's position has reached

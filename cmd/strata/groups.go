@@ -107,7 +107,7 @@ func runGroups(e *env, args []string) (err error) {
 	}
 	committed, err := c.FetchOffsets(context.Background(), *group, tps)
 	if err != nil {
-		return groupsError(err)
+		return err
 	}
 	if len(committed) == 0 {
 		return fmt.Errorf("group %s has no committed offsets on %s", *group, map[bool]string{true: "topic " + *topic, false: "any topic"}[*topic != ""])

@@ -358,7 +358,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 	cons, err := log.NewConsumer(c, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
 		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf"})
 	if err != nil {
-		return groupsError(err)
+		return err
 	}
 	defer cons.Close()
 	lat := newLatencies(0) // a latency per poll: few enough to keep them all
@@ -376,7 +376,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 		}
 		if err != nil {
 			stop()
-			return groupsError(err)
+			return err
 		}
 		var n int64
 		for i := range recs {
