@@ -108,6 +108,9 @@ func (s *Server) apiTable() *apiSet {
 	if s.groups != nil {
 		add(groupAPIs)
 	}
+	if _, ok := s.b.(ProducerIDBackend); ok {
+		add(idempotenceAPIs)
+	}
 	if s.cfg.SASL != nil {
 		add(saslAPIs)
 	}

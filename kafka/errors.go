@@ -43,13 +43,17 @@ const (
 	errInvalidReplicaAssignment           int16 = 39
 	errInvalidConfig                      int16 = 40
 	errInvalidRequest                     int16 = 42
+	errOutOfOrderSequenceNumber           int16 = 45
+	errInvalidProducerEpoch               int16 = 47
 	errTransactionalIDAuthorizationFailed int16 = 53
 	errSaslAuthenticationFailed           int16 = 58
+	errUnknownProducerID                  int16 = 59
 	errNonEmptyGroup                      int16 = 68
 	errGroupIDNotFound                    int16 = 69
 	errUnsupportedCompressionType         int16 = 76
 	errMemberIDRequired                   int16 = 79
 	errFencedInstanceID                   int16 = 82
+	errInvalidRecord                      int16 = 87
 	errUnknownTopicID                     int16 = 100
 	errMismatchedEndpointType             int16 = 114
 	errUnsupportedEndpointType            int16 = 115
@@ -70,6 +74,12 @@ var errorTable = []struct {
 	{log.ErrCorrupt, errCorruptMessage},
 	{log.ErrNotEnoughReplicas, errNotEnoughReplicas},
 	{log.ErrNotLeader, errNotLeaderOrFollower},
+	// ErrUnknownProducerID matches ErrOutOfOrderSequence too: it goes first.
+	{log.ErrUnknownProducerID, errUnknownProducerID},
+	{log.ErrOutOfOrderSequence, errOutOfOrderSequenceNumber},
+	{log.ErrProducerFenced, errInvalidProducerEpoch},
+	{log.ErrInvalidSequence, errInvalidRecord},
+	{log.ErrTransactionsUnsupported, errInvalidRecord},
 	{log.ErrInvalidTopic, errInvalidTopicException},
 	{log.ErrTopicExists, errTopicAlreadyExists},
 	{log.ErrInvalidConfig, errInvalidConfig},

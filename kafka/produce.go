@@ -34,6 +34,9 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 	if req.TransactionID != nil {
 		ackErr, ackMsg = errTransactionalIDAuthorizationFailed, "transactions are not supported"
 	}
+	// A produce read whole is carried out even if its connection then
+	// closes (acks=0 clients close right after sending).
+	ctx = context.WithoutCancel(ctx)
 	if acks == log.AcksAll && req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)

@@ -91,7 +91,7 @@ func TestApiVersions(t *testing.T) {
 		require.Contains(t, keys, produceKey)
 		require.Contains(t, keys, fetchKey)
 		require.NotContains(t, keys, int16(37), "CreatePartitions is not served")
-		require.NotContains(t, keys, int16(22), "InitProducerId is not served")
+		require.Equal(t, [2]int16{0, 4}, keys[initProducerIDKey], "InitProducerId is served: the broker hands out producer ids")
 		require.NotContains(t, keys, saslHandshakeKey, "no SASL configured")
 	}
 }
@@ -483,7 +483,7 @@ func TestProduceManyPartitions(t *testing.T) {
 // key is in two tables.
 func TestAPITablesKmsg(t *testing.T) {
 	seen := map[int16]bool{}
-	for _, table := range [][]api{dataAPIs, groupAPIs, saslAPIs} {
+	for _, table := range [][]api{dataAPIs, groupAPIs, idempotenceAPIs, saslAPIs} {
 		for _, a := range table {
 			r := kmsg.RequestForKey(a.key)
 			require.NotNil(t, r, "key %d", a.key)
