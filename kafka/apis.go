@@ -42,6 +42,7 @@ func (s *Server) apiTable() map[int16]*api {
 		{key: describeConfigsKey, min: 0, max: 4, handle: handleDescribeConfigs},
 		{key: describeClusterKey, min: 0, max: 1, handle: handleDescribeCluster},
 	}
+	apis = append(apis, s.replicaAPIs()...)
 	if s.cfg.SASL != nil {
 		apis = append(apis,
 			&api{key: saslHandshakeKey, min: 0, max: 1, handle: handleSASLOutOfOrder},

@@ -41,7 +41,10 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 	if b == nil {
 		return nil, fmt.Errorf("%w: nil backend", ErrInvalidConfig)
 	}
-	ln, err := net.Listen("tcp", addr)
+	ln, err := cfg.Listener, error(nil)
+	if ln == nil {
+		ln, err = net.Listen("tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen: %w", err)
 	}

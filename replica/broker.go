@@ -27,6 +27,7 @@ type Broker struct {
 	ctl   *controller.Controller
 	srv   *kafka.Server
 	tr    Transport
+	ktr   *kafkaTransport // tr, when it is the Kafka-protocol one
 
 	wheel     *timingwheel.TimingWheel
 	purgatory *timingwheel.Purgatory[log.TopicPartition]
@@ -134,8 +135,28 @@ func Start(cfg Config) (*Broker, error) {
 		}
 	}
 
-	srv, err := kafka.Listen(cfg.Addr, b, kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger})
+	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger}
+	if b.tr == nil {
+		// The data plane carries replication too: the Kafka protocol,
+		// through the Network when one is given.
+		dial := controller.TCPNetwork{}.Dial
+		if cfg.Network != nil {
+			ln, err := cfg.Network.Listen(cfg.Addr)
+			if err != nil {
+				return fail(fmt.Errorf("replica: listen on %s: %w", cfg.Addr, err))
+			}
+			kcfg.Listener = ln
+			dial = cfg.Network.Dial
+		}
+		kt := newKafkaTransport(b, dial)
+		b.tr, b.ktr = kt, kt
+		cleanup = append(cleanup, kt.close)
+	}
+	srv, err := kafka.Listen(cfg.Addr, b, kcfg)
 	if err != nil {
+		if kcfg.Listener != nil {
+			kcfg.Listener.Close()
+		}
 		return fail(fmt.Errorf("replica: %w", err))
 	}
 	b.srv = srv
@@ -241,6 +262,9 @@ func (b *Broker) Close() error {
 		b.fetchMu.Unlock()
 		for _, f := range fs {
 			f.stop()
+		}
+		if b.ktr != nil {
+			b.ktr.close()
 		}
 		err := b.srv.Close()
 		b.failAllWaiting()

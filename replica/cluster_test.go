@@ -26,16 +26,31 @@ type memberCluster struct {
 	peers   []replica.Peer
 	dirs    []string
 	members []*replica.Broker // index id-1; nil while stopped
+	kafka   bool              // replication over the Kafka protocol on testnet, not the LocalNetwork
 }
+
+// transports are the two ways members replicate: each cluster test runs
+// over both.
+var transports = []string{"local", "kafka"}
 
 func startCluster(t *testing.T, n int) *memberCluster {
 	t.Helper()
-	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork()}
+	return startClusterOver(t, n, "local")
+}
+
+func startClusterOver(t *testing.T, n int, transport string) *memberCluster {
+	t.Helper()
+	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
 	t.Cleanup(func() { c.net.Close() })
 	for i := 1; i <= n; i++ {
 		addr, err := c.net.Node(node(i)).Reserve()
 		require.NoError(t, err)
-		c.peers = append(c.peers, replica.Peer{ID: i, Addr: "127.0.0.1:0", RaftAddr: addr})
+		data := "127.0.0.1:0"
+		if c.kafka {
+			data, err = c.net.Node(node(i)).Reserve()
+			require.NoError(t, err)
+		}
+		c.peers = append(c.peers, replica.Peer{ID: i, Addr: data, RaftAddr: addr})
 		c.dirs = append(c.dirs, t.TempDir())
 	}
 	c.members = make([]*replica.Broker, n)
@@ -55,13 +70,16 @@ func node(id int) string { return fmt.Sprintf("member-%d", id) }
 
 func (c *memberCluster) config(id int) replica.Config {
 	cfg := replica.Config{
-		ID: id, Dir: c.dirs[id-1], Addr: "127.0.0.1:0", RaftAddr: c.peers[id-1].RaftAddr, Peers: c.peers,
-		Network: c.net.Node(node(id)), Local: c.local,
+		ID: id, Dir: c.dirs[id-1], Addr: c.peers[id-1].Addr, RaftAddr: c.peers[id-1].RaftAddr, Peers: c.peers,
+		Network:           c.net.Node(node(id)),
 		Raft:              controller.LoopbackRaft(),
 		HeartbeatInterval: 50 * time.Millisecond,
 		SessionTimeout:    600 * time.Millisecond,
 		ReplicaLagTime:    2 * time.Second,
 		FetchMaxWait:      200 * time.Millisecond,
+	}
+	if !c.kafka {
+		cfg.Local = c.local
 	}
 	if os.Getenv("STRATA_REPLICA_LOG") != "" {
 		cfg.Logger = testLogger(c.t)
@@ -272,8 +290,14 @@ func consumeAll(t *testing.T, b *replica.Broker, topic string, n int) []string {
 }
 
 func TestReplicatesAcksAll(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testReplicatesAcksAll(t, tr) })
+	}
+}
+
+func testReplicatesAcksAll(t *testing.T, tr string) {
 	leaktest.Check(t)
-	c := startCluster(t, 3)
+	c := startClusterOver(t, 3, tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})

@@ -30,11 +30,13 @@ type Config struct {
 	Logger *slog.Logger // nil → discard
 	Clock  clock.Clock  // ISR lag and ticks; nil → the system clock
 
-	// Network carries the controller's Raft and forwarding traffic; nil →
-	// TCP. Tests pass a testnet node.
+	// Network carries the controller's Raft and forwarding traffic on
+	// RaftAddr and, unless Local or Transport is set, the data plane on
+	// Addr (Kafka clients, replication, forwarded calls); nil → TCP. Tests
+	// pass a testnet node, with both addresses reserved on it.
 	Network controller.Network
 	// Transport carries replication and forwarded client calls between
-	// members. Nil → the members must share a Local network (see Local).
+	// members. Nil → the Kafka protocol on the data plane (or Local's).
 	Transport Transport
 	// Local, when set, joins this member to an in-process network of
 	// members (tests, examples): its Endpoint becomes the Transport.
@@ -106,8 +108,6 @@ func (c Config) validate() error {
 		return bad("no Addr")
 	case c.RaftAddr == "":
 		return bad("no RaftAddr")
-	case c.Transport == nil && c.Local == nil:
-		return bad("no Transport and no Local network (the Kafka-protocol replication transport is not built yet)")
 	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0:
 		return bad("negative duration")
 	}

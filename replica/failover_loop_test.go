@@ -31,10 +31,17 @@ func TestLeaderFailureLoop(t *testing.T) {
 	}
 	leaktest.Check(t)
 	failovers := 50
+	if v, err := strconv.Atoi(os.Getenv("STRATA_FAILOVERS")); err == nil {
+		failovers = v
+	}
 	if os.Getenv("STRATA_SOAK") != "" {
 		failovers = 500
 	}
-	c := startCluster(t, 3)
+	tr := "kafka" // the real data plane; STRATA_REPLICA_TRANSPORT=local for the in-process one
+	if v := os.Getenv("STRATA_REPLICA_TRANSPORT"); v != "" {
+		tr = v
+	}
+	c := startClusterOver(t, 3, tr)
 	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	tp := log.TopicPartition{Topic: "t"}
 
@@ -45,6 +52,7 @@ func TestLeaderFailureLoop(t *testing.T) {
 		acked  []int
 		failed int
 		lastOK time.Time
+		errs   = map[string]int{}
 	)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -57,15 +65,25 @@ func TestLeaderFailureLoop(t *testing.T) {
 				return
 			default:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			_, err := via.Load().Produce(ctx, tp, oneBatch(t, strconv.Itoa(i)), log.AcksAll)
+			// A produce the test started through the member it then cuts
+			// off waits there, unacknowledged, until this timeout: the
+			// client's request timeout bounds what a failover costs it.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			at, b := time.Now(), via.Load()
+			_, err := b.Produce(ctx, tp, oneBatch(t, strconv.Itoa(i)), log.AcksAll)
 			cancel()
+			if d := time.Since(at); d > 1500*time.Millisecond {
+				t.Logf("produce %d via %d took %v: %v", i, b.ID(), d, err)
+			}
 			mu.Lock()
 			if err == nil {
 				acked = append(acked, i)
 				lastOK = time.Now()
 			} else {
 				failed++
+				if errs[err.Error()[:min(60, len(err.Error()))]]++; len(errs) < 10 && errs[err.Error()[:min(60, len(err.Error()))]] == 1 {
+					t.Logf("produce %d: %v", i, err)
+				}
 			}
 			mu.Unlock()
 		}
@@ -88,7 +106,8 @@ func TestLeaderFailureLoop(t *testing.T) {
 			c.net.Isolate(node(old))
 			c.local.Isolate(old)
 		}
-		c.waitLeaderNot(via.Load(), "t", 0, old)
+		nl := c.waitLeaderNot(via.Load(), "t", 0, old)
+		elected := time.Since(at)
 		// Wait (bounded) for the producer's next acknowledgement: the failover time.
 		deadline := time.Now().Add(10 * time.Second)
 		for !ackedSince(at) {
@@ -97,7 +116,7 @@ func TestLeaderFailureLoop(t *testing.T) {
 		}
 		gaps = append(gaps, time.Since(at))
 		if g := time.Since(at); g > time.Second {
-			t.Logf("failover %d (%s of %d): next ack after %v", i, map[bool]string{true: "stop", false: "cut"}[i%2 == 0], old, g)
+			t.Logf("failover %d (%s of %d, via %d): new leader %d after %v, next ack after %v", i, map[bool]string{true: "stop", false: "cut"}[i%2 == 0], old, via.Load().ID(), nl, elected, g)
 		}
 		if i%2 == 0 {
 			c.start(old)

@@ -51,16 +51,29 @@ func (c *memberCluster) waitLeaderNot(b *replica.Broker, topic string, p, old in
 	return st.Leader
 }
 
+// waitISR waits until every running member has applied an ISR of n
+// members for topic-p.
 func (c *memberCluster) waitISR(topic string, p, n int) {
-	c.waitImage(c.any(), fmt.Sprintf("ISR of %d", n), func(img *controller.Image) bool {
-		st, ok := img.Partition(topic, p)
-		return ok && len(st.ISR) == n
-	})
+	for _, b := range c.members {
+		if b == nil {
+			continue
+		}
+		c.waitImage(b, fmt.Sprintf("ISR of %d", n), func(img *controller.Image) bool {
+			st, ok := img.Partition(topic, p)
+			return ok && len(st.ISR) == n
+		})
+	}
 }
 
 func TestLeaderStopFailoverAndRestartWithData(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testLeaderStopFailoverAndRestartWithData(t, tr) })
+	}
+}
+
+func testLeaderStopFailoverAndRestartWithData(t *testing.T, tr string) {
 	leaktest.Check(t)
-	c := startCluster(t, 3)
+	c := startClusterOver(t, 3, tr)
 	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	old := c.leader("t", 0)
 	produce(t, c.any(old), "t", 0, 100)
@@ -80,8 +93,14 @@ func TestLeaderStopFailoverAndRestartWithData(t *testing.T) {
 }
 
 func TestRestartWithEmptyDataDir(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testRestartWithEmptyDataDir(t, tr) })
+	}
+}
+
+func testRestartWithEmptyDataDir(t *testing.T, tr string) {
 	leaktest.Check(t)
-	c := startCluster(t, 3)
+	c := startClusterOver(t, 3, tr)
 	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	l := c.leader("t", 0)
 	produce(t, c.member(l), "t", 0, 100)
@@ -99,8 +118,14 @@ func TestRestartWithEmptyDataDir(t *testing.T) {
 }
 
 func TestMinInSyncReplicas(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testMinInSyncReplicas(t, tr) })
+	}
+}
+
+func testMinInSyncReplicas(t *testing.T, tr string) {
 	leaktest.Check(t)
-	c := startCluster(t, 3)
+	c := startClusterOver(t, 3, tr)
 	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 3})
 	l := c.leader("t", 0)
 	produce(t, c.member(l), "t", 0, 10)
@@ -124,8 +149,14 @@ func TestMinInSyncReplicas(t *testing.T) {
 }
 
 func TestCutOffLeaderAcknowledgesNothing(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testCutOffLeaderAcknowledgesNothing(t, tr) })
+	}
+}
+
+func testCutOffLeaderAcknowledgesNothing(t *testing.T, tr string) {
 	leaktest.Check(t)
-	c := startCluster(t, 3)
+	c := startClusterOver(t, 3, tr)
 	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	old := c.leader("t", 0)
 	produce(t, c.member(old), "t", 0, 20)

@@ -24,6 +24,16 @@ func retriable(err error) bool {
 		errors.Is(err, errNoLeader) || errors.Is(err, ErrUnreachable)
 }
 
+// behind reports whether err is a leader's "unknown topic" for a topic
+// this member knows: the leader has not applied its creation yet.
+func (b *Broker) behind(tp log.TopicPartition, err error) bool {
+	if !errors.Is(err, log.ErrUnknownTopic) {
+		return false
+	}
+	_, ok := b.img.Load().Topic(tp.Topic)
+	return ok
+}
+
 // leaderOf returns the leader of tp in the current image.
 func (b *Broker) leaderOf(tp log.TopicPartition) (int, error) {
 	img := b.img.Load()
@@ -50,7 +60,7 @@ func (b *Broker) route(ctx context.Context, tp log.TopicPartition, fn func(leade
 		if err == nil {
 			err = fn(leader)
 		}
-		if err == nil || !retriable(err) {
+		if err == nil || !retriable(err) && !b.behind(tp, err) {
 			return err
 		}
 		t := time.NewTimer(backoff)
