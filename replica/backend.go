@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/strata-log/strata/controller"
-	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 )
 
@@ -87,34 +86,4 @@ func (b *Broker) TopicConfig(topic string) (log.TopicConfig, error) {
 		return log.TopicConfig{}, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
 	}
 	return topicConfigOf(t).WithDefaults(), nil
-}
-
-// ErrGroupsUnsupported: consumer groups are not coordinated across a
-// cluster yet; a Consumer without a Group works.
-var ErrGroupsUnsupported = errors.New("replica: consumer groups are not supported by a cluster member yet")
-
-// JoinGroup is not supported yet (ErrGroupsUnsupported).
-func (b *Broker) JoinGroup(context.Context, group.JoinRequest) (group.JoinResponse, error) {
-	return group.JoinResponse{}, ErrGroupsUnsupported
-}
-
-// SyncGroup is not supported yet (ErrGroupsUnsupported).
-func (b *Broker) SyncGroup(context.Context, group.SyncRequest) (group.SyncResponse, error) {
-	return group.SyncResponse{}, ErrGroupsUnsupported
-}
-
-// Heartbeat is not supported yet (ErrGroupsUnsupported).
-func (b *Broker) Heartbeat(context.Context, string, string, int32) error { return ErrGroupsUnsupported }
-
-// LeaveGroup is not supported yet (ErrGroupsUnsupported).
-func (b *Broker) LeaveGroup(context.Context, string, string) error { return ErrGroupsUnsupported }
-
-// CommitOffsets is not supported yet (ErrGroupsUnsupported).
-func (b *Broker) CommitOffsets(context.Context, string, string, int32, map[log.TopicPartition]int64) error {
-	return ErrGroupsUnsupported
-}
-
-// FetchOffsets is not supported yet (ErrGroupsUnsupported).
-func (b *Broker) FetchOffsets(context.Context, string, []log.TopicPartition) (map[log.TopicPartition]int64, error) {
-	return nil, ErrGroupsUnsupported
 }

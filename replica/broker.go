@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/timingwheel"
@@ -48,6 +49,10 @@ type Broker struct {
 	alters *alterQueue
 
 	tokens atomic.Uint64
+
+	groupMu    sync.Mutex
+	coord      *group.Coordinator // while this member leads __consumer_offsets-0
+	coordEpoch int32
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -256,6 +261,7 @@ func (b *Broker) Close() error {
 			b.cfg.Local.leave(b)
 		}
 		b.wg.Wait()
+		b.stopCoordinator()
 		b.fetchMu.Lock()
 		fs := b.fetchers
 		b.fetchers = map[int]*fetcher{}

@@ -196,3 +196,10 @@ func (e localEndpoint) ListOffset(ctx context.Context, leader int, tp log.TopicP
 	})
 	return off, err
 }
+
+func (e localEndpoint) Group(ctx context.Context, coordinator int, call func(log.GroupClient) error) error {
+	err, _ := e.n.call(ctx, e.id, coordinator, func(_ context.Context, b *Broker) error {
+		return b.groupLocal(call)
+	})
+	return err
+}

@@ -101,6 +101,7 @@ func (b *Broker) apply(img *controller.Image) {
 		b.removePart(ps)
 	}
 	b.img.Store(img)
+	b.syncCoordinator()
 	b.metaApplied()
 }
 
