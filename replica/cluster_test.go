@@ -20,7 +20,7 @@ import (
 // cluster is n members in this process: Raft over testnet (loopback TCP
 // whose links can be cut), replication over a LocalNetwork.
 type memberCluster struct {
-	t       *testing.T
+	t       testing.TB
 	net     *testnet.Network
 	local   *replica.LocalNetwork
 	peers   []replica.Peer
@@ -33,12 +33,12 @@ type memberCluster struct {
 // over both.
 var transports = []string{"local", "kafka"}
 
-func startCluster(t *testing.T, n int) *memberCluster {
+func startCluster(t testing.TB, n int) *memberCluster {
 	t.Helper()
 	return startClusterOver(t, n, "local")
 }
 
-func startClusterOver(t *testing.T, n int, transport string) *memberCluster {
+func startClusterOver(t testing.TB, n int, transport string) *memberCluster {
 	t.Helper()
 	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
 	t.Cleanup(func() { c.net.Close() })
@@ -249,7 +249,7 @@ func (c *memberCluster) checkIdentical(topic string, p int) {
 	}
 }
 
-func readAll(t *testing.T, p *log.Partition, upTo int64) []byte {
+func readAll(t testing.TB, p *log.Partition, upTo int64) []byte {
 	t.Helper()
 	var out []byte
 	for off := p.StartOffset(); off < upTo; {

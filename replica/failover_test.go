@@ -192,3 +192,33 @@ func oneBatch(t *testing.T, value string) []byte {
 	bd.Append(time.Now().UnixMilli(), nil, []byte(value), nil)
 	return append([]byte(nil), bd.Bytes()...)
 }
+
+// A follower that cannot fetch (its data link to the leader cut, the
+// controller still reachable) leaves the ISR after ReplicaLagTime, while
+// acks=all goes on with the two others; healed, it catches up and rejoins.
+func TestLaggingFollowerLeavesAndRejoinsISR(t *testing.T) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, "local") // the local network cuts the data plane alone
+	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	l := c.leader("t", 0)
+	produce(t, c.member(l), "t", 0, 10)
+	f := c.any(l).ID()
+
+	c.local.Cut(l, f)
+	start := time.Now()
+	// A follower at the leader's end is in sync however long it is silent
+	// (Kafka's rule): it falls behind with the next append, whose acks=all
+	// produce waits until the ISR has shrunk without it.
+	produce(t, c.member(l), "t", 10, 10)
+	c.waitISR("t", 0, 2)
+	shrunk := time.Since(start)
+	require.GreaterOrEqual(t, shrunk, c.config(l).ReplicaLagTime, "ISR shrank before the lag time")
+	st, _ := c.member(l).Image().Partition("t", 0)
+	require.NotContains(t, st.ISR, f)
+
+	c.local.HealAll()
+	c.waitISR("t", 0, 3)
+	c.waitInSync("t", 0)
+	c.checkIdentical("t", 0)
+	t.Logf("ISR shrank %v after the cut", shrunk.Round(time.Millisecond))
+}
