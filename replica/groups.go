@@ -155,10 +155,23 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	err := b.CreateTopic(ctx, log.OffsetsTopic, log.TopicConfig{
 		Partitions: 1, ReplicationFactor: rf, MinInSyncReplicas: min(2, rf), RetentionTime: -1,
 	})
-	if errors.Is(err, log.ErrTopicExists) {
-		return nil
+	if !errors.Is(err, log.ErrTopicExists) {
+		return err
 	}
-	return err
+	// Created by another member: wait until this one has applied it.
+	for {
+		ch := b.metaWatch()
+		if _, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("replica: %s: %w", log.OffsetsTopic, ctx.Err())
+		case <-b.ctx.Done():
+			return log.ErrClosed
+		}
+	}
 }
 
 // groupCall runs fn at the group coordinator: here, or on the member that
