@@ -42,7 +42,9 @@ func (s *Server) apiTable() map[int16]*api {
 		{key: describeConfigsKey, min: 0, max: 4, handle: handleDescribeConfigs},
 		{key: describeClusterKey, min: 0, max: 1, handle: handleDescribeCluster},
 	}
-	apis = append(apis, s.replicaAPIs()...)
+	for _, a := range s.replicaAPIs() {
+		apis = append(apis, &a)
+	}
 	if s.cfg.SASL != nil {
 		apis = append(apis,
 			&api{key: saslHandshakeKey, min: 0, max: 1, handle: handleSASLOutOfOrder},

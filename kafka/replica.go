@@ -24,11 +24,11 @@ type ReplicaBackend interface {
 const offsetForLeaderEpochKey int16 = 23
 
 // replicaAPIs are the APIs the server adds for a ReplicaBackend.
-func (s *Server) replicaAPIs() []*api {
+func (s *Server) replicaAPIs() []api {
 	if _, ok := s.b.(ReplicaBackend); !ok {
 		return nil
 	}
-	return []*api{{key: offsetForLeaderEpochKey, min: 3, max: 4, handle: handleOffsetForLeaderEpoch}}
+	return []api{{key: offsetForLeaderEpochKey, min: 3, max: 4, handle: handleOffsetForLeaderEpoch}}
 }
 
 // handleReplicaFetch serves a follower's Fetch through the ReplicaBackend;

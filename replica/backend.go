@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 )
 
@@ -87,3 +88,9 @@ func (b *Broker) TopicConfig(topic string) (log.TopicConfig, error) {
 	}
 	return topicConfigOf(t).WithDefaults(), nil
 }
+
+// GroupCoordinator returns nil: a Kafka server fixes its coordinator when
+// it starts, and a member's moves with the leadership of
+// __consumer_offsets-0, so the member's kafka.Server does not serve the
+// group APIs yet (members route group calls among themselves: groups.go).
+func (b *Broker) GroupCoordinator() *group.Coordinator { return nil }
