@@ -105,11 +105,17 @@ func (s *Server) apiTable() *apiSet {
 		}
 	}
 	add(dataAPIs)
+	add(s.replicaAPIs())
 	if s.groups != nil {
 		add(groupAPIs)
 	}
+	// A cluster member does not allocate producer ids yet (they need a
+	// controller record to be unique cluster-wide): not advertised there,
+	// so Kafka clients fall back to non-idempotent producing.
 	if _, ok := s.b.(ProducerIDBackend); ok {
-		add(idempotenceAPIs)
+		if _, cluster := s.b.(ReplicaBackend); !cluster {
+			add(idempotenceAPIs)
+		}
 	}
 	if s.cfg.SASL != nil {
 		add(saslAPIs)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"time"
 )
 
@@ -45,6 +46,9 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Logger receives the server's log lines; nil → discard.
 	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on the address
+	// given to Listen (tests: a testnet listener whose links can be cut).
+	Listener net.Listener
 }
 
 // SASLConfig lists the mechanisms a Server accepts and their credentials.

@@ -21,6 +21,9 @@ import (
 // send full fetches.
 func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.FetchRequest)
+	if rep, ok := handleReplicaFetch(ctx, c, req); ok {
+		return rep
+	}
 	s := c.s
 	var ids map[[16]byte]string
 	if req.Version >= 13 {

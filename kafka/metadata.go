@@ -14,12 +14,8 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.MetadataRequest)
 	s := c.s
 	resp := kmsg.NewPtrMetadataResponse()
-	host, port := s.advertised()
-	br := kmsg.NewMetadataResponseBroker()
-	br.NodeID, br.Host, br.Port = s.cfg.NodeID, host, port
-	resp.Brokers = []kmsg.MetadataResponseBroker{br}
+	resp.Brokers, resp.ControllerID = s.clusterBrokers()
 	resp.ClusterID = &s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
 
 	// v0: an empty list means every topic; v1+: a null list does.
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
@@ -74,6 +70,10 @@ func (s *Server) topicMetadata(name string, id [16]byte) kmsg.MetadataResponseTo
 	for i := range n {
 		p := kmsg.NewMetadataResponseTopicPartition()
 		p.Partition = int32(i)
+		if s.clusterPartition(name, &p) {
+			t.Partitions = append(t.Partitions, p)
+			continue
+		}
 		p.Leader = node
 		p.LeaderEpoch = 0
 		p.Replicas = []int32{node}

@@ -56,7 +56,10 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 	// it, which sendfile and a test fixture's start need not pay for.
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(false)
-	ln, err := lc.Listen(context.Background(), "tcp", addr)
+	ln, err := cfg.Listener, error(nil)
+	if ln == nil {
+		ln, err = lc.Listen(context.Background(), "tcp", addr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen: %w", err)
 	}

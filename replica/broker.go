@@ -1,0 +1,403 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/timingwheel"
+)
+
+// Broker is a cluster member: a controller voter, a log.Store of the
+// partitions it holds a replica of, the leader of some of them and a
+// follower of others, and a data plane. It is a log.Client (calls are
+// routed to each partition's leader) and a kafka.Backend.
+type Broker struct {
+	cfg   Config
+	log   *slog.Logger
+	store *log.Store
+	ctl   *controller.Controller
+	srv   *kafka.Server
+	tr    Transport
+	ktr   *kafkaTransport // tr, when it is the Kafka-protocol one
+
+	wheel     *timingwheel.TimingWheel
+	purgatory *timingwheel.Purgatory[log.TopicPartition]
+
+	brokerEpoch  atomic.Int64
+	shuttingDown atomic.Bool
+
+	img       atomic.Pointer[controller.Image]
+	metaMu    sync.Mutex
+	metaEvent chan struct{} // closed and replaced after each image is applied
+
+	mu    sync.RWMutex // guards parts
+	parts map[log.TopicPartition]*partState
+
+	fetchMu  sync.Mutex
+	fetchers map[int]*fetcher // by source (leader) broker
+
+	alters *alterQueue
+
+	tokens atomic.Uint64
+
+	groupMu    sync.Mutex
+	coord      *group.Coordinator // while this member leads __consumer_offsets-0
+	coordEpoch int32
+
+	ctx    context.Context // cancelled by Close
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ log.Client    = (*Broker)(nil)
+	_ kafka.Backend = (*Broker)(nil)
+)
+
+// Start starts a member: it opens the data in cfg.Dir, starts its
+// controller voter, the data plane on cfg.Addr, registers with the
+// controller and follows the metadata. It returns once the member runs;
+// the quorum forms in the background as the other members start.
+func Start(cfg Config) (*Broker, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	b := &Broker{
+		cfg:       cfg,
+		log:       cfg.Logger.With("broker", cfg.ID),
+		metaEvent: make(chan struct{}),
+		parts:     map[log.TopicPartition]*partState{},
+		fetchers:  map[int]*fetcher{},
+	}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	b.alters = newAlterQueue()
+	var cleanup []func()
+	fail := func(err error) (*Broker, error) {
+		for i := len(cleanup) - 1; i >= 0; i-- {
+			cleanup[i]()
+		}
+		b.cancel()
+		return nil, err
+	}
+
+	b.wheel = timingwheel.New(time.Millisecond, 20)
+	cleanup = append(cleanup, b.wheel.Stop)
+	pg, err := timingwheel.NewPurgatory[log.TopicPartition](b.wheel, timingwheel.PurgatoryConfig{})
+	if err != nil {
+		return fail(err)
+	}
+	b.purgatory = pg
+
+	store, err := log.OpenStore(filepath.Join(cfg.Dir, "data"), log.StoreConfig{
+		Notify: func(p *log.Partition) {
+			b.purgatory.CheckAndComplete(log.TopicPartition{Topic: p.Topic(), Partition: p.ID()})
+		},
+	})
+	if err != nil {
+		return fail(fmt.Errorf("replica: %w", err))
+	}
+	b.store = store
+	cleanup = append(cleanup, func() { store.Close() })
+
+	peers := make([]controller.Peer, len(cfg.Peers))
+	for i, p := range cfg.Peers {
+		peers[i] = controller.Peer{ID: p.ID, RaftAddr: p.RaftAddr}
+	}
+	ctl, err := controller.Start(controller.Config{
+		NodeID: cfg.ID, Dir: filepath.Join(cfg.Dir, "controller"), RaftAddr: cfg.RaftAddr, Peers: peers,
+		Logger: cfg.Logger, Network: cfg.Network, Clock: cfg.Clock,
+		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout, Raft: cfg.Raft,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("replica: %w", err))
+	}
+	b.ctl = ctl
+	cleanup = append(cleanup, func() { ctl.Close() })
+	b.img.Store(ctl.Image())
+
+	b.tr = cfg.Transport
+	if cfg.Local != nil {
+		if err := cfg.Local.join(b); err != nil {
+			return fail(err)
+		}
+		cleanup = append(cleanup, func() { cfg.Local.leave(b) })
+		if b.tr == nil {
+			b.tr = cfg.Local.Endpoint(cfg.ID)
+		}
+	}
+
+	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger}
+	if b.tr == nil {
+		// The data plane carries replication too: the Kafka protocol,
+		// through the Network when one is given.
+		dial := controller.TCPNetwork{}.Dial
+		if cfg.Network != nil {
+			ln, err := cfg.Network.Listen(cfg.Addr)
+			if err != nil {
+				return fail(fmt.Errorf("replica: listen on %s: %w", cfg.Addr, err))
+			}
+			kcfg.Listener = ln
+			dial = cfg.Network.Dial
+		}
+		kt := newKafkaTransport(b, dial)
+		b.tr, b.ktr = kt, kt
+		cleanup = append(cleanup, kt.close)
+	}
+	srv, err := kafka.Listen(cfg.Addr, b, kcfg)
+	if err != nil {
+		if kcfg.Listener != nil {
+			kcfg.Listener.Close()
+		}
+		return fail(fmt.Errorf("replica: %w", err))
+	}
+	b.srv = srv
+
+	b.wg.Add(4)
+	go b.watchMetadata()
+	go b.heartbeat()
+	go b.tickLoop()
+	go b.alterLoop()
+	return b, nil
+}
+
+// ID returns the member's ID.
+func (b *Broker) ID() int { return b.cfg.ID }
+
+// Addr returns the bound data-plane address (Kafka protocol).
+func (b *Broker) Addr() string { return b.srv.Addr() }
+
+// Controller returns the current active controller as this member knows it.
+func (b *Broker) Controller() (id int, ok bool) {
+	id, _, ok = b.ctl.Leader()
+	return id, ok
+}
+
+// Image returns the cluster metadata as this member has applied it.
+func (b *Broker) Image() *controller.Image { return b.img.Load() }
+
+// WaitImage returns the metadata once this member has applied a version
+// above afterVersion (see controller.Controller.Wait).
+func (b *Broker) WaitImage(ctx context.Context, afterVersion uint64) (*controller.Image, error) {
+	for {
+		ch := b.metaWatch()
+		img := b.img.Load()
+		if img.Version() > afterVersion {
+			return img, nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-b.ctx.Done():
+			return nil, log.ErrClosed
+		}
+	}
+}
+
+// Leader returns the leader of a partition as this member knows it.
+func (b *Broker) Leader(topic string, partition int) (id int, ok bool) {
+	st, ok := b.img.Load().Partition(topic, partition)
+	if !ok || st.Leader == controller.NoLeader {
+		return 0, false
+	}
+	return st.Leader, true
+}
+
+// Partition returns this member's replica of a partition.
+func (b *Broker) Partition(topic string, partition int) (*log.Partition, error) {
+	ps := b.part(log.TopicPartition{Topic: topic, Partition: partition})
+	if ps == nil {
+		if _, ok := b.img.Load().Topic(topic); !ok {
+			return nil, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
+		}
+		return nil, fmt.Errorf("%w: %s-%d has no replica on broker %d", log.ErrUnknownPartition, topic, partition, b.cfg.ID)
+	}
+	return ps.p, nil
+}
+
+func (b *Broker) part(tp log.TopicPartition) *partState {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.parts[tp]
+}
+
+// metaWatch returns a channel closed once the next image is applied.
+func (b *Broker) metaWatch() <-chan struct{} {
+	b.metaMu.Lock()
+	defer b.metaMu.Unlock()
+	return b.metaEvent
+}
+
+func (b *Broker) metaApplied() {
+	b.metaMu.Lock()
+	close(b.metaEvent)
+	b.metaEvent = make(chan struct{})
+	b.metaMu.Unlock()
+}
+
+// Close is Kafka's controlled shutdown: the member asks the controller to
+// fence it, so that leadership of its partitions moves to other in-sync
+// replicas and it leaves their ISRs, waits for that (a few heartbeats at
+// most), then stops everything and waits for its goroutines.
+func (b *Broker) Close() error {
+	b.closeOnce.Do(func() {
+		b.controlledShutdown()
+		b.cancel()
+		if b.cfg.Local != nil {
+			b.cfg.Local.leave(b)
+		}
+		b.wg.Wait()
+		b.stopCoordinator()
+		b.fetchMu.Lock()
+		fs := b.fetchers
+		b.fetchers = map[int]*fetcher{}
+		b.fetchMu.Unlock()
+		for _, f := range fs {
+			f.stop()
+		}
+		if b.ktr != nil {
+			b.ktr.close()
+		}
+		err := b.srv.Close()
+		b.failAllWaiting()
+		if cerr := b.ctl.Close(); err == nil {
+			err = cerr
+		}
+		b.wheel.Stop()
+		if serr := b.store.Close(); err == nil {
+			err = serr
+		}
+		b.closeErr = err
+	})
+	return b.closeErr
+}
+
+// controlledShutdown heartbeats WantFence and waits, briefly, until the
+// metadata shows this member fenced and leading nothing.
+func (b *Broker) controlledShutdown() {
+	b.shuttingDown.Store(true)
+	epoch := b.brokerEpoch.Load()
+	if epoch == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*b.cfg.HeartbeatInterval+time.Second)
+	defer cancel()
+	if _, err := b.ctl.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: b.cfg.ID, BrokerEpoch: epoch, WantFence: true}); err != nil {
+		b.log.Info("replica: controlled shutdown: heartbeat", "err", err)
+		return
+	}
+	for {
+		ch := b.metaWatch()
+		if b.fencedAndLeaderless(b.img.Load()) {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			b.log.Info("replica: controlled shutdown: leadership did not move in time")
+			return
+		}
+	}
+}
+
+func (b *Broker) fencedAndLeaderless(img *controller.Image) bool {
+	if bi, ok := img.Broker(b.cfg.ID); ok && !bi.Fenced {
+		return false
+	}
+	for _, name := range img.Topics() {
+		t, _ := img.Topic(name)
+		for _, p := range t.Partitions {
+			if p.Leader == b.cfg.ID && len(p.ISR) > 1 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// heartbeat registers the member and heartbeats until Close.
+func (b *Broker) heartbeat() {
+	defer b.wg.Done()
+	interval := b.ctl.HeartbeatInterval()
+	var epoch int64
+	for b.ctx.Err() == nil {
+		if epoch == 0 {
+			ctx, cancel := context.WithTimeout(b.ctx, 5*interval)
+			e, err := b.ctl.RegisterBroker(ctx, controller.BrokerRegistration{ID: b.cfg.ID, Addr: b.Addr()})
+			cancel()
+			if err != nil {
+				b.log.Debug("replica: register", "err", err)
+				if !b.sleep(interval / 4) {
+					return
+				}
+				continue
+			}
+			epoch = e
+			b.brokerEpoch.Store(e)
+		}
+		if b.shuttingDown.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(b.ctx, 2*interval)
+		_, err := b.ctl.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: b.cfg.ID, BrokerEpoch: epoch})
+		cancel()
+		switch {
+		case errors.Is(err, controller.ErrStaleBrokerEpoch), errors.Is(err, controller.ErrUnknownBroker):
+			epoch = 0
+			continue
+		case err != nil:
+			b.log.Debug("replica: heartbeat", "err", err)
+		}
+		if !b.sleep(interval) {
+			return
+		}
+	}
+}
+
+// sleep waits d or until Close; false when closing.
+func (b *Broker) sleep(d time.Duration) bool {
+	t := b.cfg.Clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-b.ctx.Done():
+		return false
+	}
+}
+
+// tickLoop steps every partition this member leads with a Tick, every
+// ReplicaLagTime/4: one timer for all partitions.
+func (b *Broker) tickLoop() {
+	defer b.wg.Done()
+	every := b.cfg.ReplicaLagTime / 4
+	for b.sleep(every) {
+		b.mu.RLock()
+		parts := make([]*partState, 0, len(b.parts))
+		for _, ps := range b.parts {
+			parts = append(parts, ps)
+		}
+		b.mu.RUnlock()
+		for _, ps := range parts {
+			ps.mu.Lock()
+			if ps.pm.Leading() {
+				b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), Tick{}, nil))
+			}
+			ps.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,322 @@
+package replica_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/testnet"
+)
+
+// cluster is n members in this process: Raft over testnet (loopback TCP
+// whose links can be cut), replication over a LocalNetwork.
+type memberCluster struct {
+	t       testing.TB
+	net     *testnet.Network
+	local   *replica.LocalNetwork
+	peers   []replica.Peer
+	dirs    []string
+	members []*replica.Broker // index id-1; nil while stopped
+	kafka   bool              // replication over the Kafka protocol on testnet, not the LocalNetwork
+}
+
+// transports are the two ways members replicate: each cluster test runs
+// over both.
+var transports = []string{"local", "kafka"}
+
+func startCluster(t testing.TB, n int) *memberCluster {
+	t.Helper()
+	return startClusterOver(t, n, "local")
+}
+
+func startClusterOver(t testing.TB, n int, transport string) *memberCluster {
+	t.Helper()
+	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
+	t.Cleanup(func() { c.net.Close() })
+	for i := 1; i <= n; i++ {
+		addr, err := c.net.Node(node(i)).Reserve()
+		require.NoError(t, err)
+		data := "127.0.0.1:0"
+		if c.kafka {
+			data, err = c.net.Node(node(i)).Reserve()
+			require.NoError(t, err)
+		}
+		c.peers = append(c.peers, replica.Peer{ID: i, Addr: data, RaftAddr: addr})
+		c.dirs = append(c.dirs, t.TempDir())
+	}
+	c.members = make([]*replica.Broker, n)
+	t.Cleanup(func() {
+		for i := range c.members {
+			c.stop(i + 1)
+		}
+	})
+	for i := 1; i <= n; i++ {
+		c.start(i)
+	}
+	c.waitLive(n)
+	return c
+}
+
+func node(id int) string { return fmt.Sprintf("member-%d", id) }
+
+func (c *memberCluster) config(id int) replica.Config {
+	cfg := replica.Config{
+		ID: id, Dir: c.dirs[id-1], Addr: c.peers[id-1].Addr, RaftAddr: c.peers[id-1].RaftAddr, Peers: c.peers,
+		Network:           c.net.Node(node(id)),
+		Raft:              controller.LoopbackRaft(),
+		HeartbeatInterval: 50 * time.Millisecond,
+		SessionTimeout:    600 * time.Millisecond,
+		ReplicaLagTime:    2 * time.Second,
+		FetchMaxWait:      200 * time.Millisecond,
+	}
+	if !c.kafka {
+		cfg.Local = c.local
+	}
+	if os.Getenv("STRATA_REPLICA_LOG") != "" {
+		cfg.Logger = testLogger(c.t)
+	}
+	return cfg
+}
+
+func (c *memberCluster) start(id int) *replica.Broker {
+	c.t.Helper()
+	b, err := replica.Start(c.config(id))
+	require.NoError(c.t, err)
+	c.members[id-1] = b
+	return b
+}
+
+func (c *memberCluster) stop(id int) {
+	if b := c.members[id-1]; b != nil {
+		require.NoError(c.t, b.Close())
+		c.members[id-1] = nil
+	}
+}
+
+func (c *memberCluster) member(id int) *replica.Broker { return c.members[id-1] }
+
+// any returns a running member other than the ones given.
+func (c *memberCluster) any(not ...int) *replica.Broker {
+	for _, b := range c.members {
+		if b != nil && !contains(not, b.ID()) {
+			return b
+		}
+	}
+	c.t.Fatal("no running member")
+	return nil
+}
+
+func contains(xs []int, x int) bool {
+	for _, y := range xs {
+		if x == y {
+			return true
+		}
+	}
+	return false
+}
+
+// waitImage waits until cond holds for the metadata a member has applied.
+func (c *memberCluster) waitImage(b *replica.Broker, what string, cond func(*controller.Image) bool) *controller.Image {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	img := b.Image()
+	for !cond(img) {
+		var err error
+		if img, err = b.WaitImage(ctx, img.Version()); err != nil {
+			c.t.Fatalf("waiting for %s: %v", what, err)
+		}
+	}
+	return img
+}
+
+func (c *memberCluster) waitLive(n int) {
+	c.t.Helper()
+	c.waitImage(c.any(), fmt.Sprintf("%d live brokers", n), func(img *controller.Image) bool {
+		live := 0
+		for _, bi := range img.Brokers() {
+			if !bi.Fenced {
+				live++
+			}
+		}
+		return live >= n
+	})
+}
+
+// createTopic creates a topic and waits until every running member knows it.
+func (c *memberCluster) createTopic(name string, cfg log.TopicConfig) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(c.t, c.any().CreateTopic(ctx, name, cfg))
+	for _, b := range c.members {
+		if b != nil {
+			c.waitImage(b, "topic "+name, func(img *controller.Image) bool {
+				t, ok := img.Topic(name)
+				if !ok {
+					return false
+				}
+				for _, p := range t.Partitions {
+					if p.Leader == controller.NoLeader {
+						return false
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+func (c *memberCluster) leader(topic string, p int) int {
+	c.t.Helper()
+	st, ok := c.any().Image().Partition(topic, p)
+	require.True(c.t, ok)
+	return st.Leader
+}
+
+// waitInSync waits (bounded polling: nothing announces it) until every
+// running replica of topic-p ends where the leader does and has its HW.
+func (c *memberCluster) waitInSync(topic string, p int) {
+	c.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		lid := c.leader(topic, p)
+		ok := lid > 0 && c.member(lid) != nil
+		if ok {
+			lp, err := c.member(lid).Partition(topic, p)
+			require.NoError(c.t, err)
+			for _, b := range c.members {
+				if b == nil {
+					continue
+				}
+				rp, err := b.Partition(topic, p)
+				if err != nil || rp.EndOffset() != lp.EndOffset() || rp.HighWatermark() != lp.HighWatermark() || lp.HighWatermark() != lp.EndOffset() {
+					ok = false
+				}
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("%s-%d: replicas not in sync: %s", topic, p, c.describe(topic, p))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (c *memberCluster) describe(topic string, p int) string {
+	var out string
+	st, _ := c.any().Image().Partition(topic, p)
+	out += fmt.Sprintf("leader %d epoch %d isr %v; ", st.Leader, st.LeaderEpoch, st.ISR)
+	for _, b := range c.members {
+		if b == nil {
+			continue
+		}
+		if rp, err := b.Partition(topic, p); err == nil {
+			out += fmt.Sprintf("[%d: end %d hw %d epochs %v] ", b.ID(), rp.EndOffset(), rp.HighWatermark(), rp.EpochEntries())
+		}
+	}
+	return out
+}
+
+// checkIdentical checks that every running replica's log is the leader's,
+// byte for byte (so batch for batch), up to the leader's HW.
+func (c *memberCluster) checkIdentical(topic string, p int) {
+	c.t.Helper()
+	lid := c.leader(topic, p)
+	lp, err := c.member(lid).Partition(topic, p)
+	require.NoError(c.t, err)
+	hw := lp.HighWatermark()
+	want := readAll(c.t, lp, hw)
+	for _, b := range c.members {
+		if b == nil || b.ID() == lid {
+			continue
+		}
+		rp, err := b.Partition(topic, p)
+		require.NoError(c.t, err)
+		got := readAll(c.t, rp, hw)
+		require.True(c.t, bytes.Equal(want, got), "replica %d of %s-%d differs from leader %d below HW %d", b.ID(), topic, p, lid, hw)
+	}
+}
+
+func readAll(t testing.TB, p *log.Partition, upTo int64) []byte {
+	t.Helper()
+	var out []byte
+	for off := p.StartOffset(); off < upTo; {
+		bs, err := p.Slice(off, 1<<20, upTo)
+		require.NoError(t, err)
+		raw, err := bs.Bytes()
+		bs.Release()
+		require.NoError(t, err)
+		if len(raw) == 0 {
+			break
+		}
+		out = append(out, raw...)
+		recs, err := log.DecodeRecords(raw)
+		require.NoError(t, err)
+		off = recs[len(recs)-1].Offset + 1
+	}
+	return out
+}
+
+// consumeAll reads topic-p from offset 0 through member b until it has n
+// records, and returns their values.
+func consumeAll(t *testing.T, b *replica.Broker, topic string, n int) []string {
+	t.Helper()
+	cons, err := log.NewConsumer(b, log.ConsumerConfig{Topics: []string{topic}, MaxWait: 100 * time.Millisecond})
+	require.NoError(t, err)
+	defer cons.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var vals []string
+	for len(vals) < n {
+		recs, err := cons.Poll(ctx)
+		require.NoError(t, err, "after %d records", len(vals))
+		for _, r := range recs {
+			vals = append(vals, string(r.Value))
+		}
+	}
+	return vals
+}
+
+func TestReplicatesAcksAll(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testReplicatesAcksAll(t, tr) })
+	}
+}
+
+func testReplicatesAcksAll(t *testing.T, tr string) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, tr)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
+
+	// Produce through a member that leads partition 0 or not: routing.
+	prod, err := log.NewProducer(c.member(2), log.ProducerConfig{Acks: log.AcksAll, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	const n = 200
+	for i := range n {
+		_, err := prod.Send(ctx, log.Record{Topic: "t", Partition: i % 2, Value: fmt.Appendf(nil, "v%d", i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, prod.Close())
+	for p := range 2 {
+		c.waitInSync("t", p)
+		c.checkIdentical("t", p)
+	}
+	// Every member serves consumers (routed to the leader).
+	for id := 1; id <= 3; id++ {
+		require.Len(t, consumeAll(t, c.member(id), "t", n), n)
+	}
+}

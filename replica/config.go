@@ -1,0 +1,115 @@
+package replica
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/controller"
+)
+
+// Peer is one member of the cluster as every member's Config lists it: the
+// initial controller voters.
+type Peer struct {
+	ID       int
+	Addr     string // data plane (Kafka protocol)
+	RaftAddr string // controller quorum (Raft and forwarded controller requests)
+}
+
+// Config configures a cluster member. The zero value of every optional
+// field means the default.
+type Config struct {
+	ID       int    // unique, > 0
+	Dir      string // data dir: partitions in Dir/data, the controller's Raft state in Dir/controller
+	Addr     string // data plane (Kafka protocol); "127.0.0.1:0" allowed
+	RaftAddr string
+	Peers    []Peer // the initial voters, identical on every member
+
+	Logger *slog.Logger // nil → discard
+	Clock  clock.Clock  // ISR lag and ticks; nil → the system clock
+
+	// Network carries the controller's Raft and forwarding traffic on
+	// RaftAddr and, unless Local or Transport is set, the data plane on
+	// Addr (Kafka clients, replication, forwarded calls); nil → TCP. Tests
+	// pass a testnet node, with both addresses reserved on it.
+	Network controller.Network
+	// Transport carries replication and forwarded client calls between
+	// members. Nil → the Kafka protocol on the data plane (or Local's).
+	Transport Transport
+	// Local, when set, joins this member to an in-process network of
+	// members (tests, examples): its Endpoint becomes the Transport.
+	Local *LocalNetwork
+
+	// ReplicaLagTime: a follower not caught up for this long leaves the
+	// ISR (Kafka's replica.lag.time.max.ms); 0 → 30 s.
+	ReplicaLagTime time.Duration
+	// FetchMaxWait is how long a leader holds a follower's fetch that finds
+	// nothing new (replica.fetch.wait.max.ms); 0 → 500 ms.
+	FetchMaxWait time.Duration
+	// FetchMaxBytes bounds one partition in a follower's fetch; 0 → 1 MiB.
+	FetchMaxBytes int
+	// ProduceTimeout bounds an acks=all produce whose context has no
+	// deadline; 0 → 30 s.
+	ProduceTimeout time.Duration
+
+	// HeartbeatInterval and SessionTimeout are the controller's (broker
+	// heartbeats and fencing); 0 → 2 s and 9 s.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
+	// suits members on one machine.
+	Raft controller.RaftConfig
+}
+
+// ErrInvalidConfig is returned by Start for a Config that cannot work.
+var ErrInvalidConfig = errors.New("replica: invalid config")
+
+func (c Config) withDefaults() Config {
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System()
+	}
+	if c.ReplicaLagTime == 0 {
+		c.ReplicaLagTime = DefaultReplicaLagTime
+	}
+	if c.FetchMaxWait == 0 {
+		c.FetchMaxWait = 500 * time.Millisecond
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = 1 << 20
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = 30 * time.Second
+	}
+	if c.HeartbeatInterval == 0 {
+		c.HeartbeatInterval = 2 * time.Second
+	}
+	if c.SessionTimeout == 0 {
+		c.SessionTimeout = 9 * time.Second
+	}
+	c.Peers = append([]Peer(nil), c.Peers...)
+	return c
+}
+
+func (c Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+	}
+	switch {
+	case c.ID <= 0:
+		return bad("ID %d, want > 0", c.ID)
+	case c.Dir == "":
+		return bad("no Dir")
+	case c.Addr == "":
+		return bad("no Addr")
+	case c.RaftAddr == "":
+		return bad("no RaftAddr")
+	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0:
+		return bad("negative duration")
+	}
+	return nil
+}

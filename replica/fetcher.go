@@ -1,0 +1,207 @@
+package replica
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// fetcher is Kafka's ReplicaFetcherThread: one goroutine per source
+// broker that fetches every partition this member follows there in one
+// request, steps each partition's FollowerMachine with its part of the
+// answer and sends the next request. Partitions come and go with add and
+// remove; the goroutine count does not depend on the partition count.
+type fetcher struct {
+	b      *Broker
+	leader int
+
+	mu    sync.Mutex
+	parts map[*partState]struct{}
+	wake  chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+const fetchBackoff = 50 * time.Millisecond
+
+// fetcherOf returns the fetcher of leader, started if new. Once the
+// member is closing it returns one that is never started.
+func (b *Broker) fetcherOf(leader int) *fetcher {
+	b.fetchMu.Lock()
+	defer b.fetchMu.Unlock()
+	if f, ok := b.fetchers[leader]; ok {
+		return f
+	}
+	f := &fetcher{b: b, leader: leader, parts: map[*partState]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	f.ctx, f.cancel = context.WithCancel(b.ctx)
+	if b.ctx.Err() != nil {
+		close(f.done)
+		return f
+	}
+	b.fetchers[leader] = f
+	go f.run()
+	return f
+}
+
+func (f *fetcher) add(ps *partState) {
+	f.mu.Lock()
+	f.parts[ps] = struct{}{}
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (f *fetcher) remove(ps *partState) {
+	f.mu.Lock()
+	delete(f.parts, ps)
+	f.mu.Unlock()
+}
+
+func (f *fetcher) stop() {
+	f.cancel()
+	<-f.done
+}
+
+type sentFetch struct {
+	ps *partState
+	f  Fetch
+}
+
+func (f *fetcher) run() {
+	defer close(f.done)
+	b := f.b
+	for f.ctx.Err() == nil {
+		f.mu.Lock()
+		parts := make([]*partState, 0, len(f.parts))
+		for ps := range f.parts {
+			parts = append(parts, ps)
+		}
+		f.mu.Unlock()
+
+		now := b.cfg.Clock.Now()
+		var sent []sentFetch
+		var asks []*partState
+		var wait time.Duration = -1
+		for _, ps := range parts {
+			ps.mu.Lock()
+			switch {
+			case ps.removed || ps.following != f.leader:
+			case now.Before(ps.backoff):
+				if d := ps.backoff.Sub(now); wait < 0 || d < wait {
+					wait = d
+				}
+			case ps.fetch != nil:
+				sent = append(sent, sentFetch{ps: ps, f: *ps.fetch})
+			case ps.epochReq != nil:
+				asks = append(asks, ps)
+			}
+			ps.mu.Unlock()
+		}
+		for _, ps := range asks {
+			f.askEpochEnd(ps)
+		}
+		if len(sent) == 0 {
+			if len(asks) > 0 {
+				continue
+			}
+			f.idle(wait)
+			continue
+		}
+		req := ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: make([]ReplicaFetchPartition, len(sent))}
+		for i, s := range sent {
+			req.Partitions[i] = ReplicaFetchPartition{
+				TopicPartition:     s.ps.tp,
+				CurrentLeaderEpoch: s.f.LeaderEpoch,
+				FetchOffset:        s.f.Offset,
+				LastFetchedEpoch:   s.f.LastFetchedEpoch,
+				LogStartOffset:     s.ps.p.StartOffset(),
+				MaxBytes:           b.cfg.FetchMaxBytes,
+			}
+		}
+		resp, err := b.tr.ReplicaFetch(f.ctx, f.leader, req)
+		if err != nil {
+			b.log.Debug("replica: fetch", "leader", f.leader, "err", err)
+			f.idle(fetchBackoff)
+			continue
+		}
+		for i := range resp.Partitions {
+			if i >= len(sent) {
+				break
+			}
+			f.handle(sent[i], &resp.Partitions[i])
+		}
+		resp.Release()
+	}
+}
+
+// idle waits for a partition to be added, d (if ≥ 0), or the end.
+func (f *fetcher) idle(d time.Duration) {
+	var tc <-chan time.Time
+	if d >= 0 {
+		t := f.b.cfg.Clock.NewTimer(d)
+		defer t.Stop()
+		tc = t.C()
+	}
+	select {
+	case <-f.wake:
+	case <-tc:
+	case <-f.ctx.Done():
+	}
+}
+
+func (f *fetcher) handle(s sentFetch, r *ReplicaFetchedPartition) {
+	b, ps := f.b, s.ps
+	var raw []byte
+	var readErr error
+	if r.Err == nil && r.Diverging == nil && r.Records.Len() > 0 {
+		raw, readErr = r.Records.Bytes()
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.removed || ps.following != f.leader || ps.fetch == nil || *ps.fetch != s.f {
+		return // the partition moved on meanwhile
+	}
+	fr := FetchResponse{
+		LeaderEpoch: s.f.LeaderEpoch, Err: r.Err, Diverging: r.Diverging,
+		HW: r.HighWatermark, LogStart: r.LogStartOffset, LogEnd: r.LogEndOffset,
+		Records: len(raw) > 0,
+	}
+	if readErr != nil {
+		fr.Err = readErr
+	}
+	if fr.Err != nil {
+		b.log.Debug("replica: fetch answer", "partition", ps.tp, "leader", f.leader, "err", fr.Err)
+		ps.backoff = b.cfg.Clock.Now().Add(fetchBackoff)
+	}
+	ps.pending = raw
+	b.runFollower(ps, ps.fm.Step(fr, nil))
+}
+
+func (f *fetcher) askEpochEnd(ps *partState) {
+	b := f.b
+	ps.mu.Lock()
+	q := ps.epochReq
+	ps.mu.Unlock()
+	if q == nil {
+		return
+	}
+	ans, err := b.tr.EpochEnd(f.ctx, f.leader, EpochEndRequest{
+		TopicPartition: ps.tp, CurrentLeaderEpoch: q.LeaderEpoch, Epoch: q.Epoch,
+	})
+	if err == nil {
+		err = ans.Err
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.epochReq == nil || *ps.epochReq != *q {
+		return
+	}
+	if err != nil {
+		ps.backoff = b.cfg.Clock.Now().Add(fetchBackoff)
+	}
+	b.runFollower(ps, ps.fm.Step(EpochEndResponse{LeaderEpoch: q.LeaderEpoch, Err: err, End: ans.End}, nil))
+}

@@ -1,0 +1,213 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
+)
+
+// The leader's side of the Kafka-protocol transport: *Broker is a
+// kafka.ReplicaBackend, so its kafka.Server hands it followers' Fetch
+// requests and OffsetForLeaderEpoch.
+
+var _ kafka.ReplicaBackend = (*Broker)(nil)
+
+// Kafka error codes of the replication path.
+const (
+	codeNone               int16 = 0
+	codeUnknown            int16 = -1
+	codeOffsetOutOfRange   int16 = 1
+	codeUnknownTopic       int16 = 3
+	codeNotLeader          int16 = 6
+	codeRequestTimedOut    int16 = 7
+	codeNotEnoughReplicas  int16 = 19
+	codeNotEnoughAfter     int16 = 20
+	codeInvalidRequest     int16 = 42
+	codeFencedLeaderEpoch  int16 = 74
+	codeUnknownLeaderEpoch int16 = 75
+	codeRecordTooLarge     int16 = 10
+)
+
+var codes = []struct {
+	code int16
+	err  error
+}{
+	{codeOffsetOutOfRange, ErrOffsetOutOfRange},
+	{codeOffsetOutOfRange, log.ErrOffsetOutOfRange},
+	{codeUnknownTopic, log.ErrUnknownTopic},
+	{codeUnknownTopic, log.ErrUnknownPartition},
+	{codeNotLeader, ErrNotLeader},
+	{codeNotLeader, log.ErrNotLeader},
+	{codeNotLeader, ErrNotReplica},
+	{codeNotEnoughAfter, ErrNotEnoughReplicasAfterAppend},
+	{codeNotEnoughReplicas, ErrNotEnoughReplicas},
+	{codeNotEnoughReplicas, log.ErrNotEnoughReplicas},
+	{codeRequestTimedOut, context.DeadlineExceeded},
+	{codeInvalidRequest, log.ErrInvalidRequest},
+	{codeFencedLeaderEpoch, ErrFencedLeaderEpoch},
+	{codeUnknownLeaderEpoch, ErrUnknownLeaderEpoch},
+	{codeRecordTooLarge, log.ErrRecordTooLarge},
+}
+
+func codeOf(err error) int16 {
+	if err == nil {
+		return codeNone
+	}
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			return c.code
+		}
+	}
+	return codeUnknown
+}
+
+// errOf is the error of a Kafka error code, as the replication path and
+// the routing know it.
+func errOf(code int16) error {
+	if code == codeNone {
+		return nil
+	}
+	for _, c := range codes {
+		if c.code == code {
+			if code == codeNotLeader {
+				return log.ErrNotLeader
+			}
+			if code == codeNotEnoughAfter || code == codeNotEnoughReplicas {
+				return log.ErrNotEnoughReplicas
+			}
+			return c.err
+		}
+	}
+	return &CodeError{Code: code}
+}
+
+// CodeError is a Kafka error code the replication path has no error for.
+type CodeError struct{ Code int16 }
+
+func (e *CodeError) Error() string { return "replica: kafka error code " + strconv.Itoa(int(e.Code)) }
+
+// FetchReplica answers a follower's Fetch (kafka.ReplicaBackend).
+func (b *Broker) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	rr := ReplicaFetchRequest{ReplicaID: int(req.ReplicaID), MaxWait: int64(req.MaxWaitMillis)}
+	for _, t := range req.Topics {
+		for _, p := range t.Partitions {
+			rr.Partitions = append(rr.Partitions, ReplicaFetchPartition{
+				TopicPartition:     log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)},
+				CurrentLeaderEpoch: p.CurrentLeaderEpoch,
+				FetchOffset:        p.FetchOffset,
+				LastFetchedEpoch:   p.LastFetchedEpoch,
+				LogStartOffset:     p.LogStartOffset,
+				MaxBytes:           int(p.PartitionMaxBytes),
+			})
+		}
+	}
+	res, err := b.serveReplicaFetch(ctx, rr)
+	if err != nil {
+		return nil, err
+	}
+	defer res.Release()
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	i := 0
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic = t.Topic
+		for range t.Partitions {
+			r := &res.Partitions[i]
+			i++
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = int32(r.Partition)
+			rp.ErrorCode = codeOf(r.Err)
+			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = r.HighWatermark, r.HighWatermark, r.LogStartOffset
+			if r.Diverging != nil {
+				rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = r.Diverging.Epoch, r.Diverging.EndOffset
+			}
+			if r.Err == nil && r.Records.Len() > 0 {
+				raw, err := r.Records.Bytes()
+				if err != nil {
+					rp.ErrorCode = codeUnknown
+				} else {
+					rp.RecordBatches = raw
+				}
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// OffsetForLeaderEpoch answers Kafka's OffsetForLeaderEpoch
+// (kafka.ReplicaBackend).
+func (b *Broker) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
+	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			ans := b.serveEpochEnd(EpochEndRequest{
+				TopicPartition:     log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)},
+				CurrentLeaderEpoch: p.CurrentLeaderEpoch, Epoch: p.LeaderEpoch,
+			})
+			rp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codeOf(ans.Err)
+			rp.LeaderEpoch, rp.EndOffset = ans.End.Epoch, ans.End.EndOffset
+			if ans.Err != nil {
+				rp.LeaderEpoch, rp.EndOffset = NoEpoch, NoOffset
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+var _ kafka.ClusterBackend = (*Broker)(nil)
+
+// ClusterBrokers returns the live brokers with their data-plane addresses
+// (kafka.ClusterBackend): what Metadata lists.
+func (b *Broker) ClusterBrokers() []kafka.ClusterBroker {
+	var out []kafka.ClusterBroker
+	for _, bi := range b.img.Load().Brokers() {
+		if bi.Fenced && bi.ID != b.cfg.ID {
+			continue
+		}
+		host, port, err := net.SplitHostPort(bi.Addr)
+		if err != nil {
+			continue
+		}
+		p, _ := strconv.Atoi(port)
+		out = append(out, kafka.ClusterBroker{ID: int32(bi.ID), Host: host, Port: int32(p)})
+	}
+	return out
+}
+
+// ControllerID returns the active controller (kafka.ClusterBackend).
+func (b *Broker) ControllerID() int32 {
+	if id, ok := b.Controller(); ok {
+		return int32(id)
+	}
+	return -1
+}
+
+// PartitionState returns a partition's leader, leader epoch, replicas and
+// ISR as this member knows them (kafka.ClusterBackend).
+func (b *Broker) PartitionState(topic string, partition int) (leader, leaderEpoch int32, replicas, isr []int32, ok bool) {
+	st, ok := b.img.Load().Partition(topic, partition)
+	if !ok {
+		return -1, -1, nil, nil, false
+	}
+	conv := func(xs []int) []int32 {
+		out := make([]int32, len(xs))
+		for i, x := range xs {
+			out[i] = int32(x)
+		}
+		return out
+	}
+	return int32(st.Leader), st.LeaderEpoch, conv(st.Replicas), conv(st.ISR), true
+}

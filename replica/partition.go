@@ -1,0 +1,226 @@
+package replica
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/log"
+)
+
+// partState is one partition this member holds a replica of: the local
+// log and the two machines. mu serializes every step of either machine and
+// the log changes their actions ask for (the partition's one writer).
+type partState struct {
+	tp      log.TopicPartition
+	topicID controller.TopicID
+	p       *log.Partition
+
+	leading atomic.Bool // the leader machine leads (read without mu)
+
+	mu      sync.Mutex
+	removed bool
+	pm      *PartitionMachine
+	fm      *FollowerMachine
+	// follower side: the fetcher of following sends fetch (or epochReq)
+	following int // the leader fetched from; 0 none
+	fetch     *Fetch
+	epochReq  *FetchEpochEnd
+	backoff   time.Time // no fetch before
+	pending   []byte    // the records of the fetch answer being appended
+	// leader side: acks=all produces awaiting the HW, by token
+	waiters map[uint64]chan error
+}
+
+// logEpochs is the log's leader-epoch cache as the machines read it.
+type logEpochs struct{ p *log.Partition }
+
+func (e logEpochs) EndOffsetFor(epoch int32) (int32, int64) { return e.p.EndOffsetForEpoch(epoch) }
+
+// lastEpoch is the latest epoch of p's cache, NoEpoch if it is empty.
+func lastEpoch(p *log.Partition) int32 {
+	es := p.EpochEntries()
+	if len(es) == 0 {
+		return NoEpoch
+	}
+	return es[len(es)-1].Epoch
+}
+
+// applyPartition steps both machines with the partition's state in a new
+// image and carries out what they ask.
+func (b *Broker) applyPartition(ps *partState, st controller.PartitionState, minISR int, fenced map[int]bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.removed {
+		return
+	}
+	var inel []int
+	for _, r := range st.Replicas {
+		if fenced[r] {
+			inel = append(inel, r)
+		}
+	}
+	p := ps.p
+	md := Metadata{
+		Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
+		Replicas: st.Replicas, ISR: st.ISR, MinInSyncReplicas: minISR, Ineligible: inel,
+		LogEnd: p.EndOffset(), HW: p.HighWatermark(), LogStart: p.StartOffset(),
+	}
+	if st.Leader == b.cfg.ID && ps.following != 0 {
+		ps.fm.Stop()
+		b.stopFollowing(ps)
+		md.LogEnd, md.HW = p.EndOffset(), p.HighWatermark()
+	}
+	b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), md, nil))
+	ps.leading.Store(ps.pm.Leading())
+	switch {
+	case st.Leader == b.cfg.ID:
+		return
+	case st.Leader == controller.NoLeader:
+		ps.fm.Stop()
+		b.stopFollowing(ps)
+		return
+	}
+	if l, e, ok := ps.fm.Following(); ok && (e > st.LeaderEpoch || l == st.Leader && e == st.LeaderEpoch) {
+		return
+	}
+	b.becomeFollower(ps, st.Leader, st.LeaderEpoch)
+}
+
+func (b *Broker) becomeFollower(ps *partState, leader int, epoch int32) {
+	p := ps.p
+	ps.fm.Stop()
+	b.runFollower(ps, ps.fm.Step(BecomeFollower{
+		Leader: leader, LeaderEpoch: epoch, TruncateOnFetch: true,
+		LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p), HW: p.HighWatermark(), LogStart: p.StartOffset(),
+	}, nil))
+}
+
+// runLeader carries out the leader machine's actions; it returns the
+// FetchAnswer among them, if any. ps.mu is held.
+func (b *Broker) runLeader(ps *partState, acts []Action) *FetchAnswer {
+	var ans *FetchAnswer
+	for _, a := range acts {
+		switch a := a.(type) {
+		case StartEpoch:
+			if err := ps.p.SetLeaderEpoch(a.Epoch); err != nil {
+				b.log.Error("replica: start leader epoch", "partition", ps.tp, "epoch", a.Epoch, "err", err)
+			}
+		case SetHW:
+			if _, err := ps.p.SetHighWatermark(a.HW); err != nil {
+				b.log.Error("replica: set HW", "partition", ps.tp, "hw", a.HW, "err", err)
+			}
+		case ProposeISR:
+			b.alters.push(alterItem{ps: ps, prop: a})
+		case CompleteProduce:
+			if ch, ok := ps.waiters[a.Token]; ok {
+				delete(ps.waiters, a.Token)
+				ch <- a.Err
+			}
+		case FetchAnswer:
+			ans = &a
+		}
+	}
+	return ans
+}
+
+// runFollower carries out the follower machine's actions, stepping it
+// with the outcome of each log change. ps.mu is held.
+func (b *Broker) runFollower(ps *partState, acts []Action) {
+	p := ps.p
+	for len(acts) > 0 {
+		a := acts[0]
+		acts = acts[1:]
+		switch a := a.(type) {
+		case Fetch:
+			ps.fetch, ps.epochReq = &a, nil
+			b.follow(ps, a.Leader)
+		case FetchEpochEnd:
+			ps.fetch, ps.epochReq = nil, &a
+			b.follow(ps, a.Leader)
+		case Truncate:
+			if err := p.TruncateTo(a.To); err != nil {
+				b.followerFailed(ps, fmt.Errorf("truncate to %d: %w", a.To, err))
+				return
+			}
+			acts = ps.fm.Step(Truncated{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
+		case TruncateFully:
+			if err := p.TruncateFullyAndStartAt(a.StartAt); err != nil {
+				b.followerFailed(ps, fmt.Errorf("truncate fully at %d: %w", a.StartAt, err))
+				return
+			}
+			acts = ps.fm.Step(Truncated{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
+		case AppendRecords:
+			raw := ps.pending
+			ps.pending = nil
+			if _, _, err := p.AppendAsFollower(raw); err != nil {
+				b.followerFailed(ps, fmt.Errorf("append as follower: %w", err))
+				return
+			}
+			acts = ps.fm.Step(FollowerAppended{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
+		case SetFollowerHW:
+			if _, err := p.SetHighWatermark(a.HW); err != nil {
+				b.log.Error("replica: follower HW", "partition", ps.tp, "err", err)
+			}
+		case SetLogStart:
+			// The log has no call to move its start up on request yet:
+			// the follower's retention moves it on its own.
+		}
+	}
+}
+
+// followerFailed starts following again from the log as it is, after a
+// backoff.
+func (b *Broker) followerFailed(ps *partState, err error) {
+	b.log.Warn("replica: follower", "partition", ps.tp, "err", err)
+	leader, epoch, _ := ps.fm.Following()
+	ps.backoff = b.cfg.Clock.Now().Add(100 * time.Millisecond)
+	b.becomeFollower(ps, leader, epoch)
+}
+
+// follow puts ps on the fetcher of leader.
+func (b *Broker) follow(ps *partState, leader int) {
+	if ps.following != leader {
+		if ps.following != 0 {
+			b.fetcherOf(ps.following).remove(ps)
+		}
+		ps.following = leader
+	}
+	b.fetcherOf(leader).add(ps)
+}
+
+func (b *Broker) stopFollowing(ps *partState) {
+	ps.fetch, ps.epochReq, ps.pending = nil, nil, nil
+	if ps.following != 0 {
+		b.fetcherOf(ps.following).remove(ps)
+		ps.following = 0
+	}
+}
+
+// failAllWaiting answers every waiting produce (Close).
+func (b *Broker) failAllWaiting() {
+	b.mu.RLock()
+	parts := make([]*partState, 0, len(b.parts))
+	for _, ps := range b.parts {
+		parts = append(parts, ps)
+	}
+	b.mu.RUnlock()
+	for _, ps := range parts {
+		ps.mu.Lock()
+		for tok, ch := range ps.waiters {
+			ch <- log.ErrClosed
+			delete(ps.waiters, tok)
+		}
+		ps.mu.Unlock()
+	}
+}
+
+// isrOf returns a copy of the ISR of the replica's leader machine.
+func (ps *partState) isr() []int {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return slices.Clone(ps.pm.ISR())
+}

@@ -1,0 +1,219 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/log"
+)
+
+// This file makes a member a log.Client and a kafka.Backend: every call
+// goes to the partition's current leader — this member, or another over
+// the Transport — and is retried there after a leadership change.
+
+var errNoLeader = errors.New("replica: partition has no leader")
+
+// retriable reports whether a routed call may be tried again at the
+// leader the next metadata names.
+func retriable(err error) bool {
+	return errors.Is(err, log.ErrNotLeader) || errors.Is(err, ErrNotLeader) ||
+		errors.Is(err, errNoLeader) || errors.Is(err, ErrUnreachable)
+}
+
+// behind reports whether err is a leader's "unknown topic" for a topic
+// this member knows: the leader has not applied its creation yet.
+func (b *Broker) behind(tp log.TopicPartition, err error) bool {
+	if !errors.Is(err, log.ErrUnknownTopic) {
+		return false
+	}
+	_, ok := b.img.Load().Topic(tp.Topic)
+	return ok
+}
+
+// leaderOf returns the leader of tp in the current image.
+func (b *Broker) leaderOf(tp log.TopicPartition) (int, error) {
+	img := b.img.Load()
+	t, ok := img.Topic(tp.Topic)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
+	}
+	if tp.Partition < 0 || tp.Partition >= len(t.Partitions) {
+		return 0, fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, tp.Topic, tp.Partition)
+	}
+	if l := t.Partitions[tp.Partition].Leader; l != controller.NoLeader {
+		return l, nil
+	}
+	return 0, fmt.Errorf("%w: %s-%d", errNoLeader, tp.Topic, tp.Partition)
+}
+
+// route calls fn at tp's leader until it answers with something other
+// than a leadership error, or ctx ends.
+func (b *Broker) route(ctx context.Context, tp log.TopicPartition, fn func(leader int) error) error {
+	backoff := 5 * time.Millisecond
+	for {
+		ch := b.metaWatch()
+		leader, err := b.leaderOf(tp)
+		if err == nil {
+			err = fn(leader)
+		}
+		if err == nil || !retriable(err) && !b.behind(tp, err) {
+			return err
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ch:
+		case <-t.C:
+			backoff = min(2*backoff, 100*time.Millisecond)
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (%w)", ctx.Err(), err)
+		case <-b.ctx.Done():
+			t.Stop()
+			return log.ErrClosed
+		}
+		t.Stop()
+	}
+}
+
+// Partitions returns the number of partitions of topic.
+func (b *Broker) Partitions(topic string) (int, error) {
+	t, ok := b.img.Load().Topic(topic)
+	if !ok {
+		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
+	}
+	return len(t.Partitions), nil
+}
+
+// Produce is ProduceBatch answering the base offset.
+func (b *Broker) Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (int64, error) {
+	res, err := b.ProduceBatch(ctx, tp, batch, acks)
+	if err != nil {
+		return 0, err
+	}
+	return res.BaseOffset, nil
+}
+
+// ProduceBatch appends a batch at the partition's leader. AcksAll returns
+// once the HW covers the batch; ErrNotEnoughReplicas when the ISR is below
+// the topic's MinInSyncReplicas. A produce whose leader moved is sent
+// again to the new one (without idempotence it may then be stored twice).
+func (b *Broker) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, b.cfg.ProduceTimeout)
+		defer cancel()
+	}
+	var res log.ProduceResult
+	err := b.route(ctx, tp, func(leader int) (err error) {
+		if leader == b.cfg.ID {
+			res, err = b.produceLocal(ctx, tp, append([]byte(nil), batch...), acks)
+		} else {
+			res, err = b.tr.Produce(ctx, leader, tp, batch, acks)
+		}
+		return err
+	})
+	return res, err
+}
+
+// ListOffset answers at the partition's leader.
+func (b *Broker) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProduceTimeout)
+	defer cancel()
+	var off int64
+	err := b.route(ctx, tp, func(leader int) (err error) {
+		if leader == b.cfg.ID {
+			off, err = b.listOffsetLocal(tp, at)
+		} else {
+			off, err = b.tr.ListOffset(ctx, leader, tp, at)
+		}
+		return err
+	})
+	return off, err
+}
+
+// Fetch reads each partition at its leader: the partitions are grouped
+// by leader and each group is one request, the groups in parallel. A
+// partition whose leader is unknown, moving or unreachable comes back
+// empty, after a short wait, so that a consumer polls again.
+func (b *Broker) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error) {
+	if len(req.Partitions) == 0 {
+		return log.FetchResponse{}, fmt.Errorf("%w: fetch of no partition", log.ErrInvalidRequest)
+	}
+	resp := log.FetchResponse{Partitions: make([]log.FetchedPartition, len(req.Partitions))}
+	groups := map[int][]int{} // leader → indexes into req.Partitions
+	unrouted := false
+	for i, fp := range req.Partitions {
+		resp.Partitions[i].TopicPartition = fp.TopicPartition
+		leader, err := b.leaderOf(fp.TopicPartition)
+		switch {
+		case errors.Is(err, errNoLeader):
+			unrouted = true
+		case err != nil:
+			resp.Partitions[i].Err = err
+		default:
+			groups[leader] = append(groups[leader], i)
+		}
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for leader, idx := range groups {
+		sub := req
+		sub.Partitions = make([]log.FetchPartition, len(idx))
+		for j, i := range idx {
+			sub.Partitions[j] = req.Partitions[i]
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var r log.FetchResponse
+			var err error
+			if leader == b.cfg.ID {
+				r, err = b.fetchLocal(ctx, sub)
+			} else {
+				r, err = b.tr.Fetch(ctx, leader, sub)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if retriable(err) {
+					unrouted = true
+				} else if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			for j, i := range idx {
+				if j >= len(r.Partitions) {
+					break
+				}
+				fp := r.Partitions[j]
+				if retriable(fp.Err) {
+					fp.Records.Release()
+					unrouted = true
+					continue
+				}
+				resp.Partitions[i] = fp
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		resp.Release()
+		return log.FetchResponse{}, firstErr
+	}
+	if unrouted {
+		t := time.NewTimer(20 * time.Millisecond)
+		select {
+		case <-b.metaWatch():
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	return resp, nil
+}
