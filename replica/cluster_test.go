@@ -33,11 +33,6 @@ type memberCluster struct {
 // over both.
 var transports = []string{"local", "kafka"}
 
-func startCluster(t testing.TB, n int) *memberCluster {
-	t.Helper()
-	return startClusterOver(t, n, "local")
-}
-
 func startClusterOver(t testing.TB, n int, transport string) *memberCluster {
 	t.Helper()
 	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}

@@ -2,7 +2,6 @@ package replica
 
 import (
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -216,11 +215,4 @@ func (b *Broker) failAllWaiting() {
 		}
 		ps.mu.Unlock()
 	}
-}
-
-// isrOf returns a copy of the ISR of the replica's leader machine.
-func (ps *partState) isr() []int {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return slices.Clone(ps.pm.ISR())
 }
