@@ -14,19 +14,19 @@ import (
 // expires idle producers every ProducerIDExpirationCheckInterval.
 func (s *Store) loop() {
 	defer s.wg.Done()
-	now := time.Now()
+	now := s.cfg.Clock.Now()
 	lastRetention, lastCheckpoint, lastExpire := now, now, now
-	timer := time.NewTimer(s.nextWake(now, lastRetention, lastCheckpoint, lastExpire))
+	timer := s.cfg.Clock.NewTimer(s.nextWake(now, lastRetention, lastCheckpoint, lastExpire))
 	defer timer.Stop()
 	for {
 		select {
 		case <-s.stop:
 			return
 		case <-s.wakeCh:
-		case <-timer.C:
+		case <-timer.C():
 		}
 		s.roundMu.Lock()
-		now = time.Now()
+		now = s.cfg.Clock.Now()
 		s.flushDue(now)
 		if now.Sub(lastRetention) >= s.cfg.RetentionCheckInterval {
 			lastRetention = now

@@ -110,6 +110,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		CheckpointInterval:      cfg.CheckpointInterval,
 		FS:                      cfg.FS,
 		Logger:                  cfg.Logger,
+		Clock:                   cfg.Clock,
 		HighWatermarkFollowsEnd: true, // the only replica: what it appends is committed
 		Notify:                  b.appended,
 	})

@@ -257,7 +257,11 @@ func (o *fetchOp) OnExpiration() {}
 
 // startPurgatory starts the timing wheel and the fetch purgatory.
 func (b *Broker) startPurgatory() error {
-	b.wheel = timingwheel.New(time.Millisecond, 20)
+	w, err := timingwheel.Start(timingwheel.Config{Tick: time.Millisecond, WheelSize: 20, Clock: b.cfg.Clock})
+	if err != nil {
+		return err
+	}
+	b.wheel = w
 	f, err := timingwheel.NewPurgatory[TopicPartition](b.wheel, timingwheel.PurgatoryConfig{})
 	if err != nil {
 		b.wheel.Stop()

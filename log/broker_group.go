@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/segment/batch"
@@ -33,6 +32,7 @@ func (b *Broker) startGroups() error {
 		Partitions:            b.Partitions,
 		Initial:               initial,
 		Logger:                b.logger,
+		Clock:                 b.cfg.Clock,
 		MinSessionTimeout:     b.cfg.GroupMinSessionTimeout,
 		InitialRebalanceDelay: b.cfg.GroupInitialRebalanceDelay,
 	})
@@ -95,7 +95,7 @@ func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) err
 	}
 	bd := builders.Get().(*batch.Builder)
 	defer builders.Put(bd)
-	now := time.Now()
+	now := s.b.cfg.Clock.Now()
 	bd.Reset(now.UnixMilli())
 	for tp, off := range offsets {
 		k, v := group.EncodeOffsetRecord(groupID, tp, max(off, 0), now)

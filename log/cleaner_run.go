@@ -56,15 +56,16 @@ func newCleaner(b *Broker) *cleaner {
 // broker stops.
 func (b *Broker) cleanerLoop() {
 	defer b.wg.Done()
-	t := time.NewTicker(b.cfg.RetentionCheckInterval)
+	t := b.cfg.Clock.NewTimer(b.cfg.RetentionCheckInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-b.stop:
 			return
-		case <-t.C:
+		case <-t.C():
 		}
-		if _, err := b.cleaner.run(time.Now()); err != nil && !errors.Is(err, errCleanerStopped) {
+		t.Reset(b.cfg.RetentionCheckInterval)
+		if _, err := b.cleaner.run(b.cfg.Clock.Now()); err != nil && !errors.Is(err, errCleanerStopped) {
 			b.logger.Error("log cleaner", "err", err)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -23,6 +24,11 @@ type Config struct {
 	FS vfs.FS
 	// Logger receives the broker's log lines; nil → discard.
 	Logger *slog.Logger
+	// Clock is the broker's time: segment rolls and retention, flushes and
+	// checkpoints, the cleaner, the timing wheel (long polls) and the group
+	// coordinator's session timeouts; nil → clock.System(). Tests drive a
+	// clocktest.Clock.
+	Clock clock.Clock
 	// GroupMinSessionTimeout is the shortest session timeout a consumer
 	// group member may ask for; 0 → 6 s (Kafka's
 	// group.min.session.timeout.ms).
@@ -59,6 +65,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System()
 	}
 	if c.CleanerBufferBytes <= 0 {
 		c.CleanerBufferBytes = defaultCleanerBufferBytes

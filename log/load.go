@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/segment/batch"
@@ -34,6 +33,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		cfg:          cfg,
 		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
 		logger:       s.logger,
+		clock:        s.cfg.Clock,
 		wake:         s.wakeLoop,
 		appended:     s.cfg.Notify,
 		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,
@@ -104,7 +104,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		if err := p.createAt(max(st.startOffset, 0)); err != nil {
 			return err
 		}
-		if err := p.openProducerState(time.Now()); err != nil {
+		if err := p.openProducerState(p.clock.Now()); err != nil {
 			return err
 		}
 		return p.openEpochs()
@@ -124,7 +124,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 			firstRecover = 0
 		}
 	}
-	now := time.Now()
+	now := p.clock.Now()
 	var segs []*segment.Segment
 	closeAll := func() {
 		for _, s := range segs {
@@ -348,7 +348,7 @@ func (p *Partition) epochsFromLog() (epochCache, error) {
 
 // createAt starts an empty partition whose first offset is base.
 func (p *Partition) createAt(base int64) error {
-	seg, err := segment.Create(p.fs, p.dir, base, p.segCfg, time.Now())
+	seg, err := segment.Create(p.fs, p.dir, base, p.segCfg, p.clock.Now())
 	if err != nil {
 		return err
 	}
@@ -362,6 +362,6 @@ func (p *Partition) createAt(base int64) error {
 	p.start.Store(base)
 	p.hw.Store(base)
 	p.recoveryPoint.Store(base)
-	p.lastFlush.Store(time.Now().UnixNano())
+	p.lastFlush.Store(p.clock.Now().UnixNano())
 	return nil
 }

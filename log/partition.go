@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
@@ -27,6 +28,7 @@ type Partition struct {
 	cfg    TopicConfig
 	segCfg segment.Config
 	logger *slog.Logger
+	clock  clock.Clock
 	// wake asks the broker's background loop to flush sealed segments.
 	wake func()
 	// appended, when set, is told about every append and every move of the
@@ -125,7 +127,7 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	}
 	bd := builders.Get().(*batch.Builder)
 	defer builders.Put(bd)
-	now := time.Now().UnixMilli()
+	now := p.clock.Now().UnixMilli()
 	// Where the batch will most likely go (the end of the active segment,
 	// the last of segs), so that the builder can align it with its place in
 	// the page cache; a concurrent append or a roll only makes the copy
@@ -241,7 +243,7 @@ func (p *Partition) writeLocked(b []byte, h batch.Header) error {
 			return err
 		}
 	}
-	now := time.Now()
+	now := p.clock.Now()
 	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.cfg.SegmentBytes, p.cfg.SegmentTime, now) {
 		if err := p.roll(now); err != nil {
 			p.fail(err)
@@ -315,7 +317,7 @@ func (p *Partition) Roll() error {
 	if p.active.Size() == 0 {
 		return nil
 	}
-	if err := p.roll(time.Now()); err != nil {
+	if err := p.roll(p.clock.Now()); err != nil {
 		p.fail(err)
 		return err
 	}
@@ -416,7 +418,7 @@ func (p *Partition) flush() error {
 		}
 		p.mu.Unlock()
 	}
-	p.lastFlush.Store(time.Now().UnixNano())
+	p.lastFlush.Store(p.clock.Now().UnixNano())
 	return nil
 }
 

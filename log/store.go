@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
@@ -50,6 +51,9 @@ type StoreConfig struct {
 	// producers are expired (TopicConfig.ProducerIDExpiration); 0 → 10
 	// minutes (Kafka's producer.id.expiration.check.interval.ms).
 	ProducerIDExpirationCheckInterval time.Duration
+	// Clock is the store's time (rolls, retention, flushes, checkpoints,
+	// producer expiry); nil → clock.System().
+	Clock clock.Clock
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -64,6 +68,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.System()
 	}
 	if c.ProducerIDExpirationCheckInterval <= 0 {
 		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
