@@ -449,30 +449,18 @@ func (c *Coordinator) Commit(ctx context.Context, group, memberID string, genera
 		return ErrClosed
 	}
 	e := c.entry(group)
-	e.committing++
-	c.commits.Add(1)
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		e.committing--
-		c.forgetIfIdle(e)
-		c.mu.Unlock()
-		c.commits.Done()
-	}()
-
-	select {
-	case e.commitLock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	unlock, err := c.lockCommits(ctx, e)
+	if err != nil {
+		return err
 	}
-	defer func() { <-e.commitLock }()
+	defer unlock()
 
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	err := c.step(e, commitEvent{member: memberID, generation: generation})
+	err = c.step(e, commitEvent{member: memberID, generation: generation})
 	c.mu.Unlock()
 	if err != nil || len(offsets) == 0 {
 		return err
@@ -513,22 +501,11 @@ func (c *Coordinator) Delete(ctx context.Context, group string) error {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrGroupNotFound, group)
 	}
-	e.committing++ // keeps the entry while waiting for the commit lock
-	c.commits.Add(1)
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		e.committing--
-		c.forgetIfIdle(e)
-		c.mu.Unlock()
-		c.commits.Done()
-	}()
-	select {
-	case e.commitLock <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	unlock, err := c.lockCommits(ctx, e)
+	if err != nil {
+		return err
 	}
-	defer func() { <-e.commitLock }()
+	defer unlock()
 
 	c.mu.Lock()
 	if c.closed {
@@ -723,4 +700,28 @@ func (c *Coordinator) fire(key timerKey, t *armedTimer) {
 		_ = c.step(e, timerEvent{member: key.member})
 		c.forgetIfIdle(e)
 	}
+}
+
+// lockCommits takes e's commit lock, which serializes the commits (and
+// deletion) of a group, waiting at most until ctx is done. Called with c.mu
+// held, it returns with c.mu released; e stays in c.groups until unlock,
+// which the caller must call (without c.mu) once it took the lock.
+func (c *Coordinator) lockCommits(ctx context.Context, e *entry) (unlock func(), err error) {
+	e.committing++
+	c.commits.Add(1)
+	c.mu.Unlock()
+	done := func() {
+		c.mu.Lock()
+		e.committing--
+		c.forgetIfIdle(e)
+		c.mu.Unlock()
+		c.commits.Done()
+	}
+	select {
+	case e.commitLock <- struct{}{}:
+	case <-ctx.Done():
+		done()
+		return nil, ctx.Err()
+	}
+	return func() { <-e.commitLock; done() }, nil
 }
