@@ -131,7 +131,12 @@ func TestFetchParkedUntilHighWatermark(t *testing.T) {
 		}
 		synctest.Wait()
 		resp := <-replica
-		require.Equal(t, wantBases(6, 15), batchBases(t, fetchedBytes(t, &resp.Partitions[0])))
+		// The first append completes it: it may have read on before the
+		// other two landed, never past the end.
+		gotBases := batchBases(t, fetchedBytes(t, &resp.Partitions[0]))
+		require.NotEmpty(t, gotBases)
+		require.LessOrEqual(t, len(gotBases), 3)
+		require.Equal(t, wantBases(6, 15)[:len(gotBases)], gotBases)
 		require.True(t, pending(one))
 		require.True(t, pending(two))
 
