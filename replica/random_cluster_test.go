@@ -3,13 +3,9 @@ package replica_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/replica"
 	"github.com/strata-log/strata/replica/replicatest"
@@ -36,13 +32,7 @@ import (
 //
 // Replayable: the seed is logged; STRATA_SEED=n replays one.
 func TestRandomFailover(t *testing.T) {
-	seed := rand.Uint64()
-	if s := os.Getenv("STRATA_SEED"); s != "" {
-		var err error
-		seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (STRATA_SEED=%d to replay)", seed, seed)
+	seed := testSeed(t)
 	runs, steps := 40, 1500
 	if testing.Short() {
 		runs = 8

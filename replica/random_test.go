@@ -38,13 +38,7 @@ import (
 //
 // Replayable: the seed is logged; STRATA_SEED=n replays one.
 func TestRandomReplication(t *testing.T) {
-	seed := rand.Uint64()
-	if s := os.Getenv("STRATA_SEED"); s != "" {
-		var err error
-		seed, err = strconv.ParseUint(s, 10, 64)
-		require.NoError(t, err)
-	}
-	t.Logf("seed %d (STRATA_SEED=%d to replay)", seed, seed)
+	seed := testSeed(t)
 	runs, steps := 40, 1500
 	if testing.Short() {
 		runs = 8
@@ -552,4 +546,18 @@ func (h *harness) allEqual() bool {
 		}
 	}
 	return true
+}
+
+// testSeed is a random test's seed: STRATA_SEED if set, else a fresh one,
+// logged either way so that a failure can be replayed.
+func testSeed(t *testing.T) uint64 {
+	t.Helper()
+	seed := rand.Uint64()
+	if s := os.Getenv("STRATA_SEED"); s != "" {
+		var err error
+		seed, err = strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+	}
+	t.Logf("seed %d (STRATA_SEED=%d to replay)", seed, seed)
+	return seed
 }
