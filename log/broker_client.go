@@ -38,6 +38,13 @@ func (b *Broker) Produce(ctx context.Context, tp TopicPartition, batch []byte, a
 // batches appends nothing and is answered as the first time: its
 // BaseOffset is the one the batch got then (see Partition.AppendBatch).
 func (b *Broker) ProduceBatch(ctx context.Context, tp TopicPartition, batch []byte, acks Acks) (ProduceResult, error) {
+	return b.produceWith(ctx, tp, batch, acks, (*Partition).AppendBatch)
+}
+
+// produceWith is a produce whose batch append is appendTo: AppendBatch for
+// bytes from anywhere, appendBuilt for the in-process Producer's own.
+func (b *Broker) produceWith(ctx context.Context, tp TopicPartition, batch []byte, acks Acks,
+	appendTo func(*Partition, []byte) (base, next int64, err error)) (ProduceResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ProduceResult{}, err
 	}
@@ -48,7 +55,7 @@ func (b *Broker) ProduceBatch(ctx context.Context, tp TopicPartition, batch []by
 	if acks == AcksAll && p.cfg.MinInSyncReplicas > 1 {
 		return ProduceResult{}, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
 	}
-	base, _, err := p.AppendBatch(batch)
+	base, _, err := appendTo(p, batch)
 	if err != nil {
 		return ProduceResult{}, err
 	}

@@ -32,21 +32,7 @@ import (
 // the bytes. A topic that stores another codec than the batch's takes the
 // validating path, which recompresses.
 func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte, acks Acks) (ProduceResult, error) {
-	if err := ctx.Err(); err != nil {
-		return ProduceResult{}, err
-	}
-	p, err := b.Partition(tp.Topic, tp.Partition)
-	if err != nil {
-		return ProduceResult{}, err
-	}
-	if acks == AcksAll && p.cfg.MinInSyncReplicas > 1 {
-		return ProduceResult{}, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
-	}
-	base, _, err := p.appendBuilt(raw)
-	if err != nil {
-		return ProduceResult{}, err
-	}
-	return ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.StartOffset()}, nil
+	return b.produceWith(ctx, tp, raw, acks, (*Partition).appendBuilt)
 }
 
 // appendBuilt is AppendBatch for a batch built by batch.Builder in this
