@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/strata-log/strata/kafka"
@@ -82,13 +81,27 @@ func openClient(e *env, t *target) (*client, error) {
 		}
 		return &client{Client: b, broker: b}, nil
 	}
+	kc, err := dialKafka(t)
+	if err != nil {
+		return nil, err
+	}
+	return &client{Client: kc, kafka: kc}, nil
+}
+
+// dialKafka connects to the target's bootstrap servers with its TLS and
+// SASL settings.
+func dialKafka(t *target) (*kafka.Client, error) {
+	cfg, err := t.sec.dialConfig(t.seeds())
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
-	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: strings.Split(t.bootstrap, ","), ClientID: "strata"})
+	kc, err := kafka.Dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to --bootstrap-server %s: %w", t.bootstrap, err)
 	}
-	return &client{Client: kc, kafka: kc}, nil
+	return kc, nil
 }
 
 // close closes the data dir or the connections, keeping the first error.
