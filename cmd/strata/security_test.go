@@ -121,7 +121,7 @@ func TestSecureServe(t *testing.T) {
 	t.Setenv("STRATA_SASL_PASSWORD", "")
 
 	for _, bad := range [][]string{
-		{"topics", "list", "--bootstrap-server", s.addr}, // plaintext to a TLS listener
+		{"topics", "list", "--bootstrap-server", s.addr},                 // plaintext to a TLS listener
 		{"topics", "list", "--bootstrap-server", s.addr, "--tls-ca", ca}, // no SASL
 		{"topics", "list", "--bootstrap-server", s.addr, "--tls-ca", ca, "--sasl-mechanism", "PLAIN", "--sasl-username", "alice", "--sasl-password", "wrong"},
 		{"topics", "list", "--bootstrap-server", s.addr, "--sasl-mechanism", "PLAIN", "--sasl-username", "alice", "--sasl-password", "s3cret", "--tls"}, // CA not trusted
