@@ -34,7 +34,7 @@ func openBroker(e *env, t *target, create bool) (*log.Broker, error) {
 		}
 		// log.Open would make any directory a data dir; only create does.
 		_, err1 := os.Stat(filepath.Join(t.dataDir, topicsFile))
-		_, err2 := os.Stat(filepath.Join(t.dataDir, ".lock"))
+		_, err2 := os.Stat(filepath.Join(t.dataDir, log.LockFile))
 		if err1 != nil && err2 != nil {
 			return nil, fmt.Errorf("%s is not a Strata data dir (no %s): create a topic in it with 'strata topics --data-dir %s create --topic T'", t.dataDir, topicsFile, t.dataDir)
 		}
