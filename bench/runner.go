@@ -112,6 +112,7 @@ func allCases() []benchCase {
 		{"zerocopy", zeroCopyVariants},
 		{"fixture", fixtureVariants},
 		{"replay", replayVariants},
+		{"server", serverVariants},
 	}
 }
 

@@ -74,11 +74,11 @@ func readCheckpoint(fs vfs.FS, name string) (map[TopicPartition]int64, error) {
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	if len(lines) < 2 || strings.TrimSpace(lines[0]) != strconv.Itoa(checkpointVersion) {
-		return nil, bad("unknown version")
+		return nil, bad(fmt.Sprintf("unknown version %q (want %d)", strings.TrimSpace(lines[0]), checkpointVersion))
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
 	if err != nil || n != len(lines)-2 {
-		return nil, bad("entry count does not match")
+		return nil, bad(fmt.Sprintf("entry count %q, %d entries follow", strings.TrimSpace(lines[1]), len(lines)-2))
 	}
 	out := make(map[TopicPartition]int64, n)
 	for _, line := range lines[2:] {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/strata-log/strata/kafka"
@@ -35,7 +34,7 @@ func openBroker(e *env, t *target, create bool) (*log.Broker, error) {
 		}
 		// log.Open would make any directory a data dir; only create does.
 		_, err1 := os.Stat(filepath.Join(t.dataDir, topicsFile))
-		_, err2 := os.Stat(filepath.Join(t.dataDir, ".lock"))
+		_, err2 := os.Stat(filepath.Join(t.dataDir, log.LockFile))
 		if err1 != nil && err2 != nil {
 			return nil, fmt.Errorf("%s is not a Strata data dir (no %s): create a topic in it with 'strata topics --data-dir %s create --topic T'", t.dataDir, topicsFile, t.dataDir)
 		}
@@ -82,13 +81,27 @@ func openClient(e *env, t *target) (*client, error) {
 		}
 		return &client{Client: b, broker: b}, nil
 	}
+	kc, err := dialKafka(t)
+	if err != nil {
+		return nil, err
+	}
+	return &client{Client: kc, kafka: kc}, nil
+}
+
+// dialKafka connects to the target's bootstrap servers with its TLS and
+// SASL settings.
+func dialKafka(t *target) (*kafka.Client, error) {
+	cfg, err := t.sec.dialConfig(t.seeds())
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	defer cancel()
-	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: strings.Split(t.bootstrap, ","), ClientID: "strata"})
+	kc, err := kafka.Dial(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to --bootstrap-server %s: %w", t.bootstrap, err)
 	}
-	return &client{Client: kc, kafka: kc}, nil
+	return kc, nil
 }
 
 // close closes the data dir or the connections, keeping the first error.

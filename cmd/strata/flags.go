@@ -92,12 +92,17 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 type target struct {
 	dataDir   string
 	bootstrap string
+	sec       clientSecurity // TLS and SASL to --bootstrap-server
 }
 
 func (t *target) register(fs *flag.FlagSet) {
 	fs.StringVar(&t.dataDir, "data-dir", "", "`DIR`: the data directory to work on directly (the broker must not be running on it)")
 	fs.StringVar(&t.bootstrap, "bootstrap-server", "", "`ADDR`: a Kafka-protocol broker (host:port, or several, comma-separated): strata serve, Apache Kafka, ...")
+	t.sec.register(fs)
 }
+
+// seeds returns the addresses of --bootstrap-server.
+func (t *target) seeds() []string { return strings.Split(t.bootstrap, ",") }
 
 // check returns the error of a target that cannot be used.
 func (t *target) check() error {

@@ -51,7 +51,7 @@ func runGroups(e *env, args []string) (err error) {
 		}
 		var ids []string
 		if t.bootstrap != "" {
-			a, err := dialAdmin(t.bootstrap)
+			a, err := dialAdmin(&t)
 			if err != nil {
 				return err
 			}

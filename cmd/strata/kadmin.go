@@ -2,84 +2,51 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
+	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
-// admin is a connection for the topic administration that kafka.Client
-// does not offer (listing, creating, deleting and describing topics): kmsg
-// encodes and decodes every request; admin only frames them, one at a
-// time, at versions every Kafka since 2.1 serves and that need no
-// flexible headers. It goes to the first bootstrap server, which is
+// admin sends the topic administration requests that kafka.Client has no
+// method for (listing, creating, deleting and describing topics, groups):
+// kmsg encodes and decodes every request, kafka.Client.Request carries it
+// (with the target's TLS and SASL) to a broker of the cluster, which is
 // enough for a standalone broker and, for a cluster, for what any broker
 // answers (Metadata, DescribeConfigs) or forwards to the controller
-// (CreateTopics, DeleteTopics: Kafka 2.8+). No TLS or SASL: use a client
-// that has them for a broker that needs them.
+// (CreateTopics, DeleteTopics: Kafka 2.8+). Requests go at most at the
+// version given, which every Kafka since 2.1 serves; the broker may pick
+// an older one, and the callers read only fields those versions have.
 type admin struct {
-	conn net.Conn
-	r    *bufio.Reader
-	corr int32
+	c *kafka.Client
 }
 
 const adminTimeout = 30 * time.Second
 
-func dialAdmin(bootstrap string) (*admin, error) {
-	addr, _, _ := strings.Cut(bootstrap, ",")
-	conn, err := net.DialTimeout("tcp", addr, adminTimeout)
+func dialAdmin(t *target) (*admin, error) {
+	c, err := dialKafka(t)
 	if err != nil {
-		return nil, fmt.Errorf("connect to --bootstrap-server %s: %w", bootstrap, err)
+		return nil, err
 	}
-	return &admin{conn: conn, r: bufio.NewReader(conn)}, nil
+	return &admin{c: c}, nil
 }
 
-func (a *admin) Close() error { return a.conn.Close() }
+func (a *admin) Close() error { return a.c.Close() }
 
-// do sends req at version v and reads its response into resp.
+// do sends req at version v at most and returns its response.
 func (a *admin) do(req kmsg.Request, v int16) (kmsg.Response, error) {
-	req.SetVersion(v)
-	a.corr++
-	buf := make([]byte, 4, 256)
-	buf = binary.BigEndian.AppendUint16(buf, uint16(req.Key()))
-	buf = binary.BigEndian.AppendUint16(buf, uint16(v))
-	buf = binary.BigEndian.AppendUint32(buf, uint32(a.corr))
-	const clientID = "strata-admin"
-	buf = binary.BigEndian.AppendUint16(buf, uint16(len(clientID)))
-	buf = append(buf, clientID...)
-	buf = req.AppendTo(buf)
-	binary.BigEndian.PutUint32(buf, uint32(len(buf)-4))
-	a.conn.SetDeadline(time.Now().Add(adminTimeout))
-	if _, err := a.conn.Write(buf); err != nil {
-		return nil, fmt.Errorf("%s request: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(a.r, size[:]); err != nil {
-		return nil, fmt.Errorf("%s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	n := binary.BigEndian.Uint32(size[:])
-	if n < 4 || n > 64<<20 {
-		return nil, fmt.Errorf("%s response of %d bytes", kmsg.NameForKey(req.Key()), n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(a.r, body); err != nil {
-		return nil, fmt.Errorf("%s response: %w", kmsg.NameForKey(req.Key()), err)
-	}
-	if got := int32(binary.BigEndian.Uint32(body)); got != a.corr {
-		return nil, fmt.Errorf("%s response with correlation id %d, want %d", kmsg.NameForKey(req.Key()), got, a.corr)
-	}
-	resp := req.ResponseKind()
-	resp.SetVersion(v)
-	if err := resp.ReadFrom(body[4:]); err != nil {
-		return nil, fmt.Errorf("decode %s response: %w", kmsg.NameForKey(req.Key()), err)
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	resp, err := a.c.Request(ctx, req, v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", kmsg.NameForKey(req.Key()), err)
 	}
 	return resp, nil
 }
@@ -240,8 +207,8 @@ func (a *admin) topicConfig(name string) (log.TopicConfig, error) {
 }
 
 // runTopicsKafka runs a topics action against a Kafka-protocol broker.
-func runTopicsKafka(e *env, bootstrap, action, topic string, cfg log.TopicConfig, ifExists, ifNotExists bool) (err error) {
-	a, err := dialAdmin(bootstrap)
+func runTopicsKafka(e *env, t *target, action, topic string, cfg log.TopicConfig, ifExists, ifNotExists bool) (err error) {
+	a, err := dialAdmin(t)
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,9 @@ summary gives those of the whole run.
 
 produce: the latency of a record is from its Send to its acknowledgement.
 --producer-props takes acks, linger.ms, batch.size, buffer.memory and
-request.timeout.ms; the defaults are Kafka's (batch.size 16 KiB, linger.ms
-5), so to compare with kgo, whose batches go up to 1 MiB, give
-batch.size=1048576. consume: reads from the start of the log; the latency is
+request.timeout.ms; the defaults are the library's (log.ProducerConfig):
+acks=all, linger.ms 5, batch.size 1 MB as kgo's (Kafka's Java client:
+16 KiB; give batch.size=16384 to compare with its perf test). consume: reads from the start of the log; the latency is
 that of each Poll. The topic must exist (strata topics create).`
 
 func runPerf(e *env, args []string) error {

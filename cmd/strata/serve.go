@@ -56,6 +56,7 @@ type serveConfig struct {
 	logFormat, logLevel                      string
 	broker                                   log.Config
 	server                                   kafka.Config
+	security                                 serverSecurity
 }
 
 func runServe(e *env, args []string) error {
@@ -69,6 +70,7 @@ func runServe(e *env, args []string) error {
 	fs.StringVar(&c.logLevel, "log-level", "info", "`LEVEL`: debug, info, warn or error")
 	autoCreate := fs.Bool("auto-create-topics", false, "create a topic a client asks Metadata for (Kafka's auto.create.topics.enable)")
 	nodeID := fs.Int("node-id", 1, "`ID` of this broker in Metadata")
+	c.security.register(fs)
 	var overrides stringList
 	fs.Var(&overrides, "override", "`KEY=VALUE`: a broker or default topic setting, Kafka's server.properties names; repeatable")
 	// The most used settings as flags of their own, applied as overrides.
@@ -104,6 +106,9 @@ func runServe(e *env, args []string) error {
 	}
 	if *nodeID <= 0 || *nodeID > 1<<31-1 {
 		return usagef("--node-id must be positive")
+	}
+	if err := c.security.apply(&c.server); err != nil {
+		return err
 	}
 	if isFlagSet(fs, "auto-create-topics") {
 		c.server.AutoCreateTopics = *autoCreate // the flag wins over an override

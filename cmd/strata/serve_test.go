@@ -228,7 +228,7 @@ func TestServeBadInput(t *testing.T) {
 // creates the topic, with --num-partitions partitions.
 func TestServeAutoCreateTopics(t *testing.T) {
 	s := startServe(t, t.TempDir(), "--auto-create-topics", "--num-partitions", "3")
-	a, err := dialAdmin(s.addr)
+	a, err := dialAdmin(&target{bootstrap: s.addr})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -100,7 +100,7 @@ func runTopics(e *env, args []string) (err error) {
 		return err
 	}
 	if t.bootstrap != "" {
-		return runTopicsKafka(e, t.bootstrap, action, *topic, cfg, *ifExists, *ifNotExists)
+		return runTopicsKafka(e, &t, action, *topic, cfg, *ifExists, *ifNotExists)
 	}
 	b, err := openBroker(e, &t, action == "create")
 	if err != nil {

@@ -16,9 +16,9 @@ import (
 
 // The data dir's files besides the partitions (see package log's doc).
 const (
-	topicsFile        = "topics.json"
-	recoveryPointFile = "recovery-point-offset-checkpoint"
-	logStartFile      = "log-start-offset-checkpoint"
+	topicsFile        = log.TopicsFile
+	recoveryPointFile = log.RecoveryPointCheckpointFile
+	logStartFile      = log.LogStartCheckpointFile
 )
 
 // dirMeta is what the data dir's own files say about its partitions.
@@ -28,41 +28,18 @@ type dirMeta struct {
 	partitions    map[string]int // by topic; nil when topics.json was not understood
 }
 
-// readCheckpoint parses a checkpoint file in Kafka's text format (version
-// 0, the entry count, then "topic partition offset" lines), keyed by the
-// partition's directory name. A missing file is an empty one. The log
-// package's parser is not exported; this is the same format.
+// readCheckpoint reads a checkpoint file with the broker's own parser,
+// keyed by the partition's directory name.
 func readCheckpoint(path string) (map[string]int64, error) {
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return map[string]int64{}, nil
-	}
+	ck, err := log.ReadCheckpoint(path)
 	if err != nil {
-		return nil, err
+		// The report names the file already.
+		msg := strings.TrimPrefix(err.Error(), "log: checkpoint "+path+": ")
+		return nil, fmt.Errorf("%s: the broker cannot open the data dir", msg)
 	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) < 2 || strings.TrimSpace(lines[0]) != "0" {
-		return nil, fmt.Errorf("unknown version %q (want 0): the broker cannot open the data dir", lines[0])
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(lines[1]))
-	if err != nil || n != len(lines)-2 {
-		return nil, fmt.Errorf("entry count %q, %d entries follow: the broker cannot open the data dir", lines[1], len(lines)-2)
-	}
-	out := make(map[string]int64, n)
-	for i, line := range lines[2:] {
-		f := strings.Fields(line)
-		var part int
-		var off int64
-		if len(f) == 3 {
-			part, err = strconv.Atoi(f[1])
-			if err == nil {
-				off, err = strconv.ParseInt(f[2], 10, 64)
-			}
-		}
-		if len(f) != 3 || err != nil || part < 0 || off < 0 {
-			return nil, fmt.Errorf("line %d %q is not \"topic partition offset\": the broker cannot open the data dir", i+3, line)
-		}
-		out[fmt.Sprintf("%s-%d", f[0], part)] = off
+	out := make(map[string]int64, len(ck))
+	for tp, off := range ck {
+		out[fmt.Sprintf("%s-%d", tp.Topic, tp.Partition)] = off
 	}
 	return out, nil
 }

@@ -1,0 +1,242 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// serverVariants: Kafka clients against Strata's Kafka-protocol server
+// (kafka.Listen over a log.Broker on a temporary data dir) and against
+// kfake: kgo producing n records of 100 B, kgo consuming them, and
+// `strata perf produce` (the command, built once) against the same server
+// as kgo, so that its figure can be read next to kgo's.
+func serverVariants(e *env) []variant {
+	const size = 100
+	n := e.pick(1_000_000, 200_000, 500)
+	var strataBin string
+	var binDir string
+	return []variant{
+		{
+			label: "kgo produce " + sizeName(size) + " to a Kafka server", cpuNote: "record (client + server)",
+			limit: limitPageCache,
+			systems: []system{
+				{name: "strata server + kgo", baseline: true, durability: "page cache (FlushMessages 0)",
+					run: func(e *env) (sample, error) { return kgoProduceServer(e, strataServer, size, n) }},
+				{name: "kfake + kgo", durability: kfakeDurability,
+					run: func(e *env) (sample, error) { return kgoProduceServer(e, kfakeServer, size, n) }},
+				{name: "strata server + kgo, no compression", durability: "page cache (FlushMessages 0)",
+					run: func(e *env) (sample, error) {
+						return kgoProduceServer(e, strataServer, size, n, kgo.ProducerBatchCompression(kgo.NoCompression()))
+					}},
+				{name: "strata server + strata perf produce", durability: "page cache (FlushMessages 0)",
+					run: func(e *env) (sample, error) { return perfProduceServer(e, strataBin, size, n) }},
+			},
+			setup: func(e *env) error {
+				if !e.wants("strata server + strata perf produce") {
+					return nil
+				}
+				var err error
+				if binDir, err = e.tempDir("strata-bin-"); err != nil {
+					return err
+				}
+				strataBin = filepath.Join(binDir, "strata")
+				out, err := exec.Command("go", "build", "-o", strataBin, "github.com/strata-log/strata/cmd/strata").CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("build cmd/strata: %v\n%s", err, out)
+				}
+				return nil
+			},
+			teardown: func() {
+				if binDir != "" {
+					os.RemoveAll(binDir)
+				}
+			},
+		},
+		{
+			label: "kgo consume " + sizeName(size) + " from a Kafka server", cpuNote: "record (client + server)",
+			limit: limitPageCache,
+			systems: []system{
+				{name: "strata server + kgo", baseline: true, durability: "page cache (FlushMessages 0)",
+					run: func(e *env) (sample, error) { return kgoConsumeServer(e, strataServer, size, n) }},
+				{name: "kfake + kgo", durability: kfakeDurability,
+					run: func(e *env) (sample, error) { return kgoConsumeServer(e, kfakeServer, size, n) }},
+			},
+		},
+	}
+}
+
+// kafkaServer is a running Kafka-protocol server with topic "bench" of one
+// partition.
+type kafkaServer struct {
+	addr  string
+	close func()
+}
+
+// strataServer serves a log.Broker on a fresh data dir.
+func strataServer(e *env) (*kafkaServer, error) {
+	dir, err := e.tempDir("strata-server-")
+	if err != nil {
+		return nil, err
+	}
+	b, err := log.Open(dir, log.Config{})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	if _, err := b.CreateTopic("bench", log.TopicConfig{Partitions: 1}); err != nil {
+		b.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	srv, err := kafka.Listen("127.0.0.1:0", b, kafka.Config{})
+	if err != nil {
+		b.Close()
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &kafkaServer{addr: srv.Addr(), close: func() {
+		srv.Close()
+		b.Close()
+		os.RemoveAll(dir)
+	}}, nil
+}
+
+// kfakeServer is a one-broker kfake cluster persisting to a fresh dir.
+func kfakeServer(e *env) (*kafkaServer, error) {
+	dir, err := e.tempDir("kfake-server-")
+	if err != nil {
+		return nil, err
+	}
+	c, err := startKfake(dir, "bench", false)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return &kafkaServer{addr: c.ListenAddrs()[0], close: func() {
+		c.Close()
+		os.RemoveAll(dir)
+	}}, nil
+}
+
+
+// kgoProduce sends n records of size bytes with kgo's async Produce and
+// flushes; opts come after the defaults.
+func kgoProduce(ctx context.Context, addr string, size, n int, opts ...kgo.Opt) error {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("bench")}, opts...)...)
+	if err != nil {
+		return fmt.Errorf("kgo: %w", err)
+	}
+	defer cl.Close()
+	value := payload(size)
+	var failed atomic.Int64
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return fmt.Errorf("kgo: flush: %w", err)
+	}
+	if k := failed.Load(); k > 0 {
+		return fmt.Errorf("kgo: %d records failed", k)
+	}
+	return nil
+}
+
+func kgoProduceServer(e *env, start func(*env) (*kafkaServer, error), size, n int, opts ...kgo.Opt) (sample, error) {
+	s, err := start(e)
+	if err != nil {
+		return sample{}, err
+	}
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
+	defer cancel()
+	sw := startStopwatch()
+	if err := kgoProduce(ctx, s.addr, size, n, opts...); err != nil {
+		return sample{}, err
+	}
+	return sw.sample(int64(n), size), nil
+}
+
+// kgoConsumeServer fills the server with n records (not timed), then times
+// a fresh kgo consumer reading them all from the start.
+func kgoConsumeServer(e *env, start func(*env) (*kafkaServer, error), size, n int) (sample, error) {
+	s, err := start(e)
+	if err != nil {
+		return sample{}, err
+	}
+	defer s.close()
+	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
+	defer cancel()
+	if err := kgoProduce(ctx, s.addr, size, n); err != nil {
+		return sample{}, err
+	}
+	sw := startStopwatch()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(s.addr), kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		return sample{}, fmt.Errorf("kgo: %w", err)
+	}
+	defer cons.Close()
+	if err := kgoConsume(ctx, cons, n); err != nil {
+		return sample{}, err
+	}
+	return sw.sample(int64(n), size), nil
+}
+
+// perfSummary is the summary line of strata perf produce.
+var perfSummary = regexp.MustCompile(`^(\d+) records sent, ([0-9.]+) records/sec`)
+
+// perfProduceServer runs `strata perf produce` (defaults: acks=1) against
+// a Strata server and reads its summary. CPU is not measured: the command
+// is another process.
+func perfProduceServer(e *env, bin string, size, n int) (sample, error) {
+	if bin == "" {
+		return sample{}, fmt.Errorf("strata perf: the command was not built")
+	}
+	s, err := strataServer(e)
+	if err != nil {
+		return sample{}, err
+	}
+	defer s.close()
+	cmd := exec.Command(bin, "perf", "produce", "--bootstrap-server", s.addr, "--topic", "bench",
+		"--num-records", strconv.Itoa(n), "--record-size", strconv.Itoa(size), "--reporting-interval", "600000")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return sample{}, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return sample{}, err
+	}
+	var records int64
+	var rate float64
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := perfSummary.FindStringSubmatch(sc.Text()); m != nil {
+			records, _ = strconv.ParseInt(m[1], 10, 64)
+			rate, _ = strconv.ParseFloat(m[2], 64)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return sample{}, fmt.Errorf("strata perf produce: %w", err)
+	}
+	if records != int64(n) || rate <= 0 {
+		return sample{}, fmt.Errorf("strata perf produce: summary says %d records at %.0f/s, want %d", records, rate, n)
+	}
+	el := time.Duration(float64(records) / rate * float64(time.Second))
+	return sample{Records: records, Bytes: records * int64(size), Elapsed: el}, nil
+}
