@@ -71,6 +71,8 @@ func runServe(e *env, args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", false, "create a topic a client asks Metadata for (Kafka's auto.create.topics.enable)")
 	nodeID := fs.Int("node-id", 1, "`ID` of this broker in Metadata")
 	c.security.register(fs)
+	var cluster clusterFlags
+	cluster.register(fs)
 	var overrides stringList
 	fs.Var(&overrides, "override", "`KEY=VALUE`: a broker or default topic setting, Kafka's server.properties names; repeatable")
 	// The most used settings as flags of their own, applied as overrides.
@@ -116,6 +118,9 @@ func runServe(e *env, args []string) error {
 	logger, err := newLogger(e, c.logFormat, c.logLevel)
 	if err != nil {
 		return err
+	}
+	if cluster.enabled() {
+		return serveCluster(e, &c, &cluster, len(overrides), logger)
 	}
 	return serve(e, &c, logger)
 }
