@@ -35,6 +35,12 @@ partition log end offset, high watermark, size and segments, bytes and
 records in and out per topic, Produce and Fetch latency histograms, and
 consumer group lag, under Kafka's metric names (kafka_log_log_size, ...).
 
+With --raft-addr and --peer (one per member, the same list on every member)
+it runs a cluster member instead: a Raft voter of the controller quorum and
+a replicating broker on --listen (package replica); SIGTERM is a controlled
+shutdown. --tls-cert/--tls-key (and --tls-client-ca) and --sasl-users
+secure a standalone broker's listener.
+
 Broker and default topic settings take Kafka's server.properties names with
 --override KEY=VALUE (as kafka-server-start.sh does), repeatable:
 
