@@ -35,6 +35,12 @@ partition log end offset, high watermark, size and segments, bytes and
 records in and out per topic, Produce and Fetch latency histograms, and
 consumer group lag, under Kafka's metric names (kafka_log_log_size, ...).
 
+With --raft-addr and --peer (one per member, the same list on every member)
+it runs a cluster member instead: a Raft voter of the controller quorum and
+a replicating broker on --listen (package replica); SIGTERM is a controlled
+shutdown. --tls-cert/--tls-key (and --tls-client-ca) and --sasl-users
+secure a standalone broker's listener.
+
 Broker and default topic settings take Kafka's server.properties names with
 --override KEY=VALUE (as kafka-server-start.sh does), repeatable:
 
@@ -71,6 +77,8 @@ func runServe(e *env, args []string) error {
 	autoCreate := fs.Bool("auto-create-topics", false, "create a topic a client asks Metadata for (Kafka's auto.create.topics.enable)")
 	nodeID := fs.Int("node-id", 1, "`ID` of this broker in Metadata")
 	c.security.register(fs)
+	var cluster clusterFlags
+	cluster.register(fs)
 	var overrides stringList
 	fs.Var(&overrides, "override", "`KEY=VALUE`: a broker or default topic setting, Kafka's server.properties names; repeatable")
 	// The most used settings as flags of their own, applied as overrides.
@@ -116,6 +124,9 @@ func runServe(e *env, args []string) error {
 	logger, err := newLogger(e, c.logFormat, c.logLevel)
 	if err != nil {
 		return err
+	}
+	if cluster.enabled() {
+		return serveCluster(e, &c, &cluster, len(overrides), logger)
 	}
 	return serve(e, &c, logger)
 }

@@ -1,0 +1,104 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	stdlog "log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica"
+)
+
+// clusterFlags make serve a cluster member (replica.Start) instead of a
+// standalone broker: the Raft address of this member and the initial
+// voters, the same list on every member.
+type clusterFlags struct {
+	raftAddr string
+	peers    []replica.Peer
+	loopback bool
+}
+
+func (c *clusterFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.raftAddr, "raft-addr", "", "`ADDR`: this member's controller (Raft) host:port; with --peer, serve runs a cluster member\n(keep it, and every member's --listen, on a private network: see the README)")
+	fs.Func("peer", "`ID=KAFKA_ADDR,RAFT_ADDR`: a member of the cluster, this one included; repeatable, the same list on every member", func(v string) error {
+		p, err := parsePeer(v)
+		if err == nil {
+			c.peers = append(c.peers, p)
+		}
+		return err
+	})
+	fs.BoolVar(&c.loopback, "raft-loopback", false, "Raft timings for members on one machine (elections in about 200 ms, not seconds)")
+}
+
+func (c *clusterFlags) enabled() bool { return c.raftAddr != "" || len(c.peers) > 0 }
+
+// parsePeer parses ID=KAFKA_ADDR,RAFT_ADDR.
+func parsePeer(v string) (replica.Peer, error) {
+	id, addrs, ok := strings.Cut(v, "=")
+	kafkaAddr, raftAddr, ok2 := strings.Cut(addrs, ",")
+	n, err := strconv.Atoi(id)
+	if !ok || !ok2 || err != nil || n <= 0 || kafkaAddr == "" || raftAddr == "" {
+		return replica.Peer{}, fmt.Errorf("want ID=KAFKA_ADDR,RAFT_ADDR with a positive ID, not %q", v)
+	}
+	return replica.Peer{ID: n, Addr: kafkaAddr, RaftAddr: raftAddr}, nil
+}
+
+// serveCluster runs a cluster member until SIGINT or SIGTERM; Close is
+// Kafka's controlled shutdown (leadership moves off, then the member stops).
+func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logger *stdlog.Logger) (err error) {
+	switch {
+	case overrides > 0:
+		return usagef("--override and the topic-setting flags are for a standalone broker; a cluster member takes its topics' settings at topic creation")
+	case cl.raftAddr == "":
+		return usagef("a cluster member needs --raft-addr")
+	case len(cl.peers) == 0:
+		return usagef("a cluster member needs --peer for every member, itself included")
+	case c.metricsAddr != "":
+		return usagef("--metrics-addr is for a standalone broker; a cluster member does not export metrics yet")
+	case c.server.TLS != nil || c.server.SASL != nil:
+		return usagef("TLS and SASL on a cluster member's listener are not available yet")
+	}
+	self := false
+	for _, p := range cl.peers {
+		if p.ID == int(c.server.NodeID) {
+			self = true
+			if p.RaftAddr != cl.raftAddr {
+				return usagef("--peer %d says its Raft address is %s, --raft-addr says %s", p.ID, p.RaftAddr, cl.raftAddr)
+			}
+		}
+	}
+	if !self {
+		return usagef("--node-id %d is not in the --peer list", c.server.NodeID)
+	}
+	ctx, stopSignals := interruptible()
+	defer stopSignals()
+	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
+		return fmt.Errorf("data dir: %w", err)
+	}
+	cfg := replica.Config{
+		ID: int(c.server.NodeID), Dir: c.dataDir, Addr: c.listen, RaftAddr: cl.raftAddr,
+		Peers: cl.peers, Logger: logger,
+	}
+	if cl.loopback {
+		cfg.Raft = controller.LoopbackRaft()
+	}
+	b, err := replica.Start(cfg)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := b.Close(); err == nil && cerr != nil && !errors.Is(cerr, log.ErrClosed) {
+			err = fmt.Errorf("close member: %w", cerr)
+		}
+	}()
+	fmt.Fprintf(e.stdout, "listening on %s\n", b.Addr())
+	logger.Info("serving as a cluster member", "id", cfg.ID, "addr", b.Addr(), "raft", cl.raftAddr, "peers", len(cl.peers), "data_dir", c.dataDir)
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return nil
+}
