@@ -8,6 +8,16 @@
 //
 //	go run ./examples/cluster -rounds 3
 //
+// With -member and -peer it runs one member of a cluster of processes
+// instead (see runMember): in three terminals,
+//
+//	peers="-peer 1=127.0.0.1:9092,127.0.0.1:9192 -peer 2=127.0.0.1:9093,127.0.0.1:9193 -peer 3=127.0.0.1:9094,127.0.0.1:9194"
+//	go run ./examples/cluster -member 1 -dir /tmp/m1 $peers
+//	go run ./examples/cluster -member 2 -dir /tmp/m2 $peers
+//	go run ./examples/cluster -member 3 -dir /tmp/m3 $peers
+//
+// then stop one with Ctrl-C and start it again.
+//
 // The members bind 127.0.0.1 only: the Raft and data-plane ports carry no
 // authentication and must stay private.
 package main
@@ -20,9 +30,11 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/strata-log/strata/controller"
@@ -34,7 +46,24 @@ import (
 func main() {
 	rounds := flag.Int("rounds", 2, "how many times to stop and restart the leader")
 	dir := flag.String("dir", "", "data directory (default: a temporary one, removed at the end)")
+	member := flag.Int("member", 0, "run only this member of a cluster of processes (needs -peer and -dir)")
+	var peers peerList
+	flag.Var(&peers, "peer", "ID=KAFKA_ADDR,RAFT_ADDR of each member, itself included; repeatable")
 	flag.Parse()
+	if *member != 0 {
+		if *dir == "" || len(peers) == 0 {
+			fmt.Fprintln(os.Stderr, "cluster: -member needs -dir and -peer for every member")
+			os.Exit(2)
+		}
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := runMember(ctx, os.Stdout, *dir, *member, peers)
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "cluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(context.Background(), os.Stdout, *dir, *rounds); err != nil {
 		fmt.Fprintln(os.Stderr, "cluster:", err)
 		os.Exit(1)
