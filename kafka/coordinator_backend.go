@@ -113,5 +113,11 @@ func CoordinatorMoved(err error) bool {
 		return true
 	}
 	var oe *net.OpError
-	return errors.Is(err, errConnClosed) || errors.As(err, &oe)
+	return errors.Is(err, ErrNotCoordinator) || errors.Is(err, errConnClosed) || errors.As(err, &oe)
 }
+
+// ErrNotCoordinator (Kafka's NOT_COORDINATOR): the node does not
+// coordinate the group (any more). A GroupRouter's coordinator whose
+// OffsetStore lost the partition it writes to returns it (wrapped), and
+// the server answers the commit NOT_COORDINATOR, as Kafka's does.
+var ErrNotCoordinator = errNotCoordinatorErr
