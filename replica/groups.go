@@ -104,20 +104,18 @@ func (b *Broker) syncCoordinator() {
 	}
 	g := &b.groups
 	g.mu.Lock()
-	var stop []*group.Coordinator
+	led := make(map[int]int32, len(g.led))
 	for p, lc := range g.led {
-		if e, ok := want[p]; !ok || e != lc.epoch {
-			stop = append(stop, lc.c)
-			delete(g.led, p)
-		}
+		led[p] = lc.epoch
 	}
-	var start []int
-	if !g.closed && b.ctx.Err() == nil {
-		for p := range want {
-			if _, ok := g.led[p]; !ok {
-				start = append(start, p)
-			}
-		}
+	stopPs, start := coordinatorChanges(led, want)
+	if g.closed || b.ctx.Err() != nil {
+		start = nil
+	}
+	stop := make([]*group.Coordinator, 0, len(stopPs))
+	for _, p := range stopPs {
+		stop = append(stop, g.led[p].c)
+		delete(g.led, p)
 	}
 	g.mu.Unlock()
 	// Closed before any is loaded: a coordinator's last commits (Close
@@ -125,7 +123,6 @@ func (b *Broker) syncCoordinator() {
 	for _, c := range stop {
 		c.Close()
 	}
-	slices.Sort(start)
 	for _, p := range start {
 		c, err := b.loadCoordinator(p)
 		if err != nil {
@@ -145,6 +142,28 @@ func (b *Broker) syncCoordinator() {
 		g.mu.Unlock()
 		b.log.Debug("replica: group coordinator started", "partition", p, "leader epoch", want[p])
 	}
+}
+
+// coordinatorChanges is the decision of syncCoordinator: given the
+// partitions whose coordinator runs (led, with the leader epoch it was
+// loaded in) and those this member leads in the metadata (want), the
+// coordinators to stop — the partition is no longer led, or led in another
+// epoch: another leader may have written to it in between — and the
+// partitions whose coordinator to load, both sorted.
+func coordinatorChanges(led, want map[int]int32) (stop, start []int) {
+	for p, e := range led {
+		if we, ok := want[p]; !ok || we != e {
+			stop = append(stop, p)
+		}
+	}
+	for p, e := range want {
+		if le, ok := led[p]; !ok || le != e {
+			start = append(start, p)
+		}
+	}
+	slices.Sort(stop)
+	slices.Sort(start)
+	return stop, start
 }
 
 // loadCoordinator starts the coordinator of partition p with the offsets
@@ -344,7 +363,8 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	}
 	rf := max(1, min(3, live))
 	err := b.CreateTopic(ctx, log.OffsetsTopic, log.TopicConfig{
-		Partitions: b.offsetsPartitions(), ReplicationFactor: rf, MinInSyncReplicas: min(2, rf), RetentionTime: -1,
+		Partitions: b.offsetsPartitions(), ReplicationFactor: rf, MinInSyncReplicas: min(2, rf),
+		RetentionTime: -1, Cleanup: log.CleanupCompact, // Kafka's cleanup.policy=compact: the last commit of each key
 	})
 	if !errors.Is(err, log.ErrTopicExists) {
 		return err
