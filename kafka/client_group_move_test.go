@@ -35,7 +35,7 @@ func (b moving) CoordinatorFor(context.Context, string) (*group.Coordinator, int
 func (moving) Coordinators() []*group.Coordinator { return nil }
 
 func (b moving) ClusterBrokers() []ClusterBroker { return b.others }
-func (moving) ControllerID() int32                { return 1 }
+func (moving) ControllerID() int32               { return 1 }
 func (moving) PartitionState(string, int) (int32, int32, []int32, []int32, bool) {
 	return 1, 0, []int32{1}, []int32{1}, true
 }
