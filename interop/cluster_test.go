@@ -279,6 +279,22 @@ func testClusterFailover(t *testing.T, run clusterRun) {
 		t.Fatal(err)
 	}
 	awaitCommitted(ctx, t, adm, group, topic, ends)
+
+	// The admin APIs find the group at its new coordinator: DescribeGroups
+	// there, ListGroups (sent to every broker) from whichever runs it.
+	dg := awaitGroup(ctx, t, adm, group, "stable with both members", func(dg kadm.DescribedGroup) bool {
+		return dg.State == "Stable" && len(dg.Members) == 2
+	})
+	if int(dg.Coordinator.NodeID) == victim {
+		t.Fatalf("group %s described by member %d, which was stopped", group, victim)
+	}
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lg, ok := listed[group]; !ok || int(lg.Coordinator) != int(dg.Coordinator.NodeID) {
+		t.Fatalf("ListGroups: %+v, want %s at member %d", listed, group, dg.Coordinator.NodeID)
+	}
 }
 
 // committedOffsets returns the group's committed offsets of topic, by
