@@ -68,18 +68,21 @@ func GroupPartition(groupID string, n int) int {
 // it forwards group calls over the Kafka-protocol transport.
 type memberGroups struct {
 	mu     sync.Mutex
-	led    map[int]ledCoordinator // by partition; changed by the metadata goroutine only, and Close
+	led    map[int]*ledCoordinator // by partition: loading or loaded
 	closed bool
+	loads  sync.WaitGroup // the loading goroutines, joined by stopCoordinator
 
 	clientMu sync.Mutex
 	client   *kafka.Client // dialed at the first forwarded call
 }
 
 // ledCoordinator is the coordinator of one partition, in the leader epoch
-// it was loaded in.
+// it was loaded in: nil while its goroutine reads the partition (Kafka's
+// COORDINATOR_LOAD_IN_PROGRESS), which cancel ends.
 type ledCoordinator struct {
-	c     *group.Coordinator
-	epoch int32
+	c      *group.Coordinator
+	epoch  int32
+	cancel context.CancelFunc
 }
 
 func (b *Broker) offsetsPartitions() int {
@@ -91,7 +94,11 @@ func (b *Broker) offsetsPartitions() int {
 
 // syncCoordinator starts and stops this member's coordinators to match the
 // partitions of __consumer_offsets it leads. Called after each image, by
-// the metadata goroutine.
+// the metadata goroutine: it closes the coordinators of the partitions it
+// no longer leads (Close waits for their commits in progress) and starts a
+// goroutine to load each new one, as Kafka loads a partition's groups in
+// the background, so that a large partition does not hold the metadata
+// back.
 func (b *Broker) syncCoordinator() {
 	want := map[int]int32{} // partition → leader epoch, where this member leads
 	if t, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
@@ -109,44 +116,77 @@ func (b *Broker) syncCoordinator() {
 		led[p] = lc.epoch
 	}
 	stopPs, start := coordinatorChanges(led, want)
-	if g.closed || b.ctx.Err() != nil {
-		start = nil
-	}
 	stop := make([]*group.Coordinator, 0, len(stopPs))
 	for _, p := range stopPs {
-		stop = append(stop, g.led[p].c)
+		lc := g.led[p]
+		lc.cancel()
+		if lc.c != nil {
+			stop = append(stop, lc.c)
+		}
 		delete(g.led, p)
 	}
 	g.mu.Unlock()
-	// Closed before any is loaded: a coordinator's last commits (Close
-	// waits for them) are in the log the next one of the partition reads.
+	// Closed before the next is loaded: a coordinator's last commits are
+	// in the log the next one of the partition reads.
 	for _, c := range stop {
 		c.Close()
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || b.ctx.Err() != nil {
+		return
+	}
 	for _, p := range start {
-		c, err := b.loadCoordinator(p)
-		if err != nil {
-			b.log.Error("replica: start group coordinator", "partition", p, "err", err)
-			continue // tried again at the next image
+		ctx, cancel := context.WithCancel(b.ctx)
+		lc := &ledCoordinator{epoch: want[p], cancel: cancel}
+		if g.led == nil {
+			g.led = map[int]*ledCoordinator{}
 		}
-		g.mu.Lock()
-		if g.closed {
+		g.led[p] = lc
+		g.loads.Add(1)
+		go b.loadLoop(ctx, p, lc)
+	}
+}
+
+// loadLoop loads the coordinator of partition p for lc, trying again
+// after a failed read, until it is loaded or lc is cancelled.
+func (b *Broker) loadLoop(ctx context.Context, p int, lc *ledCoordinator) {
+	g := &b.groups
+	defer g.loads.Done()
+	defer lc.cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		c, err := b.loadCoordinator(ctx, p)
+		if err == nil {
+			g.mu.Lock()
+			if g.closed || g.led[p] != lc || ctx.Err() != nil {
+				g.mu.Unlock()
+				c.Close() // superseded while it loaded
+				return
+			}
+			lc.c = c
 			g.mu.Unlock()
-			c.Close()
+			b.log.Debug("replica: group coordinator started", "partition", p, "leader epoch", lc.epoch)
 			return
 		}
-		if g.led == nil {
-			g.led = map[int]ledCoordinator{}
+		if ctx.Err() != nil {
+			return
 		}
-		g.led[p] = ledCoordinator{c: c, epoch: want[p]}
-		g.mu.Unlock()
-		b.log.Debug("replica: group coordinator started", "partition", p, "leader epoch", want[p])
+		b.log.Error("replica: start group coordinator", "partition", p, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+			backoff = min(2*backoff, 5*time.Second)
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
 	}
 }
 
 // coordinatorChanges is the decision of syncCoordinator: given the
-// partitions whose coordinator runs (led, with the leader epoch it was
-// loaded in) and those this member leads in the metadata (want), the
+// partitions whose coordinator runs or loads (led, with the leader epoch it
+// was started in) and those this member leads in the metadata (want), the
 // coordinators to stop — the partition is no longer led, or led in another
 // epoch: another leader may have written to it in between — and the
 // partitions whose coordinator to load, both sorted.
@@ -168,13 +208,13 @@ func coordinatorChanges(led, want map[int]int32) (stop, start []int) {
 
 // loadCoordinator starts the coordinator of partition p with the offsets
 // committed in this member's replica of it.
-func (b *Broker) loadCoordinator(p int) (*group.Coordinator, error) {
+func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator, error) {
 	tp := log.TopicPartition{Topic: log.OffsetsTopic, Partition: p}
 	ps := b.part(tp)
 	if ps == nil {
 		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
 	}
-	initial, err := loadOffsets(ps.p)
+	initial, err := loadOffsets(ctx, ps.p)
 	if err != nil {
 		return nil, fmt.Errorf("read committed offsets of %s-%d: %w", tp.Topic, p, err)
 	}
@@ -184,17 +224,24 @@ func (b *Broker) loadCoordinator(p int) (*group.Coordinator, error) {
 	})
 }
 
-// stopCoordinator closes every coordinator and the forwarding client, for
-// good (Close).
+// stopCoordinator ends every load, closes every coordinator and the
+// forwarding client, for good (Close, once the metadata goroutine has
+// stopped).
 func (b *Broker) stopCoordinator() {
 	g := &b.groups
 	g.mu.Lock()
 	g.closed = true
 	led := g.led
 	g.led = nil
-	g.mu.Unlock()
 	for _, lc := range led {
-		lc.c.Close()
+		lc.cancel()
+	}
+	g.mu.Unlock()
+	g.loads.Wait()
+	for _, lc := range led {
+		if lc.c != nil {
+			lc.c.Close()
+		}
 	}
 	g.clientMu.Lock()
 	if g.client != nil {
@@ -229,7 +276,7 @@ func (b *Broker) localCoordinator(groupID string) *group.Coordinator {
 	b.groups.mu.Lock()
 	defer b.groups.mu.Unlock()
 	if lc, ok := b.groups.led[tp.Partition]; ok && lc.epoch == st.LeaderEpoch {
-		return lc.c
+		return lc.c // nil while loading
 	}
 	return nil
 }
@@ -263,8 +310,10 @@ func (b *Broker) Coordinators() []*group.Coordinator {
 	b.groups.mu.Lock()
 	defer b.groups.mu.Unlock()
 	ps := make([]int, 0, len(b.groups.led))
-	for p := range b.groups.led {
-		ps = append(ps, p)
+	for p, lc := range b.groups.led {
+		if lc.c != nil {
+			ps = append(ps, p)
+		}
 	}
 	slices.Sort(ps)
 	out := make([]*group.Coordinator, len(ps))
@@ -277,9 +326,12 @@ func (b *Broker) Coordinators() []*group.Coordinator {
 // loadOffsets replays the partition's log: the last commit of each
 // (group, topic, partition) wins; a tombstone removes it. It reads to the
 // log end: the leader's log is the one that will be committed.
-func loadOffsets(p *log.Partition) (map[string]map[log.TopicPartition]int64, error) {
+func loadOffsets(ctx context.Context, p *log.Partition) (map[string]map[log.TopicPartition]int64, error) {
 	out := map[string]map[log.TopicPartition]int64{}
 	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		bs, err := p.Slice(off, 1<<20, end)
 		if err != nil {
 			return nil, err
