@@ -158,8 +158,8 @@ func (c *cluster) leader(topic string, p int) int {
 }
 
 // groupLedBy returns a group whose coordinator is member id: the leader
-// of the group's __consumer_offsets partition.
-func (c *cluster) groupLedBy(id int) string {
+// of the group's __consumer_offsets partition; false if id leads none.
+func (c *cluster) groupLedBy(id int) (string, bool) {
 	c.t.Helper()
 	img := c.any().Image()
 	ot, ok := img.Topic(log.OffsetsTopic)
@@ -169,11 +169,10 @@ func (c *cluster) groupLedBy(id int) string {
 	for i := range 1000 {
 		g := fmt.Sprintf("g%d", i)
 		if ot.Partitions[replica.GroupPartition(g, len(ot.Partitions))].Leader == id {
-			return g
+			return g, true
 		}
 	}
-	c.t.Fatalf("member %d leads no partition of %s", id, log.OffsetsTopic)
-	return ""
+	return "", false
 }
 
 // clusterRun is one Kafka client library in the failover scenario.
@@ -186,7 +185,7 @@ type clusterRun struct {
 
 // testClusterFailover: the scenario. Two group members consume a topic of
 // the cluster while a producer writes to it; mid-run the member that leads
-// partition 0 and coordinates the group is stopped. Every acknowledged
+// one of its partitions and coordinates the group is stopped. Every acknowledged
 // record is consumed, the offsets committed before the stop survive on the
 // new coordinator, and the group commits to the end.
 func testClusterFailover(t *testing.T, run clusterRun) {
@@ -208,8 +207,17 @@ func testClusterFailover(t *testing.T, run clusterRun) {
 		}
 		return ok
 	})
-	victim := c.leader(topic, 0)
-	group := c.groupLedBy(victim)
+	// The victim leads a partition of the topic and coordinates the group.
+	victim, part, group := 0, 0, ""
+	for p := range parts {
+		if g, ok := c.groupLedBy(c.leader(topic, p)); ok {
+			victim, part, group = c.leader(topic, p), p, g
+			break
+		}
+	}
+	if group == "" {
+		t.Fatalf("no leader of %s leads a partition of %s", topic, log.OffsetsTopic)
+	}
 
 	vals := make([]string, n)
 	for i := range vals {
@@ -261,8 +269,8 @@ func testClusterFailover(t *testing.T, run clusterRun) {
 	acked = append(acked, more...)
 	await(acked)
 
-	if next := c.leader(topic, 0); next == victim {
-		t.Fatalf("member %d still leads %s-0", victim, topic)
+	if next := c.leader(topic, part); next == victim {
+		t.Fatalf("member %d still leads %s-%d", victim, topic, part)
 	}
 	// A fresh admin client: kgo keeps a coordinator it cannot dial until
 	// its metadata drops the stopped broker.

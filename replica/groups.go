@@ -22,10 +22,14 @@ import (
 // call or FindCoordinator any member gets. A group belongs to partition
 // GroupPartition(group, N), and its coordinator is that partition's
 // leader. Each member runs one group.Coordinator per partition it leads:
-// it starts it when it becomes the leader — the committed offsets of the
-// partition's groups read back from its replica — and closes it when
-// leadership moves (or the leader epoch changes); its commits are acks=all
-// produces to that partition, so a new leader has every acknowledged one.
+// it loads it when it becomes the leader — the committed offsets of the
+// partition's groups read back from its replica, in the background, the
+// groups answered COORDINATOR_LOAD_IN_PROGRESS meanwhile — and closes it
+// when leadership moves (or the leader epoch changes); its commits are
+// acks=all produces to that partition, so a new leader has every
+// acknowledged one. Only offsets are kept: the groups' members are not (a
+// Kafka coordinator also writes each group's metadata), so after a move the
+// members rejoin (UNKNOWN_MEMBER_ID) and resume from the committed offsets.
 //
 // Kafka clients find the coordinator with FindCoordinator, which any member
 // answers (the member is a kafka.GroupRouter), and are told NOT_COORDINATOR
