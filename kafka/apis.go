@@ -106,7 +106,7 @@ func (s *Server) apiTable() *apiSet {
 	}
 	add(dataAPIs)
 	add(s.replicaAPIs())
-	if s.groups != nil {
+	if s.groupsServed() {
 		add(groupAPIs)
 	}
 	// A cluster member does not allocate producer ids yet (they need a

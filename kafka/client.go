@@ -25,6 +25,9 @@ type DialConfig struct {
 	SASL *DialSASL
 	// ClientID names the client in the brokers' logs; "" → "strata".
 	ClientID string
+	// Dial, when set, opens every connection (a test network's, a
+	// cluster member's own); nil → TCP.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 }
 
 // Versions the client speaks at most: before topic ids (Fetch and

@@ -48,8 +48,12 @@ type call struct {
 
 // dialBroker connects, negotiates versions and authenticates.
 func dialBroker(ctx context.Context, addr string, cfg DialConfig) (*brokerConn, error) {
-	d := net.Dialer{}
-	nc, err := d.DialContext(ctx, "tcp", addr)
+	dial := cfg.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = func(ctx context.Context, addr string) (net.Conn, error) { return d.DialContext(ctx, "tcp", addr) }
+	}
+	nc, err := dial(ctx, addr)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: dial %s: %w", addr, err)
 	}

@@ -124,8 +124,11 @@ func (c *Client) groupDo(ctx context.Context, groupID string, exclusive bool, re
 		}
 		var resp kmsg.Response
 		resp, err = c.doOn(ctx, addr, exclusive, req, max)
+		var oe *net.OpError
 		switch {
-		case errors.Is(err, errConnClosed) && ctx.Err() == nil:
+		case (errors.Is(err, errConnClosed) || errors.As(err, &oe)) && ctx.Err() == nil:
+			// Its connection broke, or it cannot be dialed (stopped):
+			// look the coordinator up again.
 			c.forgetCoordinator(groupID, addr)
 			continue
 		case err != nil:
@@ -255,6 +258,13 @@ func (c *Client) JoinGroup(ctx context.Context, req group.JoinRequest) (group.Jo
 		r := resp.(*kmsg.JoinGroupResponse)
 		if r.ErrorCode == errMemberIDRequired && !req.RequireKnownMemberID && kr.MemberID == "" && r.MemberID != "" {
 			kr.MemberID = r.MemberID
+			continue
+		}
+		if r.ErrorCode == errUnknownMemberID && req.MemberID == "" && kr.MemberID != "" {
+			// The id the coordinator gave is gone (it moved, or the
+			// rebalance expired it): a caller that joined without one
+			// never saw it, so join anew, as Kafka's consumers do.
+			kr.MemberID = ""
 			continue
 		}
 		if err := codeError(r.ErrorCode); err != nil {

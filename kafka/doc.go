@@ -43,8 +43,10 @@
 //	CreateTopics     v0–v7, DeleteTopics v0–v6
 //	DescribeConfigs  v0–v4 (topic configs, read-only)
 //	DescribeCluster  v0–v1
-//	FindCoordinator  v0–v6 (this node, for groups; batched keys from v4,
-//	                 KIP-699; transactions and share groups are not served)
+//	FindCoordinator  v0–v6 (this node, for groups — on a GroupRouter, the
+//	                 group's node, the others' group APIs answering
+//	                 NOT_COORDINATOR; batched keys from v4, KIP-699;
+//	                 transactions and share groups are not served)
 //	JoinGroup        v0–v9 (MEMBER_ID_REQUIRED from v4, KIP-394; static
 //	                 members from v5, KIP-345: a replaced instance's
 //	                 Heartbeat, SyncGroup and OffsetCommit are fenced)

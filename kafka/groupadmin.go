@@ -20,22 +20,25 @@ const classicGroupType = "classic"
 // (Kafka's AclOperation codes 3, 6 and 8). Strata has no ACLs.
 const groupOperations int32 = 1<<3 | 1<<6 | 1<<8
 
-// handleListGroups lists every group the coordinator knows, those with
-// only committed offsets included (state Empty), filtered by state (v4+,
-// case-insensitive as Kafka's) and type (v5+).
+// handleListGroups lists every group the node's coordinators know (on a
+// GroupRouter, those of the groups it coordinates now, as a Kafka broker
+// answers), those with only committed offsets included (state Empty),
+// filtered by state (v4+, case-insensitive as Kafka's) and type (v5+).
 func handleListGroups(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	match := func(filter []string, v string) bool {
 		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
 	}
-	for _, l := range c.s.groups.List() {
-		if !match(req.StatesFilter, string(l.State)) || !match(req.TypesFilter, classicGroupType) {
-			continue
+	for _, gc := range c.s.coordinators() {
+		for _, l := range gc.List() {
+			if !match(req.StatesFilter, string(l.State)) || !match(req.TypesFilter, classicGroupType) {
+				continue
+			}
+			g := kmsg.NewListGroupsResponseGroup()
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, string(l.State), classicGroupType
+			resp.Groups = append(resp.Groups, g)
 		}
-		g := kmsg.NewListGroupsResponseGroup()
-		g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, string(l.State), classicGroupType
-		resp.Groups = append(resp.Groups, g)
 	}
 	return reply{resp: resp}
 }
@@ -44,7 +47,7 @@ func handleListGroups(_ context.Context, c *conn, r kmsg.Request) reply {
 // does: members' metadata and assignments and the protocol only while the
 // group is Stable; a group the coordinator does not know is Dead (and, from
 // v6, GROUP_ID_NOT_FOUND, KIP-1043).
-func handleDescribeGroups(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleDescribeGroups(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range req.Groups {
@@ -60,7 +63,13 @@ func handleDescribeGroups(_ context.Context, c *conn, r kmsg.Request) reply {
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		d, ok := c.s.groups.Describe(id)
+		gc, code := c.s.coordinatorFor(ctx, id)
+		if code != errNone {
+			g.ErrorCode = code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
+		d, ok := gc.Describe(id)
 		g.State, g.ProtocolType = string(d.State), d.ProtocolType
 		if !ok && req.Version >= 6 {
 			g.ErrorCode = errGroupIDNotFound
@@ -100,7 +109,11 @@ func handleDeleteGroups(ctx context.Context, c *conn, r kmsg.Request) reply {
 	for _, id := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()
 		g.Group = id
-		g.ErrorCode = groupCode(ctx, c.s.groups.Delete(ctx, id))
+		gc, code := c.s.coordinatorFor(ctx, id)
+		if code == errNone {
+			code = groupCode(ctx, gc.Delete(ctx, id))
+		}
+		g.ErrorCode = code
 		resp.Groups = append(resp.Groups, g)
 	}
 	return reply{resp: resp}

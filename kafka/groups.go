@@ -12,7 +12,9 @@ import (
 
 // The membership APIs of Kafka's classic group protocol, served by the
 // backend's group.Coordinator: FindCoordinator names this node for every
-// group; JoinGroup, SyncGroup, Heartbeat and LeaveGroup map one to one
+// group (on a GroupRouter, the node it names for the group, and the other
+// APIs answer NOT_COORDINATOR for a group this node does not coordinate:
+// coordinator_backend.go); JoinGroup, SyncGroup, Heartbeat and LeaveGroup map one to one
 // onto Join, Sync, Heartbeat and Leave.
 //
 // A JoinGroup (and a follower's SyncGroup) waits for the rebalance: its
@@ -36,35 +38,25 @@ func groupCode(ctx context.Context, err error) int16 {
 	return errorCode(err)
 }
 
-func handleFindCoordinator(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleFindCoordinator(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	host, port := c.s.advertised()
-	answer := func(key string) (code int16, msg *string) {
+	answer := func(key string) (node int32, host string, port int32, code int16, msg *string) {
 		if req.CoordinatorType != coordinatorGroup {
 			// Transactions and share groups are not served.
-			return errInvalidRequest, kmsg.StringPtr("only group coordinators (key type 0) are served")
+			return -1, "", -1, errInvalidRequest, kmsg.StringPtr("only group coordinators (key type 0) are served")
 		}
-		return errNone, nil
+		node, host, port, code = c.s.findCoordinator(ctx, key)
+		return node, host, port, code, nil
 	}
 	if req.Version < 4 {
-		resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
-		if resp.ErrorCode == errNone {
-			resp.NodeID, resp.Host, resp.Port = c.s.cfg.NodeID, host, port
-		} else {
-			resp.NodeID, resp.Port = -1, -1
-		}
+		resp.NodeID, resp.Host, resp.Port, resp.ErrorCode, resp.ErrorMessage = answer(req.CoordinatorKey)
 		return reply{resp: resp}
 	}
 	for _, key := range req.CoordinatorKeys {
 		rc := kmsg.NewFindCoordinatorResponseCoordinator()
 		rc.Key = key
-		rc.ErrorCode, rc.ErrorMessage = answer(key)
-		if rc.ErrorCode == errNone {
-			rc.NodeID, rc.Host, rc.Port = c.s.cfg.NodeID, host, port
-		} else {
-			rc.NodeID, rc.Port = -1, -1
-		}
+		rc.NodeID, rc.Host, rc.Port, rc.ErrorCode, rc.ErrorMessage = answer(key)
 		resp.Coordinators = append(resp.Coordinators, rc)
 	}
 	return reply{resp: resp}
@@ -110,7 +102,12 @@ func handleJoinGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 	for _, p := range req.Protocols {
 		jr.Protocols = append(jr.Protocols, group.Protocol{Name: p.Name, Metadata: p.Metadata})
 	}
-	jresp, err := c.s.groups.Join(ctx, jr)
+	gc, code := c.s.coordinatorFor(ctx, req.Group)
+	if code != errNone {
+		resp.ErrorCode = code
+		return reply{resp: resp}
+	}
+	jresp, err := gc.Join(ctx, jr)
 	if err != nil {
 		resp.ErrorCode = groupCode(ctx, err)
 		if errors.Is(err, group.ErrMemberIDRequired) {
@@ -157,7 +154,11 @@ func (s *Server) fenced(groupID string, instanceID *string, memberID string) boo
 	if instanceID == nil {
 		return false
 	}
-	d, ok := s.groups.Describe(groupID)
+	gc := s.localCoordinator(groupID)
+	if gc == nil {
+		return false
+	}
+	d, ok := gc.Describe(groupID)
 	if !ok {
 		return false
 	}
@@ -189,7 +190,12 @@ func handleSyncGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 			sr.Assignments[a.MemberID] = a.MemberAssignment
 		}
 	}
-	sresp, err := c.s.groups.Sync(ctx, sr)
+	gc, code := c.s.coordinatorFor(ctx, req.Group)
+	if code != errNone {
+		resp.ErrorCode, resp.MemberAssignment = code, []byte{}
+		return reply{resp: resp}
+	}
+	sresp, err := gc.Sync(ctx, sr)
 	if err != nil {
 		resp.ErrorCode = groupCode(ctx, err)
 		resp.MemberAssignment = []byte{}
@@ -210,15 +216,25 @@ func handleHeartbeat(ctx context.Context, c *conn, r kmsg.Request) reply {
 		resp.ErrorCode = errFencedInstanceID
 		return reply{resp: resp}
 	}
-	resp.ErrorCode = groupCode(ctx, c.s.groups.Heartbeat(ctx, req.Group, req.MemberID, req.Generation))
+	gc, code := c.s.coordinatorFor(ctx, req.Group)
+	if code != errNone {
+		resp.ErrorCode = code
+		return reply{resp: resp}
+	}
+	resp.ErrorCode = groupCode(ctx, gc.Heartbeat(ctx, req.Group, req.MemberID, req.Generation))
 	return reply{resp: resp}
 }
 
 func handleLeaveGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.LeaveGroupRequest)
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	gc, code := c.s.coordinatorFor(ctx, req.Group)
+	if code != errNone {
+		resp.ErrorCode = code
+		return reply{resp: resp}
+	}
 	if req.Version < 3 {
-		resp.ErrorCode = groupCode(ctx, c.s.groups.Leave(ctx, req.Group, req.MemberID))
+		resp.ErrorCode = groupCode(ctx, gc.Leave(ctx, req.Group, req.MemberID))
 		return reply{resp: resp}
 	}
 	// v3+ (KIP-345): a batch of members, each by member id or, for a
@@ -231,7 +247,7 @@ func handleLeaveGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 		if m.InstanceID != nil {
 			if byInstance == nil {
 				byInstance = map[string]string{}
-				if d, ok := c.s.groups.Describe(req.Group); ok {
+				if d, ok := gc.Describe(req.Group); ok {
 					for _, dm := range d.Members {
 						if dm.InstanceID != "" {
 							byInstance[dm.InstanceID] = dm.ID
@@ -250,7 +266,7 @@ func handleLeaveGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 			}
 		}
 		if rm.ErrorCode == errNone {
-			rm.ErrorCode = groupCode(ctx, c.s.groups.Leave(ctx, req.Group, id))
+			rm.ErrorCode = groupCode(ctx, gc.Leave(ctx, req.Group, id))
 		}
 		resp.Members = append(resp.Members, rm)
 	}

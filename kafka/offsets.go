@@ -42,7 +42,10 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 	if c.s.fenced(req.Group, req.InstanceID, req.MemberID) {
 		code = errFencedInstanceID
 	} else if len(offsets) > 0 {
-		code = groupCode(ctx, c.s.groups.Commit(ctx, req.Group, req.MemberID, req.Generation, offsets))
+		gc, cc := c.s.coordinatorFor(ctx, req.Group)
+		if code = cc; gc != nil {
+			code = groupCode(ctx, gc.Commit(ctx, req.Group, req.MemberID, req.Generation, offsets))
+		}
 	}
 	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetCommitResponseTopic()
@@ -63,7 +66,7 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 // handleOffsetFetch answers the committed offsets of one group (v0–v7) or
 // of several (v8+); a partition without one gets offset -1. Topics null
 // (v2+) asks for every committed offset of the group.
-func handleOffsetFetch(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleOffsetFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.OffsetFetchRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version < 8 {
@@ -76,7 +79,7 @@ func handleOffsetFetch(_ context.Context, c *conn, r kmsg.Request) reply {
 		if req.Topics == nil {
 			topics = nil
 		}
-		g := c.s.committed(req.Group, topics)
+		g := c.s.committed(ctx, req.Group, topics)
 		for _, gt := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = gt.Topic
@@ -91,14 +94,14 @@ func handleOffsetFetch(_ context.Context, c *conn, r kmsg.Request) reply {
 		return reply{resp: resp}
 	}
 	for _, rg := range req.Groups {
-		resp.Groups = append(resp.Groups, c.s.committed(rg.Group, rg.Topics))
+		resp.Groups = append(resp.Groups, c.s.committed(ctx, rg.Group, rg.Topics))
 	}
 	return reply{resp: resp}
 }
 
 // committed is one group's answer to an OffsetFetch: the offsets of the
 // partitions of topics, or of every partition with a commit for topics nil.
-func (s *Server) committed(groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = groupID
 	partition := func(p int32, off int64) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -106,8 +109,25 @@ func (s *Server) committed(groupID string, topics []kmsg.OffsetFetchRequestGroup
 		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, off, -1, kmsg.StringPtr("")
 		return rp
 	}
+	gc, code := s.coordinatorFor(ctx, groupID)
+	if code != errNone {
+		// Not this node's group: the group's error, and each partition's
+		// for v0–v1, which have no other.
+		g.ErrorCode = code
+		for _, t := range topics {
+			gt := kmsg.NewOffsetFetchResponseGroupTopic()
+			gt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := partition(p, -1)
+				rp.ErrorCode = code
+				gt.Partitions = append(gt.Partitions, rp)
+			}
+			g.Topics = append(g.Topics, gt)
+		}
+		return g
+	}
 	if topics == nil {
-		all := s.groups.Committed(groupID, nil)
+		all := gc.Committed(groupID, nil)
 		where := map[string]int{}
 		for _, tp := range sortedTPs(all) {
 			i, ok := where[tp.Topic]
@@ -128,7 +148,7 @@ func (s *Server) committed(groupID string, topics []kmsg.OffsetFetchRequestGroup
 			tps = append(tps, log.TopicPartition{Topic: t.Topic, Partition: int(p)})
 		}
 	}
-	got := s.groups.Committed(groupID, tps)
+	got := gc.Committed(groupID, tps)
 	for _, t := range topics {
 		gt := kmsg.NewOffsetFetchResponseGroupTopic()
 		gt.Topic = t.Topic

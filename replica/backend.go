@@ -89,8 +89,8 @@ func (b *Broker) TopicConfig(topic string) (log.TopicConfig, error) {
 	return topicConfigOf(t).WithDefaults(), nil
 }
 
-// GroupCoordinator returns nil: a Kafka server fixes its coordinator when
-// it starts, and a member's moves with the leadership of
-// __consumer_offsets-0, so the member's kafka.Server does not serve the
-// group APIs yet (members route group calls among themselves: groups.go).
+// GroupCoordinator returns nil: a member has no one coordinator for every
+// group but one per __consumer_offsets partition it leads, which its
+// kafka.Server finds per group through CoordinatorFor (kafka.GroupRouter,
+// groups.go).
 func (b *Broker) GroupCoordinator() *group.Coordinator { return nil }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/controller"
-	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/timingwheel"
@@ -50,9 +49,7 @@ type Broker struct {
 
 	tokens atomic.Uint64
 
-	groupMu    sync.Mutex
-	coord      *group.Coordinator // while this member leads __consumer_offsets-0
-	coordEpoch int32
+	groups memberGroups // the coordinators of the __consumer_offsets partitions it leads (groups.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc

@@ -61,6 +61,10 @@ type Config struct {
 	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
 	// suits members on one machine.
 	Raft controller.RaftConfig
+
+	// OffsetsTopicPartitions is the partition count __consumer_offsets is
+	// created with (Kafka's offsets.topic.num.partitions); 0 → 50.
+	OffsetsTopicPartitions int
 }
 
 // ErrInvalidConfig is returned by Start for a Config that cannot work.

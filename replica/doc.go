@@ -46,8 +46,9 @@
 //
 // As a log.Client a member sends each call to the partition's leader —
 // itself, or another over the Transport — and retries at the next leader
-// the metadata names. Consumer groups have one coordinator, on the leader
-// of __consumer_offsets partition 0 (groups.go). Close is a controlled
+// the metadata names. A consumer group's coordinator is the leader of its
+// __consumer_offsets partition, GroupPartition(group, N), as in Kafka
+// (groups.go). Close is a controlled
 // shutdown: a WantFence heartbeat moves leadership off the member before it
 // stops.
 //

@@ -4,84 +4,338 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 	"time"
+	"unicode/utf16"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
 )
 
-// Consumer groups in a cluster, the simplest correct way for now: one
-// coordinator for every group, on the leader of __consumer_offsets
-// partition 0 (Kafka spreads groups over its 50 partitions by hash). The
-// topic is created, RF 3 (or fewer, with fewer brokers), by the first
-// group call any member gets. The leader starts a group.Coordinator when
-// it becomes leader of that partition — its committed offsets read back
-// from its replica — and closes it when leadership moves; commits are
-// acks=all produces to the partition, so a new leader has every
-// acknowledged commit. Group calls on other members go to the coordinator
-// over the Transport (the in-process one only, so far: the Kafka-protocol
-// transport answers ErrGroupsUnsupported until the server speaks the group
-// APIs).
+// Consumer groups in a cluster, as Kafka does them. __consumer_offsets has
+// Config.OffsetsTopicPartitions partitions (Kafka's 50), RF 3 (or fewer,
+// with fewer brokers), created through the controller by the first group
+// call or FindCoordinator any member gets. A group belongs to partition
+// GroupPartition(group, N), and its coordinator is that partition's
+// leader. Each member runs one group.Coordinator per partition it leads:
+// it loads it when it becomes the leader — the committed offsets of the
+// partition's groups read back from its replica, in the background, the
+// groups answered COORDINATOR_LOAD_IN_PROGRESS meanwhile — and closes it
+// when leadership moves (or the leader epoch changes); its commits are
+// acks=all produces to that partition, so a new leader has every
+// acknowledged one. Only offsets are kept: the groups' members are not (a
+// Kafka coordinator also writes each group's metadata), so after a move the
+// members rejoin (UNKNOWN_MEMBER_ID) and resume from the committed offsets.
+//
+// Kafka clients find the coordinator with FindCoordinator, which any member
+// answers (the member is a kafka.GroupRouter), and are told NOT_COORDINATOR
+// by the others. As a log.Client, a member runs a group call at its own
+// coordinator or sends it to the partition's leader over the Transport
+// (groups_route.go), and follows it when it moves.
 
-var offsetsTP = log.TopicPartition{Topic: log.OffsetsTopic, Partition: 0}
+// DefaultOffsetsTopicPartitions is Kafka's offsets.topic.num.partitions.
+const DefaultOffsetsTopicPartitions = 50
 
-// ErrGroupsUnsupported: the Transport cannot carry consumer-group calls to
-// the coordinator on another member.
+// ErrGroupsUnsupported was returned by a Transport that could not carry
+// consumer-group calls.
+//
+// Deprecated: every Transport carries them; nothing returns it.
 var ErrGroupsUnsupported = errors.New("replica: consumer-group calls cannot be forwarded over this transport yet")
 
-// syncCoordinator starts or stops this member's group coordinator to
-// match its leadership of __consumer_offsets-0. Called after each image.
+// GroupPartition returns the partition of __consumer_offsets, of n, that
+// holds a group's commits: Kafka's Utils.abs(groupId.hashCode) % n, with
+// Java's String.hashCode (over UTF-16 code units), so that a Kafka
+// client's or tool's idea of the partition matches.
+func GroupPartition(groupID string, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	var h int32
+	for _, u := range utf16.Encode([]rune(groupID)) {
+		h = 31*h + int32(u)
+	}
+	switch {
+	case h == math.MinInt32:
+		h = 0 // Kafka's Utils.abs
+	case h < 0:
+		h = -h
+	}
+	return int(h) % n
+}
+
+// memberGroups is the group coordination of one member: a coordinator per
+// __consumer_offsets partition it leads, and the Kafka client through which
+// it forwards group calls over the Kafka-protocol transport.
+type memberGroups struct {
+	mu     sync.Mutex
+	led    map[int]*ledCoordinator // by partition: loading or loaded
+	closed bool
+	loads  sync.WaitGroup // the loading goroutines, joined by stopCoordinator
+
+	clientMu sync.Mutex
+	client   *kafka.Client // dialed at the first forwarded call
+}
+
+// ledCoordinator is the coordinator of one partition, in the leader epoch
+// it was loaded in: nil while its goroutine reads the partition (Kafka's
+// COORDINATOR_LOAD_IN_PROGRESS), which cancel ends.
+type ledCoordinator struct {
+	c      *group.Coordinator
+	epoch  int32
+	cancel context.CancelFunc
+}
+
+func (b *Broker) offsetsPartitions() int {
+	if n := b.cfg.OffsetsTopicPartitions; n > 0 {
+		return n
+	}
+	return DefaultOffsetsTopicPartitions
+}
+
+// syncCoordinator starts and stops this member's coordinators to match the
+// partitions of __consumer_offsets it leads. Called after each image, by
+// the metadata goroutine: it closes the coordinators of the partitions it
+// no longer leads (Close waits for their commits in progress) and starts a
+// goroutine to load each new one, as Kafka loads a partition's groups in
+// the background, so that a large partition does not hold the metadata
+// back.
 func (b *Broker) syncCoordinator() {
-	st, ok := b.img.Load().Partition(log.OffsetsTopic, 0)
-	ps := b.part(offsetsTP)
-	leading := ok && ps != nil && st.Leader == b.cfg.ID && ps.leading.Load()
-	b.groupMu.Lock()
-	defer b.groupMu.Unlock()
-	if b.coord != nil && (!leading || b.coordEpoch != st.LeaderEpoch) {
-		b.coord.Close()
-		b.coord = nil
+	want := map[int]int32{} // partition → leader epoch, where this member leads
+	if t, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
+		for _, st := range t.Partitions {
+			ps := b.part(log.TopicPartition{Topic: log.OffsetsTopic, Partition: st.Partition})
+			if st.Leader == b.cfg.ID && ps != nil && ps.leading.Load() {
+				want[st.Partition] = st.LeaderEpoch
+			}
+		}
 	}
-	if !leading || b.coord != nil || b.ctx.Err() != nil {
+	g := &b.groups
+	g.mu.Lock()
+	led := make(map[int]int32, len(g.led))
+	for p, lc := range g.led {
+		led[p] = lc.epoch
+	}
+	stopPs, start := coordinatorChanges(led, want)
+	stop := make([]*group.Coordinator, 0, len(stopPs))
+	for _, p := range stopPs {
+		lc := g.led[p]
+		lc.cancel()
+		if lc.c != nil {
+			stop = append(stop, lc.c)
+		}
+		delete(g.led, p)
+	}
+	g.mu.Unlock()
+	// Closed before the next is loaded: a coordinator's last commits are
+	// in the log the next one of the partition reads.
+	for _, c := range stop {
+		c.Close()
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || b.ctx.Err() != nil {
 		return
 	}
-	initial, err := loadOffsets(ps.p)
+	for _, p := range start {
+		ctx, cancel := context.WithCancel(b.ctx)
+		lc := &ledCoordinator{epoch: want[p], cancel: cancel}
+		if g.led == nil {
+			g.led = map[int]*ledCoordinator{}
+		}
+		g.led[p] = lc
+		g.loads.Add(1)
+		go b.loadLoop(ctx, p, lc)
+	}
+}
+
+// loadLoop loads the coordinator of partition p for lc, trying again
+// after a failed read, until it is loaded or lc is cancelled.
+func (b *Broker) loadLoop(ctx context.Context, p int, lc *ledCoordinator) {
+	g := &b.groups
+	defer g.loads.Done()
+	defer lc.cancel()
+	backoff := 50 * time.Millisecond
+	for {
+		c, err := b.loadCoordinator(ctx, p)
+		if err == nil {
+			g.mu.Lock()
+			if g.closed || g.led[p] != lc || ctx.Err() != nil {
+				g.mu.Unlock()
+				c.Close() // superseded while it loaded
+				return
+			}
+			lc.c = c
+			g.mu.Unlock()
+			b.log.Debug("replica: group coordinator started", "partition", p, "leader epoch", lc.epoch)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		b.log.Error("replica: start group coordinator", "partition", p, "err", err)
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+			backoff = min(2*backoff, 5*time.Second)
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// coordinatorChanges is the decision of syncCoordinator: given the
+// partitions whose coordinator runs or loads (led, with the leader epoch it
+// was started in) and those this member leads in the metadata (want), the
+// coordinators to stop — the partition is no longer led, or led in another
+// epoch: another leader may have written to it in between — and the
+// partitions whose coordinator to load, both sorted.
+func coordinatorChanges(led, want map[int]int32) (stop, start []int) {
+	for p, e := range led {
+		if we, ok := want[p]; !ok || we != e {
+			stop = append(stop, p)
+		}
+	}
+	for p, e := range want {
+		if le, ok := led[p]; !ok || le != e {
+			start = append(start, p)
+		}
+	}
+	slices.Sort(stop)
+	slices.Sort(start)
+	return stop, start
+}
+
+// loadCoordinator starts the coordinator of partition p with the offsets
+// committed in this member's replica of it.
+func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator, error) {
+	tp := log.TopicPartition{Topic: log.OffsetsTopic, Partition: p}
+	ps := b.part(tp)
+	if ps == nil {
+		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
+	}
+	initial, err := loadOffsets(ctx, ps.p)
 	if err != nil {
-		b.log.Error("replica: read committed offsets", "err", err)
-		return
+		return nil, fmt.Errorf("read committed offsets of %s-%d: %w", tp.Topic, p, err)
 	}
-	c, err := group.New(group.Config{
-		Store: offsetStore{b}, Partitions: b.Partitions, Initial: initial, Logger: b.log,
+	return group.New(group.Config{
+		Store: offsetStore{b, tp}, Partitions: b.Partitions, Initial: initial,
+		Logger: b.log.With("offsets partition", p),
 	})
-	if err != nil {
-		b.log.Error("replica: start group coordinator", "err", err)
-		return
-	}
-	b.coord, b.coordEpoch = c, st.LeaderEpoch
-	b.log.Info("replica: group coordinator started", "leader epoch", st.LeaderEpoch)
 }
 
+// stopCoordinator ends every load, closes every coordinator and the
+// forwarding client, for good (Close, once the metadata goroutine has
+// stopped).
 func (b *Broker) stopCoordinator() {
-	b.groupMu.Lock()
-	defer b.groupMu.Unlock()
-	if b.coord != nil {
-		b.coord.Close()
-		b.coord = nil
+	g := &b.groups
+	g.mu.Lock()
+	g.closed = true
+	led := g.led
+	g.led = nil
+	for _, lc := range led {
+		lc.cancel()
 	}
+	g.mu.Unlock()
+	g.loads.Wait()
+	for _, lc := range led {
+		if lc.c != nil {
+			lc.c.Close()
+		}
+	}
+	g.clientMu.Lock()
+	if g.client != nil {
+		g.client.Close()
+		g.client = nil
+	}
+	g.clientMu.Unlock()
 }
 
-func (b *Broker) coordinator() *group.Coordinator {
-	b.groupMu.Lock()
-	defer b.groupMu.Unlock()
-	return b.coord
+// groupTP returns the partition of __consumer_offsets of a group and its
+// state in the current image; false while the topic does not exist.
+func (b *Broker) groupTP(groupID string) (log.TopicPartition, bool) {
+	t, ok := b.img.Load().Topic(log.OffsetsTopic)
+	if !ok || len(t.Partitions) == 0 {
+		return log.TopicPartition{}, false
+	}
+	return log.TopicPartition{Topic: log.OffsetsTopic, Partition: GroupPartition(groupID, len(t.Partitions))}, true
+}
+
+// localCoordinator returns this member's coordinator of a group: nil
+// unless it leads the group's partition and has loaded it in the leader
+// epoch of the current image.
+func (b *Broker) localCoordinator(groupID string) *group.Coordinator {
+	tp, ok := b.groupTP(groupID)
+	if !ok {
+		return nil
+	}
+	st, ok := b.img.Load().Partition(tp.Topic, tp.Partition)
+	if !ok || st.Leader != b.cfg.ID {
+		return nil
+	}
+	b.groups.mu.Lock()
+	defer b.groups.mu.Unlock()
+	if lc, ok := b.groups.led[tp.Partition]; ok && lc.epoch == st.LeaderEpoch {
+		return lc.c // nil while loading
+	}
+	return nil
+}
+
+var _ kafka.GroupRouter = (*Broker)(nil)
+
+// CoordinatorFor names the coordinator of a group (kafka.GroupRouter):
+// this member's own, if it leads the group's partition, or the leader.
+// It creates __consumer_offsets first if the cluster has none, bounded by
+// ctx.
+func (b *Broker) CoordinatorFor(ctx context.Context, groupID string) (*group.Coordinator, int32, bool) {
+	if err := b.ensureOffsetsTopic(ctx); err != nil {
+		return nil, -1, false
+	}
+	tp, ok := b.groupTP(groupID)
+	if !ok {
+		return nil, -1, false
+	}
+	leader, err := b.leaderOf(tp)
+	switch {
+	case err != nil:
+		return nil, -1, false
+	case leader == b.cfg.ID:
+		return b.localCoordinator(groupID), int32(leader), true // nil: loading
+	}
+	return nil, int32(leader), true
+}
+
+// Coordinators returns this member's coordinators (kafka.GroupRouter).
+func (b *Broker) Coordinators() []*group.Coordinator {
+	b.groups.mu.Lock()
+	defer b.groups.mu.Unlock()
+	ps := make([]int, 0, len(b.groups.led))
+	for p, lc := range b.groups.led {
+		if lc.c != nil {
+			ps = append(ps, p)
+		}
+	}
+	slices.Sort(ps)
+	out := make([]*group.Coordinator, len(ps))
+	for i, p := range ps {
+		out[i] = b.groups.led[p].c
+	}
+	return out
 }
 
 // loadOffsets replays the partition's log: the last commit of each
 // (group, topic, partition) wins; a tombstone removes it. It reads to the
 // log end: the leader's log is the one that will be committed.
-func loadOffsets(p *log.Partition) (map[string]map[log.TopicPartition]int64, error) {
+func loadOffsets(ctx context.Context, p *log.Partition) (map[string]map[log.TopicPartition]int64, error) {
 	out := map[string]map[log.TopicPartition]int64{}
 	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		bs, err := p.Slice(off, 1<<20, end)
 		if err != nil {
 			return nil, err
@@ -119,9 +373,15 @@ func loadOffsets(p *log.Partition) (map[string]map[log.TopicPartition]int64, err
 	return out, nil
 }
 
-// offsetStore makes commits durable: an acks=all produce to
-// __consumer_offsets-0 on this member, its leader.
-type offsetStore struct{ b *Broker }
+// offsetStore makes a coordinator's commits durable: an acks=all produce
+// to its __consumer_offsets partition on this member, its leader. A
+// produce that fails there means the coordinator is moving or cannot
+// commit now: kafka.ErrNotCoordinator, which sends the client to find it
+// again (Kafka answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE).
+type offsetStore struct {
+	b  *Broker
+	tp log.TopicPartition
+}
 
 func (s offsetStore) Store(groupID string, offsets map[log.TopicPartition]int64) error {
 	var bd batch.Builder
@@ -136,7 +396,10 @@ func (s offsetStore) Store(groupID string, offsets map[log.TopicPartition]int64)
 	}
 	ctx, cancel := context.WithTimeout(s.b.ctx, s.b.cfg.ProduceTimeout)
 	defer cancel()
-	_, err := s.b.produceLocal(ctx, offsetsTP, bd.Bytes(), log.AcksAll)
+	_, err := s.b.produceLocal(ctx, s.tp, bd.Bytes(), log.AcksAll)
+	if err != nil && !errors.Is(err, log.ErrRecordTooLarge) {
+		return fmt.Errorf("%w: broker %d: commit to %s-%d: %v", kafka.ErrNotCoordinator, s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
+	}
 	return err
 }
 
@@ -144,6 +407,9 @@ func (s offsetStore) Store(groupID string, offsets map[log.TopicPartition]int64)
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	if _, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	live := 0
 	for _, bi := range b.img.Load().Brokers() {
@@ -153,7 +419,8 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	}
 	rf := max(1, min(3, live))
 	err := b.CreateTopic(ctx, log.OffsetsTopic, log.TopicConfig{
-		Partitions: 1, ReplicationFactor: rf, MinInSyncReplicas: min(2, rf), RetentionTime: -1,
+		Partitions: b.offsetsPartitions(), ReplicationFactor: rf, MinInSyncReplicas: min(2, rf),
+		RetentionTime: -1, Cleanup: log.CleanupCompact, // Kafka's cleanup.policy=compact: the last commit of each key
 	})
 	if !errors.Is(err, log.ErrTopicExists) {
 		return err
@@ -172,94 +439,4 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 			return log.ErrClosed
 		}
 	}
-}
-
-// groupCall runs fn at the group coordinator: here, or on the member that
-// leads __consumer_offsets-0, retrying across leadership changes.
-func (b *Broker) groupCall(ctx context.Context, fn func(log.GroupClient) error) error {
-	if err := b.ensureOffsetsTopic(ctx); err != nil {
-		return err
-	}
-	return b.route(ctx, offsetsTP, func(leader int) error {
-		if leader == b.cfg.ID {
-			return b.groupLocal(fn)
-		}
-		return b.tr.Group(ctx, leader, fn)
-	})
-}
-
-// groupLocal runs fn against this member's coordinator, or fails with
-// ErrNotLeader while it has none.
-func (b *Broker) groupLocal(fn func(log.GroupClient) error) error {
-	c := b.coordinator()
-	if c == nil {
-		return fmt.Errorf("%w: broker %d is not the group coordinator (yet)", ErrNotLeader, b.cfg.ID)
-	}
-	return fn(coordClient{c})
-}
-
-// coordClient is a group.Coordinator as a log.GroupClient.
-type coordClient struct{ c *group.Coordinator }
-
-func (g coordClient) JoinGroup(ctx context.Context, req group.JoinRequest) (group.JoinResponse, error) {
-	return g.c.Join(ctx, req)
-}
-
-func (g coordClient) SyncGroup(ctx context.Context, req group.SyncRequest) (group.SyncResponse, error) {
-	return g.c.Sync(ctx, req)
-}
-
-func (g coordClient) Heartbeat(ctx context.Context, groupID, memberID string, generation int32) error {
-	return g.c.Heartbeat(ctx, groupID, memberID, generation)
-}
-
-func (g coordClient) LeaveGroup(ctx context.Context, groupID, memberID string) error {
-	return g.c.Leave(ctx, groupID, memberID)
-}
-
-func (g coordClient) CommitOffsets(ctx context.Context, groupID, memberID string, generation int32, offsets map[log.TopicPartition]int64) error {
-	return g.c.Commit(ctx, groupID, memberID, generation, offsets)
-}
-
-func (g coordClient) FetchOffsets(ctx context.Context, groupID string, tps []log.TopicPartition) (map[log.TopicPartition]int64, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return g.c.Committed(groupID, tps), nil
-}
-
-// JoinGroup joins a consumer group at its coordinator.
-func (b *Broker) JoinGroup(ctx context.Context, req group.JoinRequest) (resp group.JoinResponse, err error) {
-	err = b.groupCall(ctx, func(g log.GroupClient) (err error) { resp, err = g.JoinGroup(ctx, req); return err })
-	return resp, err
-}
-
-// SyncGroup returns a member's assignment from the coordinator.
-func (b *Broker) SyncGroup(ctx context.Context, req group.SyncRequest) (resp group.SyncResponse, err error) {
-	err = b.groupCall(ctx, func(g log.GroupClient) (err error) { resp, err = g.SyncGroup(ctx, req); return err })
-	return resp, err
-}
-
-// Heartbeat keeps a group member alive.
-func (b *Broker) Heartbeat(ctx context.Context, groupID, memberID string, generation int32) error {
-	return b.groupCall(ctx, func(g log.GroupClient) error { return g.Heartbeat(ctx, groupID, memberID, generation) })
-}
-
-// LeaveGroup removes a member from its group.
-func (b *Broker) LeaveGroup(ctx context.Context, groupID, memberID string) error {
-	return b.groupCall(ctx, func(g log.GroupClient) error { return g.LeaveGroup(ctx, groupID, memberID) })
-}
-
-// CommitOffsets commits a member's positions (an acks=all produce to
-// __consumer_offsets at the coordinator).
-func (b *Broker) CommitOffsets(ctx context.Context, groupID, memberID string, generation int32, offsets map[log.TopicPartition]int64) error {
-	return b.groupCall(ctx, func(g log.GroupClient) error {
-		return g.CommitOffsets(ctx, groupID, memberID, generation, offsets)
-	})
-}
-
-// FetchOffsets returns a group's committed offsets.
-func (b *Broker) FetchOffsets(ctx context.Context, groupID string, tps []log.TopicPartition) (out map[log.TopicPartition]int64, err error) {
-	err = b.groupCall(ctx, func(g log.GroupClient) (err error) { out, err = g.FetchOffsets(ctx, groupID, tps); return err })
-	return out, err
 }

@@ -2,83 +2,310 @@ package replica_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica"
 )
 
-// Two consumers of one group on two members share a topic through the
-// coordinator (the leader of __consumer_offsets-0, a third member); their
-// commits survive that member's stop: the new leader's coordinator has them.
-func TestConsumerGroupAcrossMembers(t *testing.T) {
-	leaktest.Check(t)
-	c := startClusterOver(t, 3, "local")
-	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
-	prod, err := log.NewProducer(c.member(1), log.ProducerConfig{Acks: log.AcksAll, Timeout: 5 * time.Second})
+// GroupPartition is Kafka's: Utils.abs(groupId.hashCode) % n, with Java's
+// String.hashCode over UTF-16 code units (the hash codes below are Java's).
+func TestGroupPartition(t *testing.T) {
+	for _, tc := range []struct {
+		group string
+		hash  int64 // Java's "group".hashCode()
+		n     int
+	}{
+		{"", 0, 50},
+		{"g", 103, 50},
+		{"hello", 99162322, 50},
+		{"Hello World", -862545276, 50},         // negative: abs
+		{"polygenelubricants", -2147483648, 50}, // Integer.MIN_VALUE: Kafka's abs gives 0
+		{"\U0001F600", 1772899, 50},             // a surrogate pair: two code units
+		{"Aa", 2112, 7},
+		{"BB", 2112, 7},
+	} {
+		want := int(max(tc.hash, -tc.hash) % int64(tc.n))
+		if tc.hash == -2147483648 {
+			want = 0
+		}
+		require.Equal(t, want, replica.GroupPartition(tc.group, tc.n), "%q", tc.group)
+	}
+	require.Equal(t, 0, replica.GroupPartition("g", 0))
+}
+
+// groupsOn returns, for each member that leads a partition of
+// __consumer_offsets, a group whose coordinator it is now (the leader of
+// the group's partition); at least two members do. (A member fenced for a
+// moment under load, as the controller sees it, may lead nothing until the
+// preferred leaders return.)
+func groupsOn(t *testing.T, c *memberCluster) map[int]string {
+	t.Helper()
+	img := c.any().Image()
+	ot, ok := img.Topic(log.OffsetsTopic)
+	require.True(t, ok)
+	out := map[int]string{}
+	for i := 0; len(out) < len(c.members) && i < 1000; i++ {
+		g := fmt.Sprintf("group-%d", i)
+		st := ot.Partitions[replica.GroupPartition(g, len(ot.Partitions))]
+		if _, ok := out[st.Leader]; !ok && st.Leader != controller.NoLeader {
+			out[st.Leader] = g
+		}
+	}
+	require.GreaterOrEqual(t, len(out), 2, "leaders of %s: %v", log.OffsetsTopic, out)
+	return out
+}
+
+// createOffsetsTopic makes the first group call, which creates
+// __consumer_offsets, and waits until every member has applied it.
+func createOffsetsTopic(t *testing.T, c *memberCluster) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, err := c.member(1).FetchOffsets(ctx, "probe", nil)
 	require.NoError(t, err)
+	for _, b := range c.members {
+		c.waitImage(b, log.OffsetsTopic, func(img *controller.Image) bool {
+			ot, ok := img.Topic(log.OffsetsTopic)
+			for _, st := range ot.Partitions {
+				ok = ok && st.Leader != controller.NoLeader
+			}
+			return ok
+		})
+	}
+}
+
+// knows reports whether one of a member's coordinators knows the group.
+func knows(b *replica.Broker, g string) bool {
+	for _, gc := range b.Coordinators() {
+		if _, ok := gc.Describe(g); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Groups spread over the 50 partitions of __consumer_offsets and so over
+// the members that lead them: a group's commits, made through any member,
+// live at its coordinator only, and every member names that coordinator.
+func TestGroupsSpreadOverLeaders(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testGroupsSpreadOverLeaders(t, tr) })
+	}
+}
+
+func testGroupsSpreadOverLeaders(t *testing.T, tr string) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, tr)
+	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	for i := range 100 {
-		_, err := prod.Send(ctx, log.Record{Topic: "t", Partition: i % 2, Value: []byte(values(100)[i])})
-		require.NoError(t, err)
-	}
-	require.NoError(t, prod.Close())
 
-	// The first group call creates __consumer_offsets.
-	_, err = c.member(1).FetchOffsets(ctx, "g", nil)
+	// The first group call creates __consumer_offsets, with Kafka's 50
+	// partitions.
+	createOffsetsTopic(t, c)
+	n, err := c.member(2).Partitions(log.OffsetsTopic)
 	require.NoError(t, err)
-	coord := c.leader(log.OffsetsTopic, 0)
+	require.Equal(t, replica.DefaultOffsetsTopicPartitions, n)
+	cfg, err := c.member(3).TopicConfig(log.OffsetsTopic)
+	require.NoError(t, err)
+	require.Equal(t, 3, cfg.ReplicationFactor)
+
+	groups := groupsOn(t, c)
+	for coord, g := range groups {
+		via := coord%3 + 1 // another member
+		tp := log.TopicPartition{Topic: "t", Partition: coord % 2}
+		require.NoError(t, c.member(via).CommitOffsets(ctx, g, "", -1, map[log.TopicPartition]int64{tp: int64(10 * coord)}))
+		for id := 1; id <= 3; id++ {
+			got, err := c.member(id).FetchOffsets(ctx, g, nil)
+			require.NoError(t, err)
+			require.Equal(t, map[log.TopicPartition]int64{tp: int64(10 * coord)}, got, "group %s through member %d", g, id)
+
+			gc, node, ok := c.member(id).CoordinatorFor(ctx, g)
+			require.True(t, ok)
+			require.EqualValues(t, coord, node, "member %d names the coordinator of %s", id, g)
+			require.Equal(t, id == coord, gc != nil, "member %d runs the coordinator of %s", id, g)
+			require.Equal(t, id == coord, knows(c.member(id), g), "member %d knows group %s", id, g)
+		}
+	}
+
+	// A Kafka client given one member's address finds each group's
+	// coordinator (FindCoordinator) and commits there.
+	dial := kafka.DialConfig{Seeds: []string{c.member(1).Addr()}}
+	if tr == "kafka" {
+		dial.Dial = c.net.Node("client").Dial
+	}
+	kc, err := kafka.Dial(ctx, dial)
+	require.NoError(t, err)
+	defer kc.Close()
+	for coord, g := range groups {
+		tp := log.TopicPartition{Topic: "t", Partition: 1 - coord%2}
+		require.NoError(t, kc.CommitOffsets(ctx, g, "", -1, map[log.TopicPartition]int64{tp: 7}))
+		var got map[log.TopicPartition]int64
+		for _, gc := range c.member(coord).Coordinators() {
+			if offs := gc.Committed(g, []log.TopicPartition{tp}); len(offs) > 0 {
+				got = offs
+			}
+		}
+		require.Equal(t, map[log.TopicPartition]int64{tp: 7}, got, "group %s at member %d", g, coord)
+	}
+}
+
+// A group's coordinator is stopped while its consumers (on the other
+// members) consume and commit: the group's partition gets a new leader,
+// which loads the committed offsets from its replica; the consumers follow
+// the coordinator there, every record is consumed and the commits survive.
+func TestGroupCoordinatorFailover(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testGroupCoordinatorFailover(t, tr) })
+	}
+}
+
+func testGroupCoordinatorFailover(t *testing.T, tr string) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, tr)
+	const parts, total = 2, 200
+	c.createTopic("t", log.TopicConfig{Partitions: parts, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createOffsetsTopic(t, c)
+	coord, g := 0, ""
+	for id, gid := range groupsOn(t, c) {
+		if id > coord {
+			coord, g = id, gid
+		}
+	}
 	var hosts []int
 	for id := 1; id <= 3; id++ {
 		if id != coord {
 			hosts = append(hosts, id)
 		}
 	}
+	vals := values(total)
+	produce := func(via int, from, to int) {
+		prod, err := log.NewProducer(c.member(via), log.ProducerConfig{Acks: log.AcksAll, Timeout: 10 * time.Second})
+		require.NoError(t, err)
+		for i := from; i < to; i++ {
+			_, err := prod.Send(ctx, log.Record{Topic: "t", Partition: i % parts, Value: []byte(vals[i])})
+			require.NoError(t, err)
+		}
+		require.NoError(t, prod.Close())
+	}
+	produce(1, 0, total/2)
 
-	var got atomic.Int64
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	committed := make(chan struct{}, 64) // a consumer committed
+	stop := make(chan struct{})
+	errs := make(chan error, len(hosts))
 	var wg sync.WaitGroup
-	errs := make(chan error, 2)
 	for _, id := range hosts {
 		cons, err := log.NewConsumer(c.member(id), log.ConsumerConfig{
-			Group: "g", Topics: []string{"t"}, MaxWait: 100 * time.Millisecond, SessionTimeout: 6 * time.Second,
+			Group: g, Topics: []string{"t"}, MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second,
 		})
 		require.NoError(t, err)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer cons.Close()
-			for got.Load() < 100 {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
 				recs, err := cons.Poll(ctx)
 				if err != nil {
-					errs <- err
+					errs <- fmt.Errorf("member %d: poll: %w", id, err)
 					return
 				}
-				got.Add(int64(len(recs)))
-				if len(recs) > 0 {
-					if err := cons.Commit(ctx); err != nil {
-						errs <- err
-						return
+				mu.Lock()
+				for _, r := range recs {
+					seen[string(r.Value)] = true
+				}
+				mu.Unlock()
+				if len(recs) == 0 {
+					continue
+				}
+				switch err := cons.Commit(ctx); {
+				case err == nil:
+					select {
+					case committed <- struct{}{}:
+					default:
 					}
+				case errors.Is(err, group.ErrRebalanceInProgress), errors.Is(err, group.ErrIllegalGeneration), errors.Is(err, group.ErrUnknownMember):
+					// The next Poll rejoins.
+				default:
+					errs <- fmt.Errorf("member %d: commit: %w", id, err)
+					return
 				}
 			}
 		}()
 	}
+	tps := make([]log.TopicPartition, parts)
+	for p := range tps {
+		tps[p] = log.TopicPartition{Topic: "t", Partition: p}
+	}
+	sum := func(offs map[log.TopicPartition]int64) (s int64) {
+		for _, o := range offs {
+			s += o
+		}
+		return s
+	}
+	// waitCommitted waits, commit by commit, until the group has committed
+	// want records in all.
+	waitCommitted := func(want int64) map[log.TopicPartition]int64 {
+		t.Helper()
+		for {
+			offs, err := c.member(hosts[0]).FetchOffsets(ctx, g, tps)
+			require.NoError(t, err)
+			if sum(offs) >= want {
+				return offs
+			}
+			select {
+			case <-committed:
+			case err := <-errs:
+				t.Fatal(err)
+			case <-ctx.Done():
+				t.Fatalf("group %s committed %v, want %d records", g, offs, want)
+			}
+		}
+	}
+	before := waitCommitted(1)
+
+	c.stop(coord)
+	next := c.waitLeaderNot(c.member(hosts[0]), log.OffsetsTopic, replica.GroupPartition(g, replica.DefaultOffsetsTopicPartitions), coord)
+	require.Contains(t, hosts, next)
+	// The new coordinator has what the old one acknowledged.
+	after, err := c.member(hosts[1]).FetchOffsets(ctx, g, tps)
+	require.NoError(t, err)
+	for tp, off := range before {
+		require.GreaterOrEqual(t, after[tp], off, "%v after the failover, %v before", after, before)
+	}
+
+	produce(hosts[1], total/2, total)
+	final := waitCommitted(total)
+	close(stop)
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.EqualValues(t, 100, got.Load())
-
-	c.stop(coord)
-	c.waitLeaderNot(c.member(hosts[0]), log.OffsetsTopic, 0, coord)
-	offs, err := c.member(hosts[0]).FetchOffsets(ctx, "g", []log.TopicPartition{{Topic: "t", Partition: 0}, {Topic: "t", Partition: 1}})
-	require.NoError(t, err)
-	require.EqualValues(t, 100, offs[log.TopicPartition{Topic: "t", Partition: 0}]+offs[log.TopicPartition{Topic: "t", Partition: 1}], "committed offsets %v", offs)
+	mu.Lock()
+	require.Len(t, seen, total, "every acknowledged record consumed")
+	mu.Unlock()
+	for p := range parts {
+		require.EqualValues(t, total/parts, final[log.TopicPartition{Topic: "t", Partition: p}])
+	}
+	require.True(t, knows(c.member(next), g), "the new coordinator, member %d, knows the group", next)
 }

@@ -409,7 +409,3 @@ func (t *kafkaTransport) ListOffset(ctx context.Context, leader int, tp log.Topi
 	}
 	return p.Offset, nil
 }
-
-func (t *kafkaTransport) Group(context.Context, int, func(log.GroupClient) error) error {
-	return ErrGroupsUnsupported
-}

@@ -21,9 +21,10 @@ type Transport interface {
 	Produce(ctx context.Context, leader int, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error)
 	Fetch(ctx context.Context, leader int, req log.FetchRequest) (log.FetchResponse, error)
 	ListOffset(ctx context.Context, leader int, tp log.TopicPartition, at int64) (int64, error)
-	// Group runs a consumer-group call at the coordinator (see groups.go):
-	// call gets the coordinator member's groups. The Kafka-protocol
-	// transport answers ErrGroupsUnsupported for now.
+	// Group runs a consumer-group call at the coordinator (see
+	// groups_route.go): call gets the coordinator member's groups (the
+	// Kafka-protocol transport: a Kafka client that finds the group's
+	// coordinator itself).
 	Group(ctx context.Context, coordinator int, call func(log.GroupClient) error) error
 }
 
