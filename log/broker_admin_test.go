@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCreatePartitionsPersists(t *testing.T) {

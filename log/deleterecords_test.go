@@ -3,8 +3,8 @@ package log
 import (
 	"testing"
 
-	"github.com/stretchr/testify/require"
 	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 func TestDeleteRecordsBefore(t *testing.T) {
