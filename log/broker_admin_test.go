@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -167,4 +168,30 @@ func TestBrokerEndOffsetForEpoch(t *testing.T) {
 	}
 	_, _, err := b.EndOffsetForEpoch(TopicPartition{Topic: "t", Partition: 1}, 0)
 	require.ErrorIs(t, err, ErrUnknownPartition)
+}
+
+func TestCommitMetadataSurvivesRestart(t *testing.T) {
+	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
+		b := openT(t, fs, dir)
+		_, err := b.CreateTopic("t", TopicConfig{Partitions: 2})
+		require.NoError(t, err)
+		tp0, tp1 := TopicPartition{Topic: "t"}, TopicPartition{Topic: "t", Partition: 1}
+		ctx := context.Background()
+		require.NoError(t, b.GroupCoordinator().CommitWithMetadata(ctx, "g", "", -1, map[TopicPartition]group.CommittedOffset{
+			tp0: {Offset: 10, LeaderEpoch: 0, Metadata: "m0"},
+			tp1: {Offset: 20, LeaderEpoch: -1},
+		}))
+		require.NoError(t, b.CommitOffsets(ctx, "plain", "", -1, map[TopicPartition]int64{tp0: 3}))
+		require.NoError(t, b.Close())
+
+		b = openT(t, fs, dir)
+		defer b.Close()
+		require.Equal(t, map[TopicPartition]group.CommittedOffset{
+			tp0: {Offset: 10, LeaderEpoch: 0, Metadata: "m0"},
+			tp1: {Offset: 20, LeaderEpoch: -1},
+		}, b.GroupCoordinator().CommittedWithMetadata("g", nil))
+		got, err := b.FetchOffsets(ctx, "plain", []TopicPartition{tp0})
+		require.NoError(t, err)
+		require.Equal(t, map[TopicPartition]int64{tp0: 3}, got)
+	})
 }
