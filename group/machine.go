@@ -592,7 +592,7 @@ func (g *groupState) committed(tp TopicPartition) (CommittedOffset, bool) {
 	return CommittedOffset{Offset: off, LeaderEpoch: m.LeaderEpoch, Metadata: m.Metadata}, true
 }
 
-// forget drops the commits of tps. 
+// forget drops the commits of tps.
 func (g *groupState) forget(tps map[TopicPartition]int64) {
 	for tp := range tps {
 		delete(g.offsets, tp)
