@@ -3,11 +3,14 @@ package log
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -194,4 +197,91 @@ func TestCommitMetadataSurvivesRestart(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, map[TopicPartition]int64{tp0: 3}, got)
 	})
+}
+
+// TestAlterTopicConfigAppliesLive: segment.bytes, retention.bytes and
+// min.insync.replicas take effect on the partitions at once.
+func TestAlterTopicConfigAppliesLive(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	appendN(t, p, 10, 3)
+	require.Equal(t, 1, p.Segments(), "1 GiB segments: one")
+
+	require.NoError(t, b.AlterTopicConfig("t", TopicConfig{SegmentBytes: 512, RetentionBytes: 2048, MinInSyncReplicas: 2}))
+	appendN(t, p, 30, 3)
+	require.Greater(t, p.Segments(), 4, "the new segment size rolls")
+	before := p.Segments()
+	b.enforceRetention(time.Now())
+	require.Less(t, p.Segments(), before, "the new retention deletes")
+	require.Positive(t, p.StartOffset())
+
+	raw := func() []byte {
+		var bd batch.Builder
+		bd.Reset(time.Now().UnixMilli())
+		bd.Append(time.Now().UnixMilli(), nil, []byte("v"), nil)
+		return bd.Bytes()
+	}
+	_, err := b.ProduceBatch(context.Background(), TopicPartition{Topic: "t"}, raw(), AcksAll)
+	require.ErrorIs(t, err, ErrNotEnoughReplicas, "min.insync.replicas 2 on one replica")
+	_, err = b.ProduceBatch(context.Background(), TopicPartition{Topic: "t"}, raw(), AcksLeader)
+	require.NoError(t, err)
+}
+
+// TestAlterTopicConfigDuringAppends alters a topic's configuration while
+// appends, reads and retention run on its partition (for the race
+// detector), and every append sees one configuration or the other whole.
+func TestAlterTopicConfigDuringAppends(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{SegmentBytes: 4096})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(f func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if err := f(); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	run(func() error {
+		_, err := p.Append(Record{Value: make([]byte, 100)})
+		return err
+	})
+	run(func() error {
+		_, err := p.Read(p.StartOffset(), 1<<16)
+		if errors.Is(err, ErrOffsetOutOfRange) {
+			return nil // retention moved the start under us
+		}
+		return err
+	})
+	run(func() error {
+		b.enforceRetention(time.Now())
+		return nil
+	})
+	for i := 0; i < 200; i++ {
+		cfg := TopicConfig{SegmentBytes: 4096, RetentionBytes: 16384}
+		if i%2 == 1 {
+			cfg = TopicConfig{SegmentBytes: 2048, Compression: TopicCompressionSnappy}
+		}
+		require.NoError(t, b.AlterTopicConfig("t", cfg))
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Positive(t, p.EndOffset())
 }

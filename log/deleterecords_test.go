@@ -1,6 +1,8 @@
 package log
 
 import (
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/strata-log/strata/vfs"
@@ -137,4 +139,63 @@ func TestCrashDuringDeleteRecords(t *testing.T) {
 		}
 		require.NoError(t, s.Close())
 	}
+}
+
+// TestDeleteRecordsDuringAppendsAndReads moves the start while a writer
+// appends and a reader reads from the start (for the race detector): the
+// reader gets records at or after the start it read, or an
+// OffsetOutOfRangeError when the start passed it.
+func TestDeleteRecordsDuringAppendsAndReads(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	p := createT(t, b, "t", small)
+	appendN(t, p, 10, 3)
+	stop := make(chan struct{})
+	done := make(chan error, 2)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			if _, err := p.Append(rec(1)); err != nil {
+				done <- err
+				return
+			}
+		}
+	}()
+	go func() {
+		for {
+			select {
+			case <-stop:
+				done <- nil
+				return
+			default:
+			}
+			from := p.StartOffset()
+			recs, err := p.Read(from, 1<<12)
+			switch {
+			case errors.Is(err, ErrOffsetOutOfRange):
+			case err != nil:
+				done <- err
+				return
+			case len(recs) > 0 && recs[0].Offset < from:
+				done <- fmt.Errorf("read from %d got offset %d", from, recs[0].Offset)
+				return
+			}
+		}
+	}()
+	last := int64(0)
+	for i := 0; i < 100; i++ {
+		low, err := p.DeleteRecordsBefore(min(p.HighWatermark(), last+7))
+		require.NoError(t, err)
+		require.GreaterOrEqual(t, low, last, "the start never goes back")
+		last = low
+	}
+	close(stop)
+	require.NoError(t, <-done)
+	require.NoError(t, <-done)
+	require.Equal(t, last, p.StartOffset())
 }
