@@ -73,8 +73,9 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	case rt.ReplicationFactor <= 0:
 		return fmt.Errorf("%w: replication factor %d", errInvalidReplicationFactorErr, rt.ReplicationFactor)
 	default:
-		// Kafka's rule: no more replicas than live brokers.
-		if brokers, _ := s.clusterBrokers(); int(rt.ReplicationFactor) > len(brokers) {
+		// Kafka's rule: no more replicas than live brokers (a cluster
+		// member that knows of none yet leaves it to its controller).
+		if brokers, _ := s.clusterBrokers(); len(brokers) > 0 && int(rt.ReplicationFactor) > len(brokers) {
 			return fmt.Errorf("%w: replication factor %d with %d brokers", errInvalidReplicationFactorErr, rt.ReplicationFactor, len(brokers))
 		}
 		cfg.ReplicationFactor = int(rt.ReplicationFactor)
