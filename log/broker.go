@@ -239,7 +239,9 @@ func (b *Broker) appendTopicsJSON(buf []byte) ([]byte, error) {
 
 // CreateTopic creates a topic. Zero fields of cfg take the broker's
 // DefaultTopic and then Kafka's defaults. A standalone broker has one replica
-// of everything: a ReplicationFactor above 1 is ErrInvalidConfig.
+// of everything: a ReplicationFactor above 1 is ErrInvalidReplicationFactor
+// (an ErrInvalidConfig). The non-zero fields of cfg other than Partitions
+// and ReplicationFactor are the topic's overrides (TopicOverrides).
 func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := ValidTopicName(name); err != nil {
 		return nil, err
