@@ -2,6 +2,7 @@ package group_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -156,4 +157,36 @@ func TestCommittedOffsetRecordRoundTrip(t *testing.T) {
 	bad := kmsg.OffsetCommitValue{Version: 3, Offset: 5, LeaderEpoch: -5}
 	_, _, _, err = group.DecodeCommittedOffsetRecord(k1, bad.AppendTo(nil))
 	require.ErrorIs(t, err, group.ErrCorruptOffsetRecord)
+}
+
+// FuzzDecodeCommittedOffsetRecord: no input panics; what decodes is valid
+// and survives an encode and decode unchanged.
+func FuzzDecodeCommittedOffsetRecord(f *testing.F) {
+	tp := group.TopicPartition{Topic: "orders", Partition: 2}
+	key, value := group.EncodeCommittedOffsetRecord("g1", tp, group.CommittedOffset{Offset: 42, LeaderEpoch: 3, Metadata: "m"}, time.UnixMilli(1700000000123))
+	f.Add(key, value)
+	f.Add(key, []byte(nil))
+	f.Add(key, value[:12])
+	f.Add(key, (&kmsg.OffsetCommitValue{Version: 1, Offset: 1, Metadata: "old", ExpireTimestamp: 5}).AppendTo(nil))
+	f.Add(key, (&kmsg.OffsetCommitValue{Version: 4, Offset: 1, LeaderEpoch: 2, Metadata: "x"}).AppendTo(nil))
+	f.Fuzz(func(t *testing.T, key, value []byte) {
+		g, tp, co, err := group.DecodeCommittedOffsetRecord(key, value)
+		if err != nil {
+			if !errors.Is(err, group.ErrCorruptOffsetRecord) && !errors.Is(err, group.ErrNotOffsetRecord) {
+				t.Fatalf("error %v is neither sentinel", err)
+			}
+			return
+		}
+		if co.LeaderEpoch < -1 || co.Offset < -1 || (co.Offset == -1) != (len(value) == 0) {
+			t.Fatalf("decoded invalid %+v from a value of %d bytes", co, len(value))
+		}
+		if co.Offset < 0 {
+			return
+		}
+		k2, v2 := group.EncodeCommittedOffsetRecord(g, tp, co, time.UnixMilli(0))
+		g2, tp2, co2, err := group.DecodeCommittedOffsetRecord(k2, v2)
+		if err != nil || g2 != g || tp2 != tp || co2 != co {
+			t.Fatalf("%q %v %+v re-decodes as %q %v %+v, %v", g, tp, co, g2, tp2, co2, err)
+		}
+	})
 }
