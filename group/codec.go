@@ -25,11 +25,7 @@ const (
 // big-endian. The group id and topic must be valid (at most MaxNameLen
 // bytes) and the partition must fit an int32, as Commit ensures.
 func EncodeOffsetRecord(group string, tp TopicPartition, offset int64, commitTime time.Time) (key, value []byte) {
-	k := kmsg.OffsetCommitKey{Version: offsetKeyVersion, Group: group, Topic: tp.Topic, Partition: int32(tp.Partition)}
-	v := kmsg.OffsetCommitValue{Version: offsetValueVersion, Offset: offset, LeaderEpoch: -1, CommitTimestamp: commitTime.UnixMilli()}
-	key = k.AppendTo(make([]byte, 0, 2+2+len(group)+2+len(tp.Topic)+4))
-	value = v.AppendTo(make([]byte, 0, 2+8+4+2+8))
-	return key, value
+	return EncodeCommittedOffsetRecord(group, tp, CommittedOffset{Offset: offset, LeaderEpoch: -1}, commitTime)
 }
 
 // DecodeOffsetRecord decodes a record of __consumer_offsets. A key of
@@ -40,6 +36,12 @@ func EncodeOffsetRecord(group string, tp TopicPartition, offset int64, commitTim
 // topic, a negative partition or offset — is ErrCorruptOffsetRecord.
 // Value versions 0 to 4 are read; only the offset is returned.
 func DecodeOffsetRecord(key, value []byte) (group string, tp TopicPartition, offset int64, err error) {
+	return decodeOffsetRecord(key, value, nil)
+}
+
+// decodeOffsetRecord is DecodeOffsetRecord; value, if set, is given the
+// decoded value of a record that is not a tombstone.
+func decodeOffsetRecord(key, value []byte, valueOf func(*kmsg.OffsetCommitValue)) (group string, tp TopicPartition, offset int64, err error) {
 	if len(key) < 2 {
 		return "", TopicPartition{}, 0, fmt.Errorf("%w: key of %d bytes", ErrCorruptOffsetRecord, len(key))
 	}
@@ -80,6 +82,9 @@ func DecodeOffsetRecord(key, value []byte) (group string, tp TopicPartition, off
 	}
 	if v.Offset < 0 {
 		return "", TopicPartition{}, 0, fmt.Errorf("%w: offset %d", ErrCorruptOffsetRecord, v.Offset)
+	}
+	if valueOf != nil {
+		valueOf(&v)
 	}
 	return k.Group, tp, v.Offset, nil
 }

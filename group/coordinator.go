@@ -66,7 +66,14 @@ type armedTimer struct {
 }
 
 // New returns a running Coordinator.
-func New(cfg Config) (*Coordinator, error) {
+func New(cfg Config) (*Coordinator, error) { return NewWithCommitted(cfg, nil) }
+
+// NewWithCommitted returns a running Coordinator that starts with the
+// committed offsets of cfg.Initial and, with their leader epochs and
+// metadata, those of committed (by group; what a broker read back from
+// __consumer_offsets with DecodeCommittedOffsetRecord). Negative offsets
+// are ignored; the maps are copied.
+func NewWithCommitted(cfg Config, committed map[string]map[TopicPartition]CommittedOffset) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -86,6 +93,17 @@ func New(cfg Config) (*Coordinator, error) {
 				e.st.offsets[tp] = off
 			}
 		}
+		c.forgetIfIdle(e)
+	}
+	for g, offsets := range committed {
+		e := c.entry(g)
+		kept := make(map[TopicPartition]CommittedOffset, len(offsets))
+		for tp, co := range offsets {
+			if co.Offset >= 0 {
+				kept[tp] = co
+			}
+		}
+		e.st.applyCommitted(kept)
 		c.forgetIfIdle(e)
 	}
 	return c, nil
@@ -432,12 +450,26 @@ func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
 // Bad offsets (a negative offset or partition, an empty or over-long topic)
 // are ErrInvalidRequest. An empty offsets map only checks the membership.
 func (c *Coordinator) Commit(ctx context.Context, group, memberID string, generation int32, offsets map[TopicPartition]int64) error {
+	committed := make(map[TopicPartition]CommittedOffset, len(offsets))
+	for tp, off := range offsets {
+		committed[tp] = CommittedOffset{Offset: off, LeaderEpoch: -1}
+	}
+	return c.commit(ctx, group, memberID, generation, committed, false)
+}
+
+// commit is Commit and CommitWithMetadata: withMeta, the commits have a
+// leader epoch and metadata to keep.
+func (c *Coordinator) commit(ctx context.Context, group, memberID string, generation int32, offsets map[TopicPartition]CommittedOffset, withMeta bool) error {
 	if err := validGroup(group); err != nil {
 		return err
 	}
-	for tp, off := range offsets {
+	for tp, co := range offsets {
+		off := co.Offset
 		if tp.Topic == "" || len(tp.Topic) > MaxNameLen || tp.Partition < 0 || int64(tp.Partition) > 1<<31-1 || off < 0 {
 			return fmt.Errorf("%w: commit of offset %d for %s/%d", ErrInvalidRequest, off, tp.Topic, tp.Partition)
+		}
+		if len(co.Metadata) > MaxMetadataLen || co.LeaderEpoch < -1 {
+			return fmt.Errorf("%w: commit for %s/%d: leader epoch %d, %d bytes of metadata (at most %d)", ErrInvalidRequest, tp.Topic, tp.Partition, co.LeaderEpoch, len(co.Metadata), MaxMetadataLen)
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -466,13 +498,11 @@ func (c *Coordinator) Commit(ctx context.Context, group, memberID string, genera
 		return err
 	}
 	offsets = maps.Clone(offsets) // neither the store nor the state keeps the caller's map
-	if c.cfg.Store != nil {
-		if err := c.cfg.Store.Store(group, offsets); err != nil {
-			return fmt.Errorf("group: store commit of group %q: %w", group, err)
-		}
+	if err := c.store(group, offsets, withMeta); err != nil {
+		return fmt.Errorf("group: store commit of group %q: %w", group, err)
 	}
 	c.mu.Lock()
-	e.st.applyCommit(offsets)
+	e.st.applyCommitted(offsets)
 	c.mu.Unlock()
 	return nil
 }
@@ -527,9 +557,7 @@ func (c *Coordinator) Delete(ctx context.Context, group string) error {
 		}
 	}
 	c.mu.Lock()
-	for tp := range tombstones {
-		delete(e.st.offsets, tp)
-	}
+	e.st.forget(tombstones)
 	c.mu.Unlock()
 	return nil
 }

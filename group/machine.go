@@ -93,6 +93,9 @@ type groupState struct {
 	delayUntil        time.Time
 	initialDelay      time.Duration
 	offsets           map[TopicPartition]int64 // committed
+	// meta is the leader epoch and metadata of the commits in offsets that
+	// came with any (CommitWithMetadata); the others have none.
+	meta map[TopicPartition]offsetMeta
 }
 
 func newGroupState(id string, initialDelay time.Duration) *groupState {
@@ -555,6 +558,46 @@ func (g *groupState) checkCommit(now time.Time, ev commitEvent) error {
 // durable.
 func (g *groupState) applyCommit(offsets map[TopicPartition]int64) {
 	maps.Copy(g.offsets, offsets)
+	for tp := range offsets {
+		delete(g.meta, tp)
+	}
+}
+
+// applyCommitted records commits with their leader epochs and metadata, as
+// applyCommit does.
+func (g *groupState) applyCommitted(offsets map[TopicPartition]CommittedOffset) {
+	for tp, c := range offsets {
+		g.offsets[tp] = c.Offset
+		if m := c.meta(); m != (offsetMeta{LeaderEpoch: -1}) {
+			if g.meta == nil {
+				g.meta = make(map[TopicPartition]offsetMeta)
+			}
+			g.meta[tp] = m
+		} else {
+			delete(g.meta, tp)
+		}
+	}
+}
+
+// committed returns the commit of tp, if any.
+func (g *groupState) committed(tp TopicPartition) (CommittedOffset, bool) {
+	off, ok := g.offsets[tp]
+	if !ok {
+		return CommittedOffset{}, false
+	}
+	m, ok := g.meta[tp]
+	if !ok {
+		m = offsetMeta{LeaderEpoch: -1}
+	}
+	return CommittedOffset{Offset: off, LeaderEpoch: m.LeaderEpoch, Metadata: m.Metadata}, true
+}
+
+// forget drops the commits of tps.
+func (g *groupState) forget(tps map[TopicPartition]int64) {
+	for tp := range tps {
+		delete(g.offsets, tp)
+		delete(g.meta, tp)
+	}
 }
 
 func (g *groupState) timer(now time.Time, ev timerEvent, out []effect) []effect {

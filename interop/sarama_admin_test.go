@@ -127,7 +127,7 @@ func TestSaramaAdminNotServed(t *testing.T) {
 	c := kafkatest.New(t, kafkatest.Topic("sa", 1))
 	ctx := testCtx(t, 10*time.Second)
 	cfg := saramaConfig()
-	cfg.Version = sarama.V2_1_0_0
+	cfg.Version = sarama.V2_3_0_0 // the first with IncrementalAlterConfigs
 	adm, err := sarama.NewClusterAdmin([]string{c.Addr()}, cfg)
 	if err != nil {
 		t.Fatal(err)

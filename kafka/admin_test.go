@@ -69,7 +69,9 @@ func TestCreateDeleteTopics(t *testing.T) {
 	}
 	// A standalone broker has one replica of everything.
 	resp := c.do(createReq(7, false, newTopic("rf3", 1, 3))).(*kmsg.CreateTopicsResponse)
-	require.Equal(t, errInvalidConfig, resp.Topics[0].ErrorCode)
+	require.Equal(t, errInvalidReplicationFactor, resp.Topics[0].ErrorCode)
+	resp = c.do(createReq(7, true, newTopic("rf3", 1, 3))).(*kmsg.CreateTopicsResponse)
+	require.Equal(t, errInvalidReplicationFactor, resp.Topics[0].ErrorCode, "validate only")
 
 	// Validate only: checked, not created.
 	resp = c.do(createReq(4, true, newTopic("dry", 2, 1), newTopic("old", 1, 1))).(*kmsg.CreateTopicsResponse)

@@ -106,6 +106,7 @@ func (s *Server) apiTable() *apiSet {
 	}
 	add(dataAPIs)
 	add(s.replicaAPIs())
+	add(s.adminAPIs()) // what the backend supports of them
 	if s.groupsServed() {
 		add(groupAPIs)
 	}

@@ -41,7 +41,14 @@
 //	                 fetch sessions are declined with session id 0)
 //	ListOffsets      v1–v6 (earliest, latest, by timestamp)
 //	CreateTopics     v0–v7, DeleteTopics v0–v6
-//	DescribeConfigs  v0–v4 (topic configs, read-only)
+//	DescribeConfigs  v0–v4 (topic configs, each DYNAMIC_TOPIC_CONFIG if
+//	                 set on the topic, else DEFAULT_CONFIG; read-only
+//	                 unless the backend is a TopicConfigAlterer)
+//	CreatePartitions v0–v3, IncrementalAlterConfigs v0–v1 (topic configs:
+//	                 SET, DELETE, APPEND and SUBTRACT on cleanup.policy),
+//	                 DeleteRecords v0–v2, OffsetForLeaderEpoch v0–v4:
+//	                 each when the backend implements its interface
+//	                 (admin_backend.go), as *log.Broker does
 //	DescribeCluster  v0–v1
 //	FindCoordinator  v0–v6 (this node, for groups — on a GroupRouter, the
 //	                 group's node, the others' group APIs answering
@@ -55,7 +62,8 @@
 //	                 from v3)
 //	OffsetCommit     v0–v9 (member "" and generation -1: a simple
 //	                 consumer's, while the group has no members; v10
-//	                 names topics by id and is not served)
+//	                 names topics by id and is not served; metadata, and
+//	                 the leader epoch from v6, kept)
 //	OffsetFetch      v0–v9 (several groups from v8)
 //	ListGroups       v0–v5 (states filter v4, types filter v5: every
 //	                 group is "classic"), DescribeGroups v0–v6,

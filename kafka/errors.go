@@ -53,6 +53,8 @@ const (
 	errUnsupportedCompressionType         int16 = 76
 	errMemberIDRequired                   int16 = 79
 	errFencedInstanceID                   int16 = 82
+	errFencedLeaderEpoch                  int16 = 74
+	errUnknownLeaderEpoch                 int16 = 75
 	errInvalidRecord                      int16 = 87
 	errUnknownTopicID                     int16 = 100
 	errMismatchedEndpointType             int16 = 114
@@ -82,6 +84,9 @@ var errorTable = []struct {
 	{log.ErrTransactionsUnsupported, errInvalidRecord},
 	{log.ErrInvalidTopic, errInvalidTopicException},
 	{log.ErrTopicExists, errTopicAlreadyExists},
+	// Both are ErrInvalidConfig too: they go first.
+	{log.ErrInvalidReplicationFactor, errInvalidReplicationFactor},
+	{log.ErrInvalidPartitions, errInvalidPartitions},
 	{log.ErrInvalidConfig, errInvalidConfig},
 	{log.ErrTimeout, errRequestTimedOut},
 	{context.DeadlineExceeded, errRequestTimedOut},

@@ -27,6 +27,10 @@ func TestErrorTableBothWays(t *testing.T) {
 		{log.ErrInvalidTopic, 17},
 		{log.ErrTopicExists, 36},
 		{log.ErrInvalidConfig, 40},
+		{log.ErrInvalidReplicationFactor, 38},
+		{log.ErrInvalidPartitions, 37},
+		{errInvalidReplicationFactorErr, 38},
+		{errInvalidPartitionsErr, 37},
 		{log.ErrTimeout, 7},
 		{context.DeadlineExceeded, 7},
 		{log.ErrClosed, 6},
@@ -76,6 +80,9 @@ func TestErrorTableBothWays(t *testing.T) {
 	require.ErrorIs(t, codeError(25), log.ErrUnknownMember)
 	require.ErrorIs(t, codeError(22), log.ErrIllegalGeneration)
 	require.ErrorIs(t, codeError(7), log.ErrTimeout)
+	require.ErrorIs(t, codeError(38), log.ErrInvalidReplicationFactor)
+	require.ErrorIs(t, codeError(38), log.ErrInvalidConfig, "a client checking for an invalid config still matches")
+	require.ErrorIs(t, codeError(37), log.ErrInvalidPartitions)
 	unknown := codeError(9999)
 	require.Error(t, unknown)
 	require.Nil(t, errors.Unwrap(unknown))

@@ -3,13 +3,14 @@ package kafka
 import (
 	"context"
 
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // maxOffsetMetadata is the longest commit metadata accepted (Kafka's
-// offset.metadata.max.bytes). Strata's coordinator does not keep it: an
-// OffsetFetch answers "".
+// offset.metadata.max.bytes). The coordinator keeps it, with the leader
+// epoch of the commit (v6+), and OffsetFetch returns both.
 const maxOffsetMetadata = 4096
 
 // handleOffsetCommit commits through the coordinator. A commit with member
@@ -21,7 +22,7 @@ const maxOffsetMetadata = 4096
 func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	offsets := map[log.TopicPartition]int64{}
+	offsets := map[log.TopicPartition]group.CommittedOffset{}
 	codes := make([][]int16, len(req.Topics))
 	for i, t := range req.Topics {
 		n, err := c.s.b.Partitions(t.Topic)
@@ -34,7 +35,14 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 				codes[i][j] = errOffsetMetadataTooLarge
 			default:
 				codes[i][j] = -2 // committed below
-				offsets[log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)}] = p.Offset
+				co := group.CommittedOffset{Offset: p.Offset, LeaderEpoch: -1}
+				if req.Version >= 6 && p.LeaderEpoch >= 0 {
+					co.LeaderEpoch = p.LeaderEpoch
+				}
+				if p.Metadata != nil {
+					co.Metadata = *p.Metadata
+				}
+				offsets[log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)}] = co
 			}
 		}
 	}
@@ -44,7 +52,7 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 	} else if len(offsets) > 0 {
 		gc, cc := c.s.coordinatorFor(ctx, req.Group)
 		if code = cc; gc != nil {
-			code = groupCode(ctx, gc.Commit(ctx, req.Group, req.MemberID, req.Generation, offsets))
+			code = groupCode(ctx, gc.CommitWithMetadata(ctx, req.Group, req.MemberID, req.Generation, offsets))
 		}
 	}
 	for i, t := range req.Topics {
@@ -104,9 +112,9 @@ func handleOffsetFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = groupID
-	partition := func(p int32, off int64) kmsg.OffsetFetchResponseGroupTopicPartition {
+	partition := func(p int32, co group.CommittedOffset) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, off, -1, kmsg.StringPtr("")
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = p, co.Offset, co.LeaderEpoch, kmsg.StringPtr(co.Metadata)
 		return rp
 	}
 	gc, code := s.coordinatorFor(ctx, groupID)
@@ -118,7 +126,7 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 			gt := kmsg.NewOffsetFetchResponseGroupTopic()
 			gt.Topic = t.Topic
 			for _, p := range t.Partitions {
-				rp := partition(p, -1)
+				rp := partition(p, group.CommittedOffset{Offset: -1, LeaderEpoch: -1})
 				rp.ErrorCode = code
 				gt.Partitions = append(gt.Partitions, rp)
 			}
@@ -127,9 +135,13 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 		return g
 	}
 	if topics == nil {
-		all := gc.Committed(groupID, nil)
+		all := gc.CommittedWithMetadata(groupID, nil)
 		where := map[string]int{}
-		for _, tp := range sortedTPs(all) {
+		plain := make(map[log.TopicPartition]int64, len(all))
+		for tp, co := range all {
+			plain[tp] = co.Offset
+		}
+		for _, tp := range sortedTPs(plain) {
 			i, ok := where[tp.Topic]
 			if !ok {
 				i = len(g.Topics)
@@ -148,16 +160,16 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 			tps = append(tps, log.TopicPartition{Topic: t.Topic, Partition: int(p)})
 		}
 	}
-	got := gc.Committed(groupID, tps)
+	got := gc.CommittedWithMetadata(groupID, tps)
 	for _, t := range topics {
 		gt := kmsg.NewOffsetFetchResponseGroupTopic()
 		gt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			off, ok := got[log.TopicPartition{Topic: t.Topic, Partition: int(p)}]
+			co, ok := got[log.TopicPartition{Topic: t.Topic, Partition: int(p)}]
 			if !ok {
-				off = -1
+				co = group.CommittedOffset{Offset: -1, LeaderEpoch: -1}
 			}
-			gt.Partitions = append(gt.Partitions, partition(p, off))
+			gt.Partitions = append(gt.Partitions, partition(p, co))
 		}
 		g.Topics = append(g.Topics, gt)
 	}

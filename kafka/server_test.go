@@ -90,7 +90,7 @@ func TestApiVersions(t *testing.T) {
 		require.Equal(t, [2]int16{0, 12}, keys[metadataKey])
 		require.Contains(t, keys, produceKey)
 		require.Contains(t, keys, fetchKey)
-		require.NotContains(t, keys, int16(37), "CreatePartitions is not served")
+		require.Equal(t, [2]int16{0, 3}, keys[createPartitionsKey], "CreatePartitions is served: log.Broker is a PartitionCreator")
 		require.Equal(t, [2]int16{0, 4}, keys[initProducerIDKey], "InitProducerId is served: the broker hands out producer ids")
 		require.NotContains(t, keys, saslHandshakeKey, "no SASL configured")
 	}

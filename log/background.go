@@ -53,7 +53,7 @@ func (s *Store) nextWake(now, lastRetention, lastCheckpoint, lastExpire time.Tim
 		lastCheckpoint.Add(s.cfg.CheckpointInterval).Sub(now),
 		lastExpire.Add(s.cfg.ProducerIDExpirationCheckInterval).Sub(now))
 	for _, p := range s.Partitions() {
-		if fi := p.cfg.FlushInterval; fi > 0 {
+		if fi := p.config().FlushInterval; fi > 0 {
 			d = min(d, time.Unix(0, p.lastFlush.Load()).Add(fi).Sub(now))
 		}
 	}
@@ -65,7 +65,7 @@ func (s *Store) nextWake(now, lastRetention, lastCheckpoint, lastExpire time.Tim
 func (s *Store) flushDue(now time.Time) {
 	for _, p := range s.Partitions() {
 		due := p.needFlush.Load()
-		if fi := p.cfg.FlushInterval; fi > 0 && p.RecoveryPoint() < p.EndOffset() &&
+		if fi := p.config().FlushInterval; fi > 0 && p.RecoveryPoint() < p.EndOffset() &&
 			now.Sub(time.Unix(0, p.lastFlush.Load())) >= fi {
 			due = true
 		}
@@ -111,7 +111,7 @@ func (s *Store) enforceRetention(now time.Time) {
 // Kafka's rules; never the active segment. The log start offset moves to the
 // first remaining segment. It returns how many segments it deleted.
 func (p *Partition) enforceRetention(now time.Time) (int, error) {
-	if p.cfg.Cleanup == CleanupCompact {
+	if p.config().Cleanup == CleanupCompact {
 		return 0, nil
 	}
 	p.mu.Lock()
@@ -121,13 +121,13 @@ func (p *Partition) enforceRetention(now time.Time) (int, error) {
 	}
 	segs := *p.segs.Load()
 	k := 0
-	if rt := p.cfg.RetentionTime; rt > 0 {
+	if rt := p.config().RetentionTime; rt > 0 {
 		limit := now.Add(-rt).UnixMilli()
 		for k < len(segs)-1 && segs[k].MaxTimestamp() < limit {
 			k++
 		}
 	}
-	if rb := p.cfg.RetentionBytes; rb > 0 {
+	if rb := p.config().RetentionBytes; rb > 0 {
 		var total int64
 		for _, s := range segs {
 			total += s.Size()

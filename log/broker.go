@@ -58,6 +58,11 @@ type Topic struct {
 	name  string
 	cfg   TopicConfig
 	parts []*Partition
+	// overrides are the fields of cfg set on the topic itself (given to
+	// CreateTopic or AlterTopicConfig); zero fields follow the defaults.
+	// A Topic is never changed once published: CreatePartitions and
+	// AlterTopicConfig replace it (broker_admin.go).
+	overrides TopicConfig
 }
 
 // Name is the topic's name.
@@ -81,6 +86,9 @@ func (t *Topic) Partition(i int) (*Partition, error) {
 type topicsMeta struct {
 	Version int                    `json:"version"`
 	Topics  map[string]TopicConfig `json:"topics"`
+	// Overrides are the configs set on each topic (Topic.overrides); a
+	// topic missing here has none (files written before they were kept).
+	Overrides map[string]TopicConfig `json:"overrides,omitempty"`
 }
 
 // Open opens (creating if needed) the data directory dir and the topics in
@@ -155,7 +163,7 @@ func (b *Broker) load() error {
 		if ValidTopicName(name) != nil {
 			return fmt.Errorf("log: %s: %w", topicsFile, ValidTopicName(name))
 		}
-		t := &Topic{name: name, cfg: cfg}
+		t := &Topic{name: name, cfg: cfg, overrides: meta.Overrides[name]}
 		b.topics[name] = t
 		for i := 0; i < cfg.Partitions; i++ {
 			p, err := b.store.OpenPartition(name, i, cfg)
@@ -165,6 +173,7 @@ func (b *Broker) load() error {
 			t.parts = append(t.parts, p)
 		}
 	}
+	b.deriveMissingOverrides(meta)
 	return b.removeStrays()
 }
 
@@ -224,12 +233,15 @@ func (b *Broker) appendTopicsJSON(buf []byte) ([]byte, error) {
 		buf = append(buf, "\": "...)
 		buf = append(buf, cfg...)
 	}
-	return append(buf, "\n  }\n}\n"...), nil
+	buf = append(buf, "\n  }"...)
+	return appendOverridesJSON(buf, names, b.topics)
 }
 
 // CreateTopic creates a topic. Zero fields of cfg take the broker's
 // DefaultTopic and then Kafka's defaults. A standalone broker has one replica
-// of everything: a ReplicationFactor above 1 is ErrInvalidConfig.
+// of everything: a ReplicationFactor above 1 is ErrInvalidReplicationFactor
+// (an ErrInvalidConfig). The non-zero fields of cfg other than Partitions
+// and ReplicationFactor are the topic's overrides (TopicOverrides).
 func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := ValidTopicName(name); err != nil {
 		return nil, err
@@ -237,27 +249,34 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if name == OffsetsTopic {
 		return nil, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
+	overrides := topicOverrides(cfg)
 	cfg = cfg.merge(b.cfg.DefaultTopic).WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.ReplicationFactor > 1 {
-		return nil, fmt.Errorf("%w: replication factor %d on a standalone broker", ErrInvalidConfig, cfg.ReplicationFactor)
+		return nil, fmt.Errorf("%w: replication factor %d on a standalone broker", ErrInvalidReplicationFactor, cfg.ReplicationFactor)
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil, fmt.Errorf("log: create topic %s: %w", name, ErrClosed)
 	}
-	return b.createTopicLocked(name, cfg)
+	return b.createTopicWith(name, cfg, overrides)
 }
 
 // createTopicLocked creates a topic from a complete, valid cfg. Holds b.mu.
 func (b *Broker) createTopicLocked(name string, cfg TopicConfig) (*Topic, error) {
+	return b.createTopicWith(name, cfg, TopicConfig{})
+}
+
+// createTopicWith creates a topic from a complete, valid cfg, of which
+// overrides were set on the topic. Holds b.mu.
+func (b *Broker) createTopicWith(name string, cfg, overrides TopicConfig) (*Topic, error) {
 	if _, ok := b.topics[name]; ok {
 		return nil, fmt.Errorf("%w: %s", ErrTopicExists, name)
 	}
-	t := &Topic{name: name, cfg: cfg}
+	t := &Topic{name: name, cfg: cfg, overrides: overrides}
 	fail := func(err error) (*Topic, error) {
 		for _, p := range t.parts {
 			b.store.RemovePartition(p.topic, p.id)

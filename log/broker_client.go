@@ -52,8 +52,8 @@ func (b *Broker) produceWith(ctx context.Context, tp TopicPartition, batch []byt
 	if err != nil {
 		return ProduceResult{}, err
 	}
-	if acks == AcksAll && p.cfg.MinInSyncReplicas > 1 {
-		return ProduceResult{}, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.cfg.MinInSyncReplicas)
+	if acks == AcksAll && p.config().MinInSyncReplicas > 1 {
+		return ProduceResult{}, fmt.Errorf("%w: %s needs %d in-sync replicas, a standalone broker has 1", ErrNotEnoughReplicas, p, p.config().MinInSyncReplicas)
 	}
 	base, _, err := appendTo(p, batch)
 	if err != nil {

@@ -23,19 +23,18 @@ var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionT
 // startGroups reads the committed offsets back from OffsetsTopic and starts
 // the group coordinator.
 func (b *Broker) startGroups() error {
-	initial, err := b.loadOffsets()
+	committed, err := b.loadOffsets()
 	if err != nil {
 		return err
 	}
-	c, err := group.New(group.Config{
+	c, err := group.NewWithCommitted(group.Config{
 		Store:                 offsetStore{b},
 		Partitions:            b.Partitions,
-		Initial:               initial,
 		Logger:                b.logger,
 		Clock:                 b.cfg.Clock,
 		MinSessionTimeout:     b.cfg.GroupMinSessionTimeout,
 		InitialRebalanceDelay: b.cfg.GroupInitialRebalanceDelay,
-	})
+	}, committed)
 	if err != nil {
 		return fmt.Errorf("log: start group coordinator: %w", err)
 	}
@@ -44,9 +43,10 @@ func (b *Broker) startGroups() error {
 }
 
 // loadOffsets replays OffsetsTopic: the last commit of each (group, topic,
-// partition) wins; a tombstone removes it.
-func (b *Broker) loadOffsets() (map[string]map[TopicPartition]int64, error) {
-	out := map[string]map[TopicPartition]int64{}
+// partition) wins, with its leader epoch and metadata; a tombstone removes
+// it.
+func (b *Broker) loadOffsets() (map[string]map[TopicPartition]group.CommittedOffset, error) {
+	out := map[string]map[TopicPartition]group.CommittedOffset{}
 	t, ok := b.topics[OffsetsTopic]
 	if !ok {
 		return out, nil
@@ -60,16 +60,16 @@ func (b *Broker) loadOffsets() (map[string]map[TopicPartition]int64, error) {
 			err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
 				off = h.NextOffset()
 				return batch.Records(bt, h, func(r *batch.Record) error {
-					g, tp, o, err := group.DecodeOffsetRecord(r.Key, r.Value)
+					g, tp, o, err := group.DecodeCommittedOffsetRecord(r.Key, r.Value)
 					switch {
 					case errors.Is(err, group.ErrNotOffsetRecord):
 						return nil
 					case err != nil:
 						return fmt.Errorf("offset %d: %w", r.Offset, err)
 					case out[g] == nil:
-						out[g] = map[TopicPartition]int64{}
+						out[g] = map[TopicPartition]group.CommittedOffset{}
 					}
-					if o < 0 {
+					if o.Offset < 0 {
 						delete(out[g], tp)
 					} else {
 						out[g][tp] = o
@@ -89,6 +89,15 @@ func (b *Broker) loadOffsets() (map[string]map[TopicPartition]int64, error) {
 type offsetStore struct{ b *Broker }
 
 func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) error {
+	committed := make(map[TopicPartition]group.CommittedOffset, len(offsets))
+	for tp, off := range offsets {
+		committed[tp] = group.CommittedOffset{Offset: off, LeaderEpoch: -1}
+	}
+	return s.StoreCommitted(groupID, committed)
+}
+
+// StoreCommitted appends commits with their leader epochs and metadata.
+func (s offsetStore) StoreCommitted(groupID string, offsets map[TopicPartition]group.CommittedOffset) error {
 	p, err := s.b.offsetsPartition()
 	if err != nil {
 		return err
@@ -97,9 +106,9 @@ func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) err
 	defer builders.Put(bd)
 	now := s.b.cfg.Clock.Now()
 	bd.Reset(now.UnixMilli())
-	for tp, off := range offsets {
-		k, v := group.EncodeOffsetRecord(groupID, tp, max(off, 0), now)
-		if off < 0 {
+	for tp, c := range offsets {
+		k, v := group.EncodeCommittedOffsetRecord(groupID, tp, c, now)
+		if c.Offset < 0 {
 			v = nil // a tombstone: the group was deleted
 		}
 		bd.Append(now.UnixMilli(), k, v, nil)

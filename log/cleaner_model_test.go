@@ -248,7 +248,7 @@ func TestCompactionAgainstModel(t *testing.T) {
 			case op < 92:
 				reopen(mem.CrashCloneWithTornWrites(rng))
 			case op < 95: // settle: every dirty byte cleaned, whatever the ratio
-				p.cfg.MinCleanableDirtyRatio = 1e-9
+				p.editConfig(func(c *TopicConfig) { c.MinCleanableDirtyRatio = 1e-9 })
 				require.NoError(t, p.Roll())
 				for clean() > 0 {
 				}
@@ -261,7 +261,7 @@ func TestCompactionAgainstModel(t *testing.T) {
 				require.NoError(t, p.Roll())
 				for clean() > 0 {
 				}
-				p.cfg.MinCleanableDirtyRatio = cfg.MinCleanableDirtyRatio
+				p.editConfig(func(c *TopicConfig) { c.MinCleanableDirtyRatio = cfg.MinCleanableDirtyRatio })
 				check(step, "settled")
 				segs := *p.segs.Load()
 				sealedEnd := segs[len(segs)-1].BaseOffset()

@@ -99,7 +99,7 @@ func (c *cleaner) run(now time.Time) (passes int, err error) {
 		var parts []*Partition
 		var plans []cleanPlan
 		for _, p := range c.b.store.Partitions() {
-			if p.cfg.Cleanup == CleanupDelete || c.uncleanable[p] != nil || p.closed.Load() {
+			if p.config().Cleanup == CleanupDelete || c.uncleanable[p] != nil || p.closed.Load() {
 				continue
 			}
 			plan, err := c.plan(p, now)
@@ -167,9 +167,9 @@ func (c *cleaner) plan(p *Partition, now time.Time) (cleanPlan, error) {
 		firstDirty:   c.firstDirty[TopicPartition{Topic: p.topic, Partition: p.id}],
 		firstDirtyTs: -1,
 		now:          now,
-		minLag:       p.cfg.MinCompactionLag,
-		maxLag:       p.cfg.MaxCompactionLag,
-		minRatio:     p.cfg.MinCleanableDirtyRatio,
+		minLag:       p.config().MinCompactionLag,
+		maxLag:       p.config().MaxCompactionLag,
+		minRatio:     p.config().MinCleanableDirtyRatio,
 	}
 	for i, s := range segs {
 		in.segs[i] = segInfo{base: s.BaseOffset(), next: s.NextOffset(), size: s.Size(), maxTs: s.MaxTimestamp()}
@@ -298,9 +298,9 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 	for i, s := range segs[:k] {
 		infos[i] = segInfo{base: s.BaseOffset(), next: s.NextOffset(), size: s.Size(), maxTs: s.MaxTimestamp()}
 	}
-	limits := groupLimits{maxBytes: p.cfg.SegmentBytes, maxIndexBytes: int64(p.cfg.MaxIndexBytes), indexInterval: int64(p.cfg.IndexIntervalBytes)}
+	limits := groupLimits{maxBytes: p.config().SegmentBytes, maxIndexBytes: int64(p.config().MaxIndexBytes), indexInterval: int64(p.config().IndexIntervalBytes)}
 	nowMs := now.UnixMilli()
-	horizon := nowMs + p.cfg.DeleteRetention.Milliseconds()
+	horizon := nowMs + p.config().DeleteRetention.Milliseconds()
 	var keepH batch.Header
 	keep := func(r *batch.Record) bool {
 		if r.Key == nil {
@@ -329,7 +329,7 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 			groupBytes += s.Size()
 		}
 		scfg := p.segCfg
-		scfg.MaxIndexBytes = int(min(int64(p.cfg.MaxIndexBytes), (limits.indexBytes(groupBytes)/24+2)*24))
+		scfg.MaxIndexBytes = int(min(int64(p.config().MaxIndexBytes), (limits.indexBytes(groupBytes)/24+2)*24))
 		cw, err := segment.CreateCleaned(p.fs, p.dir, group[0].BaseOffset(), scfg, now, c.writeBuf)
 		if err != nil {
 			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)

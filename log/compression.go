@@ -106,7 +106,7 @@ func (p *Partition) producedBatch(b []byte) ([]byte, batch.Header, error) {
 	if err != nil {
 		return nil, h, err
 	}
-	codec, ok := p.cfg.Compression.codec()
+	codec, ok := p.config().Compression.codec()
 	if !ok || int(codec) == h.Compression() || h.Size() != len(b) {
 		return b, h, nil
 	}
@@ -114,8 +114,8 @@ func (p *Partition) producedBatch(b []byte) ([]byte, batch.Header, error) {
 	if err != nil {
 		return nil, h, err
 	}
-	if len(out) > p.cfg.MaxMessageBytes {
-		return nil, h, &RecordTooLargeError{Size: len(out), Max: p.cfg.MaxMessageBytes}
+	if len(out) > p.config().MaxMessageBytes {
+		return nil, h, &RecordTooLargeError{Size: len(out), Max: p.config().MaxMessageBytes}
 	}
 	h, err = batch.ParseHeader(out)
 	return out, h, err

@@ -25,6 +25,14 @@ var (
 	// ErrCorrupt marks data that failed its checks (CRC, framing, offsets):
 	// it is returned instead of records, never alongside them.
 	ErrCorrupt = batch.ErrCorrupt
+	// ErrInvalidReplicationFactor: a topic asks for more replicas than
+	// there are brokers (Kafka's INVALID_REPLICATION_FACTOR). It is an
+	// ErrInvalidConfig too.
+	ErrInvalidReplicationFactor = fmt.Errorf("%w: replication factor larger than the number of brokers", ErrInvalidConfig)
+	// ErrInvalidPartitions: CreatePartitions asked for a partition count
+	// not larger than the topic's (Kafka's INVALID_PARTITIONS). It is an
+	// ErrInvalidConfig too.
+	ErrInvalidPartitions = fmt.Errorf("%w: invalid partition count", ErrInvalidConfig)
 )
 
 // OffsetOutOfRangeError says which offsets were valid. It matches

@@ -225,7 +225,7 @@ func TestBatchesHandle(t *testing.T) {
 		require.Equal(t, h.Len(), sum)
 
 		// Retention deletes the first segment: the handle still reads it.
-		p.cfg.RetentionTime = time.Hour
+		p.editConfig(func(c *TopicConfig) { c.RetentionTime = time.Hour })
 		n, err := p.enforceRetention(time.Now().Add(2 * time.Hour))
 		require.NoError(t, err)
 		require.Equal(t, 1, n)

@@ -150,8 +150,8 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 		if err != nil {
 			return 0, 0, fmt.Errorf("log: append to %s: batch at byte %d: %w", p, pos, err)
 		}
-		if h.Size() > p.cfg.MaxMessageBytes {
-			return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: h.Size(), Max: p.cfg.MaxMessageBytes})
+		if h.Size() > p.config().MaxMessageBytes {
+			return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: h.Size(), Max: p.config().MaxMessageBytes})
 		}
 		if n := len(bs); n > 0 && h.BaseOffset != bs[n-1].h.NextOffset() {
 			return 0, 0, fmt.Errorf("log: append to %s: %w: batch at %d follows one ending at %d", p, ErrUnexpectedOffset, h.BaseOffset, bs[n-1].h.NextOffset())
@@ -218,7 +218,7 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 	if p.appended != nil {
 		p.appended(p)
 	}
-	if fm := p.cfg.FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
+	if fm := p.config().FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
 		if err := p.syncTo(next, false); err != nil {
 			return 0, 0, err
 		}
@@ -289,7 +289,7 @@ func (p *Partition) truncateToLocked(offset int64) (lowered bool, err error) {
 	// Readers past the cut get out of range from here on.
 	p.leo.Store(offset)
 	p.lowerTo(offset)
-	next, err := segs[k].TruncateTo(offset, p.cfg.MaxIndexBytes)
+	next, err := segs[k].TruncateTo(offset, p.config().MaxIndexBytes)
 	if err != nil {
 		err = fmt.Errorf("log: truncate %s to %d: %w", p, offset, err)
 		p.fail(err)

@@ -197,11 +197,13 @@ func TestAppendAsFollowerRefusesBadInput(t *testing.T) {
 	} {
 		p := follower
 		if tc.err == ErrRecordTooLarge {
-			p.cfg.MaxMessageBytes, big.MaxMessageBytes = big.MaxMessageBytes, p.cfg.MaxMessageBytes
+			was := p.config().MaxMessageBytes
+			p.editConfig(func(c *TopicConfig) { c.MaxMessageBytes = big.MaxMessageBytes })
+			big.MaxMessageBytes = was
 		}
 		_, _, err := p.AppendAsFollower(tc.raw)
 		if tc.err == ErrRecordTooLarge {
-			p.cfg.MaxMessageBytes = big.MaxMessageBytes
+			p.editConfig(func(c *TopicConfig) { c.MaxMessageBytes = big.MaxMessageBytes })
 		}
 		require.ErrorIs(t, err, tc.err, tc.name)
 		require.Equal(t, want, state(), tc.name)

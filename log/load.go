@@ -30,7 +30,6 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		id:           id,
 		dir:          s.partitionDir(topic, id),
 		fs:           s.fs,
-		cfg:          cfg,
 		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
 		logger:       s.logger,
 		clock:        s.cfg.Clock,
@@ -42,7 +41,9 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 				s.logger.Error("checkpoint failed", "err", err)
 			}
 		},
+		checkpoint: s.writeCheckpoints,
 	}
+	p.conf.Store(&cfg)
 	p.epochs.Store(new(epochCache))
 	p.ps = NewProducerState(0)
 	p.syncCnd = sync.NewCond(&p.syncMu)
@@ -215,7 +216,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		}
 	}
 	active := segs[len(segs)-1]
-	if err := active.ResizeIndexes(p.cfg.MaxIndexBytes); err != nil {
+	if err := active.ResizeIndexes(p.config().MaxIndexBytes); err != nil {
 		closeAll()
 		return fmt.Errorf("log: open %s: %w", p, err)
 	}

@@ -198,10 +198,10 @@ func TestRandomOpsAgainstModel(t *testing.T) {
 				require.NoError(t, p.Roll())
 			case op < 89: // retention by time, up to a random point in the past
 				cut := ts.Add(-time.Duration(rng.IntN(200)) * time.Second)
-				p.cfg.RetentionTime = time.Until(cut) * -1
+				p.editConfig(func(c *TopicConfig) { c.RetentionTime = time.Until(cut) * -1 })
 				_, err := p.enforceRetention(time.Now())
 				require.NoError(t, err)
-				p.cfg.RetentionTime = -1
+				p.editConfig(func(c *TopicConfig) { c.RetentionTime = -1 })
 				start = int(p.StartOffset())
 			case op < 92:
 				require.NoError(t, p.Flush())

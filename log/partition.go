@@ -21,11 +21,13 @@ import (
 // the recovery point are published atomically, and sealed segments are
 // immutable.
 type Partition struct {
-	topic  string
-	id     int
-	dir    string
-	fs     vfs.FS
-	cfg    TopicConfig
+	topic string
+	id    int
+	dir   string
+	fs    vfs.FS
+	// conf is the topic's configuration, replaced whole by setConfig (an
+	// AlterTopicConfig): read it through config().
+	conf   atomic.Pointer[TopicConfig]
 	segCfg segment.Config
 	logger *slog.Logger
 	clock  clock.Clock
@@ -37,6 +39,9 @@ type Partition struct {
 	// hwLowered, when set, is called (without mu) after a truncation moved
 	// the high watermark back, to checkpoint it at once.
 	hwLowered func()
+	// checkpoint, when set, writes the checkpoints of the store now (a
+	// DeleteRecordsBefore makes its new log start offset durable with it).
+	checkpoint func() error
 	// hwFollowsEnd: the high watermark is the end offset (a standalone
 	// broker, the only replica).
 	hwFollowsEnd bool
@@ -108,6 +113,9 @@ func (p *Partition) Size() int64 {
 // Segments is the number of segments.
 func (p *Partition) Segments() int { return len(*p.segs.Load()) }
 
+// config is the partition's current configuration.
+func (p *Partition) config() *TopicConfig { return p.conf.Load() }
+
 func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.topic, p.id) }
 
 var builders = sync.Pool{New: func() any { return new(batch.Builder) }}
@@ -133,15 +141,15 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	// the page cache; a concurrent append or a roll only makes the copy
 	// slower. No lock: segs is published atomically.
 	segs := *p.segs.Load()
-	bd.SetCompression(p.cfg.Compression.appendCodec())
+	bd.SetCompression(p.config().Compression.appendCodec())
 	bd.ResetAt(timestampMs(recs[0].Timestamp, now), segs[len(segs)-1].Size())
 	for i := range recs {
 		r := &recs[i]
 		bd.Append(timestampMs(r.Timestamp, now), r.Key, r.Value, r.Headers)
 	}
 	b := bd.Bytes()
-	if len(b) > p.cfg.MaxMessageBytes {
-		return 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
+	if len(b) > p.config().MaxMessageBytes {
+		return 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
 	}
 	// The batch was just built here: its header is all that needs reading.
 	h, err := batch.ParseHeader(b)
@@ -166,8 +174,8 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 // changing nothing. Transactional and control batches are
 // ErrTransactionsUnsupported.
 func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
-	if len(b) > p.cfg.MaxMessageBytes {
-		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
+	if len(b) > p.config().MaxMessageBytes {
+		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
 	}
 	b, h, err := p.producedBatch(b) // validated; recompressed if the topic says so
 	if err != nil {
@@ -224,7 +232,7 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 	if p.appended != nil {
 		p.appended(p)
 	}
-	if fm := p.cfg.FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
+	if fm := p.config().FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
 		if err := p.syncTo(next, false); err != nil {
 			return 0, 0, err
 		}
@@ -244,7 +252,7 @@ func (p *Partition) writeLocked(b []byte, h batch.Header) error {
 		}
 	}
 	now := p.clock.Now()
-	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.cfg.SegmentBytes, p.cfg.SegmentTime, now) {
+	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.config().SegmentBytes, p.config().SegmentTime, now) {
 		if err := p.roll(now); err != nil {
 			p.fail(err)
 			return err

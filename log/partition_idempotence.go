@@ -55,7 +55,7 @@ func (p *Partition) checkProducerLocked(pb ProducerBatch) (*producerEntry, Appen
 // the batch would have waited for.
 func (p *Partition) answerDuplicate(c AppendCheck) (base, next int64, err error) {
 	next = c.LastOffset + 1
-	if fm := p.cfg.FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
+	if fm := p.config().FlushMessages; fm > 0 && next-p.recoveryPoint.Load() >= fm {
 		if err := p.syncTo(next, false); err != nil {
 			return 0, 0, err
 		}
@@ -167,7 +167,7 @@ func (p *Partition) openProducerState(now time.Time) error {
 	if err != nil {
 		return err
 	}
-	if n := ps.Expire(now, p.cfg.ProducerIDExpiration); n > 0 {
+	if n := ps.Expire(now, p.config().ProducerIDExpiration); n > 0 {
 		p.logger.Info("expired producers", "partition", p.String(), "producers", n)
 	}
 	p.ps = ps
@@ -212,7 +212,7 @@ func (p *Partition) expireProducers(now time.Time) int {
 	if p.closed.Load() {
 		return 0
 	}
-	return p.ps.Expire(now, p.cfg.ProducerIDExpiration)
+	return p.ps.Expire(now, p.config().ProducerIDExpiration)
 }
 
 // ProducerLastOffsets returns, for every producer the partition knows, the

@@ -40,8 +40,8 @@ func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte
 // AppendBatch (full validation, recompression) when the topic stores another
 // codec than the batch's.
 func (p *Partition) appendBuilt(b []byte) (base, next int64, err error) {
-	if len(b) > p.cfg.MaxMessageBytes {
-		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.cfg.MaxMessageBytes})
+	if len(b) > p.config().MaxMessageBytes {
+		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
 	}
 	h, err := batch.ParseHeader(b)
 	if err != nil {
@@ -50,7 +50,7 @@ func (p *Partition) appendBuilt(b []byte) (base, next int64, err error) {
 	if h.Size() != len(b) {
 		return 0, 0, fmt.Errorf("log: append to %s: %w: %d bytes after the batch", p, ErrCorrupt, len(b)-h.Size())
 	}
-	if codec, ok := p.cfg.Compression.codec(); ok && int(codec) != h.Compression() {
+	if codec, ok := p.config().Compression.codec(); ok && int(codec) != h.Compression() {
 		return p.AppendBatch(b)
 	}
 	return p.appendValid(b, h)

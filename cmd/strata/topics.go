@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
@@ -23,14 +27,21 @@ alter) or Kafka's flag for it (--list, --create, ...).
   strata topics --data-dir DIR create --topic T --partitions N [--config k=v]...
   strata topics --data-dir DIR describe [--topic T]
   strata topics --data-dir DIR delete --topic T
+  strata topics --data-dir DIR alter --topic T [--partitions N] [--config k=v]... [--delete-config k]...
 
 --config takes Kafka's topic configuration names: retention.ms,
 retention.bytes, segment.bytes, segment.ms, segment.index.bytes,
 index.interval.bytes, max.message.bytes, flush.messages, flush.ms,
-cleanup.policy (delete, compact, compact,delete), min.insync.replicas.
+cleanup.policy (delete, compact, compact,delete), min.insync.replicas;
+alter takes compression.type, delete.retention.ms,
+min.cleanable.dirty.ratio, min.compaction.lag.ms and max.compaction.lag.ms
+too.
 
-alter is not available yet: the library cannot change a topic's partitions
-or configuration.`
+alter grows a topic to --partitions N in all (never fewer: Kafka's rule),
+sets each --config on the topic and makes each --delete-config the default
+again, as kafka-topics.sh --alter and kafka-configs.sh --alter do; the
+settings it does not name stay as they are. On a Kafka-protocol broker it
+sends CreatePartitions and IncrementalAlterConfigs.`
 
 var topicActions = []string{"list", "create", "describe", "delete", "alter"}
 
@@ -48,7 +59,9 @@ func runTopics(e *env, args []string) (err error) {
 	ifNotExists := fs.Bool("if-not-exists", false, "create: no error when the topic exists")
 	ifExists := fs.Bool("if-exists", false, "delete, describe: no error when the topic does not exist")
 	var configs stringList
-	fs.Var(&configs, "config", "`KEY=VALUE` topic configuration for create, Kafka's names; repeatable")
+	fs.Var(&configs, "config", "`KEY=VALUE` topic configuration for create and alter, Kafka's names; repeatable")
+	var deleteConfigs stringList
+	fs.Var(&deleteConfigs, "delete-config", "`KEY` of a topic configuration alter makes the default again; repeatable")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -73,13 +86,28 @@ func runTopics(e *env, args []string) (err error) {
 		return usagef("%s needs --topic", action)
 	}
 	if action != "create" && (*partitions != 0 || *rf != 0 || len(configs) > 0) && action != "alter" {
-		return usagef("--partitions, --replication-factor and --config are for create")
+		return usagef("--partitions, --replication-factor and --config are for create and alter")
+	}
+	if action != "alter" && len(deleteConfigs) > 0 {
+		return usagef("--delete-config is for alter")
 	}
 	if action == "alter" {
+		alt, err := parseAlter(*topic, *partitions, *rf, configs, deleteConfigs)
+		if err != nil {
+			return err
+		}
 		if err := t.check(); err != nil {
 			return err
 		}
-		return fmt.Errorf("alter: %w: the library cannot change a topic's partitions or configuration", errNotYet)
+		if t.bootstrap != "" {
+			return alterTopicKafka(e, &t, alt)
+		}
+		b, err := openBroker(e, &t, false)
+		if err != nil {
+			return err
+		}
+		defer closeBroker(b, &err)
+		return alterTopic(e, b, alt)
 	}
 	var cfg log.TopicConfig
 	if action == "create" {
@@ -315,4 +343,158 @@ func formatTopicConfig(c log.TopicConfig) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, ",")
+}
+
+// topicAlteration is what one alter asks for.
+type topicAlteration struct {
+	topic      string
+	partitions int         // 0: unchanged
+	set        [][2]string // Kafka's names and values, in order
+	del        []string    // names made the default again
+}
+
+// parseAlter checks alter's flags.
+func parseAlter(topic string, partitions, rf int, configs, deletes []string) (topicAlteration, error) {
+	alt := topicAlteration{topic: topic, partitions: partitions, del: deletes}
+	if err := log.ValidTopicName(topic); err != nil {
+		return alt, usagef("%v", err)
+	}
+	if rf != 0 {
+		return alt, usagef("alter cannot change the replication factor")
+	}
+	if partitions < 0 {
+		return alt, usagef("--partitions must be positive")
+	}
+	if partitions == 0 && len(configs) == 0 && len(deletes) == 0 {
+		return alt, usagef("alter needs --partitions, --config or --delete-config")
+	}
+	seen := map[string]bool{}
+	for _, kv := range configs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return alt, usagef("--config %s: want KEY=VALUE", kv)
+		}
+		alt.set = append(alt.set, [2]string{k, v})
+		if seen[k] {
+			return alt, usagef("%s is named twice", k)
+		}
+		seen[k] = true
+	}
+	for _, k := range deletes {
+		if seen[k] {
+			return alt, usagef("%s is named twice", k)
+		}
+		seen[k] = true
+	}
+	return alt, nil
+}
+
+// alterTopic alters a topic of a data dir: its partitions, then its
+// configuration (the settings set on it, changed as asked).
+func alterTopic(e *env, b *log.Broker, alt topicAlteration) error {
+	if _, err := b.Topic(alt.topic); err != nil {
+		return err
+	}
+	if len(alt.set) > 0 || len(alt.del) > 0 {
+		o, err := b.TopicOverrides(alt.topic)
+		if err != nil {
+			return err
+		}
+		for _, kv := range alt.set {
+			if err := kafka.SetTopicConfig(&o, kv[0], kv[1]); err != nil {
+				return err
+			}
+		}
+		for _, k := range alt.del {
+			if err := kafka.DeleteTopicConfig(&o, k); err != nil {
+				return err
+			}
+		}
+		// Checked before the partitions change: all or nothing, as far
+		// as the checks go.
+		if err := b.ValidateTopicConfig(alt.topic, o); err != nil {
+			return err
+		}
+		if alt.partitions > 0 {
+			if err := b.CreatePartitions(context.Background(), alt.topic, alt.partitions); err != nil {
+				return err
+			}
+		}
+		if err := b.AlterTopicConfig(alt.topic, o); err != nil {
+			return err
+		}
+	} else if err := b.CreatePartitions(context.Background(), alt.topic, alt.partitions); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Altered topic %s.\n", alt.topic)
+	return nil
+}
+
+// alterTopicKafka alters a topic of a Kafka-protocol broker: CreatePartitions
+// (v1), then IncrementalAlterConfigs (v0), validated first.
+func alterTopicKafka(e *env, t *target, alt topicAlteration) error {
+	a, err := dialAdmin(t)
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	configs := len(alt.set) > 0 || len(alt.del) > 0
+	if configs {
+		if err := a.alterConfigs(alt, true); err != nil {
+			return err
+		}
+	}
+	if alt.partitions > 0 {
+		req := kmsg.NewPtrCreatePartitionsRequest()
+		req.TimeoutMillis = int32(adminTimeout / time.Millisecond)
+		rt := kmsg.NewCreatePartitionsRequestTopic()
+		rt.Topic, rt.Count = alt.topic, int32(alt.partitions)
+		req.Topics = append(req.Topics, rt)
+		r, err := a.do(req, 1)
+		if err != nil {
+			return err
+		}
+		for _, t := range r.(*kmsg.CreatePartitionsResponse).Topics {
+			if err := kafkaCodeError(t.ErrorCode, t.ErrorMessage); err != nil {
+				return fmt.Errorf("create partitions of %s: %w", t.Topic, err)
+			}
+		}
+	}
+	if configs {
+		if err := a.alterConfigs(alt, false); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(e.stdout, "Altered topic %s.\n", alt.topic)
+	return nil
+}
+
+// alterConfigs sends alt's configuration changes as one
+// IncrementalAlterConfigs resource.
+func (a *admin) alterConfigs(alt topicAlteration, validateOnly bool) error {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	req.ValidateOnly = validateOnly
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeTopic, alt.topic
+	for _, kv := range alt.set {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Op, c.Name, c.Value = kmsg.IncrementalAlterConfigOpSet, kv[0], kmsg.StringPtr(kv[1])
+		rr.Configs = append(rr.Configs, c)
+	}
+	for _, k := range alt.del {
+		c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+		c.Op, c.Name = kmsg.IncrementalAlterConfigOpDelete, k
+		rr.Configs = append(rr.Configs, c)
+	}
+	req.Resources = append(req.Resources, rr)
+	r, err := a.do(req, 0)
+	if err != nil {
+		return err
+	}
+	for _, res := range r.(*kmsg.IncrementalAlterConfigsResponse).Resources {
+		if err := kafkaCodeError(res.ErrorCode, res.ErrorMessage); err != nil {
+			return fmt.Errorf("alter configs of %s: %w", res.ResourceName, err)
+		}
+	}
+	return nil
 }
