@@ -95,17 +95,23 @@ func (s Snapshot) Families() []Family {
 	perTopic("kafka_server_brokertopicmetrics_bytesout_total", "Record bytes fetched from a topic by consumers.", func(t TopicStats) int64 { return t.BytesOut })
 	perTopic("kafka_server_brokertopicmetrics_replicationbytesout_total", "Record bytes fetched from a topic by follower replicas.", func(t TopicStats) int64 { return t.ReplicationBytesOut })
 
-	var reqs, errs, lat []Sample
+	var reqs, errs, lat, inB, outB []Sample
 	for _, r := range s.Requests {
 		l := []Label{{"request", r.Name}}
 		reqs = append(reqs, Sample{Labels: l, Value: float64(r.Requests)})
 		errs = append(errs, Sample{Labels: l, Value: float64(r.Errors)})
+		if r.RequestBytes+r.ResponseBytes > 0 {
+			inB = append(inB, Sample{Labels: l, Value: float64(r.RequestBytes)})
+			outB = append(outB, Sample{Labels: l, Value: float64(r.ResponseBytes)})
+		}
 		h := r.Latency
 		lat = append(lat, Sample{Labels: l, Hist: &h})
 	}
 	add("kafka_network_requestmetrics_requests_total", "Requests answered, by API.", Counter, reqs)
 	add("kafka_network_requestmetrics_errors_total", "Requests answered with an error, by API.", Counter, errs)
 	add("kafka_network_requestmetrics_totaltime_seconds", "Time from reading a request to having answered it, by API.", HistogramType, lat)
+	add("kafka_network_requestmetrics_requestbytes_total", "Bytes of the requests read, by API.", Counter, inB)
+	add("kafka_network_requestmetrics_responsebytes_total", "Bytes of the responses written, by API.", Counter, outB)
 
 	var purg []Sample
 	for _, p := range s.Purgatories {

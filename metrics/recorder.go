@@ -43,8 +43,9 @@ func (h *histogram) snapshot() Histogram {
 }
 
 type apiStats struct {
-	requests, errors atomic.Int64
-	latency          histogram
+	requests, errors            atomic.Int64
+	requestBytes, responseBytes atomic.Int64
+	latency                     histogram
 }
 
 type topicStats struct {
@@ -58,8 +59,7 @@ type topicStats struct {
 type Recorder struct {
 	requests [maxAPI]apiStats
 
-	topicsMu sync.RWMutex
-	topics   map[string]*topicStats
+	topics sync.Map // topic name → *topicStats: read without a lock once seen
 
 	fsync histogram
 
@@ -80,7 +80,7 @@ var _ Hooks = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{topics: map[string]*topicStats{}, purgatory: map[string]int{}}
+	return &Recorder{purgatory: map[string]int{}}
 }
 
 // Request implements Hooks.
@@ -97,19 +97,21 @@ func (r *Recorder) Request(api int16, d time.Duration, failed bool) {
 }
 
 func (r *Recorder) topic(name string) *topicStats {
-	r.topicsMu.RLock()
-	t := r.topics[name]
-	r.topicsMu.RUnlock()
-	if t != nil {
-		return t
+	if t, ok := r.topics.Load(name); ok {
+		return t.(*topicStats)
 	}
-	r.topicsMu.Lock()
-	defer r.topicsMu.Unlock()
-	if t = r.topics[name]; t == nil {
-		t = &topicStats{}
-		r.topics[name] = t
+	t, _ := r.topics.LoadOrStore(name, &topicStats{})
+	return t.(*topicStats)
+}
+
+// RequestBytes implements Hooks.
+func (r *Recorder) RequestBytes(api int16, request, response int64) {
+	if api < 0 || api >= maxAPI {
+		return
 	}
-	return t
+	s := &r.requests[api]
+	s.requestBytes.Add(request)
+	s.responseBytes.Add(response)
 }
 
 // Produced implements Hooks.
@@ -186,16 +188,17 @@ func (r *Recorder) Snapshot() Snapshot {
 		s.Requests = append(s.Requests, RequestStats{
 			API: int16(api), Name: APIName(int16(api)),
 			Requests: n, Errors: a.errors.Load(), Latency: a.latency.snapshot(),
+			RequestBytes: a.requestBytes.Load(), ResponseBytes: a.responseBytes.Load(),
 		})
 	}
-	r.topicsMu.RLock()
-	for name, t := range r.topics {
+	r.topics.Range(func(k, v any) bool {
+		t := v.(*topicStats)
 		s.Topics = append(s.Topics, TopicStats{
-			Topic: name, MessagesIn: t.messagesIn.Load(), BytesIn: t.bytesIn.Load(),
+			Topic: k.(string), MessagesIn: t.messagesIn.Load(), BytesIn: t.bytesIn.Load(),
 			BytesOut: t.bytesOut.Load(), ReplicationBytesOut: t.replicationBytesOut.Load(),
 		})
-	}
-	r.topicsMu.RUnlock()
+		return true
+	})
 	slices.SortFunc(s.Topics, func(a, b TopicStats) int { return cmpString(a.Topic, b.Topic) })
 	s.Fsync = r.fsync.snapshot()
 	r.purgMu.Lock()

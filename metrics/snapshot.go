@@ -31,6 +31,9 @@ type RequestStats struct {
 	Requests int64
 	Errors   int64
 	Latency  Histogram
+	// RequestBytes and ResponseBytes are the bytes of the requests and of
+	// their responses, frames whole.
+	RequestBytes, ResponseBytes int64
 }
 
 // TopicStats are the traffic counters of one topic.
