@@ -19,7 +19,7 @@
 //     and Recorder.SetGroupLags.
 //
 // A Recorder is safe for concurrent use; its Hooks methods take no lock on
-// the per-request path (a topic's counters are found in a sync.Map), and
+// the per-request path (a topic's counters are found in a copy-on-write map), and
 // allocate nothing once a topic has been seen.
 //
 // Metric names follow Kafka's JMX names as the Prometheus JMX exporter

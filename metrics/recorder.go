@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -59,7 +60,10 @@ type topicStats struct {
 type Recorder struct {
 	requests [maxAPI]apiStats
 
-	topics sync.Map // topic name → *topicStats: read without a lock once seen
+	// topics is read without a lock (and without allocating, unlike a
+	// sync.Map keyed by any): a new topic copies the map under topicsMu.
+	topics   atomic.Pointer[map[string]*topicStats]
+	topicsMu sync.Mutex
 
 	fsync histogram
 
@@ -97,11 +101,27 @@ func (r *Recorder) Request(api int16, d time.Duration, failed bool) {
 }
 
 func (r *Recorder) topic(name string) *topicStats {
-	if t, ok := r.topics.Load(name); ok {
-		return t.(*topicStats)
+	if m := r.topics.Load(); m != nil {
+		if t := (*m)[name]; t != nil {
+			return t
+		}
 	}
-	t, _ := r.topics.LoadOrStore(name, &topicStats{})
-	return t.(*topicStats)
+	r.topicsMu.Lock()
+	defer r.topicsMu.Unlock()
+	old := r.topics.Load()
+	if old != nil {
+		if t := (*old)[name]; t != nil {
+			return t
+		}
+	}
+	m := make(map[string]*topicStats, 1)
+	if old != nil {
+		m = maps.Clone(*old)
+	}
+	t := &topicStats{}
+	m[name] = t
+	r.topics.Store(&m)
+	return t
 }
 
 // RequestBytes implements Hooks.
@@ -191,14 +211,14 @@ func (r *Recorder) Snapshot() Snapshot {
 			RequestBytes: a.requestBytes.Load(), ResponseBytes: a.responseBytes.Load(),
 		})
 	}
-	r.topics.Range(func(k, v any) bool {
-		t := v.(*topicStats)
-		s.Topics = append(s.Topics, TopicStats{
-			Topic: k.(string), MessagesIn: t.messagesIn.Load(), BytesIn: t.bytesIn.Load(),
-			BytesOut: t.bytesOut.Load(), ReplicationBytesOut: t.replicationBytesOut.Load(),
-		})
-		return true
-	})
+	if m := r.topics.Load(); m != nil {
+		for name, t := range *m {
+			s.Topics = append(s.Topics, TopicStats{
+				Topic: name, MessagesIn: t.messagesIn.Load(), BytesIn: t.bytesIn.Load(),
+				BytesOut: t.bytesOut.Load(), ReplicationBytesOut: t.replicationBytesOut.Load(),
+			})
+		}
+	}
 	slices.SortFunc(s.Topics, func(a, b TopicStats) int { return cmpString(a.Topic, b.Topic) })
 	s.Fsync = r.fsync.snapshot()
 	r.purgMu.Lock()

@@ -1,0 +1,109 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/log/logtest"
+	"github.com/strata-log/strata/metrics"
+)
+
+// The cost of Config.Metrics on the server's produce and fetch paths: the
+// same work with the hooks nil and set to a metrics.Recorder (the server's
+// and the broker's), as sub-benchmarks, so that -count N interleaves them:
+//
+//	go test -run '^$' -bench 'BenchmarkMetrics' -count 6 ./kafka/
+
+var metricsHooks = []struct {
+	name  string
+	hooks func() metrics.Hooks
+}{
+	{"hooks=nil", func() metrics.Hooks { return nil }},
+	{"hooks=recorder", func() metrics.Hooks { return metrics.NewRecorder() }},
+}
+
+func metricsServer(b *testing.B, h metrics.Hooks) (*Server, *log.Broker) {
+	br := logtest.New(b, logtest.InMemory(), logtest.WithConfig(log.Config{Metrics: h}),
+		logtest.TopicWithConfig("t", log.TopicConfig{Partitions: 1, SegmentBytes: 1 << 30, MaxIndexBytes: 1 << 20}))
+	s, err := Listen("127.0.0.1:0", br, Config{Metrics: h})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s, br
+}
+
+// BenchmarkMetricsProduce is BenchmarkProduce (100 records of 100 B a
+// request, acks=1, 16 in flight on one connection) with and without hooks.
+func BenchmarkMetricsProduce(b *testing.B) {
+	vals := make([]string, 100)
+	for i := range vals {
+		vals[i] = string(make([]byte, 100))
+	}
+	recs := records(vals...)
+	for _, mh := range metricsHooks {
+		b.Run(mh.name, func(b *testing.B) {
+			s, _ := metricsServer(b, mh.hooks())
+			c := dial(b, s.Addr())
+			frame := c.f.AppendRequest(nil, produceReq(9, 1, "t", 0, recs), 0)
+			b.SetBytes(int64(len(recs)))
+			b.ReportAllocs()
+			const window = 16
+			inFlight := 0
+			for b.Loop() {
+				c.write(frame)
+				if inFlight++; inFlight == window {
+					if _, err := c.frame(); err != nil {
+						b.Fatal(err)
+					}
+					inFlight--
+				}
+			}
+			for ; inFlight > 0; inFlight-- {
+				if _, err := c.frame(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkMetricsFetch is BenchmarkFetch (1 MiB a request from a seeded
+// partition) with and without hooks.
+func BenchmarkMetricsFetch(b *testing.B) {
+	val := make([]byte, 1000)
+	for _, mh := range metricsHooks {
+		b.Run(mh.name, func(b *testing.B) {
+			s, br := metricsServer(b, mh.hooks())
+			p, _ := br.Partition("t", 0)
+			for range 64 {
+				recs := make([]log.Record, 100)
+				for i := range recs {
+					recs[i].Value = val
+				}
+				if _, err := p.Append(recs...); err != nil {
+					b.Fatal(err)
+				}
+			}
+			c := dial(b, s.Addr())
+			req := fetchReq(12, "t", 0, 0, 0)
+			req.MinBytes = 0
+			resp := c.do(req).(*kmsg.FetchResponse)
+			n := len(resp.Topics[0].Partitions[0].RecordBatches)
+			if n < 1<<19 {
+				b.Fatalf("fetched %d bytes", n)
+			}
+			frame := c.f.AppendRequest(nil, req, 0)
+			b.SetBytes(int64(n))
+			b.ReportAllocs()
+			for b.Loop() {
+				c.write(frame)
+				if _, err := c.frame(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
