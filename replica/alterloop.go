@@ -83,7 +83,14 @@ func (b *Broker) alterLoop() {
 		ps := it.ps
 		ps.mu.Lock()
 		if !ps.removed {
+			var before int
+			if b.cfg.Metrics != nil {
+				before = len(ps.pm.ISR())
+			}
 			b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), ans, nil))
+			if m := b.cfg.Metrics; m != nil && ans.Result == AlterAccepted && len(ans.ISR) != before {
+				m.ISRChanged(ps.tp.Topic, ps.tp.Partition, len(ans.ISR), len(ans.ISR) < before)
+			}
 		}
 		ps.mu.Unlock()
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/metrics"
 )
 
 // Peer is one member of the cluster as every member's Config lists it: the
@@ -61,6 +62,11 @@ type Config struct {
 	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
 	// suits members on one machine.
 	Raft controller.RaftConfig
+
+	// Metrics, when set, is told of every ISR change this member commits
+	// as a leader, and is given to its store (flushes) and its Kafka
+	// server (requests, traffic); nil → none. See metrics.Hooks.
+	Metrics metrics.Hooks
 }
 
 // ErrInvalidConfig is returned by Start for a Config that cannot work.
