@@ -32,6 +32,7 @@ type Broker struct {
 
 	wheel     *timingwheel.TimingWheel
 	purgatory *timingwheel.Purgatory[log.TopicPartition]
+	purg      purgatorySizes // told to cfg.Metrics (metrics.go)
 
 	brokerEpoch  atomic.Int64
 	shuttingDown atomic.Bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,10 +20,19 @@ import (
 	"github.com/strata-log/strata/testnet"
 )
 
-// isrHooks is a Recorder that also tells isr every ISR change reported.
+// isrHooks is a Recorder that also tells isr every ISR change reported
+// and keeps the largest produce purgatory size reported.
 type isrHooks struct {
 	*metrics.Recorder
-	isr chan isrChange
+	isr         chan isrChange
+	maxProduces *atomic.Int64
+}
+
+func (h isrHooks) Purgatory(name string, size int) {
+	h.Recorder.Purgatory(name, size)
+	if name == "Produce" && int64(size) > h.maxProduces.Load() {
+		h.maxProduces.Store(int64(size)) // one producer: no race to lose
+	}
 }
 
 type isrChange struct {
@@ -55,7 +65,7 @@ func startCluster(t *testing.T) *cluster {
 		peers = append(peers, replica.Peer{ID: id, Addr: "127.0.0.1:0", RaftAddr: addr})
 	}
 	for id := 1; id <= 3; id++ {
-		h := isrHooks{metrics.NewRecorder(), make(chan isrChange, 16)}
+		h := isrHooks{metrics.NewRecorder(), make(chan isrChange, 16), new(atomic.Int64)}
 		b, err := replica.Start(replica.Config{
 			ID: id, Dir: t.TempDir(), Addr: peers[id-1].Addr, RaftAddr: peers[id-1].RaftAddr, Peers: peers,
 			Network: net.Node(fmt.Sprint("member-", id)), Local: c.local, Raft: controller.LoopbackRaft(),
@@ -166,11 +176,13 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 	c.local.Cut(l, f)
 	produce(t, leader, "b") // acks=all: waits for the shrink
 	require.Equal(t, isrChange{2, true}, c.awaitISRChange(l))
+	require.EqualValues(t, 1, c.hooks[l-1].maxProduces.Load(), "the produce waited in the produce purgatory")
 	c.waitISR(leader, 2)
 	m = scrape(leader, rec)
 	require.Contains(t, m, "kafka_server_replicamanager_underreplicatedpartitions 1\n")
 	require.Contains(t, m, `kafka_cluster_partition_underreplicated{topic="t",partition="0"} 1`)
 	require.Contains(t, m, "kafka_server_replicamanager_isrshrinks_total 1\n")
+	require.Contains(t, m, `kafka_server_delayedoperationpurgatory_purgatorysize{delayedoperation="Produce"} 0`, "and left it")
 
 	c.local.HealAll()
 	require.Equal(t, isrChange{3, false}, c.awaitISRChange(l))
