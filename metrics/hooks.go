@@ -31,8 +31,15 @@ import "time"
 //	                                          and after it leaves it
 //	  Cleaned(topic, p, read, written, d)     at the end of a cleaner pass over a
 //	                                          partition
-//	replica.Config.Metrics metrics.Hooks
-//	  ISRChanged(topic, p, len(isr), shrink)  once the ISR change is committed
+//	replica.Config.Metrics metrics.Hooks      (also given to its store and server)
+//	  ISRChanged(topic, p, len(isr), shrink)  once an ISR change this member
+//	                                          proposed as leader is committed
+//	                                          (Kafka's IsrShrinks/IsrExpands; the
+//	                                          controller's own changes, such as
+//	                                          fencing a stopped member, are not)
+//	  Purgatory("Fetch"|"Produce", size)      after a fetch parks or leaves, and
+//	                                          an acks=all produce starts or stops
+//	                                          waiting for the ISR
 //
 // A server given a Hooks counts the traffic itself: build it on the plain
 // broker, not on logmetrics.NewBackend, so that nothing is counted twice.
