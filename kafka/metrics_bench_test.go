@@ -87,42 +87,54 @@ func BenchmarkMetricsProduce(b *testing.B) {
 
 // BenchmarkMetricsFetch is BenchmarkFetch (1 MiB a request from a seeded
 // partition) with and without hooks, on the real disk: the records go out
-// with sendfile, as a served broker's do.
+// with sendfile, as a served broker's do. The "batch=1" variants fetch one
+// batch of one 100 B record a request, where the per-request work (and so
+// the hooks' share) is largest.
 func BenchmarkMetricsFetch(b *testing.B) {
-	val := make([]byte, 1000)
-	for _, mh := range metricsHooks {
-		b.Run(mh.name, func(b *testing.B) {
-			s, br := metricsServer(b, mh.hooks(), true)
-			p, _ := br.Partition("t", 0)
-			for range 64 {
-				recs := make([]log.Record, 100)
-				for i := range recs {
-					recs[i].Value = val
+	for _, size := range []struct {
+		name         string
+		batches, per int // seeded batches and records per batch
+		value        int
+		maxBytes     int32
+	}{
+		{"1MiB", 64, 100, 1000, 1 << 20},
+		{"batch=1", 1000, 1, 100, 1},
+	} {
+		for _, mh := range metricsHooks {
+			b.Run(size.name+"/"+mh.name, func(b *testing.B) {
+				s, br := metricsServer(b, mh.hooks(), true)
+				p, _ := br.Partition("t", 0)
+				val := make([]byte, size.value)
+				for range size.batches {
+					recs := make([]log.Record, size.per)
+					for i := range recs {
+						recs[i].Value = val
+					}
+					if _, err := p.Append(recs...); err != nil {
+						b.Fatal(err)
+					}
 				}
-				if _, err := p.Append(recs...); err != nil {
-					b.Fatal(err)
+				c := dial(b, s.Addr())
+				req := fetchReq(12, "t", 0, 0, 0)
+				req.MinBytes, req.MaxBytes, req.Topics[0].Partitions[0].PartitionMaxBytes = 0, size.maxBytes, size.maxBytes
+				resp := c.do(req).(*kmsg.FetchResponse)
+				n := len(resp.Topics[0].Partitions[0].RecordBatches)
+				if n < int(min(size.maxBytes, 1<<19)) {
+					b.Fatalf("fetched %d bytes", n)
 				}
-			}
-			c := dial(b, s.Addr())
-			req := fetchReq(12, "t", 0, 0, 0)
-			req.MinBytes = 0
-			resp := c.do(req).(*kmsg.FetchResponse)
-			n := len(resp.Topics[0].Partitions[0].RecordBatches)
-			if n < 1<<19 {
-				b.Fatalf("fetched %d bytes", n)
-			}
-			frame := c.f.AppendRequest(nil, req, 0)
-			b.SetBytes(int64(n))
-			b.ReportAllocs()
-			c0 := cpuTime()
-			for b.Loop() {
-				c.write(frame)
-				if _, err := c.frame(); err != nil {
-					b.Fatal(err)
+				frame := c.f.AppendRequest(nil, req, 0)
+				b.SetBytes(int64(n))
+				b.ReportAllocs()
+				c0 := cpuTime()
+				for b.Loop() {
+					c.write(frame)
+					if _, err := c.frame(); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			reportCPU(b, c0)
-		})
+				reportCPU(b, c0)
+			})
+		}
 	}
 }
 
