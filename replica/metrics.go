@@ -24,3 +24,16 @@ func (b *Broker) delayedProduce(delta int) {
 	b.cfg.Metrics.Purgatory("Produce", b.purg.produces)
 	b.purg.mu.Unlock()
 }
+
+// isrSizeForMetrics is the size of ps's committed ISR, read before its
+// leader asks the controller to change it: the metadata may bring the
+// change before the answer does, so it is read before the call (0 without
+// Config.Metrics).
+func (b *Broker) isrSizeForMetrics(ps *partState) int {
+	if b.cfg.Metrics == nil {
+		return 0
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return len(ps.pm.ISR())
+}

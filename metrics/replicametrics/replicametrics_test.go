@@ -3,6 +3,8 @@ package replicametrics_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -69,9 +71,11 @@ func startCluster(t *testing.T) *cluster {
 		b, err := replica.Start(replica.Config{
 			ID: id, Dir: t.TempDir(), Addr: peers[id-1].Addr, RaftAddr: peers[id-1].RaftAddr, Peers: peers,
 			Network: net.Node(fmt.Sprint("member-", id)), Local: c.local, Raft: controller.LoopbackRaft(),
-			HeartbeatInterval: 50 * time.Millisecond, SessionTimeout: 600 * time.Millisecond,
+			// A session long enough that no member is fenced on a loaded
+			// machine (-race): the ISR changes here are the leader's.
+			HeartbeatInterval: 100 * time.Millisecond, SessionTimeout: 10 * time.Second,
 			ReplicaLagTime: 500 * time.Millisecond, FetchMaxWait: 100 * time.Millisecond,
-			Metrics: h,
+			Metrics: h, Logger: testLogger(t),
 		})
 		require.NoError(t, err)
 		c.members = append(c.members, b)
@@ -115,7 +119,14 @@ func (c *cluster) awaitISRChange(id int) isrChange {
 	case ch := <-c.hooks[id-1].isr:
 		return ch
 	case <-time.After(20 * time.Second):
-		c.t.Fatalf("member %d reported no ISR change", id)
+		var states []string
+		for _, b := range c.members {
+			if b != nil {
+				st, _ := b.Image().Partition("t", 0)
+				states = append(states, fmt.Sprintf("member %d sees %+v brokers %+v", b.ID(), st, b.Image().Brokers()))
+			}
+		}
+		c.t.Fatalf("member %d reported no ISR change: %s", id, strings.Join(states, "; "))
 		return isrChange{}
 	}
 }
@@ -197,4 +208,19 @@ func TestUnderReplicatedPartitions(t *testing.T) {
 	c.waitISR(leader, 2)
 	m = scrape(leader, rec)
 	require.Contains(t, m, "kafka_server_replicamanager_underreplicatedpartitions 1\n")
+}
+
+// testLogger logs to t with STRATA_REPLICA_LOG set, else nowhere.
+func testLogger(t *testing.T) *slog.Logger {
+	if os.Getenv("STRATA_REPLICA_LOG") == "" {
+		return nil
+	}
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }
