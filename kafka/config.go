@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"time"
+
+	"github.com/strata-log/strata/metrics"
 )
 
 // Config configures a Server. The zero value means the defaults, Kafka's
@@ -49,6 +51,10 @@ type Config struct {
 	// Listener, when set, is served instead of listening on the address
 	// given to Listen (tests: a testnet listener whose links can be cut).
 	Listener net.Listener
+	// Metrics, when set, is told of every request answered (its API, time,
+	// bytes and whether it failed), the records and bytes produced to each
+	// topic and the bytes fetched from it (see metrics.Hooks); nil → none.
+	Metrics metrics.Hooks
 }
 
 // SASLConfig lists the mechanisms a Server accepts and their credentials.

@@ -57,6 +57,11 @@ type conn struct {
 	// sendfile: the connection is a TCP socket, to which record batches
 	// go from the segment files with sendfile (not under TLS: copied).
 	sendfile bool
+
+	// With Config.Metrics, when the reader read the frame it dispatches
+	// and its size (zero: a raw SASL token, no API). Reader only.
+	frameAt  time.Time
+	frameLen int64
 }
 
 // pending is one request read and its response to come.
@@ -70,6 +75,7 @@ type pending struct {
 	// closeAfter closes the connection once out is written (a failed
 	// acks=0 produce, as Kafka does, or a failed authentication).
 	closeAfter bool
+	obs        observed // for Config.Metrics
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -156,6 +162,12 @@ func (c *conn) read() {
 				c.logger.Debug("kafka: read", "err", err)
 			}
 			return
+		}
+		if c.s.cfg.Metrics != nil {
+			c.frameAt, c.frameLen = time.Time{}, 0
+			if c.sasl == nil || !c.sasl.raw {
+				c.frameAt, c.frameLen = time.Now(), int64(len(frame))+4
+			}
 		}
 		if !c.dispatch(frame) {
 			return
@@ -311,6 +323,9 @@ func (c *conn) leaveLane(mine chan struct{}) {
 // enqueue queues p for the writer; it blocks while MaxInFlight requests are
 // queued (backpressure: the connection is not read meanwhile).
 func (c *conn) enqueue(p *pending) {
+	if c.s.cfg.Metrics != nil {
+		p.obs.start, p.obs.reqBytes = c.frameAt, c.frameLen
+	}
 	c.inFlight.Add(1)
 	c.queue <- p
 }
@@ -319,6 +334,7 @@ func (c *conn) enqueue(p *pending) {
 func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
 	p := &pending{h: h, done: make(chan struct{})}
 	p.out = net.Buffers{appendResponse(nil, h, resp)}
+	p.obs.failed = c.s.cfg.Metrics != nil && responseFailed(resp)
 	close(p.done)
 	c.enqueue(p)
 	return p
@@ -332,14 +348,18 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
 		// connection is closed and the bug logged.
 		if r := recover(); r != nil {
 			c.logger.Error("kafka: handler panicked", "api", kmsg.NameForKey(p.h.key), "version", p.h.version, "panic", r)
-			p.out, p.closeAfter = nil, true
+			p.out, p.closeAfter, p.obs.failed = nil, true, true
 		}
 	}()
 	ctx := c.ctx
 	if p.h.key == joinGroupKey {
 		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
 	}
-	c.encode(p, a.handle(ctx, c, req))
+	rep := a.handle(ctx, c, req)
+	if c.s.cfg.Metrics != nil {
+		p.obs.failed = rep.closeAfter || responseFailed(rep.resp)
+	}
+	c.encode(p, rep)
 }
 
 // encode sets p's response frame from a handler's reply.
@@ -372,12 +392,19 @@ func (c *conn) write() {
 			c.release(p)
 			continue // drain, so that the reader never blocks on a full queue
 		}
+		var outBytes int64
+		if c.s.cfg.Metrics != nil {
+			outBytes = responseBytes(p) // before writeOut consumes p.out
+		}
 		if p.out != nil {
 			c.setWriteDeadline()
 			if err := c.writeOut(p); err != nil {
 				c.logger.Debug("kafka: write", "err", err)
 				failed = true
 			}
+		}
+		if c.s.cfg.Metrics != nil && !failed {
+			c.report(p, outBytes)
 		}
 		c.release(p)
 		c.lastDone.Store(time.Now().UnixNano())

@@ -97,6 +97,9 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 			fp := &res.Partitions[k]
 			p := &resp.Topics[sl.t].Partitions[sl.p]
 			sl.code = errorCode(fp.Err)
+			if s.cfg.Metrics != nil && fp.Records.Len() > 0 {
+				s.cfg.Metrics.Fetched(fp.Topic, fp.Records.Len(), false)
+			}
 			if fp.Err == nil || errors.Is(fp.Err, log.ErrOffsetOutOfRange) {
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStartOffset
 			}

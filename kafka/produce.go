@@ -130,6 +130,9 @@ func (s *Server) produce(ctx context.Context, tp log.TopicPartition, records []b
 		}
 		return code, -1, -1, kmsg.StringPtr(err.Error())
 	}
+	if s.cfg.Metrics != nil {
+		s.cfg.Metrics.Produced(tp.Topic, batchRecords(records), int64(len(records)))
+	}
 	start, err = s.b.ListOffset(tp, log.EarliestOffset)
 	if err != nil {
 		start = -1

@@ -43,6 +43,9 @@ func handleReplicaFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (r
 		resp = req.ResponseKind().(*kmsg.FetchResponse)
 		resp.ErrorCode = errorCode(err)
 	}
+	if c.s.cfg.Metrics != nil {
+		c.s.reportReplicaFetch(resp)
+	}
 	return reply{resp: resp}, true
 }
 

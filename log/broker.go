@@ -43,6 +43,7 @@ type Broker struct {
 
 	wheel   *timingwheel.TimingWheel
 	fetches *timingwheel.Purgatory[TopicPartition]
+	purgMu  sync.Mutex // orders the purgatory sizes told to cfg.Metrics
 	groups  *group.Coordinator
 	cleaner *cleaner // log compaction
 
@@ -121,6 +122,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		Clock:                   cfg.Clock,
 		HighWatermarkFollowsEnd: true, // the only replica: what it appends is committed
 		Notify:                  b.appended,
+		Metrics:                 cfg.Metrics,
 	})
 	if err != nil {
 		b.wheel.Stop()

@@ -116,6 +116,10 @@ func (b *Broker) fetch(ctx context.Context, req FetchRequest, hw func(*Partition
 		}
 	}
 	d, done := b.fetches.TryCompleteElseWatch(op, req.MaxWait, keys...)
+	if !done && b.cfg.Metrics != nil {
+		b.reportFetchPurgatory()
+		defer b.reportFetchPurgatory()
+	}
 	if !done {
 		select {
 		case <-op.done:

@@ -120,6 +120,10 @@ func (c *cleaner) run(now time.Time) (passes int, err error) {
 			return passes, nil
 		}
 		p := parts[i]
+		var pass cleanerPass
+		if c.b.cfg.Metrics != nil {
+			pass = c.startPass(p)
+		}
 		next, err := c.clean(p, plans[i], now)
 		switch {
 		case errors.Is(err, errCleanerStopped):
@@ -131,6 +135,9 @@ func (c *cleaner) run(now time.Time) (passes int, err error) {
 			continue
 		}
 		passes++
+		if c.b.cfg.Metrics != nil {
+			c.endPass(pass, next)
+		}
 		c.firstDirty[TopicPartition{Topic: p.topic, Partition: p.id}] = next
 		if err := c.writeCheckpoint(); err != nil {
 			return passes, err

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/metrics"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -51,6 +52,10 @@ type Config struct {
 	// offsets.topic.segment.bytes (100 MiB), because an embedded broker
 	// replays the topic on every Open.
 	OffsetsSegmentBytes int64
+	// Metrics, when set, is told of every partition flush and its time,
+	// of fetches parking in and leaving the purgatory, and of cleaner
+	// passes (see metrics.Hooks); nil → none.
+	Metrics metrics.Hooks
 }
 
 func (c Config) withDefaults() Config {

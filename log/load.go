@@ -33,6 +33,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
 		logger:       s.logger,
 		clock:        s.cfg.Clock,
+		metrics:      s.cfg.Metrics,
 		wake:         s.wakeLoop,
 		appended:     s.cfg.Notify,
 		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/metrics"
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
@@ -31,6 +32,8 @@ type Partition struct {
 	segCfg segment.Config
 	logger *slog.Logger
 	clock  clock.Clock
+	// metrics, when set, is told of every flush (nil: none).
+	metrics metrics.Hooks
 	// wake asks the broker's background loop to flush sealed segments.
 	wake func()
 	// appended, when set, is told about every append and every move of the
@@ -351,7 +354,7 @@ func (p *Partition) syncTo(target int64, force bool) error {
 		}
 		p.syncing = true
 		p.syncMu.Unlock()
-		err := p.flush()
+		err := p.timedFlush()
 		p.syncMu.Lock()
 		p.syncing = false
 		p.syncCnd.Broadcast()

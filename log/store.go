@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/metrics"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
@@ -54,6 +55,9 @@ type StoreConfig struct {
 	// Clock is the store's time (rolls, retention, flushes, checkpoints,
 	// producer expiry); nil → clock.System().
 	Clock clock.Clock
+	// Metrics, when set, is told of every partition flush and its time
+	// (metrics.Hooks.Fsync); nil → none.
+	Metrics metrics.Hooks
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {

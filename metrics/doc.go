@@ -15,11 +15,12 @@
 //     offset (LEO), high watermark, size and segment count; ISR and replica
 //     counts; each consumer group's committed offsets and lag. These are read
 //     from what the library already exposes (Partition.EndOffset, ...) by
-//     package metrics/logmetrics, which sets them with Recorder.SetPartitions
-//     and Recorder.SetGroupLags.
+//     package metrics/logmetrics (a standalone *log.Broker) or
+//     metrics/replicametrics (a cluster member, a *replica.Broker), which
+//     set them with Recorder.SetPartitions and Recorder.SetGroupLags.
 //
 // A Recorder is safe for concurrent use; its Hooks methods take no lock on
-// the per-request path beyond a read lock to find a topic's counters, and
+// the per-request path (a topic's counters are found in a copy-on-write map), and
 // allocate nothing once a topic has been seen.
 //
 // Metric names follow Kafka's JMX names as the Prometheus JMX exporter

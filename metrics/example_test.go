@@ -44,10 +44,10 @@ func ExampleRecorder() {
 	// # HELP kafka_cluster_partition_underreplicated 1 if a partition's ISR is smaller than its replica set.
 	// # TYPE kafka_cluster_partition_underreplicated gauge
 	// kafka_cluster_partition_underreplicated{topic="orders",partition="0"} 0
-	// # HELP kafka_server_replicamanager_partitioncount The number of partitions on this broker.
+	// # HELP kafka_server_replicamanager_partitioncount The number of partition replicas on this broker.
 	// # TYPE kafka_server_replicamanager_partitioncount gauge
 	// kafka_server_replicamanager_partitioncount 1
-	// # HELP kafka_server_replicamanager_underreplicatedpartitions The number of under-replicated partitions.
+	// # HELP kafka_server_replicamanager_underreplicatedpartitions The number of under-replicated partitions this broker leads.
 	// # TYPE kafka_server_replicamanager_underreplicatedpartitions gauge
 	// kafka_server_replicamanager_underreplicatedpartitions 0
 	// # HELP kafka_server_brokertopicmetrics_messagesin_total Records appended to a topic.

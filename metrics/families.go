@@ -62,22 +62,32 @@ func (s Snapshot) Families() []Family {
 		}
 		add(name, help, Gauge, ss)
 	}
+	// The replica gauges are the leader's: a follower's replica has none.
+	perLed := func(name, help string, v func(PartitionStats) float64) {
+		var ss []Sample
+		for _, p := range s.Partitions {
+			if !p.Follower {
+				ss = append(ss, Sample{Labels: tp(p.Topic, p.Partition), Value: v(p)})
+			}
+		}
+		add(name, help, Gauge, ss)
+	}
 	perPartition("kafka_log_log_logstartoffset", "The log start offset of a partition.", func(p PartitionStats) float64 { return float64(p.StartOffset) })
 	perPartition("kafka_log_log_logendoffset", "The log end offset (LEO) of a partition: the offset of its next record.", func(p PartitionStats) float64 { return float64(p.EndOffset) })
 	perPartition("kafka_log_log_highwatermark", "The high watermark of a partition.", func(p PartitionStats) float64 { return float64(p.HighWatermark) })
 	perPartition("kafka_log_log_size", "The bytes of a partition's segments.", func(p PartitionStats) float64 { return float64(p.Size) })
 	perPartition("kafka_log_log_numlogsegments", "The number of segments of a partition.", func(p PartitionStats) float64 { return float64(p.Segments) })
-	perPartition("kafka_cluster_partition_replicascount", "The number of replicas of a partition.", func(p PartitionStats) float64 { return float64(p.Replicas) })
-	perPartition("kafka_cluster_partition_insyncreplicascount", "The number of in-sync replicas of a partition.", func(p PartitionStats) float64 { return float64(p.InSyncReplicas) })
-	perPartition("kafka_cluster_partition_underreplicated", "1 if a partition's ISR is smaller than its replica set.", func(p PartitionStats) float64 { return b2f(p.UnderReplicated()) })
+	perLed("kafka_cluster_partition_replicascount", "The number of replicas of a partition.", func(p PartitionStats) float64 { return float64(p.Replicas) })
+	perLed("kafka_cluster_partition_insyncreplicascount", "The number of in-sync replicas of a partition.", func(p PartitionStats) float64 { return float64(p.InSyncReplicas) })
+	perLed("kafka_cluster_partition_underreplicated", "1 if a partition's ISR is smaller than its replica set.", func(p PartitionStats) float64 { return b2f(p.UnderReplicated()) })
 	under := 0
 	for _, p := range s.Partitions {
 		if p.UnderReplicated() {
 			under++
 		}
 	}
-	add("kafka_server_replicamanager_partitioncount", "The number of partitions on this broker.", Gauge, []Sample{{Value: float64(len(s.Partitions))}})
-	add("kafka_server_replicamanager_underreplicatedpartitions", "The number of under-replicated partitions.", Gauge, []Sample{{Value: float64(under)}})
+	add("kafka_server_replicamanager_partitioncount", "The number of partition replicas on this broker.", Gauge, []Sample{{Value: float64(len(s.Partitions))}})
+	add("kafka_server_replicamanager_underreplicatedpartitions", "The number of under-replicated partitions this broker leads.", Gauge, []Sample{{Value: float64(under)}})
 	if s.ISRShrinks+s.ISRExpands > 0 {
 		add("kafka_server_replicamanager_isrshrinks_total", "ISR shrinks.", Counter, []Sample{{Value: float64(s.ISRShrinks)}})
 		add("kafka_server_replicamanager_isrexpands_total", "ISR expansions.", Counter, []Sample{{Value: float64(s.ISRExpands)}})
@@ -95,17 +105,23 @@ func (s Snapshot) Families() []Family {
 	perTopic("kafka_server_brokertopicmetrics_bytesout_total", "Record bytes fetched from a topic by consumers.", func(t TopicStats) int64 { return t.BytesOut })
 	perTopic("kafka_server_brokertopicmetrics_replicationbytesout_total", "Record bytes fetched from a topic by follower replicas.", func(t TopicStats) int64 { return t.ReplicationBytesOut })
 
-	var reqs, errs, lat []Sample
+	var reqs, errs, lat, inB, outB []Sample
 	for _, r := range s.Requests {
 		l := []Label{{"request", r.Name}}
 		reqs = append(reqs, Sample{Labels: l, Value: float64(r.Requests)})
 		errs = append(errs, Sample{Labels: l, Value: float64(r.Errors)})
+		if r.RequestBytes+r.ResponseBytes > 0 {
+			inB = append(inB, Sample{Labels: l, Value: float64(r.RequestBytes)})
+			outB = append(outB, Sample{Labels: l, Value: float64(r.ResponseBytes)})
+		}
 		h := r.Latency
 		lat = append(lat, Sample{Labels: l, Hist: &h})
 	}
 	add("kafka_network_requestmetrics_requests_total", "Requests answered, by API.", Counter, reqs)
 	add("kafka_network_requestmetrics_errors_total", "Requests answered with an error, by API.", Counter, errs)
 	add("kafka_network_requestmetrics_totaltime_seconds", "Time from reading a request to having answered it, by API.", HistogramType, lat)
+	add("kafka_network_requestmetrics_requestbytes_total", "Bytes of the requests read, by API.", Counter, inB)
+	add("kafka_network_requestmetrics_responsebytes_total", "Bytes of the responses written, by API.", Counter, outB)
 
 	var purg []Sample
 	for _, p := range s.Purgatories {

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -43,8 +44,9 @@ func (h *histogram) snapshot() Histogram {
 }
 
 type apiStats struct {
-	requests, errors atomic.Int64
-	latency          histogram
+	requests, errors            atomic.Int64
+	requestBytes, responseBytes atomic.Int64
+	latency                     histogram
 }
 
 type topicStats struct {
@@ -58,8 +60,10 @@ type topicStats struct {
 type Recorder struct {
 	requests [maxAPI]apiStats
 
-	topicsMu sync.RWMutex
-	topics   map[string]*topicStats
+	// topics is read without a lock (and without allocating, unlike a
+	// sync.Map keyed by any): a new topic copies the map under topicsMu.
+	topics   atomic.Pointer[map[string]*topicStats]
+	topicsMu sync.Mutex
 
 	fsync histogram
 
@@ -80,7 +84,7 @@ var _ Hooks = (*Recorder)(nil)
 
 // NewRecorder returns an empty Recorder.
 func NewRecorder() *Recorder {
-	return &Recorder{topics: map[string]*topicStats{}, purgatory: map[string]int{}}
+	return &Recorder{purgatory: map[string]int{}}
 }
 
 // Request implements Hooks.
@@ -97,19 +101,37 @@ func (r *Recorder) Request(api int16, d time.Duration, failed bool) {
 }
 
 func (r *Recorder) topic(name string) *topicStats {
-	r.topicsMu.RLock()
-	t := r.topics[name]
-	r.topicsMu.RUnlock()
-	if t != nil {
-		return t
+	if m := r.topics.Load(); m != nil {
+		if t := (*m)[name]; t != nil {
+			return t
+		}
 	}
 	r.topicsMu.Lock()
 	defer r.topicsMu.Unlock()
-	if t = r.topics[name]; t == nil {
-		t = &topicStats{}
-		r.topics[name] = t
+	old := r.topics.Load()
+	if old != nil {
+		if t := (*old)[name]; t != nil {
+			return t
+		}
 	}
+	m := make(map[string]*topicStats, 1)
+	if old != nil {
+		m = maps.Clone(*old)
+	}
+	t := &topicStats{}
+	m[name] = t
+	r.topics.Store(&m)
 	return t
+}
+
+// RequestBytes implements Hooks.
+func (r *Recorder) RequestBytes(api int16, request, response int64) {
+	if api < 0 || api >= maxAPI {
+		return
+	}
+	s := &r.requests[api]
+	s.requestBytes.Add(request)
+	s.responseBytes.Add(response)
 }
 
 // Produced implements Hooks.
@@ -186,16 +208,17 @@ func (r *Recorder) Snapshot() Snapshot {
 		s.Requests = append(s.Requests, RequestStats{
 			API: int16(api), Name: APIName(int16(api)),
 			Requests: n, Errors: a.errors.Load(), Latency: a.latency.snapshot(),
+			RequestBytes: a.requestBytes.Load(), ResponseBytes: a.responseBytes.Load(),
 		})
 	}
-	r.topicsMu.RLock()
-	for name, t := range r.topics {
-		s.Topics = append(s.Topics, TopicStats{
-			Topic: name, MessagesIn: t.messagesIn.Load(), BytesIn: t.bytesIn.Load(),
-			BytesOut: t.bytesOut.Load(), ReplicationBytesOut: t.replicationBytesOut.Load(),
-		})
+	if m := r.topics.Load(); m != nil {
+		for name, t := range *m {
+			s.Topics = append(s.Topics, TopicStats{
+				Topic: name, MessagesIn: t.messagesIn.Load(), BytesIn: t.bytesIn.Load(),
+				BytesOut: t.bytesOut.Load(), ReplicationBytesOut: t.replicationBytesOut.Load(),
+			})
+		}
 	}
-	r.topicsMu.RUnlock()
 	slices.SortFunc(s.Topics, func(a, b TopicStats) int { return cmpString(a.Topic, b.Topic) })
 	s.Fsync = r.fsync.snapshot()
 	r.purgMu.Lock()

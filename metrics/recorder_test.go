@@ -121,3 +121,40 @@ func TestNopAndAPIName(t *testing.T) {
 	NewRecorder().Request(-1, 0, false) // out of range: ignored, no panic
 	NewRecorder().Request(maxAPI, 0, false)
 }
+
+func TestRequestBytes(t *testing.T) {
+	r := NewRecorder()
+	r.Request(1, time.Millisecond, false)
+	r.RequestBytes(1, 100, 5000)
+	r.RequestBytes(1, 50, 0)
+	r.RequestBytes(-1, 1, 1) // out of range: ignored
+	s := r.Snapshot()
+	if len(s.Requests) != 1 || s.Requests[0].RequestBytes != 150 || s.Requests[0].ResponseBytes != 5000 {
+		t.Fatalf("requests: %+v", s.Requests)
+	}
+	var sb strings.Builder
+	s.WritePrometheus(&sb)
+	for _, want := range []string{
+		"kafka_network_requestmetrics_requestbytes_total{request=\"Fetch\"} 150\n",
+		"kafka_network_requestmetrics_responsebytes_total{request=\"Fetch\"} 5000\n",
+	} {
+		if !strings.Contains(sb.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, sb.String())
+		}
+	}
+}
+
+func TestRecorderAllocatesNothingOnceSeen(t *testing.T) {
+	r := NewRecorder()
+	r.Produced("orders", 1, 1)
+	name := string([]byte("orders")) // not a constant, as a request's topic is not
+	if n := testing.AllocsPerRun(100, func() {
+		r.Produced(name, 1, 100)
+		r.Fetched(name, 100, true)
+		r.Request(0, time.Millisecond, false)
+		r.RequestBytes(0, 10, 10)
+		r.Fsync(time.Millisecond)
+	}); n != 0 {
+		t.Errorf("%v allocs per run, want 0", n)
+	}
+}

@@ -31,6 +31,9 @@ type RequestStats struct {
 	Requests int64
 	Errors   int64
 	Latency  Histogram
+	// RequestBytes and ResponseBytes are the bytes of the requests and of
+	// their responses, frames whole.
+	RequestBytes, ResponseBytes int64
 }
 
 // TopicStats are the traffic counters of one topic.
@@ -67,10 +70,15 @@ type PartitionStats struct {
 	Segments       int
 	Replicas       int // assigned replicas (1 on a standalone broker)
 	InSyncReplicas int // ISR size (1 on a standalone broker)
+	// Follower: this broker holds a follower's replica. Its log gauges
+	// are reported; its replica gauges (replicas, ISR, under-replicated)
+	// are the leader's to report, as in Kafka, and are left out.
+	Follower bool
 }
 
-// UnderReplicated reports whether the ISR is smaller than the replica set.
-func (p PartitionStats) UnderReplicated() bool { return p.InSyncReplicas < p.Replicas }
+// UnderReplicated reports whether the ISR is smaller than the replica set,
+// for a partition this broker leads.
+func (p PartitionStats) UnderReplicated() bool { return !p.Follower && p.InSyncReplicas < p.Replicas }
 
 // GroupLag is a consumer group's committed offset of one partition and how
 // far it is behind the partition's end offset.

@@ -61,6 +61,7 @@ func (b *Broker) alterLoop() {
 		if !b.stillPending(it) {
 			continue
 		}
+		before := b.isrSizeForMetrics(it.ps)
 		ctx, cancel := context.WithTimeout(b.ctx, 2*b.cfg.HeartbeatInterval)
 		st, err := b.ctl.AlterPartition(ctx, controller.AlterPartitionRequest{
 			BrokerID: b.cfg.ID, BrokerEpoch: b.brokerEpoch.Load(),
@@ -84,6 +85,9 @@ func (b *Broker) alterLoop() {
 		ps.mu.Lock()
 		if !ps.removed {
 			b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), ans, nil))
+			if m := b.cfg.Metrics; m != nil && ans.Result == AlterAccepted && len(ans.ISR) != before {
+				m.ISRChanged(ps.tp.Topic, ps.tp.Partition, len(ans.ISR), len(ans.ISR) < before)
+			}
 		}
 		ps.mu.Unlock()
 	}

@@ -31,6 +31,7 @@ type Broker struct {
 
 	wheel     *timingwheel.TimingWheel
 	purgatory *timingwheel.Purgatory[log.TopicPartition]
+	purg      purgatorySizes // told to cfg.Metrics (metrics.go)
 
 	brokerEpoch  atomic.Int64
 	shuttingDown atomic.Bool
@@ -100,6 +101,7 @@ func Start(cfg Config) (*Broker, error) {
 	b.purgatory = pg
 
 	store, err := log.OpenStore(filepath.Join(cfg.Dir, "data"), log.StoreConfig{
+		Metrics: cfg.Metrics,
 		Notify: func(p *log.Partition) {
 			b.purgatory.CheckAndComplete(log.TopicPartition{Topic: p.Topic(), Partition: p.ID()})
 		},
@@ -137,7 +139,7 @@ func Start(cfg Config) (*Broker, error) {
 		}
 	}
 
-	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger}
+	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger, Metrics: cfg.Metrics}
 	if b.tr == nil {
 		// The data plane carries replication too: the Kafka protocol,
 		// through the Network when one is given.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/metrics"
 )
 
 // Peer is one member of the cluster as every member's Config lists it: the
@@ -65,6 +66,11 @@ type Config struct {
 	// OffsetsTopicPartitions is the partition count __consumer_offsets is
 	// created with (Kafka's offsets.topic.num.partitions); 0 → 50.
 	OffsetsTopicPartitions int
+
+	// Metrics, when set, is told of every ISR change this member commits
+	// as a leader, and is given to its store (flushes) and its Kafka
+	// server (requests, traffic); nil → none. See metrics.Hooks.
+	Metrics metrics.Hooks
 }
 
 // ErrInvalidConfig is returned by Start for a Config that cannot work.

@@ -143,6 +143,10 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 	ps.waiters[tok] = ch
 	b.runLeader(ps, ps.pm.Step(now, AwaitProduce{Token: tok, Required: next}, nil))
 	ps.mu.Unlock()
+	if b.cfg.Metrics != nil {
+		b.delayedProduce(1)
+		defer b.delayedProduce(-1)
+	}
 
 	timeout := b.cfg.ProduceTimeout
 	if d, ok := ctx.Deadline(); ok {
@@ -297,6 +301,10 @@ func (b *Broker) park(ctx context.Context, op *changeOp, wait time.Duration, key
 	d, done := b.purgatory.TryCompleteElseWatch(op, wait, keys...)
 	if done {
 		return nil
+	}
+	if b.cfg.Metrics != nil {
+		b.reportFetchPurgatory()
+		defer b.reportFetchPurgatory()
 	}
 	select {
 	case <-op.done:

@@ -253,6 +253,15 @@ func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
 		return fmt.Errorf("data dir: %w", err)
 	}
 	c.broker.Logger = logger
+	c.server.Logger = logger
+	var rec *metrics.Recorder
+	if c.metricsAddr != "" {
+		// The library pushes what polling cannot see (requests, traffic,
+		// flushes, the purgatory, cleaner passes); /metrics polls the rest.
+		// Without --metrics-addr the hooks stay nil and cost nothing.
+		rec = metrics.NewRecorder()
+		c.broker.Metrics, c.server.Metrics = rec, rec
+	}
 	b, err := log.Open(c.dataDir, c.broker)
 	if errors.Is(err, log.ErrDirInUse) {
 		return fmt.Errorf("data dir %s is in use by another broker or strata command: %w", c.dataDir, err)
@@ -261,9 +270,7 @@ func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
 		return err
 	}
 	defer closeBroker(b, &err)
-	rec := metrics.NewRecorder()
-	c.server.Logger = logger
-	srv, err := kafka.Listen(c.listen, logmetrics.NewBackend(b, rec), c.server)
+	srv, err := kafka.Listen(c.listen, b, c.server)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -150,9 +152,11 @@ func TestServeRestart(t *testing.T) {
 }
 
 // /metrics on --metrics-addr: appends through the listener raise the log
-// end offset and bytes in.
+// end offset, bytes in, the Produce requests' counts and bytes, and (with
+// a flush on every append) the flush count.
 func TestServeMetrics(t *testing.T) {
-	dir := newTopic(t, "m", 1)
+	dir := filepath.Join(t.TempDir(), "data")
+	ok(t, "", "", "topics", "--data-dir", dir, "create", "--topic", "m", "--partitions", "1", "--config", "flush.messages=1")
 	s := startServe(t, dir, "--metrics-addr", "127.0.0.1:0")
 	scrape := func() string {
 		t.Helper()
@@ -167,7 +171,7 @@ func TestServeMetrics(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return string(b)
 	}
-	if m := scrape(); !strings.Contains(m, `kafka_log_log_logendoffset{topic="m",partition="0"} 0`) || strings.Contains(m, "bytesin_total") {
+	if m := scrape(); !strings.Contains(m, `kafka_log_log_logendoffset{topic="m",partition="0"} 0`) || strings.Contains(m, "bytesin_total") || strings.Contains(m, "logflush") {
 		t.Fatalf("before appends:\n%s", m)
 	}
 	c := dial(t, s.addr)
@@ -178,19 +182,38 @@ func TestServeMetrics(t *testing.T) {
 		}
 	}
 	prod.Close()
-	m := scrape()
-	for _, want := range []string{
+	wants := []string{
 		`kafka_log_log_logendoffset{topic="m",partition="0"} 5`,
 		`kafka_log_log_highwatermark{topic="m",partition="0"} 5`,
 		`kafka_server_brokertopicmetrics_messagesin_total{topic="m"} 5`,
 		`kafka_network_requestmetrics_totaltime_seconds_count{request="Produce"} 5`,
-	} {
+		`kafka_network_requestmetrics_errors_total{request="Produce"} 0`,
+		`kafka_log_logflushstats_logflush_seconds_count 5`,
+	}
+	// The server reports a request once its response is written, so the
+	// last one may be reported just after the client has its answer: from
+	// outside the process, scrape until it is (or 5 s have passed).
+	var m string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		m = scrape()
+		missing := slices.ContainsFunc(wants, func(w string) bool { return !strings.Contains(m, w) })
+		if !missing || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range wants {
 		if !strings.Contains(m, want) {
 			t.Errorf("after 5 appends /metrics lacks %q:\n%s", want, m)
 		}
 	}
-	if !strings.Contains(m, `kafka_server_brokertopicmetrics_bytesin_total{topic="m"} `) {
-		t.Errorf("no bytes in:\n%s", m)
+	for _, want := range []string{
+		`kafka_server_brokertopicmetrics_bytesin_total{topic="m"} `,
+		`kafka_network_requestmetrics_requestbytes_total{request="Produce"} `,
+		`kafka_network_requestmetrics_responsebytes_total{request="Produce"} `,
+	} {
+		if !strings.Contains(m, want) {
+			t.Errorf("no %q:\n%s", want, m)
+		}
 	}
 	s.stop(t)
 }

@@ -1,19 +1,19 @@
 // Package logmetrics feeds a metrics.Recorder from a standalone
-// *log.Broker without changing it: Collect polls what the broker already
-// exposes (each partition's offsets, size and segments; each consumer
-// group's committed offsets, for lag), and Backend wraps the broker for
-// kafka.Listen so that produce and fetch traffic is counted on its way
-// through (records and bytes in, bytes out, Produce and Fetch latency).
+// *log.Broker: Collect polls what the broker exposes (each partition's
+// offsets, size and segments; each consumer group's committed offsets, for
+// lag), and Handler serves it all on /metrics. The pushed figures come from
+// the library itself, given the same Recorder:
 //
 //	rec := metrics.NewRecorder()
-//	srv, _ := kafka.Listen(addr, logmetrics.NewBackend(b, rec), kafka.Config{})
+//	b, _ := log.Open(dir, log.Config{Metrics: rec})                  // flushes, purgatory, cleaner
+//	srv, _ := kafka.Listen(addr, b, kafka.Config{Metrics: rec})      // requests, traffic
 //	http.Handle("/metrics", logmetrics.Handler(b, rec))
 //
-// Backend measures Produce and Fetch at the backend: the time the broker
-// took, without the network. When package kafka calls metrics.Hooks.Request
-// itself (for every API, with the time to write the response), the
-// server's figures replace these: pass the Recorder to the server and
-// build the Backend with NewBackendTraffic, which counts only the traffic.
+// Backend wraps a broker whose server is not given the hooks (a
+// kafka.Server built elsewhere) so that produce and fetch traffic is
+// counted on its way through, with Produce and Fetch latency as the broker
+// saw them; a server given the hooks counts all of it itself, and must not
+// also be given a Backend of the same Recorder.
 package logmetrics
 
 import (

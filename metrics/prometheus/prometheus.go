@@ -3,7 +3,8 @@
 // is a module of its own, so that Strata's core pulls in no Prometheus.
 //
 //	rec := metrics.NewRecorder()
-//	srv, _ := kafka.Listen(addr, logmetrics.NewBackend(b, rec), kafka.Config{})
+//	b, _ := log.Open(dir, log.Config{Metrics: rec})
+//	srv, _ := kafka.Listen(addr, b, kafka.Config{Metrics: rec})
 //	reg.MustRegister(prometheus.NewCollector(func() metrics.Snapshot {
 //		logmetrics.Collect(b, rec) // the polled gauges, fresh at each scrape
 //		return rec.Snapshot()
