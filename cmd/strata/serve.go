@@ -298,12 +298,17 @@ func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
 // serveMetrics serves /metrics on addr on a goroutine that stop ends and
 // waits for.
 func serveMetrics(addr string, b *log.Broker, rec *metrics.Recorder, logger *stdlog.Logger) (stop func(), bound string, err error) {
+	return serveMetricsHandler(addr, logmetrics.Handler(b, rec), logger)
+}
+
+// serveMetricsHandler serves h as /metrics on addr.
+func serveMetricsHandler(addr string, h http.Handler, logger *stdlog.Logger) (stop func(), bound string, err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, "", fmt.Errorf("metrics listener: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", logmetrics.Handler(b, rec))
+	mux.Handle("GET /metrics", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.NewLogLogger(logger.Handler(), stdlog.LevelWarn)}
 	var wg sync.WaitGroup
 	wg.Add(1)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/metrics"
+	"github.com/strata-log/strata/metrics/replicametrics"
 	"github.com/strata-log/strata/replica"
 )
 
@@ -58,8 +60,6 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		return usagef("a cluster member needs --raft-addr")
 	case len(cl.peers) == 0:
 		return usagef("a cluster member needs --peer for every member, itself included")
-	case c.metricsAddr != "":
-		return usagef("--metrics-addr is for a standalone broker; a cluster member does not export metrics yet")
 	case c.server.TLS != nil || c.server.SASL != nil:
 		return usagef("TLS and SASL on a cluster member's listener are not available yet")
 	}
@@ -87,6 +87,11 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	if cl.loopback {
 		cfg.Raft = controller.LoopbackRaft()
 	}
+	var rec *metrics.Recorder
+	if c.metricsAddr != "" {
+		rec = metrics.NewRecorder()
+		cfg.Metrics = rec
+	}
 	b, err := replica.Start(cfg)
 	if err != nil {
 		return err
@@ -97,6 +102,14 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		}
 	}()
 	fmt.Fprintf(e.stdout, "listening on %s\n", b.Addr())
+	if c.metricsAddr != "" {
+		stop, addr, err := serveMetricsHandler(c.metricsAddr, replicametrics.Handler(b, rec), logger)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		fmt.Fprintf(e.stdout, "metrics on %s\n", addr)
+	}
 	logger.Info("serving as a cluster member", "id", cfg.ID, "addr", b.Addr(), "raft", cl.raftAddr, "peers", len(cl.peers), "data_dir", c.dataDir)
 	<-ctx.Done()
 	logger.Info("shutting down")

@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -33,13 +35,20 @@ func freePorts(t *testing.T, n int) []string {
 var leaderRE = regexp.MustCompile(`Leader: (-?\d+)\tReplicas: ([\d,]*)\tIsr: ([\d,]*)`)
 
 // describe returns the leader and ISR of partition 0 of topic as
-// strata topics describe prints them.
+// strata topics describe prints them; leader -1 when the broker asked does
+// not know the topic yet (its metadata trails the controller's).
 func describe(t *testing.T, addr, topic string) (leader int, isr string) {
 	t.Helper()
-	out := ok(t, "", "", "topics", "describe", "--bootstrap-server", addr, "--topic", topic)
-	m := leaderRE.FindStringSubmatch(out)
+	r := strata(t, "", "", "topics", "describe", "--bootstrap-server", addr, "--topic", topic)
+	if r.code != 0 {
+		if strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+			return -1, ""
+		}
+		t.Fatalf("describe: exit %d: %s", r.code, r.stderr)
+	}
+	m := leaderRE.FindStringSubmatch(r.stdout)
 	if m == nil {
-		t.Fatalf("describe: %q", out)
+		t.Fatalf("describe: %q", r.stdout)
 	}
 	leader, _ = strconv.Atoi(m[1])
 	return leader, m[3]
@@ -57,7 +66,7 @@ func TestServeCluster(t *testing.T) {
 		peers = append(peers, "--peer", fmt.Sprintf("%d=%s,%s", i+1, ports[2*i], ports[2*i+1]))
 	}
 	start := func(i int) *server {
-		args := append([]string{"--node-id", strconv.Itoa(i + 1), "--listen", ports[2*i], "--raft-addr", ports[2*i+1], "--raft-loopback"}, peers...)
+		args := append([]string{"--node-id", strconv.Itoa(i + 1), "--listen", ports[2*i], "--raft-addr", ports[2*i+1], "--raft-loopback", "--metrics-addr", "127.0.0.1:0"}, peers...)
 		return startServe(t, filepath.Join(tmp, fmt.Sprint(i+1)), args...)
 	}
 	members := []*server{start(0), start(1), start(2)}
@@ -113,7 +122,45 @@ func TestServeCluster(t *testing.T) {
 		t.Fatalf("consumed after the leader stopped:\n%s\nwant the 50 records in order", out)
 	}
 
+	// The leader of the partition reports it under-replicated.
+	if n := underReplicated(t, members); n != 1 {
+		t.Errorf("under-replicated partitions with a member down: %d, want 1", n)
+	}
+
 	// Restarted on its data, the member rejoins the ISR.
 	members[leader-1] = start(leader - 1)
 	waitISR(other, 3)
+	if n := underReplicated(t, members); n != 0 {
+		t.Errorf("under-replicated partitions with the ISR full again: %d, want 0", n)
+	}
+}
+
+var underRE = regexp.MustCompile(`(?m)^kafka_server_replicamanager_underreplicatedpartitions (\d+)$`)
+
+// underReplicated sums the under-replicated partitions the running members
+// report on /metrics.
+func underReplicated(t *testing.T, members []*server) int {
+	t.Helper()
+	sum := 0
+	for _, m := range members {
+		if m == nil {
+			continue
+		}
+		resp, err := http.Get("http://" + m.metrics + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		mm := underRE.FindSubmatch(body)
+		if mm == nil {
+			t.Fatalf("no under-replicated gauge in:\n%s", body)
+		}
+		n, _ := strconv.Atoi(string(mm[1]))
+		sum += n
+	}
+	return sum
 }
