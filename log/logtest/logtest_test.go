@@ -2,6 +2,7 @@ package logtest_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
@@ -55,4 +56,11 @@ func (f *fakeTB) cleanup() {
 		f.fns[i]()
 	}
 	f.fns = nil
+}
+
+// TestGroupMinSessionTimeoutAlone: a broker configured with only
+// GroupMinSessionTimeout opens (its maximum is Kafka's default, 30 min).
+func TestGroupMinSessionTimeoutAlone(t *testing.T) {
+	b := logtest.New(t, logtest.InMemory(), logtest.WithConfig(log.Config{GroupMinSessionTimeout: 10 * time.Second}))
+	require.NotNil(t, b.GroupCoordinator())
 }
