@@ -356,7 +356,10 @@ func (b *Broker) DeleteTopic(name string) error {
 // Close flushes every partition, writes the checkpoints and the clean-shutdown
 // marker, stops the background work and releases the data dir. Further calls
 // on the broker and its topics get ErrClosed.
-func (b *Broker) Close() error {
+func (b *Broker) Close() error { return b.shutdown(b.store.Close) }
+
+// shutdown is Close and Discard: closeStore closes the store.
+func (b *Broker) shutdown(closeStore func() error) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -367,7 +370,7 @@ func (b *Broker) Close() error {
 	close(b.stop)
 	b.wg.Wait() // the cleaner, before the partitions it cleans close
 	b.groups.Close()
-	err := b.store.Close()
+	err := closeStore()
 	b.wheel.Stop()
 	return err
 }

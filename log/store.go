@@ -160,18 +160,25 @@ func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 
 // load reads the clean-shutdown marker and the checkpoints, finishes
 // removals a crash interrupted, and removes the marker: from here on a
-// crash is unclean.
+// crash is unclean. One listing of the data dir tells it which of those
+// files exist, so a new data dir (only the lock in it) costs one ReadDir.
 func (s *Store) load() error {
-	_, err := s.fs.Stat(filepath.Join(s.dir, cleanShutdown))
-	s.clean = err == nil
+	names, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("log: read data dir: %w", err)
+	}
+	_, s.clean = slices.BinarySearch(names, cleanShutdown)
 	read := func(name string) map[TopicPartition]int64 {
+		if _, ok := slices.BinarySearch(names, name); !ok {
+			return nil // none written yet: nothing to read
+		}
 		m, err := readCheckpoint(s.fs, filepath.Join(s.dir, name))
 		if err != nil {
 			s.logger.Warn("ignoring unreadable checkpoint", "err", err)
 			if name == recoveryPointFile {
 				s.clean = false // recover every segment
 			}
-			return map[TopicPartition]int64{}
+			return nil
 		}
 		return m
 	}
@@ -201,18 +208,13 @@ func (s *Store) load() error {
 	}
 	s.unrecovered = map[TopicPartition]bool{}
 	if !s.clean {
-		s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
-		dirs, err := s.PartitionDirs()
-		if err != nil {
-			return err
+		dirs := s.partitionDirsIn(names)
+		if len(dirs) > 0 {
+			s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
 		}
 		for _, tp := range dirs {
 			s.unrecovered[tp] = true
 		}
-	}
-	names, err := s.fs.ReadDir(s.dir)
-	if err != nil {
-		return fmt.Errorf("log: read data dir: %w", err)
 	}
 	removed := false
 	for _, name := range names {
@@ -376,6 +378,12 @@ func (s *Store) PartitionDirs() ([]TopicPartition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: read data dir: %w", err)
 	}
+	return s.partitionDirsIn(names), nil
+}
+
+// partitionDirsIn returns the partitions whose directory is among names,
+// entries of the data dir, sorted.
+func (s *Store) partitionDirsIn(names []string) []TopicPartition {
 	var out []TopicPartition
 	for _, name := range names {
 		i := strings.LastIndexByte(name, '-')
@@ -393,7 +401,7 @@ func (s *Store) PartitionDirs() ([]TopicPartition, error) {
 		out = append(out, TopicPartition{Topic: topic, Partition: id})
 	}
 	slices.SortFunc(out, tp.Compare)
-	return out, nil
+	return out
 }
 
 // RemovePartition closes a partition (appends and reads in flight end with
@@ -455,9 +463,21 @@ func (s *Store) RemovePartition(topic string, id int) error {
 // the data dir.
 func (s *Store) Close() error { return s.close(true) }
 
+// Discard closes the store of a data dir that is about to be thrown away
+// (a test fixture's private in-memory FS): as Close, it stops the
+// background loop and flushes and closes every partition, but it writes
+// neither the checkpoints nor the clean-shutdown marker, which only a later
+// open would read. Should the dir be opened again all the same, that open
+// recovers every partition, as after a crash once everything was flushed.
+func (s *Store) Discard() error { return s.shutdown(false, false) }
+
 // close is Close; without markClean it never writes the clean-shutdown
 // marker (an owner whose open failed half-way).
-func (s *Store) close(markClean bool) error {
+func (s *Store) close(markClean bool) error { return s.shutdown(markClean, true) }
+
+// shutdown is Close, Discard and close: checkpoints says whether the
+// checkpoints are written, markClean whether the marker may be.
+func (s *Store) shutdown(markClean, checkpoints bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -477,7 +497,9 @@ func (s *Store) close(markClean bool) error {
 	for _, p := range s.Partitions() {
 		keep(p.close())
 	}
-	keep(s.writeCheckpoints())
+	if checkpoints {
+		keep(s.writeCheckpoints())
+	}
 	s.mu.RLock()
 	recovered := len(s.unrecovered) == 0
 	s.mu.RUnlock()
@@ -529,6 +551,14 @@ func (s *Store) writeCheckpoints() error {
 	if s.ckpts == nil {
 		s.ckpts = map[string]string{}
 	}
+	// Each changed file is written to a temp file, fsynced and renamed over
+	// the old one; one directory fsync then makes the renames durable. A
+	// crash before it leaves each file old or new, never torn: every mix is
+	// a state the files have been in or a safe one (a recovery point, start
+	// offset or high watermark from the previous write is lower, and open
+	// clamps each to the log it finds).
+	var renamed []string
+	var first error
 	for _, c := range []struct {
 		name    string
 		offsets map[TopicPartition]int64
@@ -537,12 +567,49 @@ func (s *Store) writeCheckpoints() error {
 		if s.ckpts[c.name] == string(data) {
 			continue // unchanged since this store last wrote it
 		}
-		if err := writeCheckpoint(s.fs, filepath.Join(s.dir, c.name), data); err != nil {
-			return err
+		if err := s.replaceFile(c.name, data); err != nil {
+			first = fmt.Errorf("log: write checkpoint %s: %w", c.name, err)
+			break
 		}
+		renamed = append(renamed, c.name)
 		s.ckpts[c.name] = string(data)
 	}
-	return nil
+	if len(renamed) > 0 {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			for _, name := range renamed {
+				delete(s.ckpts, name) // not known to be durable: written again next time
+			}
+			if first == nil {
+				first = fmt.Errorf("log: write checkpoints: sync dir %s: %w", s.dir, err)
+			}
+		}
+	}
+	return first
+}
+
+// replaceFile writes data to name.tmp in the data dir, fsyncs it and
+// renames it over name; the caller syncs the directory.
+func (s *Store) replaceFile(name string, data []byte) error {
+	path := filepath.Join(s.dir, name)
+	tmp := path + ".tmp"
+	f, err := s.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, path)
+	}
+	if err != nil {
+		s.fs.Remove(tmp) // best effort: the next write replaces it anyway
+	}
+	return err
 }
 
 // WriteCheckpoints writes the checkpoint files now (they are also written

@@ -74,6 +74,11 @@ var fixtureTopic = log.TopicConfig{MaxIndexBytes: 4 << 10, SegmentBytes: 64 << 2
 
 // New starts a broker for the test and closes it in t.Cleanup (failing the
 // test if Close fails). It fails the test at once if the broker cannot start.
+// A broker on a data dir of its own (InMemory, or the default temporary
+// directory) is closed with Discard: every goroutine is joined and every
+// record flushed, but no checkpoint or clean-shutdown marker is written
+// for an Open that will never come. A broker OnFS is closed with Close, so
+// the test can open the FS again.
 func New(t testing.TB, opts ...Option) *log.Broker {
 	t.Helper()
 	var o options
@@ -82,9 +87,15 @@ func New(t testing.TB, opts ...Option) *log.Broker {
 	}
 	cfg := o.cfg
 	dir := "/strata"
+	// private: no one opens the data dir after the test (a fresh MemFS, or
+	// a temporary directory removed at its end), so the fixture is
+	// Discarded, not Closed: it skips the checkpoints and the clean-shutdown
+	// marker that only a later Open would read.
+	private := true
 	switch {
 	case o.fs != nil:
 		cfg.FS = o.fs
+		private = false // the test may crash it and open it again
 	case o.mem:
 		cfg.FS = vfs.NewMem()
 	default:
@@ -98,7 +109,11 @@ func New(t testing.TB, opts ...Option) *log.Broker {
 		t.Fatalf("logtest: open broker: %v", err)
 	}
 	t.Cleanup(func() {
-		if err := b.Close(); err != nil {
+		closeBroker := b.Close
+		if private {
+			closeBroker = b.Discard
+		}
+		if err := closeBroker(); err != nil {
 			t.Errorf("logtest: close broker: %v", err)
 		}
 	})
