@@ -45,6 +45,10 @@ type Broker struct {
 	fetches *timingwheel.Purgatory[TopicPartition]
 	groups  *group.Coordinator
 	cleaner *cleaner // log compaction
+	// The cleaner's goroutine starts with the store's loop (startCleaner);
+	// cleanerMu guards its start against Close, which closes stop under it.
+	cleanerMu                            sync.Mutex
+	cleanerReady, cleanerWant, cleanerOn bool
 
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
@@ -113,6 +117,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		Clock:                   cfg.Clock,
 		HighWatermarkFollowsEnd: true, // the only replica: what it appends is committed
 		Notify:                  b.appended,
+		OnLoopStart:             b.startCleaner,
 	})
 	if err != nil {
 		b.wheel.Stop()
@@ -129,8 +134,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.cleaner = newCleaner(b)
-	b.wg.Add(1)
-	go b.cleanerLoop()
+	b.cleanerReadyToStart()
 	return b, nil
 }
 
@@ -367,7 +371,9 @@ func (b *Broker) shutdown(closeStore func() error) error {
 	}
 	b.closed = true
 	b.mu.Unlock()
+	b.cleanerMu.Lock() // no cleaner starts after this
 	close(b.stop)
+	b.cleanerMu.Unlock()
 	b.wg.Wait() // the cleaner, before the partitions it cleans close
 	b.groups.Close()
 	err := closeStore()

@@ -35,7 +35,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		logger:       s.logger,
 		clock:        s.cfg.Clock,
 		wake:         s.wakeLoop,
-		appended:     s.cfg.Notify,
+		appended:     s.notify,
 		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,
 		hwLowered: func() {
 			if err := s.writeCheckpoints(); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/clock"
@@ -47,6 +48,11 @@ type StoreConfig struct {
 	// It must not block and must not call back into the partition's writer
 	// path.
 	Notify func(*Partition)
+	// OnLoopStart, when set, is called once, when the store's background
+	// loop starts: at the first append, roll or partition opened from disk
+	// (an owner starts its own background work with it). It must not block
+	// and must not call back into the store.
+	OnLoopStart func()
 	// ProducerIDExpirationCheckInterval is how often idle idempotent
 	// producers are expired (TopicConfig.ProducerIDExpiration); 0 → 10
 	// minutes (Kafka's producer.id.expiration.check.interval.ms).
@@ -117,11 +123,18 @@ type Store struct {
 	wakeCh  chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// The loop starts lazily (startLoop): loopOn once it has; loopMu
+	// guards the start and loopStopped, set by Close before it stops the
+	// loop, after which it never starts.
+	loopOn      atomic.Bool
+	loopMu      sync.Mutex
+	loopStopped bool
 }
 
-// OpenStore opens (creating if needed) the data directory dir, locks it
-// (ErrDirInUse while another Store holds it) and starts the background
-// loop. No partition is open yet: OpenPartition opens them.
+// OpenStore opens (creating if needed) the data directory dir and locks it
+// (ErrDirInUse while another Store holds it). No partition is open yet:
+// OpenPartition opens them. The background loop starts with the first
+// partition that has records (see StoreConfig.OnLoopStart).
 func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 	cfg = cfg.withDefaults()
 	fs := cfg.FS
@@ -153,8 +166,6 @@ func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.loop()
 	return s, nil
 }
 
@@ -313,6 +324,9 @@ func (s *Store) OpenPartition(topic string, id int, cfg TopicConfig) (*Partition
 		return nil, err
 	}
 	p, clamped, err := s.openPartition(topic, id, cfg)
+	if err == nil {
+		s.startLoop() // it may hold records due for retention or a flush
+	}
 	if err == nil && clamped {
 		// The log lost records the checkpoint's high watermark covered: the
 		// lower one is written at once, so that records appended again
@@ -485,8 +499,7 @@ func (s *Store) shutdown(markClean, checkpoints bool) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	close(s.stop)
-	s.wg.Wait()
+	s.stopLoop()
 
 	var first error
 	keep := func(err error) {
@@ -618,6 +631,7 @@ func (s *Store) replaceFile(name string, data []byte) error {
 func (s *Store) WriteCheckpoints() error { return s.writeCheckpoints() }
 
 func (s *Store) wakeLoop() {
+	s.startLoop()
 	select {
 	case s.wakeCh <- struct{}{}:
 	default:
