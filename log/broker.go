@@ -124,7 +124,9 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.store = store
-	err = b.load()
+	if !store.fresh { // a new data dir has no topics.json and no stray
+		err = b.load()
+	}
 	if err == nil {
 		err = b.startGroups()
 	}

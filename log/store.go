@@ -103,6 +103,9 @@ type Store struct {
 	// recovery. Nothing has written to a partition since then that was not
 	// opened through this Store.
 	clean bool
+	// fresh: at open the data dir held nothing but the lock (a new one):
+	// there is no file for the owner to read back either.
+	fresh bool
 
 	mu    sync.RWMutex // guards parts, saved, unrecovered and closed
 	parts map[TopicPartition]*Partition
@@ -179,6 +182,7 @@ func (s *Store) load() error {
 		return fmt.Errorf("log: read data dir: %w", err)
 	}
 	_, s.clean = slices.BinarySearch(names, cleanShutdown)
+	s.fresh = len(names) == 0 || len(names) == 1 && names[0] == lockFile
 	read := func(name string) map[TopicPartition]int64 {
 		if _, ok := slices.BinarySearch(names, name); !ok {
 			return nil // none written yet: nothing to read
