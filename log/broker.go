@@ -50,6 +50,10 @@ type Broker struct {
 	cleanerMu                            sync.Mutex
 	cleanerReady, cleanerWant, cleanerOn bool
 
+	// ephemeral: opened by OpenEphemeral, for a data dir thrown away after
+	// Close: no topics.json, and Close is Discard.
+	ephemeral bool
+
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
 
@@ -92,7 +96,10 @@ type topicsMeta struct {
 // with ErrDirInUse until the first Broker is closed. After an unclean
 // shutdown, the partitions are recovered: torn and corrupt tails are cut off
 // and the indexes rebuilt.
-func Open(dir string, cfg Config) (*Broker, error) {
+func Open(dir string, cfg Config) (*Broker, error) { return open(dir, cfg, false) }
+
+// open is Open and OpenEphemeral.
+func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.DefaultTopic.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("log: default topic config: %w", err)
@@ -105,6 +112,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		logger:     cfg.Logger,
 		topics:     map[string]*Topic{},
 		stop:       make(chan struct{}),
+		ephemeral:  ephemeral,
 	}
 	if err := b.startPurgatory(); err != nil {
 		return nil, err
@@ -194,8 +202,12 @@ func (b *Broker) removeStrays() error {
 	return nil
 }
 
-// writeTopics writes topics.json atomically. Holds b.mu.
+// writeTopics writes topics.json atomically; an ephemeral broker writes
+// none. Holds b.mu.
 func (b *Broker) writeTopics() error {
+	if b.ephemeral {
+		return nil // no Open will read it
+	}
 	data, err := b.appendTopicsJSON(nil)
 	if err != nil {
 		return err
@@ -362,7 +374,12 @@ func (b *Broker) DeleteTopic(name string) error {
 // Close flushes every partition, writes the checkpoints and the clean-shutdown
 // marker, stops the background work and releases the data dir. Further calls
 // on the broker and its topics get ErrClosed.
-func (b *Broker) Close() error { return b.shutdown(b.store.Close) }
+func (b *Broker) Close() error {
+	if b.ephemeral {
+		return b.Discard()
+	}
+	return b.shutdown(b.store.Close)
+}
 
 // shutdown is Close and Discard: closeStore closes the store.
 func (b *Broker) shutdown(closeStore func() error) error {

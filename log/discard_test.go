@@ -48,3 +48,42 @@ func TestDiscard(t *testing.T) {
 	require.Equal(t, []byte{2}, recs[2].Value)
 	require.NoError(t, b.Close())
 }
+
+// TestOpenEphemeral: an ephemeral broker serves as any other, writes no
+// topics.json, checkpoint or marker, and Close discards; an Open of its dir
+// afterwards finds no topic, as documented.
+func TestOpenEphemeral(t *testing.T) {
+	fs := vfs.NewMem()
+	b, err := OpenEphemeral("/d", Config{FS: fs})
+	require.NoError(t, err)
+	top, err := b.CreateTopic("t", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	_, err = b.CreateTopic("gone", TopicConfig{})
+	require.NoError(t, err)
+	require.NoError(t, b.DeleteTopic("gone"))
+	_, err = b.CreateTopic("t", TopicConfig{})
+	require.ErrorIs(t, err, ErrTopicExists)
+	require.Equal(t, []string{"t"}, b.Topics())
+	p, err := top.Partition(0)
+	require.NoError(t, err)
+	_, err = p.Append(Record{Value: []byte("v")})
+	require.NoError(t, err)
+	recs, err := p.Read(0, 1<<20)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	require.NoError(t, b.Close())
+	_, err = p.Append(Record{Value: []byte("late")})
+	require.ErrorIs(t, err, ErrClosed)
+	for _, name := range []string{topicsFile, recoveryPointFile, logStartFile, highWatermarkFile, cleanShutdown} {
+		_, err := fs.Stat(filepath.Join("/d", name))
+		require.Truef(t, isNotExist(err), "%s written: %v", name, err)
+	}
+
+	b, err = Open("/d", Config{FS: fs})
+	require.NoError(t, err)
+	require.Empty(t, b.Topics(), "no topics.json: no topic")
+	dirs, err := b.Store().PartitionDirs()
+	require.NoError(t, err)
+	require.Empty(t, dirs, "the partition directories of no topic are removed")
+	require.NoError(t, b.Close())
+}
