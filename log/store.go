@@ -198,7 +198,10 @@ func (s *Store) load() error {
 		return m
 	}
 	rps, starts, hws := read(recoveryPointFile), read(logStartFile), read(highWatermarkFile)
-	s.saved = map[TopicPartition]partitionState{}
+	// saved and unrecovered stay nil while empty (a new data dir's).
+	if n := max(len(rps), len(starts), len(hws)); n > 0 {
+		s.saved = make(map[TopicPartition]partitionState, n)
+	}
 	state := func(tp TopicPartition) partitionState {
 		st, ok := s.saved[tp]
 		if !ok {
@@ -221,11 +224,11 @@ func (s *Store) load() error {
 		st.highWatermark = off
 		s.saved[tp] = st
 	}
-	s.unrecovered = map[TopicPartition]bool{}
 	if !s.clean {
 		dirs := s.partitionDirsIn(names)
 		if len(dirs) > 0 {
 			s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
+			s.unrecovered = make(map[TopicPartition]bool, len(dirs))
 		}
 		for _, tp := range dirs {
 			s.unrecovered[tp] = true
