@@ -373,7 +373,8 @@ func (b *Broker) DeleteTopic(name string) error {
 
 // Close flushes every partition, writes the checkpoints and the clean-shutdown
 // marker, stops the background work and releases the data dir. Further calls
-// on the broker and its topics get ErrClosed.
+// on the broker and its topics get ErrClosed. The Close of a broker opened
+// by OpenEphemeral is Discard.
 func (b *Broker) Close() error {
 	if b.ephemeral {
 		return b.Discard()
