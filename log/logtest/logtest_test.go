@@ -107,3 +107,11 @@ func TestNoGoroutineLeft(t *testing.T) {
 	}
 	leaktest.Wait(t, before)
 }
+
+// TestIdleFixtureRunsNoGoroutine: a fixture whose topics hold no record
+// runs no goroutine (the broker's loops start with the first record).
+func TestIdleFixtureRunsNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	logtest.New(t, logtest.InMemory(), logtest.Topic("t", 3))
+	require.LessOrEqual(t, runtime.NumGoroutine(), before)
+}
