@@ -125,6 +125,7 @@ func TestReport(t *testing.T) {
 		"| case | system | records/s | MB/s | × Strata | × limit | CPU | durability |",
 		"| fixture start + stop, 1 topic | strata logtest.New(InMemory) + Cleanup |",
 		"| fixture start + stop, 1 topic | kfake.NewCluster(1 broker) + Close |",
+		"| Kafka fixture start + stop, 1 topic | strata kafkatest.New + Cleanup |",
 		"| sequential 1 MiB writes to the page cache |",
 		"| 1.00× |",
 	} {
@@ -144,7 +145,7 @@ func TestReport(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Results) != 2 || len(back.Limits) != 4 || len(back.Results[0].Samples) != 3 {
+	if len(back.Results) != 4 || len(back.Limits) != 4 || len(back.Results[0].Samples) != 3 {
 		t.Errorf("JSON has %d results, %d limits", len(back.Results), len(back.Limits))
 	}
 	if back.Results[0].RecordsPerSec != rep.Results[0].RecordsPerSec {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log/logtest"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -15,13 +16,24 @@ import (
 // started and stopped, again and again.
 func fixtureVariants(e *env) []variant {
 	n := e.pick(2_000, 300, 10)
+	kfake := system{name: "kfake.NewCluster(1 broker) + Close", durability: "– (in memory; listens on 127.0.0.1)",
+		run: func(e *env) (sample, error) { return repeat(n, kfakeFixture) }}
 	return []variant{{
 		label: "fixture start + stop, 1 topic", unit: "starts", cpuNote: "start",
 		systems: []system{
 			{name: "strata logtest.New(InMemory) + Cleanup", baseline: true, durability: "– (in-memory FS)",
 				run: func(e *env) (sample, error) { return repeat(n, strataFixture) }},
-			{name: "kfake.NewCluster(1 broker) + Close", durability: "– (in memory; listens on 127.0.0.1)",
-				run: func(e *env) (sample, error) { return repeat(n, kfakeFixture) }},
+			kfake,
+		},
+	}, {
+		// Like with like: both listen on 127.0.0.1:0 and serve the Kafka
+		// protocol; × Strata of kfake's row is kfake's starts/s over
+		// kafkatest's.
+		label: "Kafka fixture start + stop, 1 topic", unit: "starts", cpuNote: "start",
+		systems: []system{
+			{name: "strata kafkatest.New + Cleanup", baseline: true, durability: "– (in-memory FS; listens on 127.0.0.1)",
+				run: func(e *env) (sample, error) { return repeat(n, kafkaFixture) }},
+			kfake,
 		},
 	}}
 }
@@ -41,6 +53,18 @@ func strataFixture() error {
 	tb := &fixtureTB{}
 	err := tb.run(func() { logtest.New(tb, logtest.InMemory(), logtest.Topic("t", 1)) })
 	return err
+}
+
+// kafkaFixture starts and stops kafkatest's fixture as a test does, asking
+// it for the address a Kafka client would be given.
+func kafkaFixture() error {
+	tb := &fixtureTB{}
+	return tb.run(func() {
+		c := kafkatest.New(tb, kafkatest.Topic("t", 1))
+		if c.Addr() == "" {
+			tb.Fatalf("kafkatest: no address")
+		}
+	})
 }
 
 func kfakeFixture() error {

@@ -72,12 +72,7 @@ func (c Config) withDefaults() Config {
 	if c.Clock == nil {
 		c.Clock = clock.System()
 	}
-	if c.MinSessionTimeout == 0 {
-		c.MinSessionTimeout = 6 * time.Second
-	}
-	if c.MaxSessionTimeout == 0 {
-		c.MaxSessionTimeout = 30 * time.Minute
-	}
+	c.MinSessionTimeout, c.MaxSessionTimeout = c.sessionBounds()
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,14 +86,37 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
+const (
+	defaultMinSessionTimeout = 6 * time.Second
+	defaultMaxSessionTimeout = 30 * time.Minute
+)
+
+// sessionBounds are the session timeout bounds once defaulted: a zero
+// field takes its default, so that either bound may be set alone.
+func (c Config) sessionBounds() (lo, hi time.Duration) {
+	lo, hi = c.MinSessionTimeout, c.MaxSessionTimeout
+	if lo == 0 {
+		lo = defaultMinSessionTimeout
+	}
+	if hi == 0 {
+		hi = defaultMaxSessionTimeout
+	}
+	return lo, hi
+}
+
+// validate checks the caller's cfg, before withDefaults: a zero field is
+// judged by the default it stands for (a MinSessionTimeout above 6 s with
+// no MaxSessionTimeout is valid; one above 30 min is not).
 func (c Config) validate() error {
+	lo, hi := c.sessionBounds()
 	switch {
 	case c.Partitions == nil:
 		return fmt.Errorf("%w: Partitions is required", ErrInvalidConfig)
 	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < 0 || c.InitialRebalanceDelay < 0:
 		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
-	case c.MinSessionTimeout > c.MaxSessionTimeout:
-		return fmt.Errorf("%w: MinSessionTimeout %v > MaxSessionTimeout %v", ErrInvalidConfig, c.MinSessionTimeout, c.MaxSessionTimeout)
+	case lo > hi:
+		return fmt.Errorf("%w: MinSessionTimeout %v > MaxSessionTimeout %v", ErrInvalidConfig, lo, hi)
 	}
 	return nil
 }

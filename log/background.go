@@ -5,18 +5,72 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/segment"
 )
+
+// startLoop starts the background loop, once, when a partition first has
+// something for it to do: an append (or a move of its high watermark), a
+// roll, or records opened from disk. Until then there is nothing to flush,
+// retain, expire or checkpoint that Close does not write, so a store that
+// never holds a record (a test fixture that creates a topic and closes)
+// starts no goroutine. It does not start once Close has begun. It takes
+// neither s.mu nor a partition's mu, and may be called holding either.
+// The loop's timer is made here, not in the goroutine, so that a fake
+// clock advanced just after the call that started it finds the timer.
+func (s *Store) startLoop() {
+	if s.loopOn.Load() {
+		return
+	}
+	s.loopMu.Lock()
+	defer s.loopMu.Unlock()
+	if s.loopOn.Load() || s.loopStopped {
+		return
+	}
+	now := s.cfg.Clock.Now()
+	// The first round runs at once (the wake below) and arms the timer for
+	// what the partitions need; until then it waits for the nearest
+	// store-wide interval.
+	timer := s.cfg.Clock.NewTimer(min(s.cfg.RetentionCheckInterval, s.cfg.CheckpointInterval, s.cfg.ProducerIDExpirationCheckInterval))
+	s.wg.Add(1)
+	go s.loop(now, timer)
+	s.loopOn.Store(true)
+	if s.cfg.OnLoopStart != nil {
+		s.cfg.OnLoopStart()
+	}
+	select {
+	case s.wakeCh <- struct{}{}:
+	default:
+	}
+}
+
+// stopLoop keeps the loop from starting and, if it runs, stops it and
+// waits for it.
+func (s *Store) stopLoop() {
+	s.loopMu.Lock()
+	s.loopStopped = true
+	s.loopMu.Unlock()
+	close(s.stop)
+	s.wg.Wait()
+}
+
+// notify is every partition's appended hook: the loop starts with the
+// first append, then the owner's Notify runs.
+func (s *Store) notify(p *Partition) {
+	s.startLoop()
+	if n := s.cfg.Notify; n != nil {
+		n(p)
+	}
+}
 
 // loop is the store's one background goroutine: it fsyncs sealed segments
 // after a roll, flushes partitions by FlushInterval, writes the checkpoints
 // every CheckpointInterval, runs retention every RetentionCheckInterval and
-// expires idle producers every ProducerIDExpirationCheckInterval.
-func (s *Store) loop() {
+// expires idle producers every ProducerIDExpirationCheckInterval, each
+// interval counted from now, when startLoop started it.
+func (s *Store) loop(now time.Time, timer clock.Timer) {
 	defer s.wg.Done()
-	now := s.cfg.Clock.Now()
 	lastRetention, lastCheckpoint, lastExpire := now, now, now
-	timer := s.cfg.Clock.NewTimer(s.nextWake(now, lastRetention, lastCheckpoint, lastExpire))
 	defer timer.Stop()
 	for {
 		select {

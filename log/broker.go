@@ -46,6 +46,14 @@ type Broker struct {
 	purgMu  sync.Mutex // orders the purgatory sizes told to cfg.Metrics
 	groups  *group.Coordinator
 	cleaner *cleaner // log compaction
+	// The cleaner's goroutine starts with the store's loop (startCleaner);
+	// cleanerMu guards its start against Close, which closes stop under it.
+	cleanerMu                            sync.Mutex
+	cleanerReady, cleanerWant, cleanerOn bool
+
+	// ephemeral: opened by OpenEphemeral, for a data dir thrown away after
+	// Close: no topics.json, and Close is Discard.
+	ephemeral bool
 
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
@@ -97,7 +105,10 @@ type topicsMeta struct {
 // with ErrDirInUse until the first Broker is closed. After an unclean
 // shutdown, the partitions are recovered: torn and corrupt tails are cut off
 // and the indexes rebuilt.
-func Open(dir string, cfg Config) (*Broker, error) {
+func Open(dir string, cfg Config) (*Broker, error) { return open(dir, cfg, false) }
+
+// open is Open and OpenEphemeral.
+func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.DefaultTopic.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("log: default topic config: %w", err)
@@ -110,6 +121,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		logger:     cfg.Logger,
 		topics:     map[string]*Topic{},
 		stop:       make(chan struct{}),
+		ephemeral:  ephemeral,
 	}
 	if err := b.startPurgatory(); err != nil {
 		return nil, err
@@ -123,13 +135,16 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		HighWatermarkFollowsEnd: true, // the only replica: what it appends is committed
 		Notify:                  b.appended,
 		Metrics:                 cfg.Metrics,
+		OnLoopStart:             b.startCleaner,
 	})
 	if err != nil {
 		b.wheel.Stop()
 		return nil, err
 	}
 	b.store = store
-	err = b.load()
+	if !store.fresh { // a new data dir has no topics.json and no stray
+		err = b.load()
+	}
 	if err == nil {
 		err = b.startGroups()
 	}
@@ -139,8 +154,7 @@ func Open(dir string, cfg Config) (*Broker, error) {
 		return nil, err
 	}
 	b.cleaner = newCleaner(b)
-	b.wg.Add(1)
-	go b.cleanerLoop()
+	b.cleanerReadyToStart()
 	return b, nil
 }
 
@@ -199,8 +213,12 @@ func (b *Broker) removeStrays() error {
 	return nil
 }
 
-// writeTopics writes topics.json atomically. Holds b.mu.
+// writeTopics writes topics.json atomically; an ephemeral broker writes
+// none. Holds b.mu.
 func (b *Broker) writeTopics() error {
+	if b.ephemeral {
+		return nil // no Open will read it
+	}
 	data, err := b.appendTopicsJSON(nil)
 	if err != nil {
 		return err
@@ -376,8 +394,17 @@ func (b *Broker) DeleteTopic(name string) error {
 
 // Close flushes every partition, writes the checkpoints and the clean-shutdown
 // marker, stops the background work and releases the data dir. Further calls
-// on the broker and its topics get ErrClosed.
+// on the broker and its topics get ErrClosed. The Close of a broker opened
+// by OpenEphemeral is Discard.
 func (b *Broker) Close() error {
+	if b.ephemeral {
+		return b.Discard()
+	}
+	return b.shutdown(b.store.Close)
+}
+
+// shutdown is Close and Discard: closeStore closes the store.
+func (b *Broker) shutdown(closeStore func() error) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -385,10 +412,12 @@ func (b *Broker) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
+	b.cleanerMu.Lock() // no cleaner starts after this
 	close(b.stop)
+	b.cleanerMu.Unlock()
 	b.wg.Wait() // the cleaner, before the partitions it cleans close
 	b.groups.Close()
-	err := b.store.Close()
+	err := closeStore()
 	b.wheel.Stop()
 	return err
 }

@@ -43,7 +43,10 @@ type cleaner struct {
 
 func newCleaner(b *Broker) *cleaner {
 	c := &cleaner{b: b, uncleanable: map[*Partition]error{}}
-	fd, err := readCheckpoint(b.fs, filepath.Join(b.dir, cleanerCheckpointFile))
+	fd, err := map[TopicPartition]int64{}, error(nil)
+	if !b.store.fresh { // a new data dir has no checkpoint to read
+		fd, err = readCheckpoint(b.fs, filepath.Join(b.dir, cleanerCheckpointFile))
+	}
 	if err != nil {
 		b.logger.Warn("ignoring unreadable cleaner checkpoint: compacted logs are all dirty", "err", err)
 		fd = map[TopicPartition]int64{}

@@ -35,7 +35,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		clock:        s.cfg.Clock,
 		metrics:      s.cfg.Metrics,
 		wake:         s.wakeLoop,
-		appended:     s.cfg.Notify,
+		appended:     s.notify,
 		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,
 		hwLowered: func() {
 			if err := s.writeCheckpoints(); err != nil {

@@ -117,8 +117,14 @@ func (p *Partition) syncSnapshots() error {
 }
 
 // snapshotOnClose writes the producer state at the end offset, durably, so
-// that the next open replays nothing. Holds mu.
+// that the next open replays nothing. A log that never held a record has
+// nothing to replay and no producer: it gets no snapshot (Kafka's
+// takeSnapshot skips an offset not past the last snapshot's, 0 at first).
+// Holds mu.
 func (p *Partition) snapshotOnClose() error {
+	if p.leo.Load() == 0 {
+		return nil
+	}
 	p.producerStateEnd()
 	_, err := WriteProducerSnapshot(p.fs, p.dir, p.ps)
 	return err

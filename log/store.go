@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/clock"
@@ -48,6 +49,11 @@ type StoreConfig struct {
 	// It must not block and must not call back into the partition's writer
 	// path.
 	Notify func(*Partition)
+	// OnLoopStart, when set, is called once, when the store's background
+	// loop starts: at the first append, roll or partition opened from disk
+	// (an owner starts its own background work with it). It must not block
+	// and must not call back into the store.
+	OnLoopStart func()
 	// ProducerIDExpirationCheckInterval is how often idle idempotent
 	// producers are expired (TopicConfig.ProducerIDExpiration); 0 → 10
 	// minutes (Kafka's producer.id.expiration.check.interval.ms).
@@ -101,6 +107,9 @@ type Store struct {
 	// recovery. Nothing has written to a partition since then that was not
 	// opened through this Store.
 	clean bool
+	// fresh: at open the data dir held nothing but the lock (a new one):
+	// there is no file for the owner to read back either.
+	fresh bool
 
 	mu    sync.RWMutex // guards parts, saved, unrecovered and closed
 	parts map[TopicPartition]*Partition
@@ -121,11 +130,18 @@ type Store struct {
 	wakeCh  chan struct{}
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	// The loop starts lazily (startLoop): loopOn once it has; loopMu
+	// guards the start and loopStopped, set by Close before it stops the
+	// loop, after which it never starts.
+	loopOn      atomic.Bool
+	loopMu      sync.Mutex
+	loopStopped bool
 }
 
-// OpenStore opens (creating if needed) the data directory dir, locks it
-// (ErrDirInUse while another Store holds it) and starts the background
-// loop. No partition is open yet: OpenPartition opens them.
+// OpenStore opens (creating if needed) the data directory dir and locks it
+// (ErrDirInUse while another Store holds it). No partition is open yet:
+// OpenPartition opens them. The background loop starts with the first
+// partition that has records (see StoreConfig.OnLoopStart).
 func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 	cfg = cfg.withDefaults()
 	fs := cfg.FS
@@ -157,30 +173,39 @@ func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 		lock.Close()
 		return nil, err
 	}
-	s.wg.Add(1)
-	go s.loop()
 	return s, nil
 }
 
 // load reads the clean-shutdown marker and the checkpoints, finishes
 // removals a crash interrupted, and removes the marker: from here on a
-// crash is unclean.
+// crash is unclean. One listing of the data dir tells it which of those
+// files exist, so a new data dir (only the lock in it) costs one ReadDir.
 func (s *Store) load() error {
-	_, err := s.fs.Stat(filepath.Join(s.dir, cleanShutdown))
-	s.clean = err == nil
+	names, err := s.fs.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("log: read data dir: %w", err)
+	}
+	_, s.clean = slices.BinarySearch(names, cleanShutdown)
+	s.fresh = len(names) == 0 || len(names) == 1 && names[0] == lockFile
 	read := func(name string) map[TopicPartition]int64 {
+		if _, ok := slices.BinarySearch(names, name); !ok {
+			return nil // none written yet: nothing to read
+		}
 		m, err := readCheckpoint(s.fs, filepath.Join(s.dir, name))
 		if err != nil {
 			s.logger.Warn("ignoring unreadable checkpoint", "err", err)
 			if name == recoveryPointFile {
 				s.clean = false // recover every segment
 			}
-			return map[TopicPartition]int64{}
+			return nil
 		}
 		return m
 	}
 	rps, starts, hws := read(recoveryPointFile), read(logStartFile), read(highWatermarkFile)
-	s.saved = map[TopicPartition]partitionState{}
+	// saved and unrecovered stay nil while empty (a new data dir's).
+	if n := max(len(rps), len(starts), len(hws)); n > 0 {
+		s.saved = make(map[TopicPartition]partitionState, n)
+	}
 	state := func(tp TopicPartition) partitionState {
 		st, ok := s.saved[tp]
 		if !ok {
@@ -203,20 +228,15 @@ func (s *Store) load() error {
 		st.highWatermark = off
 		s.saved[tp] = st
 	}
-	s.unrecovered = map[TopicPartition]bool{}
 	if !s.clean {
-		s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
-		dirs, err := s.PartitionDirs()
-		if err != nil {
-			return err
+		dirs := s.partitionDirsIn(names)
+		if len(dirs) > 0 {
+			s.logger.Info("unclean shutdown: partitions will be recovered", "dir", s.dir)
+			s.unrecovered = make(map[TopicPartition]bool, len(dirs))
 		}
 		for _, tp := range dirs {
 			s.unrecovered[tp] = true
 		}
-	}
-	names, err := s.fs.ReadDir(s.dir)
-	if err != nil {
-		return fmt.Errorf("log: read data dir: %w", err)
 	}
 	removed := false
 	for _, name := range names {
@@ -315,6 +335,9 @@ func (s *Store) OpenPartition(topic string, id int, cfg TopicConfig) (*Partition
 		return nil, err
 	}
 	p, clamped, err := s.openPartition(topic, id, cfg)
+	if err == nil {
+		s.startLoop() // it may hold records due for retention or a flush
+	}
 	if err == nil && clamped {
 		// The log lost records the checkpoint's high watermark covered: the
 		// lower one is written at once, so that records appended again
@@ -380,6 +403,12 @@ func (s *Store) PartitionDirs() ([]TopicPartition, error) {
 	if err != nil {
 		return nil, fmt.Errorf("log: read data dir: %w", err)
 	}
+	return s.partitionDirsIn(names), nil
+}
+
+// partitionDirsIn returns the partitions whose directory is among names,
+// entries of the data dir, sorted.
+func (s *Store) partitionDirsIn(names []string) []TopicPartition {
 	var out []TopicPartition
 	for _, name := range names {
 		i := strings.LastIndexByte(name, '-')
@@ -397,7 +426,7 @@ func (s *Store) PartitionDirs() ([]TopicPartition, error) {
 		out = append(out, TopicPartition{Topic: topic, Partition: id})
 	}
 	slices.SortFunc(out, tp.Compare)
-	return out, nil
+	return out
 }
 
 // RemovePartition closes a partition (appends and reads in flight end with
@@ -459,9 +488,21 @@ func (s *Store) RemovePartition(topic string, id int) error {
 // the data dir.
 func (s *Store) Close() error { return s.close(true) }
 
+// Discard closes the store of a data dir that is about to be thrown away
+// (a test fixture's private in-memory FS): as Close, it stops the
+// background loop and flushes and closes every partition, but it writes
+// neither the checkpoints nor the clean-shutdown marker, which only a later
+// open would read. Should the dir be opened again all the same, that open
+// recovers every partition, as after a crash once everything was flushed.
+func (s *Store) Discard() error { return s.shutdown(false, false) }
+
 // close is Close; without markClean it never writes the clean-shutdown
 // marker (an owner whose open failed half-way).
-func (s *Store) close(markClean bool) error {
+func (s *Store) close(markClean bool) error { return s.shutdown(markClean, true) }
+
+// shutdown is Close, Discard and close: checkpoints says whether the
+// checkpoints are written, markClean whether the marker may be.
+func (s *Store) shutdown(markClean, checkpoints bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -469,8 +510,7 @@ func (s *Store) close(markClean bool) error {
 	}
 	s.closed = true
 	s.mu.Unlock()
-	close(s.stop)
-	s.wg.Wait()
+	s.stopLoop()
 
 	var first error
 	keep := func(err error) {
@@ -481,7 +521,9 @@ func (s *Store) close(markClean bool) error {
 	for _, p := range s.Partitions() {
 		keep(p.close())
 	}
-	keep(s.writeCheckpoints())
+	if checkpoints {
+		keep(s.writeCheckpoints())
+	}
 	s.mu.RLock()
 	recovered := len(s.unrecovered) == 0
 	s.mu.RUnlock()
@@ -533,6 +575,14 @@ func (s *Store) writeCheckpoints() error {
 	if s.ckpts == nil {
 		s.ckpts = map[string]string{}
 	}
+	// Each changed file is written to a temp file, fsynced and renamed over
+	// the old one; one directory fsync then makes the renames durable. A
+	// crash before it leaves each file old or new, never torn: every mix is
+	// a state the files have been in or a safe one (a recovery point, start
+	// offset or high watermark from the previous write is lower, and open
+	// clamps each to the log it finds).
+	var renamed []string
+	var first error
 	for _, c := range []struct {
 		name    string
 		offsets map[TopicPartition]int64
@@ -541,12 +591,49 @@ func (s *Store) writeCheckpoints() error {
 		if s.ckpts[c.name] == string(data) {
 			continue // unchanged since this store last wrote it
 		}
-		if err := writeCheckpoint(s.fs, filepath.Join(s.dir, c.name), data); err != nil {
-			return err
+		if err := s.replaceFile(c.name, data); err != nil {
+			first = fmt.Errorf("log: write checkpoint %s: %w", c.name, err)
+			break
 		}
+		renamed = append(renamed, c.name)
 		s.ckpts[c.name] = string(data)
 	}
-	return nil
+	if len(renamed) > 0 {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			for _, name := range renamed {
+				delete(s.ckpts, name) // not known to be durable: written again next time
+			}
+			if first == nil {
+				first = fmt.Errorf("log: write checkpoints: sync dir %s: %w", s.dir, err)
+			}
+		}
+	}
+	return first
+}
+
+// replaceFile writes data to name.tmp in the data dir, fsyncs it and
+// renames it over name; the caller syncs the directory.
+func (s *Store) replaceFile(name string, data []byte) error {
+	path := filepath.Join(s.dir, name)
+	tmp := path + ".tmp"
+	f, err := s.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = s.fs.Rename(tmp, path)
+	}
+	if err != nil {
+		s.fs.Remove(tmp) // best effort: the next write replaces it anyway
+	}
+	return err
 }
 
 // WriteCheckpoints writes the checkpoint files now (they are also written
@@ -555,6 +642,7 @@ func (s *Store) writeCheckpoints() error {
 func (s *Store) WriteCheckpoints() error { return s.writeCheckpoints() }
 
 func (s *Store) wakeLoop() {
+	s.startLoop()
 	select {
 	case s.wakeCh <- struct{}{}:
 	default:

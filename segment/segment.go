@@ -42,7 +42,16 @@ func (c Config) withDefaults() Config {
 // Name returns the file name of a segment file: base offset padded to 20
 // digits plus the extension (".log", ".index", ".timeindex").
 func Name(base int64, ext string) string {
-	return fmt.Sprintf("%020d%s", base, ext)
+	if base < 0 {
+		return fmt.Sprintf("%020d%s", base, ext) // never a real offset
+	}
+	// What "%020d" prints, without fmt: a path is made per file operation.
+	var b [20]byte
+	for i := len(b) - 1; i >= 0; i-- {
+		b[i] = byte('0' + base%10)
+		base /= 10
+	}
+	return string(b[:]) + ext
 }
 
 // Segment is one .log file and its two indexes.

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/vfs"
 )
@@ -51,4 +52,34 @@ func BenchmarkListen(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkNew starts and stops the fixture as a test does, through New
+// and its cleanups, with one topic of one partition (the bench module's
+// `-case fixture` line-up, which runs kfake beside it).
+func BenchmarkNew(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		tb := &cleanupTB{TB: b}
+		c := kafkatest.New(tb, kafkatest.Topic("t", 1))
+		if c.Addr() == "" {
+			b.Fatal("no address")
+		}
+		tb.cleanup()
+	}
+}
+
+// cleanupTB runs the fixture's cleanups when the benchmark says, not at
+// its end.
+type cleanupTB struct {
+	testing.TB
+	fns []func()
+}
+
+func (t *cleanupTB) Cleanup(fn func()) { t.fns = append(t.fns, fn) }
+func (t *cleanupTB) cleanup() {
+	for i := len(t.fns) - 1; i >= 0; i-- {
+		t.fns[i]()
+	}
+	t.fns = nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -55,4 +56,17 @@ func TestFixture(t *testing.T) {
 	})
 	_, err := net.Dial("tcp", addr)
 	require.Error(t, err, "closed at the end of the test")
+}
+
+// TestGoroutines: until a client connects, the fixture runs one goroutine,
+// its accept loop (the broker starts its background work with its first
+// record); the cleanups end it.
+func TestGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Run("up", func(t *testing.T) {
+		inside := runtime.NumGoroutine()
+		kafkatest.New(t, kafkatest.Topic("orders", 3))
+		require.LessOrEqual(t, runtime.NumGoroutine(), inside+1)
+	})
+	leaktest.Wait(t, before)
 }

@@ -74,6 +74,12 @@ var fixtureTopic = log.TopicConfig{MaxIndexBytes: 4 << 10, SegmentBytes: 64 << 2
 
 // New starts a broker for the test and closes it in t.Cleanup (failing the
 // test if Close fails). It fails the test at once if the broker cannot start.
+// A broker on a data dir of its own (InMemory, or the default temporary
+// directory) is opened with log.OpenEphemeral: it works as any broker, but
+// writes no topics.json, checkpoint or clean-shutdown marker for an Open
+// that will never come (its goroutines are joined and its records flushed
+// all the same). A broker OnFS is opened with log.Open, so that the test
+// can crash the FS and open it again.
 func New(t testing.TB, opts ...Option) *log.Broker {
 	t.Helper()
 	var o options
@@ -82,9 +88,15 @@ func New(t testing.TB, opts ...Option) *log.Broker {
 	}
 	cfg := o.cfg
 	dir := "/strata"
+	// private: no one opens the data dir after the test (a fresh MemFS, or
+	// a temporary directory removed at its end), so the broker is
+	// ephemeral: it skips topics.json, the checkpoints and the
+	// clean-shutdown marker, which only a later Open would read.
+	private := true
 	switch {
 	case o.fs != nil:
 		cfg.FS = o.fs
+		private = false // the test may crash it and open it again
 	case o.mem:
 		cfg.FS = vfs.NewMem()
 	default:
@@ -93,7 +105,11 @@ func New(t testing.TB, opts ...Option) *log.Broker {
 	if cfg.DefaultTopic == (log.TopicConfig{}) {
 		cfg.DefaultTopic = fixtureTopic
 	}
-	b, err := log.Open(dir, cfg)
+	open := log.Open
+	if private {
+		open = log.OpenEphemeral
+	}
+	b, err := open(dir, cfg)
 	if err != nil {
 		t.Fatalf("logtest: open broker: %v", err)
 	}

@@ -1,10 +1,15 @@
 package logtest_test
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
+	"time"
 
+	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
+	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
 
@@ -55,4 +60,58 @@ func (f *fakeTB) cleanup() {
 		f.fns[i]()
 	}
 	f.fns = nil
+}
+
+// TestGroupMinSessionTimeoutAlone: a broker configured with only
+// GroupMinSessionTimeout opens (its maximum is Kafka's default, 30 min).
+func TestGroupMinSessionTimeoutAlone(t *testing.T) {
+	b := logtest.New(t, logtest.InMemory(), logtest.WithConfig(log.Config{GroupMinSessionTimeout: 10 * time.Second}))
+	require.NotNil(t, b.GroupCoordinator())
+}
+
+// TestNoGoroutineLeft: a fixture's start and stop leave no goroutine behind,
+// whichever of its lazily started parts the test used (a long poll starts
+// the timing wheel's, a Producer its sender), and whether it is Discarded
+// (InMemory, the temporary directory) or Closed (OnFS).
+func TestNoGoroutineLeft(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for _, tc := range []struct {
+		name string
+		opt  logtest.Option
+	}{{"in memory", logtest.InMemory()}, {"temp dir", logtest.WithConfig(log.Config{})}, {"on fs", logtest.OnFS(vfs.NewMem())}} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := logtest.New(t, tc.opt, logtest.Topic("t", 2))
+			// A long poll on both partitions: the record, wherever the
+			// producer puts it, completes it.
+			parked := make(chan error, 1)
+			go func() {
+				resp, err := b.Fetch(t.Context(), log.FetchRequest{Partitions: []log.FetchPartition{
+					{TopicPartition: log.TopicPartition{Topic: "t", Partition: 0}},
+					{TopicPartition: log.TopicPartition{Topic: "t", Partition: 1}},
+				}, MaxWait: time.Minute})
+				if err == nil {
+					if n := resp.Partitions[0].Records.Len() + resp.Partitions[1].Records.Len(); n == 0 {
+						err = fmt.Errorf("fetched nothing: %+v", resp)
+					}
+					resp.Release()
+				}
+				parked <- err
+			}()
+			p, err := log.NewProducer(b, log.ProducerConfig{})
+			require.NoError(t, err)
+			_, err = p.Send(t.Context(), log.Record{Topic: "t", Value: []byte("v")})
+			require.NoError(t, err)
+			require.NoError(t, p.Close())
+			require.NoError(t, <-parked)
+		})
+	}
+	leaktest.Wait(t, before)
+}
+
+// TestIdleFixtureRunsNoGoroutine: a fixture whose topics hold no record
+// runs no goroutine (the broker's loops start with the first record).
+func TestIdleFixtureRunsNoGoroutine(t *testing.T) {
+	before := runtime.NumGoroutine()
+	logtest.New(t, logtest.InMemory(), logtest.Topic("t", 3))
+	require.LessOrEqual(t, runtime.NumGoroutine(), before)
 }
