@@ -270,7 +270,10 @@ func TestAlterTopicConfigDuringAppends(t *testing.T) {
 		b.enforceRetention(time.Now())
 		return nil
 	})
-	for i := 0; i < 200; i++ {
+	// At least 200 alters, and until the appender has been through several
+	// segments: on a busy machine the alters alone can be done before the
+	// other goroutines first run.
+	for i := 0; i < 200 || p.EndOffset() < 200; i++ {
 		cfg := TopicConfig{SegmentBytes: 4096, RetentionBytes: 16384}
 		if i%2 == 1 {
 			cfg = TopicConfig{SegmentBytes: 2048, Compression: TopicCompressionSnappy}
