@@ -103,3 +103,57 @@ func TestGoroutinesIndependentOfPartitions(t *testing.T) {
 		c.checkIdentical("many", p)
 	}
 }
+
+// BenchmarkReplicationCPU reports what replication costs in steady state
+// with RF 3 over three members: the CPU the process (three members and
+// the producer) spends per MB produced with acks=all to every partition in
+// turn (1 KiB records), and the CPU per second the members spend idle
+// afterwards, holding every partition with nothing to replicate (fetchers
+// parked at the leaders). One partition is the reference for 1,000.
+//
+//	go test -run '^$' -bench ReplicationCPU -benchtime 100000x ./replica/
+func BenchmarkReplicationCPU(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+			c := startClusterOver(b, 3, "kafka")
+			c.createTopic("t", log.TopicConfig{Partitions: n, ReplicationFactor: 3, MinInSyncReplicas: 2})
+			c.produceEach("t", n) // every fetcher running, every HW moved
+			prod, err := log.NewProducer(c.member(1), log.ProducerConfig{Acks: log.AcksAll, Timeout: 60 * time.Second})
+			require.NoError(b, err)
+			val := make([]byte, 1024)
+			errs := make(chan error, 1)
+			b.SetBytes(int64(len(val)))
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu0 := processCPU()
+			for i := range b.N {
+				prod.SendAsync(log.Record{Topic: "t", Partition: i % n, Value: val}, func(_ log.Record, err error) {
+					if err != nil {
+						select {
+						case errs <- err:
+						default:
+						}
+					}
+				})
+			}
+			require.NoError(b, prod.Flush(context.Background()))
+			b.StopTimer()
+			cpu := processCPU() - cpu0
+			require.NoError(b, prod.Close())
+			select {
+			case err := <-errs:
+				b.Fatal(err)
+			default:
+			}
+			b.ReportMetric(float64(cpu)/float64(time.Millisecond)/(float64(b.N)*float64(len(val))/1e6), "cpu-ms/MB")
+
+			// Idle: everything replicated, nothing produced.
+			for p := range n {
+				c.waitInSync("t", p)
+			}
+			idle0, at := processCPU(), time.Now()
+			time.Sleep(time.Second) // measuring a second of idleness, not waiting for anything
+			b.ReportMetric(float64(processCPU()-idle0)/float64(time.Millisecond)/time.Since(at).Seconds(), "idle-cpu-ms/s")
+		})
+	}
+}
