@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/log"
 )
@@ -73,6 +74,39 @@ func (c *memberCluster) produceEach(topic string, partitions int) {
 // 3 members × 8 is generous.
 const goroutineSlack = 3 * 8
 
+// createTopicWithin is createTopic with more time: creating a thousand
+// partitions' files on three members of a loaded machine takes seconds.
+func (c *memberCluster) createTopicWithin(name string, cfg log.TopicConfig, d time.Duration) {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	require.NoError(c.t, c.any().CreateTopic(ctx, name, cfg))
+	for _, b := range c.members {
+		if b == nil {
+			continue
+		}
+		img := b.Image()
+		for !allLed(img, name) {
+			var err error
+			img, err = b.WaitImage(ctx, img.Version())
+			require.NoError(c.t, err, "topic %s on member %d", name, b.ID())
+		}
+	}
+}
+
+func allLed(img *controller.Image, topic string) bool {
+	t, ok := img.Topic(topic)
+	if !ok {
+		return false
+	}
+	for _, p := range t.Partitions {
+		if p.Leader == controller.NoLeader {
+			return false
+		}
+	}
+	return true
+}
+
 // TestGoroutinesIndependentOfPartitions: three members replicating 10
 // partitions with RF 3, then scalePartitions() more (1,000 in all behind
 // STRATA_SOAK=1): the members run as many goroutines with all of them as
@@ -88,7 +122,7 @@ func TestGoroutinesIndependentOfPartitions(t *testing.T) {
 
 	n := scalePartitions() - 10
 	start := time.Now()
-	c.createTopic("many", log.TopicConfig{Partitions: n, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	c.createTopicWithin("many", log.TopicConfig{Partitions: n, ReplicationFactor: 3, MinInSyncReplicas: 2}, time.Minute)
 	created := time.Since(start)
 	c.produceEach("many", n)
 	c.waitAllInSync("many", n)
@@ -116,7 +150,7 @@ func BenchmarkReplicationCPU(b *testing.B) {
 	for _, n := range []int{1, 1000} {
 		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
 			c := startClusterOver(b, 3, "kafka")
-			c.createTopic("t", log.TopicConfig{Partitions: n, ReplicationFactor: 3, MinInSyncReplicas: 2})
+			c.createTopicWithin("t", log.TopicConfig{Partitions: n, ReplicationFactor: 3, MinInSyncReplicas: 2}, time.Minute)
 			c.produceEach("t", n) // every fetcher running, every HW moved
 			prod, err := log.NewProducer(c.member(1), log.ProducerConfig{Acks: log.AcksAll, Timeout: 60 * time.Second})
 			require.NoError(b, err)
