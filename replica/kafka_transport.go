@@ -123,12 +123,8 @@ func (t *kafkaTransport) doInto(ctx context.Context, id int, req kmsg.Request, b
 	return resp, nil
 }
 
-func (t *kafkaTransport) roundTrip(ctx context.Context, c *kconn, req kmsg.Request) (kmsg.Response, error) {
-	return t.roundTripInto(ctx, c, req, nil)
-}
-
-// roundTripInto is roundTrip reading the response into *buf (grown as
-// needed) when buf is not nil: the response aliases it.
+// roundTripInto sends req on c and reads its response, into *buf (grown
+// as needed) when buf is not nil: the response then aliases it.
 func (t *kafkaTransport) roundTripInto(ctx context.Context, c *kconn, req kmsg.Request, buf *[]byte) (kmsg.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
 	defer stop()
