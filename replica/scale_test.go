@@ -143,14 +143,17 @@ func TestGoroutinesIndependentOfPartitions(t *testing.T) {
 // the producer) spends per MB produced with acks=all to every partition in
 // turn (1 KiB records), and the CPU per second the members spend idle
 // afterwards, holding every partition with nothing to replicate (fetchers
-// parked at the leaders). One partition is the reference for 1,000.
+// parked at the leaders). One partition is the reference for 1,000, and
+// RF 1 (acks=all, nothing to replicate) for RF 3: the difference is what
+// replicating costs.
 //
 //	go test -run '^$' -bench ReplicationCPU -benchtime 100000x ./replica/
 func BenchmarkReplicationCPU(b *testing.B) {
-	for _, n := range []int{1, 1000} {
-		b.Run(fmt.Sprintf("partitions=%d", n), func(b *testing.B) {
+	for _, tc := range []struct{ n, rf int }{{1, 1}, {1, 3}, {1000, 1}, {1000, 3}} {
+		n := tc.n
+		b.Run(fmt.Sprintf("partitions=%d/rf=%d", n, tc.rf), func(b *testing.B) {
 			c := startClusterOver(b, 3, "kafka")
-			c.createTopicWithin("t", log.TopicConfig{Partitions: n, ReplicationFactor: 3, MinInSyncReplicas: 2}, time.Minute)
+			c.createTopicWithin("t", log.TopicConfig{Partitions: n, ReplicationFactor: tc.rf, MinInSyncReplicas: min(2, tc.rf)}, time.Minute)
 			c.produceEach("t", n) // every fetcher running, every HW moved
 			prod, err := log.NewProducer(c.member(1), log.ProducerConfig{Acks: log.AcksAll, Timeout: 60 * time.Second})
 			require.NoError(b, err)
@@ -183,7 +186,7 @@ func BenchmarkReplicationCPU(b *testing.B) {
 
 			// Idle: everything replicated, nothing produced.
 			for p := range n {
-				c.waitInSync("t", p)
+				c.waitReplicasInSync("t", p)
 			}
 			idle0, at := processCPU(), time.Now()
 			time.Sleep(time.Second) // measuring a second of idleness, not waiting for anything
