@@ -89,15 +89,33 @@ func (c *memberCluster) waitISRSize(topic string, p, n int) {
 	}
 }
 
+// waitAllISR waits until every running member has applied an ISR of at
+// least n for every partition of topic.
+func (c *memberCluster) waitAllISR(topic string, partitions, n int) {
+	c.t.Helper()
+	for _, b := range c.members {
+		if b != nil {
+			c.waitImage(b, fmt.Sprintf("%s: every ISR of %d or more", topic, n), func(img *controller.Image) bool {
+				for p := range partitions {
+					if st, ok := img.Partition(topic, p); !ok || len(st.ISR) < n {
+						return false
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
 // sendAll writes one record "tag-p" to each partition p of topic with
 // acks=all through b (which routes it to the leader, following moves).
-func sendAll(t *testing.T, b *replica.Broker, topic string, partitions int, tag string) {
-	t.Helper()
+func (c *memberCluster) sendAll(b *replica.Broker, topic string, partitions int, tag string) {
+	c.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	for p := range partitions {
-		_, err := b.Produce(ctx, log.TopicPartition{Topic: topic, Partition: p}, oneBatch(t, fmt.Sprintf("%s-%d", tag, p)), log.AcksAll)
-		require.NoError(t, err, "%s-%d", topic, p)
+		_, err := b.Produce(ctx, log.TopicPartition{Topic: topic, Partition: p}, recordBatch(fmt.Sprintf("%s-%d", tag, p)), log.AcksAll)
+		require.NoError(c.t, err, "%s-%d: %s", topic, p, c.describe(topic, p))
 	}
 }
 
@@ -142,7 +160,7 @@ func TestFiveMembers(t *testing.T) {
 	require.Len(t, holds, 5, "replicas on every member: %v", holds)
 	require.Greater(t, len(leads), 1, "leaders spread: %v", leads)
 
-	sendAll(t, c.member(1), "t", parts, "a")
+	c.sendAll(c.member(1), "t", parts, "a")
 
 	// A leader fails (partition 0's): a replica of the ISR takes over,
 	// nothing acknowledged is lost.
@@ -151,7 +169,7 @@ func TestFiveMembers(t *testing.T) {
 	nl := c.waitLeaderNot(c.any(), "t", 0, oldLeader)
 	require.Contains(t, c.replicasOf("t", 0), nl)
 	c.waitISRSize("t", 0, 2)
-	sendAll(t, c.any(), "t", parts, "b")
+	c.sendAll(c.any(), "t", parts, "b")
 
 	// A follower fails too: partition 0 has its leader alone, fewer than
 	// MinInSyncReplicas, and acks=all is refused before the append.
@@ -179,9 +197,10 @@ func TestFiveMembers(t *testing.T) {
 	// The follower returns: the ISR grows back to 2 and acks=all goes.
 	c.start(follower)
 	c.waitISRSize("t", 0, 2)
-	sendAll(t, c.any(), "t", parts, "c")
+	c.waitAllISR("t", parts, 2) // it rejoins the others' ISRs too
+	c.sendAll(c.any(), "t", parts, "c")
 	c.start(oldLeader)
-	c.waitISRSize("t", 0, 3)
+	c.waitAllISR("t", parts, 3)
 	for p := range parts {
 		c.waitReplicasInSync("t", p)
 		c.checkReplicasIdentical("t", p)
@@ -200,16 +219,19 @@ func TestFiveMembers(t *testing.T) {
 		}
 	}
 	c.stop(ctl)
-	c.waitImage(c.any(), "a controller other than the stopped one", func(*controller.Image) bool {
-		id, ok := c.any().Controller()
-		return ok && id != ctl
-	})
+	// Bounded polling: a member announces no change of controller.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if id, ok := c.any().Controller(); ok && id != ctl {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "no controller elected after %d stopped", ctl)
+	}
 	for _, p := range led {
 		c.waitLeaderNot(c.any(), "t", p, ctl)
 	}
-	sendAll(t, c.any(), "t", parts, "d")
+	c.sendAll(c.any(), "t", parts, "d")
 	c.createTopic("after", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
-	sendAll(t, c.any(), "after", 2, "e")
+	c.sendAll(c.any(), "after", 2, "e")
 	for p := range parts {
 		c.waitReplicasInSync("t", p)
 		c.checkReplicasIdentical("t", p)
