@@ -34,6 +34,7 @@ type Controller struct {
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
 	stop   chan struct{} // closed by Close: the event loop ends
+	ready  chan struct{} // closed once raft is set (or the start failed)
 	// loopEnded is closed by Close once the event loop has returned: the
 	// completer then drains the proposals and ends.
 	loopEnded chan struct{}
@@ -127,8 +128,11 @@ func (c *Controller) open() (err error) {
 	if err != nil {
 		return fmt.Errorf("controller: listen on %s: %w", cfg.RaftAddr, err)
 	}
+	// Forwarded requests wait for c.raft (set below) before they are read.
+	c.ready = make(chan struct{})
+	markReady := sync.OnceFunc(func() { close(c.ready) })
 	c.mux = newMux(ln, cfg.Network, c.log, c.serveRPC)
-	cleanup = append(cleanup, c.mux.close)
+	cleanup = append(cleanup, c.mux.close, markReady) // markReady first: a failed start lets them end
 	addr := cfg.RaftAddr
 	if len(cfg.Peers) == 1 {
 		addr = ln.Addr().String() // a single member may listen on port 0
@@ -189,6 +193,7 @@ func (c *Controller) open() (err error) {
 		return ok
 	})
 	r.RegisterObserver(c.obs)
+	markReady()
 	return nil
 }
 
@@ -372,7 +377,7 @@ func (c *Controller) callOnce(ctx context.Context, o op) (outcome, error) {
 
 // handleLocal hands o to this member's event loop if it is the leader.
 func (c *Controller) handleLocal(ctx context.Context, o op) (outcome, error) {
-	if c.raft.State() != raft.Leader {
+	if c.raft == nil || c.raft.State() != raft.Leader { // nil: a forwarded request to a start that failed
 		return outcome{}, c.notController()
 	}
 	req := &request{op: o, done: make(chan reply, 1)}

@@ -21,6 +21,9 @@ import (
 // send full fetches.
 func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.FetchRequest)
+	if rep, ok := handleReplicaBatches(ctx, c, req); ok {
+		return rep
+	}
 	if rep, ok := handleReplicaFetch(ctx, c, req); ok {
 		return rep
 	}
@@ -87,7 +90,6 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		}
 	}
 	records := make([]fetched, len(slots))
-	zeroCopy := c.sendfile && s.sendfileMin < math.MaxInt64
 	for k, si := range asked {
 		sl := &slots[si]
 		switch {
@@ -103,15 +105,8 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 			if fp.Err == nil || errors.Is(fp.Err, log.ErrOffsetOutOfRange) {
 				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStartOffset
 			}
-			if zeroCopy && fp.Records.Len() >= s.sendfileMin && inFiles(&fp.Records) {
-				// The writer sends them from the segment files and
-				// releases the handle.
-				records[si].b = fp.Records
-				fp.Records = log.Batches{}
-			} else if b, rerr := fp.Records.Bytes(); rerr != nil {
+			if rerr := c.take(&records[si], &fp.Records); rerr != nil {
 				sl.code = errorCode(rerr)
-			} else {
-				records[si].mem = b
 			}
 		default:
 			sl.code = errUnknownServerError
@@ -122,6 +117,78 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		resp.Topics[sl.t].Partitions[sl.p].ErrorCode = sl.code
 	}
 	return reply{resp: resp, records: records}
+}
+
+// take moves b into f: the handle itself when the connection's writer can
+// send it from the segment files with sendfile (b is then left empty, and
+// the writer releases the handle once sent), else a copy of its bytes (b
+// stays the caller's to release).
+func (c *conn) take(f *fetched, b *log.Batches) error {
+	if c.sendfile && c.s.sendfileMin < math.MaxInt64 && b.Len() >= c.s.sendfileMin && inFiles(b) {
+		f.b = *b
+		*b = log.Batches{}
+		return nil
+	}
+	mem, err := b.Bytes()
+	if err != nil {
+		return err
+	}
+	f.mem = mem
+	return nil
+}
+
+// ReplicaBatchesBackend is a ReplicaBackend that answers followers' Fetch
+// requests with handles on the record batches rather than their bytes, so
+// that the server sends them as it sends a consumer's: with sendfile from
+// the segment files over TCP (16 KiB and more), copied otherwise. The
+// server prefers it to FetchReplica.
+type ReplicaBatchesBackend interface {
+	ReplicaBackend
+	// FetchReplicaBatches answers a follower's Fetch (request version
+	// ≤ 12) as FetchReplica does, but with the records out of the
+	// response: records[i] are those of the response's i-th partition, in
+	// topic then partition order (fewer entries: the rest have none). The
+	// server owns and releases every handle of records, error or not.
+	FetchReplicaBatches(ctx context.Context, req *kmsg.FetchRequest) (resp *kmsg.FetchResponse, records []log.Batches, err error)
+}
+
+// handleReplicaBatches serves a follower's Fetch through a
+// ReplicaBatchesBackend; ok false when the request is not one (a
+// consumer's, or no such backend).
+func handleReplicaBatches(ctx context.Context, c *conn, req *kmsg.FetchRequest) (reply, bool) {
+	rb, ok := c.s.b.(ReplicaBatchesBackend)
+	if !ok || req.ReplicaID < 0 || req.Version > 12 {
+		return reply{}, false
+	}
+	resp, batches, err := rb.FetchReplicaBatches(ctx, req)
+	defer func() {
+		for i := range batches {
+			batches[i].Release()
+		}
+	}()
+	if err != nil {
+		resp = req.ResponseKind().(*kmsg.FetchResponse)
+		resp.ErrorCode = errorCode(err)
+		return reply{resp: resp}, true
+	}
+	n := 0
+	for i := range resp.Topics {
+		n += len(resp.Topics[i].Partitions)
+	}
+	records := make([]fetched, n)
+	k := 0
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			if k < len(batches) {
+				if rerr := c.take(&records[k], &batches[k]); rerr != nil {
+					p := &resp.Topics[i].Partitions[j]
+					p.ErrorCode = errorCode(rerr)
+				}
+			}
+			k++
+		}
+	}
+	return reply{resp: resp, records: records}, true
 }
 
 // fetched is one partition's records in a fetch response: bytes in memory,

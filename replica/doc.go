@@ -38,9 +38,12 @@
 // plane: Fetch v12 with the replica id, CurrentLeaderEpoch and
 // LastFetchedEpoch, OffsetForLeaderEpoch v4, Produce, Fetch and ListOffsets,
 // on pooled connections to the leader's registered address; the leader's
-// kafka.Server hands follower fetches to the member (kafka.ReplicaBackend)
-// and answers Metadata with the cluster's brokers, leaders and ISRs
-// (kafka.ClusterBackend). LocalNetwork is the in-process twin, whose links
+// kafka.Server hands follower fetches to the member
+// (kafka.ReplicaBatchesBackend), which answers with handles on its segment
+// files that the server sends with sendfile, as to consumers; a fetcher
+// reads each answer into a buffer of its own and appends the batches from
+// it (AppendAsFollower) without another copy. The server answers Metadata
+// with the cluster's brokers, leaders and ISRs (kafka.ClusterBackend). LocalNetwork is the in-process twin, whose links
 // tests cut. Config.Network (a testnet node in tests) carries Raft and,
 // with the Kafka transport, the data plane.
 //

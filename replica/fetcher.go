@@ -22,6 +22,16 @@ type fetcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// buf holds the last answer of the leader over the Kafka transport:
+	// the records appended alias it until the next fetch reads into it.
+	buf []byte
+}
+
+// bufferedFetcher is a Transport that can read a fetch answer into a
+// buffer of the caller's (kafkaTransport).
+type bufferedFetcher interface {
+	replicaFetchInto(ctx context.Context, leader int, req ReplicaFetchRequest, buf *[]byte) (ReplicaFetchResponse, error)
 }
 
 const fetchBackoff = 50 * time.Millisecond
@@ -122,7 +132,13 @@ func (f *fetcher) run() {
 				MaxBytes:           b.cfg.FetchMaxBytes,
 			}
 		}
-		resp, err := b.tr.ReplicaFetch(f.ctx, f.leader, req)
+		var resp ReplicaFetchResponse
+		var err error
+		if bf, ok := b.tr.(bufferedFetcher); ok {
+			resp, err = bf.replicaFetchInto(f.ctx, f.leader, req, &f.buf)
+		} else {
+			resp, err = b.tr.ReplicaFetch(f.ctx, f.leader, req)
+		}
 		if err != nil {
 			b.log.Debug("replica: fetch", "leader", f.leader, "err", err)
 			f.idle(fetchBackoff)
@@ -135,8 +151,15 @@ func (f *fetcher) run() {
 			f.handle(sent[i], &resp.Partitions[i])
 		}
 		resp.Release()
+		if cap(f.buf) > maxKeptFetchBuffer {
+			f.buf = nil // a rare large answer: not kept for good
+		}
 	}
 }
+
+// maxKeptFetchBuffer is the largest fetch buffer a fetcher keeps between
+// fetches.
+const maxKeptFetchBuffer = 8 << 20
 
 // idle waits for a partition to be added, d (if ≥ 0), or the end.
 func (f *fetcher) idle(d time.Duration) {
@@ -179,6 +202,7 @@ func (f *fetcher) handle(s sentFetch, r *ReplicaFetchedPartition) {
 	}
 	ps.pending = raw
 	b.runFollower(ps, ps.fm.Step(fr, nil))
+	ps.pending = nil // raw may alias the fetcher's buffer, read into again next
 }
 
 func (f *fetcher) askEpochEnd(ps *partState) {

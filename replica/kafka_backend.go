@@ -92,8 +92,49 @@ type CodeError struct{ Code int16 }
 
 func (e *CodeError) Error() string { return "replica: kafka error code " + strconv.Itoa(int(e.Code)) }
 
-// FetchReplica answers a follower's Fetch (kafka.ReplicaBackend).
+// FetchReplica answers a follower's Fetch (kafka.ReplicaBackend) with the
+// record bytes in the response. The server prefers FetchReplicaBatches,
+// which lets it send them from the segment files.
 func (b *Broker) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+	resp, recs, err := b.fetchReplica(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		for i := range recs {
+			recs[i].Release()
+		}
+	}()
+	k := 0
+	for i := range resp.Topics {
+		for j := range resp.Topics[i].Partitions {
+			rp := &resp.Topics[i].Partitions[j]
+			if r := &recs[k]; r.Len() > 0 {
+				if raw, err := r.Bytes(); err != nil {
+					rp.ErrorCode = codeUnknown
+				} else {
+					rp.RecordBatches = raw
+				}
+			}
+			k++
+		}
+	}
+	return resp, nil
+}
+
+var _ kafka.ReplicaBatchesBackend = (*Broker)(nil)
+
+// FetchReplicaBatches answers a follower's Fetch
+// (kafka.ReplicaBatchesBackend): the records of each partition are handles
+// on the leader's segment files, which the server sends with sendfile.
+func (b *Broker) FetchReplicaBatches(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []log.Batches, error) {
+	return b.fetchReplica(ctx, req)
+}
+
+// fetchReplica answers a follower's Fetch: the response without records,
+// and each partition's records in response order (the caller releases
+// them).
+func (b *Broker) fetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []log.Batches, error) {
 	rr := ReplicaFetchRequest{ReplicaID: int(req.ReplicaID), MaxWait: int64(req.MaxWaitMillis)}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
@@ -109,17 +150,17 @@ func (b *Broker) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kms
 	}
 	res, err := b.serveReplicaFetch(ctx, rr)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	defer res.Release()
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	recs := make([]log.Batches, len(res.Partitions))
 	i := 0
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
+		rt.Partitions = make([]kmsg.FetchResponseTopicPartition, 0, len(t.Partitions))
 		for range t.Partitions {
 			r := &res.Partitions[i]
-			i++
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = int32(r.Partition)
 			rp.ErrorCode = codeOf(r.Err)
@@ -127,19 +168,16 @@ func (b *Broker) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kms
 			if r.Diverging != nil {
 				rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset = r.Diverging.Epoch, r.Diverging.EndOffset
 			}
-			if r.Err == nil && r.Records.Len() > 0 {
-				raw, err := r.Records.Bytes()
-				if err != nil {
-					rp.ErrorCode = codeUnknown
-				} else {
-					rp.RecordBatches = raw
-				}
+			if r.Err == nil {
+				recs[i], r.Records = r.Records, log.Batches{}
 			}
+			i++
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
-	return resp, nil
+	res.Release() // what was not moved to recs
+	return resp, recs, nil
 }
 
 // OffsetForLeaderEpoch answers Kafka's OffsetForLeaderEpoch

@@ -103,11 +103,16 @@ func (t *kafkaTransport) put(id int, c *kconn, broken bool) {
 
 // do sends req to broker id and reads its response.
 func (t *kafkaTransport) do(ctx context.Context, id int, req kmsg.Request) (kmsg.Response, error) {
+	return t.doInto(ctx, id, req, nil)
+}
+
+// doInto is do reading the response into *buf (see roundTripInto).
+func (t *kafkaTransport) doInto(ctx context.Context, id int, req kmsg.Request, buf *[]byte) (kmsg.Response, error) {
 	c, err := t.get(ctx, id)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := t.roundTrip(ctx, c, req)
+	resp, err := t.roundTripInto(ctx, c, req, buf)
 	t.put(id, c, err != nil)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -118,7 +123,9 @@ func (t *kafkaTransport) do(ctx context.Context, id int, req kmsg.Request) (kmsg
 	return resp, nil
 }
 
-func (t *kafkaTransport) roundTrip(ctx context.Context, c *kconn, req kmsg.Request) (kmsg.Response, error) {
+// roundTripInto sends req on c and reads its response, into *buf (grown
+// as needed) when buf is not nil: the response then aliases it.
+func (t *kafkaTransport) roundTripInto(ctx context.Context, c *kconn, req kmsg.Request, buf *[]byte) (kmsg.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
 	defer stop()
 	c.corr++
@@ -134,7 +141,15 @@ func (t *kafkaTransport) roundTrip(ctx context.Context, c *kconn, req kmsg.Reque
 	if n < 4 || n > 1<<30 {
 		return nil, fmt.Errorf("replica: response of %d bytes", n)
 	}
-	body := make([]byte, n)
+	var body []byte
+	if buf == nil {
+		body = make([]byte, n)
+	} else {
+		if cap(*buf) < int(n) {
+			*buf = make([]byte, n)
+		}
+		body = (*buf)[:n]
+	}
 	if _, err := io.ReadFull(c.nc, body); err != nil {
 		return nil, err
 	}
@@ -198,6 +213,15 @@ func indexTopics(tps []log.TopicPartition) topicIndex {
 }
 
 func (t *kafkaTransport) ReplicaFetch(ctx context.Context, leader int, req ReplicaFetchRequest) (ReplicaFetchResponse, error) {
+	return t.replicaFetchInto(ctx, leader, req, nil)
+}
+
+// replicaFetchInto is ReplicaFetch reading the response into *buf (nil: a
+// new buffer): the records of the answer alias it until the caller reads
+// into it again. A fetcher fetches into a buffer of its own, so that the
+// bytes it appends to its logs are read from the socket once and never
+// copied in between, and it allocates nothing per response.
+func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req ReplicaFetchRequest, buf *[]byte) (ReplicaFetchResponse, error) {
 	tps := make([]log.TopicPartition, len(req.Partitions))
 	for i, p := range req.Partitions {
 		tps[i] = p.TopicPartition
@@ -219,7 +243,7 @@ func (t *kafkaTransport) ReplicaFetch(ctx context.Context, leader int, req Repli
 		}
 		kr.Topics = append(kr.Topics, ft)
 	}
-	r, err := t.do(ctx, leader, kr)
+	r, err := t.doInto(ctx, leader, kr, buf)
 	if err != nil {
 		return ReplicaFetchResponse{}, err
 	}
