@@ -31,7 +31,7 @@ type cleaner struct {
 	mu          sync.Mutex
 	firstDirty  map[TopicPartition]int64
 	uncleanable map[*Partition]error // a pass failed: not cleaned again until reopened
-	filter      batch.Filter // copies batches, compressed ones too, keeping some records
+	filter      batch.Filter         // copies batches, compressed ones too, keeping some records
 	readBuf     []byte
 	plain       []byte // a compressed batch of the dirty part, decompressed to map its keys
 	out         []byte
