@@ -34,6 +34,8 @@ type cleaner struct {
 	filter      batch.Filter         // copies batches, compressed ones too, keeping some records
 	readBuf     []byte
 	plain       []byte // a compressed batch of the dirty part, decompressed to map its keys
+	it          batch.Iter
+	rec         batch.Record
 	out         []byte
 	writeBuf    []byte     // for segment.CreateCleaned
 	m           *offsetMap // reused by the passes of a run
@@ -91,6 +93,7 @@ func (c *cleaner) run(now time.Time) (passes int, err error) {
 	defer c.mu.Unlock()
 	defer func() { // idle, it holds no memory
 		c.m, c.readBuf, c.writeBuf, c.out, c.plain, c.filter = nil, nil, nil, nil, nil, batch.Filter{}
+		c.it, c.rec = batch.Iter{}, batch.Record{}
 	}()
 	// A run cleans what was dirty when it began (in as many passes as that
 	// takes) and no more: under a steady stream of appends it still ends.
@@ -385,27 +388,38 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 }
 
 // records calls fn for each record of the batch b, with header h from a
-// walk: batch.Records, but a compressed batch is decompressed (and its
-// records checked) into c.plain, reused from batch to batch, rather than
-// into a buffer of its own.
+// walk, as batch.Records does but with nothing allocated per batch: the
+// record and iterator are the cleaner's, and a compressed batch is
+// decompressed (and its records checked) into c.plain, reused from batch to
+// batch.
 func (c *cleaner) records(b []byte, h batch.Header, fn func(r *batch.Record) error) error {
-	if h.Compression() == batch.CompressionNone {
-		return batch.Records(b, h, fn)
+	if h.Compression() != batch.CompressionNone {
+		plain, err := batch.Decompress(c.plain[:0], b, h)
+		if cap(plain) <= cleanerReadBytes<<2 {
+			c.plain = plain[:0]
+		} else {
+			c.plain = nil // not kept after an unusually large batch
+		}
+		if err != nil {
+			return err
+		}
+		if h, err = batch.ParseHeader(plain); err != nil {
+			return err
+		}
+		b = plain
 	}
-	plain, err := batch.Decompress(c.plain[:0], b, h)
-	if cap(plain) <= cleanerReadBytes<<2 {
-		c.plain = plain[:0]
-	} else {
-		c.plain = nil // not kept after an unusually large batch
-	}
-	if err != nil {
+	if err := c.it.Reset(b, h); err != nil {
 		return err
 	}
-	ph, err := batch.ParseHeader(plain)
-	if err != nil {
-		return err
+	for {
+		ok, err := c.it.Next(&c.rec)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(&c.rec); err != nil {
+			return err
+		}
 	}
-	return batch.Records(plain, ph, fn)
 }
 
 // walk calls fn for each batch of s from the one holding from on, after

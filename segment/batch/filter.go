@@ -26,6 +26,7 @@ func (h Header) DeleteHorizon() (int64, bool) {
 // concurrent use.
 type Filter struct {
 	keep  []bool
+	rec   Record // what keep sees, not allocated per call
 	plain []byte // a compressed batch, decompressed
 	tmp   []byte // the filtered copy of plain, before compression
 }
@@ -123,10 +124,10 @@ func (f *Filter) filter(dst, b []byte, h Header, horizon int64, keep func(r *Rec
 	f.keep = f.keep[:0]
 	var (
 		raw       rawRecord
-		rec       Record
 		err       error
 		tombstone bool
 	)
+	rec := &f.rec
 	appendTime := h.LogAppendTime()
 	i := HeaderSize
 	for range h.NumRecords {
@@ -140,7 +141,7 @@ func (f *Filter) filter(dst, b []byte, h Header, horizon int64, keep func(r *Rec
 			rec.Timestamp = h.BaseTimestamp + raw.tsDelta
 		}
 		rec.Key, rec.Value = raw.key, raw.value
-		k := keep(&rec)
+		k := keep(rec)
 		f.keep = append(f.keep, k)
 		if k {
 			kept++
