@@ -20,6 +20,14 @@ import (
 // holds a record younger than MinCompactionLag or one not below the high
 // watermark, are never cleaned. Offsets
 // never change, so a cleaned log has gaps.
+//
+// Compressed batches are cleaned as Kafka's MemoryRecords.filterTo cleans
+// them (batch.Filter): decompressed, their retained records compressed
+// again with the batch's codec, header fields kept (attributes, producer id,
+// epoch and base sequence, leader epoch, base and last offset); a batch that
+// keeps every record is copied unchanged, and one that keeps none is dropped
+// or, when it must stay (its producer's last, or the end of a cleaned
+// segment), becomes an empty batch without compression.
 
 // segInfo is what the planner knows of a segment.
 type segInfo struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/segment"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -47,8 +48,9 @@ func (c *crashPoint) inject(op vfs.Op, _ string) error {
 // mrec is a record of the model: what was appended at an offset.
 type mrec struct{ key, value []byte }
 
-// TestCompactionAgainstModel runs random appends (keys from a small set,
-// tombstones, null keys), rolls, cleaner runs at a clock the test moves,
+// TestCompactionAgainstModel runs random appends (batches of a few
+// records, each uncompressed or compressed with a random codec; keys from
+// a small set, tombstones, null keys), rolls, cleaner runs at a clock the test moves,
 // reads, clean reopens, crashes, and crashes at a random instant inside a
 // cleaner run, against a model: what was appended at each offset, and the
 // latest offset of each key. After every step: every record read is the
@@ -101,6 +103,7 @@ func TestCompactionAgainstModel(t *testing.T) {
 		latest := map[string]int64{}
 		now := t0
 		ts := t0
+		var bd batch.Builder
 
 		check := func(step int, what string) {
 			t.Helper()
@@ -202,7 +205,15 @@ func TestCompactionAgainstModel(t *testing.T) {
 					}
 					recs = append(recs, r)
 				}
-				_, err := p.Append(recs...)
+				// One batch, compressed with a random codec or not: the
+				// log mixes codecs, and the cleaner rewrites each with its
+				// own.
+				bd.SetCompression(cleanerCodecs[rng.IntN(len(cleanerCodecs))])
+				bd.Reset(recs[0].Timestamp.UnixMilli())
+				for _, r := range recs {
+					bd.Append(r.Timestamp.UnixMilli(), r.Key, r.Value, nil)
+				}
+				_, _, err := p.AppendBatch(append([]byte(nil), bd.Bytes()...))
 				require.NoError(t, err)
 				for _, r := range recs {
 					if r.Key != nil {

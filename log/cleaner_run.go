@@ -31,8 +31,11 @@ type cleaner struct {
 	mu          sync.Mutex
 	firstDirty  map[TopicPartition]int64
 	uncleanable map[*Partition]error // a pass failed: not cleaned again until reopened
-	filter      batch.Filter
+	filter      batch.Filter         // copies batches, compressed ones too, keeping some records
 	readBuf     []byte
+	plain       []byte // a compressed batch of the dirty part, decompressed to map its keys
+	it          batch.Iter
+	rec         batch.Record
 	out         []byte
 	writeBuf    []byte     // for segment.CreateCleaned
 	m           *offsetMap // reused by the passes of a run
@@ -91,7 +94,10 @@ func (c *cleaner) stopped() bool {
 func (c *cleaner) run(now time.Time) (passes int, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	defer func() { c.m, c.readBuf, c.writeBuf, c.out = nil, nil, nil, nil }() // idle, it holds no memory
+	defer func() { // idle, it holds no memory
+		c.m, c.readBuf, c.writeBuf, c.out, c.plain, c.filter = nil, nil, nil, nil, nil, batch.Filter{}
+		c.it, c.rec = batch.Iter{}, batch.Record{}
+	}()
 	// A run cleans what was dirty when it began (in as many passes as that
 	// takes) and no more: under a steady stream of appends it still ends.
 	runEnd := map[*Partition]int64{}
@@ -273,7 +279,7 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 				}
 				return true, nil
 			}
-			err := batch.Records(b, h, func(r *batch.Record) error {
+			err := c.records(b, h, func(r *batch.Record) error {
 				if r.Offset < plan.firstDirty || r.Key == nil || full {
 					return nil
 				}
@@ -389,6 +395,41 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 	}
 	p.logger.Debug("log cleaner pass", "partition", p.String(), "from", plan.firstDirty, "to", mapEnd, "segments", k)
 	return mapEnd, nil
+}
+
+// records calls fn for each record of the batch b, with header h from a
+// walk, as batch.Records does but with nothing allocated per batch: the
+// record and iterator are the cleaner's, and a compressed batch is
+// decompressed (and its records checked) into c.plain, reused from batch to
+// batch.
+func (c *cleaner) records(b []byte, h batch.Header, fn func(r *batch.Record) error) error {
+	if h.Compression() != batch.CompressionNone {
+		plain, err := batch.Decompress(c.plain[:0], b, h)
+		if cap(plain) <= cleanerReadBytes<<2 {
+			c.plain = plain[:0]
+		} else {
+			c.plain = nil // not kept after an unusually large batch
+		}
+		if err != nil {
+			return err
+		}
+		if h, err = batch.ParseHeader(plain); err != nil {
+			return err
+		}
+		b = plain
+	}
+	if err := c.it.Reset(b, h); err != nil {
+		return err
+	}
+	for {
+		ok, err := c.it.Next(&c.rec)
+		if err != nil || !ok {
+			return err
+		}
+		if err := fn(&c.rec); err != nil {
+			return err
+		}
+	}
 }
 
 // walk calls fn for each batch of s from the one holding from on, after

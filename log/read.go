@@ -59,38 +59,46 @@ func (p *Partition) Read(offset int64, maxBytes int) ([]Record, error) {
 // call. On error dst is returned unchanged.
 func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Record, error) {
 	hw := p.HighWatermark()
+	n, buf := len(dst), dst // buf: dst, grown by a read that found only records to skip
 	for {
 		raw, err := p.ReadBatches(offset, maxBytes, hw)
-		if err != nil || len(raw) == 0 {
+		if err != nil {
 			return dst, err
 		}
-		n := len(dst)
-		var hdrs []Header
-		recs, next, err := decodeFrom(slices.Grow(dst, countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
-		if err != nil {
+		if len(raw) > 0 {
+			var hdrs []Header
+			recs, next, err := decodeFrom(slices.Grow(buf[:n], countRecords(raw)), &hdrs, raw, TopicPartition{Topic: p.topic, Partition: p.id}, offset)
+			if err != nil {
+				clear(recs[n:])
+				return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+			}
+			// Only committed records: none at or past the high watermark.
+			i := len(recs)
+			for i > n && recs[i-1].Offset >= hw {
+				i--
+			}
+			if i > n {
+				return recs[:i], nil
+			}
 			clear(recs[n:])
-			return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)
+			buf = recs
+			// Nothing below hw: only batches that compaction emptied. Read
+			// on after them.
+			if next > offset && next < hw {
+				offset = next
+				continue
+			}
 		}
-		// Only committed records: none at or past the high watermark.
-		i := len(recs)
-		for i > n && recs[i-1].Offset >= hw {
-			i--
-		}
-		if i > n {
-			return recs[:i], nil
-		}
-		// Nothing below hw: only batches that compaction emptied, maybe of
-		// records superseded by some appended since hw was read. Read on
-		// after them, and up to the high watermark as it is now.
-		if next > offset && next < hw {
-			offset = next
-			continue
-		}
+		// No record from offset up to hw. If offset is below hw there were
+		// some when hw was read: a cleaning pass has since removed them,
+		// superseded by records appended after hw was read (a pass maps
+		// only records below the high watermark as it is when it runs), so
+		// those are below the high watermark as it is now: read up to it.
 		if now := p.HighWatermark(); now > hw {
 			hw = now
 			continue
 		}
-		return recs[:i], nil
+		return buf[:n], nil
 	}
 }
 

@@ -2,7 +2,6 @@ package batch
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 )
 
@@ -21,11 +20,20 @@ func (h Header) DeleteHorizon() (int64, bool) {
 }
 
 // Filter copies batches keeping only some of their records: what the log
-// cleaner does. The zero Filter is ready to use; it keeps a scratch buffer
-// between calls and is not safe for concurrent use.
+// cleaner does. The zero Filter is ready to use; it keeps scratch buffers
+// between calls (for a compressed batch, its records decompressed and the
+// filtered copy before it is compressed again) and is not safe for
+// concurrent use.
 type Filter struct {
-	keep []bool
+	keep  []bool
+	rec   Record // what keep sees, not allocated per call
+	plain []byte // a compressed batch, decompressed
+	tmp   []byte // the filtered copy of plain, before compression
 }
+
+// filterScratchMax is the largest scratch buffer a Filter keeps between
+// calls: after a larger batch it lets it go.
+const filterScratchMax = 4 << 20
 
 // Apply appends to dst a copy of the batch b, with header h (its CRC checked:
 // see Check), holding only the records keep returns true for. The copy keeps
@@ -37,31 +45,94 @@ type Filter struct {
 // and base timestamp horizon, every kept record's timestamp delta
 // re-encoded so that its timestamp does not change.
 //
-// keep sees the record's Offset, Timestamp, Key and Value (aliasing b, valid
-// during the call); Headers are not decoded. Apply returns the extended dst
-// and how many records the copy holds. A malformed record is ErrCorrupt and
-// dst is returned as it was; a compressed batch is ErrCompressed.
+// A compressed batch is decompressed (with a pooled decoder, into the
+// Filter's scratch buffer) and its records checked as Validate checks them;
+// as Kafka's MemoryRecords.filterTo: a batch that keeps all its records and
+// needs no delete horizon is copied as it is, one that keeps some has them
+// compressed again with the same codec, and one that keeps none becomes an
+// empty batch without compression (a header only: there is no payload to
+// compress).
+//
+// keep sees the record's Offset, Timestamp, Key and Value (aliasing b or the
+// scratch buffer, valid during the call); Headers are not decoded. Apply
+// returns the extended dst and how many records the copy holds. A malformed
+// record, or a payload that does not decompress, is ErrCorrupt and dst is
+// returned as it was.
 func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Record) bool) ([]byte, int, error) {
-	if h.Compression() != 0 {
-		return dst, 0, fmt.Errorf("%w (codec %d)", ErrCompressed, h.Compression())
-	}
 	if h.Size() > len(b) || h.Length < minLength {
 		return dst, 0, shortf("%d bytes, the batch needs %d", len(b), h.Size())
 	}
 	b = b[:h.Size()]
+	codec := h.Compression()
+	if codec == CompressionNone {
+		out, kept, _, err := f.filter(dst, b, h, horizon, keep)
+		return out, kept, err
+	}
+	if !ValidCompression(codec) {
+		return dst, 0, corruptf("unknown compression codec %d", codec)
+	}
+	defer f.trim()
+	plain, err := Decompress(f.plain[:0], b, h)
+	f.plain = plain[:0]
+	if err != nil {
+		return dst, 0, err
+	}
+	ph := h
+	ph.Attributes &^= attrCompression
+	ph.Length = int32(len(plain) - logOverhead)
+	tmp, kept, changed, err := f.filter(f.tmp[:0], plain, ph, horizon, keep)
+	f.tmp = tmp[:0]
+	switch {
+	case err != nil:
+		return dst, 0, err
+	case !changed:
+		return append(dst, b...), kept, nil
+	case kept == 0:
+		return append(dst, tmp...), 0, nil
+	}
+	start := len(dst)
+	dst = append(dst, tmp[:HeaderSize]...)
+	dst, err = compress(dst, codec, tmp[HeaderSize:])
+	if err != nil {
+		return dst[:start], 0, err
+	}
+	out := dst[start:]
+	if int64(len(out))-logOverhead > math.MaxInt32 {
+		return dst[:start], 0, corruptf("filtered batch larger than 2 GiB")
+	}
+	be := binary.BigEndian
+	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
+	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])|uint16(codec))
+	SetCRC(out)
+	return dst, kept, nil
+}
+
+// trim drops scratch buffers grown past filterScratchMax.
+func (f *Filter) trim() {
+	if cap(f.plain) > filterScratchMax {
+		f.plain = nil
+	}
+	if cap(f.tmp) > filterScratchMax {
+		f.tmp = nil
+	}
+}
+
+// filter is Apply for the uncompressed batch b (len(b) == h.Size()).
+// changed is false when the copy is b itself: every record kept and no
+// delete horizon set.
+func (f *Filter) filter(dst, b []byte, h Header, horizon int64, keep func(r *Record) bool) (_ []byte, kept int, changed bool, _ error) {
 	f.keep = f.keep[:0]
 	var (
 		raw       rawRecord
-		rec       Record
 		err       error
 		tombstone bool
-		kept      int
 	)
+	rec := &f.rec
 	appendTime := h.LogAppendTime()
 	i := HeaderSize
 	for range h.NumRecords {
 		if i, err = parseRecord(b, i, &raw); err != nil {
-			return dst, 0, err
+			return dst, 0, false, err
 		}
 		rec.Offset = h.BaseOffset + int64(raw.offDelta)
 		if appendTime {
@@ -70,7 +141,7 @@ func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Reco
 			rec.Timestamp = h.BaseTimestamp + raw.tsDelta
 		}
 		rec.Key, rec.Value = raw.key, raw.value
-		k := keep(&rec)
+		k := keep(rec)
 		f.keep = append(f.keep, k)
 		if k {
 			kept++
@@ -78,9 +149,12 @@ func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Reco
 		}
 	}
 	if i != len(b) {
-		return dst, 0, corruptf("%d bytes after the last of %d records", len(b)-i, h.NumRecords)
+		return dst, 0, false, corruptf("%d bytes after the last of %d records", len(b)-i, h.NumRecords)
 	}
 	rebase := horizon >= 0 && tombstone && h.Attributes&attrDeleteHorizon == 0
+	if !rebase && kept == int(h.NumRecords) {
+		return append(dst, b...), kept, false, nil
+	}
 	start := len(dst)
 	dst = append(dst, b[:HeaderSize]...)
 	base := h.BaseTimestamp
@@ -113,7 +187,7 @@ func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Reco
 	}
 	out := dst[start:]
 	if int64(len(out))-logOverhead > math.MaxInt32 {
-		return dst[:start], 0, corruptf("filtered batch larger than 2 GiB")
+		return dst[:start], 0, false, corruptf("filtered batch larger than 2 GiB")
 	}
 	be := binary.BigEndian
 	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
@@ -126,5 +200,5 @@ func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Reco
 	}
 	be.PutUint32(out[offNumRecords:], uint32(kept))
 	SetCRC(out)
-	return dst, kept, nil
+	return dst, kept, true, nil
 }

@@ -102,6 +102,11 @@ func TestFilterRefusesBadInput(t *testing.T) {
 func FuzzFilter(f *testing.F) {
 	f.Add(build([]rec{{Timestamp: 5, Key: []byte("k"), Value: []byte("v")}, {Timestamp: 9, Key: []byte("k")}}), uint8(1), int64(100))
 	f.Add(build(nil), uint8(0), int64(-1))
+	for _, codec := range codecs {
+		recs := []rec{{Timestamp: 5, Key: []byte("k"), Value: []byte("v")}, {Timestamp: 9, Key: []byte("k")}, {Timestamp: 7, Key: []byte("j"), Value: []byte("w")}}
+		f.Add(buildCompressed(recs, codec, 3, 1, 0, 0, 0), uint8(5), int64(100))
+		f.Add(buildCompressed(recs, codec, -1, -1, -1, 0, 0), uint8(0), int64(-1))
+	}
 	f.Fuzz(func(t *testing.T, b []byte, mask uint8, horizon int64) {
 		h, err := Check(b)
 		if err != nil {
