@@ -185,10 +185,10 @@ func TestReadAcrossPassPastHighWatermark(t *testing.T) {
 	appendKeys(0) // [0,5)
 	appendKeys(5) // [5,10)
 	// One segment a group: the first is cleaned into its emptied last batch.
-	p.cfg.SegmentBytes = 100
+	p.editConfig(func(c *TopicConfig) { c.SegmentBytes = 100 })
 	_, err := b.cleaner.run(t0)
 	require.NoError(t, err)
-	p.cfg.SegmentBytes = 1 << 20
+	p.editConfig(func(c *TopicConfig) { c.SegmentBytes = 1 << 20 })
 	raw, err := p.ReadBatches(0, 1, 10)
 	require.NoError(t, err)
 	h, err := batch.ParseHeader(raw)
