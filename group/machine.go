@@ -166,7 +166,7 @@ type heartbeatEvent struct {
 type leaveEvent struct{ member string }
 
 // commitEvent asks whether a commit may proceed; it changes nothing but the
-// member's session deadline. The offsets are applied by applyCommit once
+// member's session deadline. The offsets are applied by applyCommitted once
 // stored.
 type commitEvent struct {
 	member     string
@@ -554,17 +554,8 @@ func (g *groupState) checkCommit(now time.Time, ev commitEvent) error {
 	return nil
 }
 
-// applyCommit records offsets that checkCommit allowed and the store made
-// durable.
-func (g *groupState) applyCommit(offsets map[TopicPartition]int64) {
-	maps.Copy(g.offsets, offsets)
-	for tp := range offsets {
-		delete(g.meta, tp)
-	}
-}
-
-// applyCommitted records commits with their leader epochs and metadata, as
-// applyCommit does.
+// applyCommitted records commits that checkCommit allowed and the store
+// made durable, with their leader epochs and metadata.
 func (g *groupState) applyCommitted(offsets map[TopicPartition]CommittedOffset) {
 	for tp, c := range offsets {
 		g.offsets[tp] = c.Offset
