@@ -264,6 +264,9 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 	case opAlterPartition:
 		recs, err := decideAlterPartition(img, o.Alter)
 		return recs, outcome{}, err
+	case opAllocateProducerIDs:
+		recs, blk, err := decideAllocateProducerIDs(img, o.ProducerIDs)
+		return recs, outcome{ProducerIDs: blk}, err
 	}
 	return nil, outcome{}, fmt.Errorf("%w: unknown operation %q", ErrInvalidRequest, o.Kind)
 }
