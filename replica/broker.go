@@ -47,6 +47,7 @@ type Broker struct {
 	fetchers map[int]*fetcher // by source (leader) broker
 
 	alters *alterQueue
+	pids   *log.ProducerIDAllocator // blocks from the controller (idempotence.go)
 
 	tokens atomic.Uint64
 
@@ -85,6 +86,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.alters = newAlterQueue()
+	b.pids = log.NewProducerIDAllocator(controllerProducerIDs{b})
 	var cleanup []func()
 	fail := func(err error) (*Broker, error) {
 		for i := len(cleanup) - 1; i >= 0; i-- {
