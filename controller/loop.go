@@ -48,18 +48,21 @@ type leaderState struct {
 	img       *Image
 	deadlines map[int]time.Time // session expiry of each broker
 	fence     clock.Timer       // fires at the earliest expiry
+	rebalance clock.Timer       // preferred-leader check; nil when disabled
 }
 
 func (c *Controller) run() {
 	defer c.loopDone.Done()
 	var st *leaderState
 	defer func() { st.stopFence() }()
-	var fence <-chan time.Time
+	var fence, rebalance <-chan time.Time
 	for {
+		fence, rebalance = nil, nil
 		if st != nil {
 			fence = st.fence.C()
-		} else {
-			fence = nil
+			if st.rebalance != nil {
+				rebalance = st.rebalance.C()
+			}
 		}
 		reqs := c.reqs
 		if c.inflight.Load() >= maxInflight {
@@ -83,6 +86,10 @@ func (c *Controller) run() {
 			st = c.rebuild(st)
 		case <-fence:
 			if !c.fenceExpired(st) {
+				st = c.rebuild(st)
+			}
+		case <-rebalance:
+			if !c.rebalanceLeaders(st) {
 				st = c.rebuild(st)
 			}
 		case req := <-reqs:
@@ -143,6 +150,9 @@ func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
 		}
 	}
 	c.armFence(st)
+	if d := c.cfg.LeaderImbalanceCheckInterval; d > 0 {
+		st.rebalance = c.cfg.Clock.NewTimer(d)
+	}
 	c.log.Info("controller: active", "version", st.img.Version(), "brokers", len(st.img.brokers), "topics", len(st.img.topics))
 	return st
 }
@@ -167,11 +177,32 @@ func (c *Controller) armFence(st *leaderState) {
 	}
 }
 
-// stopFence stops the fence timer of st, if any, when st is dropped.
+// stopFence stops the timers of st, if any, when st is dropped.
 func (st *leaderState) stopFence() {
-	if st != nil && st.fence != nil {
+	if st == nil {
+		return
+	}
+	if st.fence != nil {
 		st.fence.Stop()
 	}
+	if st.rebalance != nil {
+		st.rebalance.Stop()
+	}
+}
+
+// rebalanceLeaders moves leadership back to preferred replicas where the
+// imbalance calls for it (decidePreferredLeaders), and arms the next
+// check; false means the working image can no longer be trusted.
+func (c *Controller) rebalanceLeaders(st *leaderState) bool {
+	if recs := decidePreferredLeaders(st.img, c.cfg.LeaderImbalancePercentage); len(recs) > 0 {
+		c.log.Info("controller: moving leadership back to preferred replicas", "partitions", len(recs))
+		if err := c.applyWorking(st, recs); err != nil {
+			return false
+		}
+		c.propose(recs, nil, nil)
+	}
+	st.rebalance.Reset(c.cfg.LeaderImbalanceCheckInterval)
+	return true
 }
 
 // fenceExpired fences the brokers whose sessions have expired; false means
