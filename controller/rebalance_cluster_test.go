@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -35,21 +36,29 @@ func TestPreferredLeadersReturnAfterInterval(t *testing.T) {
 
 	// Broker 1 goes away (controlled shutdown) and comes back; the leaders
 	// add it back to their ISRs.
-	_, err := m.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: back, BrokerEpoch: epochs[back], WantFence: true})
-	require.NoError(t, err)
-	require.False(t, heartbeat(ctx, t, m, back, epochs[back]).Fenced)
-	img := c.converge(ctx, c.version())[0] // m's, caught up
-	for _, p := range topic.Partitions {
-		st, _ := img.Partition("t", p.Partition)
-		require.NotEqual(t, back, st.Leader)
-		if slices.Contains(st.ISR, back) {
-			continue
+	for i := 1; ; i++ {
+		_, err := m.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: back, BrokerEpoch: epochs[back], WantFence: true})
+		if err == nil || i == attempts || !errors.Is(err, controller.ErrLeadershipLost) {
+			require.NoError(t, err)
+			break
 		}
-		_, err := m.AlterPartition(ctx, controller.AlterPartitionRequest{
-			BrokerID: st.Leader, BrokerEpoch: epochs[st.Leader], Topic: "t", Partition: p.Partition,
-			LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, ISR: append(slices.Clone(st.ISR), back),
-		})
-		require.NoError(t, err)
+	}
+	require.False(t, heartbeat(ctx, t, m, back, epochs[back]).Fenced)
+	for _, p := range topic.Partitions {
+		for i := 1; ; i++ {
+			st, _ := c.converge(ctx, c.version())[0].Partition("t", p.Partition) // m's, caught up
+			require.NotEqual(t, back, st.Leader)
+			if slices.Contains(st.ISR, back) {
+				break
+			}
+			_, err := m.AlterPartition(ctx, controller.AlterPartitionRequest{
+				BrokerID: st.Leader, BrokerEpoch: epochs[st.Leader], Topic: "t", Partition: p.Partition,
+				LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch, ISR: append(slices.Clone(st.ISR), back),
+			})
+			if err != nil && (i == attempts || !errors.Is(err, controller.ErrLeadershipLost)) {
+				require.NoError(t, err)
+			}
+		}
 	}
 	moved := c.converge(ctx, c.version())[0]
 
