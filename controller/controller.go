@@ -33,6 +33,9 @@ type Controller struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
+	// ready is closed once raft is set: the mux serves forwarded requests
+	// from the moment it listens, and they wait for it.
+	ready chan struct{}
 	stop   chan struct{} // closed by Close: the event loop ends
 	// loopEnded is closed by Close once the event loop has returned: the
 	// completer then drains the proposals and ends.
@@ -75,6 +78,7 @@ func Start(cfg Config) (*Controller, error) {
 		failed:        make(chan struct{}, 1),
 		settled:       make(chan struct{}, 1),
 		leaderChanged: make(chan struct{}),
+		ready:         make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.fsm = newFSM(c.log)
@@ -128,7 +132,7 @@ func (c *Controller) open() (err error) {
 		return fmt.Errorf("controller: listen on %s: %w", cfg.RaftAddr, err)
 	}
 	c.mux = newMux(ln, cfg.Network, c.log, c.serveRPC)
-	cleanup = append(cleanup, c.mux.close)
+	cleanup = append(cleanup, c.mux.close, c.cancel) // cancel first: it ends serveRPC's wait for ready
 	addr := cfg.RaftAddr
 	if len(cfg.Peers) == 1 {
 		addr = ln.Addr().String() // a single member may listen on port 0
@@ -183,6 +187,7 @@ func (c *Controller) open() (err error) {
 		return fmt.Errorf("controller: start raft: %w", err)
 	}
 	c.raft = r
+	close(c.ready)
 	c.obsCh = make(chan raft.Observation, 16)
 	c.obs = raft.NewObserver(c.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)

@@ -123,6 +123,7 @@ func Start(cfg Config) (*Broker, error) {
 		NodeID: cfg.ID, Dir: filepath.Join(cfg.Dir, "controller"), RaftAddr: cfg.RaftAddr, Peers: peers,
 		Logger: cfg.Logger, Network: cfg.Network, Clock: cfg.Clock,
 		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout, Raft: cfg.Raft,
+		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval, LeaderImbalancePercentage: cfg.LeaderImbalancePercentage,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("replica: %w", err))

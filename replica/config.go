@@ -61,6 +61,15 @@ type Config struct {
 	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
 	// suits members on one machine.
 	Raft controller.RaftConfig
+
+	// LeaderImbalanceCheckInterval and LeaderImbalancePercentage are the
+	// controller's preferred-leader rebalancing (Kafka's
+	// auto.leader.rebalance.enable): every interval, leadership moves back
+	// to each partition's first replica where a broker leads less than
+	// (100 - percentage)% of the partitions it is preferred for; 0 → 300 s
+	// and 10%, an interval < 0 turns it off.
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalancePercentage    int
 }
 
 // ErrInvalidConfig is returned by Start for a Config that cannot work.
