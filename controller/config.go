@@ -2,6 +2,7 @@ package controller
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -34,6 +35,9 @@ type Config struct {
 
 	Logger  *slog.Logger // nil → discard; Raft's own logs go here, Info lowered to Debug
 	Network Network      // nil → TCP
+	// TLS, when set, makes every connection on RaftAddr — Raft and forwarded
+	// requests, both ways — mutual TLS over Network: see MutualTLS.
+	TLS *tls.Config
 	Clock   clock.Clock  // session timeouts run on it; nil → the system clock
 	// Rand places replicas and draws topic IDs; nil → seeded from crypto/rand.
 	// Only the active controller's event loop uses it.

@@ -65,6 +65,13 @@ func Start(cfg Config) (*Controller, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.TLS != nil {
+		n, err := TLSNetwork(cfg.Network, cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Network = n
+	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
 	}
