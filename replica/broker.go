@@ -121,7 +121,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	ctl, err := controller.Start(controller.Config{
 		NodeID: cfg.ID, Dir: filepath.Join(cfg.Dir, "controller"), RaftAddr: cfg.RaftAddr, Peers: peers,
-		Logger: cfg.Logger, Network: cfg.Network, Clock: cfg.Clock,
+		Logger: cfg.Logger, Network: cfg.Network, Clock: cfg.Clock, TLS: cfg.TLS,
 		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout, Raft: cfg.Raft,
 		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval, LeaderImbalancePercentage: cfg.LeaderImbalancePercentage,
 	})
@@ -144,6 +144,11 @@ func Start(cfg Config) (*Broker, error) {
 	}
 
 	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger}
+	srvTLS, cliTLS, err := cfg.dataPlaneTLS()
+	if err != nil {
+		return fail(err)
+	}
+	kcfg.TLS = srvTLS
 	if b.tr == nil {
 		// The data plane carries replication too: the Kafka protocol,
 		// through the Network when one is given.
@@ -156,7 +161,7 @@ func Start(cfg Config) (*Broker, error) {
 			kcfg.Listener = ln
 			dial = cfg.Network.Dial
 		}
-		kt := newKafkaTransport(b, dial)
+		kt := newKafkaTransport(b, tlsDial(dial, cliTLS))
 		b.tr, b.ktr = kt, kt
 		cleanup = append(cleanup, kt.close)
 	}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -38,6 +39,12 @@ type Config struct {
 	// Transport carries replication and forwarded client calls between
 	// members. Nil → the Kafka protocol on the data plane (or Local's).
 	Transport Transport
+	// TLS, when set, is mutual TLS between members, with certificates of
+	// the cluster's CA only (see tls.go): on RaftAddr (Raft, forwarded
+	// controller requests) and on the data plane (replication, forwarded
+	// calls, and so Kafka clients on Addr too). Its Certificates are this
+	// member's, its RootCAs (or ClientCAs) the cluster's CA.
+	TLS *tls.Config
 	// Local, when set, joins this member to an in-process network of
 	// members (tests, examples): its Endpoint becomes the Transport.
 	Local *LocalNetwork
@@ -119,6 +126,9 @@ func (c Config) validate() error {
 		return bad("no RaftAddr")
 	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0:
 		return bad("negative duration")
+	}
+	if _, _, err := c.dataPlaneTLS(); err != nil {
+		return err
 	}
 	return nil
 }
