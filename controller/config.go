@@ -35,13 +35,13 @@ type Config struct {
 
 	Logger  *slog.Logger // nil → discard; Raft's own logs go here, Info lowered to Debug
 	Network Network      // nil → TCP
-	// TLS, when set, makes every connection on RaftAddr — Raft and forwarded
-	// requests, both ways — mutual TLS over Network: see MutualTLS.
-	TLS *tls.Config
-	Clock   clock.Clock  // session timeouts run on it; nil → the system clock
+	Clock   clock.Clock  // session timeouts and the leader-imbalance check run on it; nil → the system clock
 	// Rand places replicas and draws topic IDs; nil → seeded from crypto/rand.
 	// Only the active controller's event loop uses it.
 	Rand Rand
+	// TLS, when set, makes every connection on RaftAddr — Raft and forwarded
+	// requests, both ways — mutual TLS over Network: see MutualTLS.
+	TLS *tls.Config
 
 	// HeartbeatInterval is how often brokers are to heartbeat (Kafka's
 	// broker.heartbeat.interval.ms); 0 → 2 s.

@@ -36,7 +36,8 @@ type Controller struct {
 	// ready is closed once raft is set: the mux serves forwarded requests
 	// from the moment it listens, and they wait for it.
 	ready chan struct{}
-	stop   chan struct{} // closed by Close: the event loop ends
+
+	stop chan struct{} // closed by Close: the event loop ends
 	// loopEnded is closed by Close once the event loop has returned: the
 	// completer then drains the proposals and ends.
 	loopEnded chan struct{}
