@@ -26,6 +26,7 @@ type Controller struct {
 	log   *slog.Logger
 	fsm   *fsm
 	raft  *raft.Raft
+	trans *guardedTransport
 	store *raftboltdb.BoltStore
 	mux   *mux
 	obs   *raft.Observer
@@ -148,12 +149,13 @@ func (c *Controller) open() (err error) {
 		c.cfg.RaftAddr = addr
 	}
 	stream := &streamLayer{m: c.mux, addr: advertised(addr), closed: make(chan struct{})}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := &guardedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  newHCLog(c.log, "raft-net"),
-	})
+	})}
+	c.trans = trans
 	cleanup = append(cleanup, func() { trans.Close() })
 
 	rc := raft.DefaultConfig()
@@ -220,6 +222,7 @@ func (c *Controller) Close() error {
 		if err := c.raft.Shutdown().Error(); err != nil {
 			c.closeErr = fmt.Errorf("controller: shutdown raft: %w", err)
 		}
+		c.trans.seal() // no heartbeat reaches the store from here on
 		c.cancel()
 		c.mux.close()
 		if err := c.store.Close(); err != nil && c.closeErr == nil {

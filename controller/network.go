@@ -241,3 +241,38 @@ type advertised string
 
 func (a advertised) Network() string { return "tcp" }
 func (a advertised) String() string  { return string(a) }
+
+// guardedTransport is Raft's NetworkTransport with its heartbeat fast path
+// fenced off at Close. The transport answers heartbeats on its connection
+// goroutines by calling into Raft directly, outside Raft's own goroutines,
+// so Raft's Shutdown does not wait for them; one under way when the store
+// closes would make Raft panic ("failed to save current term"). seal
+// waits for the heartbeats in progress and refuses later ones.
+type guardedTransport struct {
+	*raft.NetworkTransport
+	mu     sync.RWMutex
+	sealed bool
+}
+
+func (g *guardedTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil {
+		g.NetworkTransport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.NetworkTransport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		if g.sealed {
+			rpc.Respond(nil, ErrClosed)
+			return
+		}
+		cb(rpc)
+	})
+}
+
+// seal returns once no heartbeat is being handled; none is from then on.
+func (g *guardedTransport) seal() {
+	g.mu.Lock()
+	g.sealed = true
+	g.mu.Unlock()
+}
