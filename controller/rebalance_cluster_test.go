@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -116,4 +117,31 @@ func waitFor(ctx context.Context, m *controller.Controller, from uint64, cond fu
 		img = next
 	}
 	return img
+}
+
+func TestStartRejectsBadImbalancePercentage(t *testing.T) {
+	for _, pct := range []int{-1, 101} {
+		_, err := controller.Start(controller.Config{NodeID: 1, Dir: t.TempDir(), RaftAddr: "127.0.0.1:0", LeaderImbalancePercentage: pct})
+		require.ErrorIs(t, err, controller.ErrInvalidConfig, "percentage %d", pct)
+	}
+}
+
+// With the check turned off (a negative interval) the active controller
+// arms no imbalance timer: only the session (fence) timer runs on the clock.
+func TestPreferredLeaderCheckOff(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		timers   int
+	}{{-1, 1}, {0, 2}} {
+		t.Run(fmt.Sprint(tc.interval), func(t *testing.T) {
+			ctx := testContext(t)
+			clk := clocktest.New(time.Unix(1_000_000, 0))
+			c := newCluster(t, 1, withClock(clk), func(_ int, cfg *controller.Config) {
+				cfg.SessionTimeout = 24 * time.Hour
+				cfg.LeaderImbalanceCheckInterval = tc.interval
+			})
+			liveBrokers(ctx, t, c.nodes[0], 1) // answered by the active controller's loop
+			require.Equal(t, tc.timers, clk.Pending())
+		})
+	}
 }
