@@ -55,6 +55,11 @@ func TestProducerIDBlocksUniqueAcrossFailoverAndRestart(t *testing.T) {
 		require.GreaterOrEqual(t, img.NextProducerID(), last.Start+int64(last.Len))
 	}
 
+	// The whole quorum restarts from snapshots (then the entries after them).
+	c.converge(ctx, c.version())
+	for _, m := range c.running() {
+		require.NoError(t, m.Snapshot())
+	}
 	for i := range c.nodes {
 		c.stop(i)
 	}
