@@ -60,15 +60,6 @@ type Config struct {
 	// ProduceTimeout bounds an acks=all produce whose context has no
 	// deadline; 0 → 30 s.
 	ProduceTimeout time.Duration
-
-	// HeartbeatInterval and SessionTimeout are the controller's (broker
-	// heartbeats and fencing); 0 → 2 s and 9 s.
-	HeartbeatInterval time.Duration
-	SessionTimeout    time.Duration
-	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
-	// suits members on one machine.
-	Raft controller.RaftConfig
-
 	// LeaderImbalanceCheckInterval and LeaderImbalancePercentage are the
 	// controller's preferred-leader rebalancing (Kafka's
 	// auto.leader.rebalance.enable): every interval, leadership moves back
@@ -77,6 +68,14 @@ type Config struct {
 	// and 10%, an interval < 0 turns it off.
 	LeaderImbalanceCheckInterval time.Duration
 	LeaderImbalancePercentage    int
+
+	// HeartbeatInterval and SessionTimeout are the controller's (broker
+	// heartbeats and fencing); 0 → 2 s and 9 s.
+	HeartbeatInterval time.Duration
+	SessionTimeout    time.Duration
+	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
+	// suits members on one machine.
+	Raft controller.RaftConfig
 }
 
 // ErrInvalidConfig is returned by Start for a Config that cannot work.
