@@ -49,6 +49,9 @@ type leaderState struct {
 	deadlines map[int]time.Time // session expiry of each broker
 	fence     clock.Timer       // fires at the earliest expiry
 	rebalance clock.Timer       // preferred-leader check; nil when disabled
+	// rebalanceAt is when rebalance fires; a rebuilt working image keeps it,
+	// so that failed proposals do not keep putting the check off.
+	rebalanceAt time.Time
 }
 
 func (c *Controller) run() {
@@ -77,7 +80,7 @@ func (c *Controller) run() {
 			st.stopFence()
 			st = nil
 			if isLeader {
-				st = c.becomeLeader(nil)
+				st = c.becomeLeader(nil, time.Time{})
 			}
 		case <-c.failed:
 			// The working image has a change that did not commit. Rebuild it
@@ -94,7 +97,7 @@ func (c *Controller) run() {
 			}
 		case req := <-reqs:
 			if st == nil && c.raft.State() == raft.Leader {
-				st = c.becomeLeader(nil)
+				st = c.becomeLeader(nil, time.Time{})
 			}
 			if st == nil {
 				req.done <- reply{err: c.notController()}
@@ -125,16 +128,18 @@ func (c *Controller) rebuild(prev *leaderState) *leaderState {
 		return nil
 	}
 	var deadlines map[int]time.Time
+	var rebalanceAt time.Time
 	if prev != nil {
-		deadlines = prev.deadlines
+		deadlines, rebalanceAt = prev.deadlines, prev.rebalanceAt
 	}
-	return c.becomeLeader(deadlines)
+	return c.becomeLeader(deadlines, rebalanceAt)
 }
 
 // becomeLeader waits until this member has applied every committed entry,
 // then takes the image as its working image. Every live broker without a
-// session in deadlines gets a full one from now.
-func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
+// session in deadlines gets a full one from now; the preferred-leader check
+// is due at rebalanceAt (zero: one interval from now).
+func (c *Controller) becomeLeader(deadlines map[int]time.Time, rebalanceAt time.Time) *leaderState {
 	if err := c.raft.Barrier(0).Error(); err != nil {
 		c.log.Debug("controller: not taking over", "err", err)
 		return nil
@@ -151,7 +156,11 @@ func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
 	}
 	c.armFence(st)
 	if d := c.cfg.LeaderImbalanceCheckInterval; d > 0 {
-		st.rebalance = c.cfg.Clock.NewTimer(d)
+		if rebalanceAt.IsZero() {
+			rebalanceAt = now.Add(d)
+		}
+		st.rebalanceAt = rebalanceAt
+		st.rebalance = c.cfg.Clock.NewTimer(rebalanceAt.Sub(now))
 	}
 	c.log.Info("controller: active", "version", st.img.Version(), "brokers", len(st.img.brokers), "topics", len(st.img.topics))
 	return st
@@ -201,6 +210,7 @@ func (c *Controller) rebalanceLeaders(st *leaderState) bool {
 		}
 		c.propose(recs, nil, nil)
 	}
+	st.rebalanceAt = c.cfg.Clock.Now().Add(c.cfg.LeaderImbalanceCheckInterval)
 	st.rebalance.Reset(c.cfg.LeaderImbalanceCheckInterval)
 	return true
 }
