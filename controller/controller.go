@@ -219,12 +219,16 @@ func (c *Controller) Close() error {
 		// only then is it safe to stop it.
 		c.completerDone.Wait()
 		c.raft.DeregisterObserver(c.obs)
-		if err := c.raft.Shutdown().Error(); err != nil {
+		// Raft's goroutines end once their requests to peers do: closing
+		// every connection first ends those at once, rather than at the
+		// transport's timeout when a peer is cut off.
+		shut := c.raft.Shutdown()
+		c.cancel()
+		c.mux.close()
+		if err := shut.Error(); err != nil {
 			c.closeErr = fmt.Errorf("controller: shutdown raft: %w", err)
 		}
 		c.trans.seal() // no heartbeat reaches the store from here on
-		c.cancel()
-		c.mux.close()
 		if err := c.store.Close(); err != nil && c.closeErr == nil {
 			c.closeErr = fmt.Errorf("controller: close raft store: %w", err)
 		}
