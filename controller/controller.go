@@ -34,11 +34,8 @@ type Controller struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	// ready is closed once raft is set: the mux serves forwarded requests
-	// from the moment it listens, and they wait for it.
-	ready chan struct{}
-
-	stop chan struct{} // closed by Close: the event loop ends
+	stop   chan struct{} // closed by Close: the event loop ends
+	ready  chan struct{} // closed once raft is set (or the start failed)
 	// loopEnded is closed by Close once the event loop has returned: the
 	// completer then drains the proposals and ends.
 	loopEnded chan struct{}
@@ -87,7 +84,6 @@ func Start(cfg Config) (*Controller, error) {
 		failed:        make(chan struct{}, 1),
 		settled:       make(chan struct{}, 1),
 		leaderChanged: make(chan struct{}),
-		ready:         make(chan struct{}),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.fsm = newFSM(c.log)
@@ -140,8 +136,11 @@ func (c *Controller) open() (err error) {
 	if err != nil {
 		return fmt.Errorf("controller: listen on %s: %w", cfg.RaftAddr, err)
 	}
+	// Forwarded requests wait for c.raft (set below) before they are read.
+	c.ready = make(chan struct{})
+	markReady := sync.OnceFunc(func() { close(c.ready) })
 	c.mux = newMux(ln, cfg.Network, c.log, c.serveRPC)
-	cleanup = append(cleanup, c.mux.close, c.cancel) // cancel first: it ends serveRPC's wait for ready
+	cleanup = append(cleanup, c.mux.close, markReady) // markReady first: a failed start lets them end
 	addr := cfg.RaftAddr
 	if len(cfg.Peers) == 1 {
 		addr = ln.Addr().String() // a single member may listen on port 0
@@ -197,13 +196,13 @@ func (c *Controller) open() (err error) {
 		return fmt.Errorf("controller: start raft: %w", err)
 	}
 	c.raft = r
-	close(c.ready)
 	c.obsCh = make(chan raft.Observation, 16)
 	c.obs = raft.NewObserver(c.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
 		return ok
 	})
 	r.RegisterObserver(c.obs)
+	markReady()
 	return nil
 }
 
@@ -392,7 +391,7 @@ func (c *Controller) callOnce(ctx context.Context, o op) (outcome, error) {
 
 // handleLocal hands o to this member's event loop if it is the leader.
 func (c *Controller) handleLocal(ctx context.Context, o op) (outcome, error) {
-	if c.raft.State() != raft.Leader {
+	if c.raft == nil || c.raft.State() != raft.Leader { // nil: a forwarded request to a start that failed
 		return outcome{}, c.notController()
 	}
 	req := &request{op: o, done: make(chan reply, 1)}

@@ -103,11 +103,7 @@ func readFrame(r io.Reader, v any) error {
 
 // serveRPC answers forwarded requests on conn until it closes.
 func (c *Controller) serveRPC(conn net.Conn) {
-	select {
-	case <-c.ready:
-	case <-c.ctx.Done():
-		return
-	}
+	<-c.ready // a member restarting gets requests before its Raft node exists
 	// The ack byte tells the caller its request will be read: a caller that
 	// does not get it knows the request never arrived, and may retry.
 	if _, err := conn.Write([]byte{rpcAck}); err != nil {
