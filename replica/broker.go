@@ -77,6 +77,10 @@ func Start(cfg Config) (*Broker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	srvTLS, cliTLS, err := cfg.dataPlaneTLS() // mutual TLS of the data plane (tls.go); nil, nil without
+	if err != nil {
+		return nil, err
+	}
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger.With("broker", cfg.ID),
@@ -144,11 +148,6 @@ func Start(cfg Config) (*Broker, error) {
 	}
 
 	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger}
-	srvTLS, cliTLS, err := cfg.dataPlaneTLS()
-	if err != nil {
-		return fail(err)
-	}
-	kcfg.TLS = srvTLS
 	if b.tr == nil {
 		// The data plane carries replication too: the Kafka protocol,
 		// through the Network when one is given.
@@ -165,6 +164,7 @@ func Start(cfg Config) (*Broker, error) {
 		b.tr, b.ktr = kt, kt
 		cleanup = append(cleanup, kt.close)
 	}
+	kcfg.TLS = srvTLS
 	srv, err := kafka.Listen(cfg.Addr, b, kcfg)
 	if err != nil {
 		if kcfg.Listener != nil {
