@@ -21,7 +21,8 @@ import (
 // TopicID as 16 raw bytes, []int as uvarint count + varints,
 // map[string]string as uvarint count + (key, value) strings sorted by key.
 // PartitionState is Partition, Replicas, ISR, Leader, LeaderEpoch,
-// PartitionEpoch.
+// PartitionEpoch. A producerIDsRecord is BrokerID, BrokerEpoch,
+// NextProducerID (int64).
 //
 // encoding/binary varints rather than encoding/json: an entry of one
 // partition change is ~30 bytes instead of ~150, and encode+decode costs a
@@ -39,7 +40,8 @@ const entryFormat = 1
 //	count           uvarint  number of records
 //	record*                  as in entries: the records that rebuild the image
 //	                         from empty (brokers in epoch order, then topics
-//	                         in name order, each followed by its partitions)
+//	                         in name order, each followed by its partitions,
+//	                         then a producerIDsRecord if ids were given)
 //	crc             4 bytes  CRC-32C (Castagnoli), big-endian, of all bytes before it
 const (
 	snapshotMagic  = "STRATAMD"
@@ -111,6 +113,10 @@ func appendRecord(b []byte, r record) []byte {
 		b = binary.AppendVarint(b, int64(r.PartitionEpoch))
 	case removeTopicRecord:
 		b = append(b, r.TopicID[:]...)
+	case producerIDsRecord:
+		b = appendInt(b, r.BrokerID)
+		b = binary.AppendVarint(b, r.BrokerEpoch)
+		b = binary.AppendVarint(b, r.NextProducerID)
 	default:
 		panic(fmt.Sprintf("controller: unknown record type %T", r))
 	}
@@ -341,6 +347,8 @@ func (d *decoder) record() record {
 		}
 	case typeRemoveTopic:
 		return removeTopicRecord{TopicID: d.topicID()}
+	case typeProducerIDs:
+		return producerIDsRecord{BrokerID: d.int(), BrokerEpoch: d.varint(), NextProducerID: d.varint()}
 	default:
 		d.fail("record type %d", t)
 		return nil
@@ -372,6 +380,9 @@ func imageRecords(img *Image) []record {
 		for _, p := range t.parts {
 			recs = append(recs, partitionRecord{TopicID: t.id, State: p})
 		}
+	}
+	if img.nextProducerID > 0 {
+		recs = append(recs, producerIDsRecord{NextProducerID: img.nextProducerID})
 	}
 	return recs
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"log/slog"
@@ -34,10 +35,13 @@ type Config struct {
 
 	Logger  *slog.Logger // nil → discard; Raft's own logs go here, Info lowered to Debug
 	Network Network      // nil → TCP
-	Clock   clock.Clock  // session timeouts run on it; nil → the system clock
+	Clock   clock.Clock  // session timeouts and the leader-imbalance check run on it; nil → the system clock
 	// Rand places replicas and draws topic IDs; nil → seeded from crypto/rand.
 	// Only the active controller's event loop uses it.
 	Rand Rand
+	// TLS, when set, makes every connection on RaftAddr — Raft and forwarded
+	// requests, both ways — mutual TLS over Network: see MutualTLS.
+	TLS *tls.Config
 
 	// HeartbeatInterval is how often brokers are to heartbeat (Kafka's
 	// broker.heartbeat.interval.ms); 0 → 2 s.
@@ -46,8 +50,24 @@ type Config struct {
 	// (Kafka's broker.session.timeout.ms); 0 → 9 s.
 	SessionTimeout time.Duration
 
+	// LeaderImbalanceCheckInterval is how often the active controller moves
+	// leadership back to preferred replicas (Kafka's
+	// auto.leader.rebalance.enable with
+	// leader.imbalance.check.interval.seconds); 0 → 300 s, < 0 → never.
+	LeaderImbalanceCheckInterval time.Duration
+	// LeaderImbalancePercentage is the share of a broker's preferred
+	// partitions it may not lead before they are moved back to it (Kafka's
+	// leader.imbalance.per.broker.percentage); 0 → 10, at most 100.
+	LeaderImbalancePercentage int
+
 	Raft RaftConfig
 }
+
+// Kafka's defaults for preferred-leader rebalancing.
+const (
+	DefaultLeaderImbalanceCheckInterval = 300 * time.Second
+	DefaultLeaderImbalancePercentage    = 10
+)
 
 // RaftConfig holds the Raft timings. Zero fields take hashicorp/raft's
 // defaults, which suit a LAN; LoopbackRaft suits tests on one machine.
@@ -96,6 +116,12 @@ func (c Config) withDefaults() Config {
 	if c.SessionTimeout == 0 {
 		c.SessionTimeout = 9 * time.Second
 	}
+	if c.LeaderImbalanceCheckInterval == 0 {
+		c.LeaderImbalanceCheckInterval = DefaultLeaderImbalanceCheckInterval
+	}
+	if c.LeaderImbalancePercentage == 0 {
+		c.LeaderImbalancePercentage = DefaultLeaderImbalancePercentage
+	}
 	if c.Peers == nil {
 		c.Peers = []Peer{{ID: c.NodeID, RaftAddr: c.RaftAddr}}
 	} else {
@@ -133,6 +159,8 @@ func (c Config) validate() error {
 		return bad("no RaftAddr")
 	case c.HeartbeatInterval < 0 || c.SessionTimeout <= c.HeartbeatInterval:
 		return bad("SessionTimeout %v must exceed HeartbeatInterval %v", c.SessionTimeout, c.HeartbeatInterval)
+	case c.LeaderImbalancePercentage < 0 || c.LeaderImbalancePercentage > 100:
+		return bad("LeaderImbalancePercentage %d, want 0..100", c.LeaderImbalancePercentage)
 	}
 	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
 		return bad("RaftAddr %q: %v", c.RaftAddr, err)

@@ -26,6 +26,7 @@ type Controller struct {
 	log   *slog.Logger
 	fsm   *fsm
 	raft  *raft.Raft
+	trans *guardedTransport
 	store *raftboltdb.BoltStore
 	mux   *mux
 	obs   *raft.Observer
@@ -62,6 +63,13 @@ func Start(cfg Config) (*Controller, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.TLS != nil {
+		n, err := TLSNetwork(cfg.Network, cfg.TLS)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Network = n
 	}
 	if err := os.MkdirAll(cfg.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("controller: %w", err)
@@ -140,12 +148,13 @@ func (c *Controller) open() (err error) {
 		c.cfg.RaftAddr = addr
 	}
 	stream := &streamLayer{m: c.mux, addr: advertised(addr), closed: make(chan struct{})}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := &guardedTransport{NetworkTransport: raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  stream,
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  newHCLog(c.log, "raft-net"),
-	})
+	})}
+	c.trans = trans
 	cleanup = append(cleanup, func() { trans.Close() })
 
 	rc := raft.DefaultConfig()
@@ -209,11 +218,16 @@ func (c *Controller) Close() error {
 		// only then is it safe to stop it.
 		c.completerDone.Wait()
 		c.raft.DeregisterObserver(c.obs)
-		if err := c.raft.Shutdown().Error(); err != nil {
-			c.closeErr = fmt.Errorf("controller: shutdown raft: %w", err)
-		}
+		// Raft's goroutines end once their requests to peers do: closing
+		// every connection first ends those at once, rather than at the
+		// transport's timeout when a peer is cut off.
+		shut := c.raft.Shutdown()
 		c.cancel()
 		c.mux.close()
+		if err := shut.Error(); err != nil {
+			c.closeErr = fmt.Errorf("controller: shutdown raft: %w", err)
+		}
+		c.trans.seal() // no heartbeat reaches the store from here on
 		if err := c.store.Close(); err != nil && c.closeErr == nil {
 			c.closeErr = fmt.Errorf("controller: close raft store: %w", err)
 		}

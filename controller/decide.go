@@ -142,6 +142,7 @@ func (img *Image) cloneShared() *Image {
 	return &Image{
 		version:         img.version,
 		lastBrokerEpoch: img.lastBrokerEpoch,
+		nextProducerID:  img.nextProducerID,
 		brokers:         maps.Clone(img.brokers),
 		topics:          maps.Clone(img.topics),
 		topicNames:      maps.Clone(img.topicNames),

@@ -19,8 +19,8 @@
 // Brokers (package replica) call their local member: RegisterBroker once at
 // start (the answer is the broker epoch), then Heartbeat every
 // HeartbeatInterval, and AlterPartition when, as a partition leader, they
-// shrink or expand its ISR. Admin calls are CreateTopic, CreatePartitions
-// and DeleteTopic. Any member accepts any request: a member that is not the
+// shrink or expand its ISR, and AllocateProducerIDs for a block of producer
+// ids. Admin calls are CreateTopic, CreatePartitions and DeleteTopic. Any member accepts any request: a member that is not the
 // active controller forwards it there, retrying while no controller is known
 // or reachable, until the context ends (then the error is a
 // *NotControllerError, errors.Is ErrNotController). A change whose Raft
@@ -49,6 +49,8 @@
 //	                 leader, ISR, epochs      epoch is +1, the leader epoch +1 iff the
 //	                                          leader changed
 //	removeTopic      topic id                 topic deleted
+//	producerIDs      broker id, epoch,        a block of producer ids given to the
+//	                 next producer id         broker: every id below next is used
 //
 // A record that does not fit the image (a stale epoch, an unknown topic) is
 // skipped, identically everywhere, and logged: the decisions never produce
@@ -89,6 +91,16 @@
 //     epoch; the ISR must contain the leader and only live replicas; the
 //     change bumps the partition epoch. A stale proposal is rejected
 //     (ErrStalePartitionEpoch, ErrFencedLeaderEpoch, ErrNotPartitionLeader).
+//   - AllocateProducerIDs (Kafka's, KIP-730): a registered broker at its
+//     current epoch gets the next ProducerIDBlockSize (1000) ids; the
+//     image's next id only grows, so no id is given twice, across
+//     controller failovers and restarts (producerids.go).
+//   - Preferred leaders (Kafka's auto.leader.rebalance.enable), on the
+//     active controller's timer every LeaderImbalanceCheckInterval (300 s):
+//     for each live broker whose share of not-led preferred partitions
+//     (those whose first replica it is) exceeds LeaderImbalancePercentage
+//     (10%), each of those partitions whose ISR holds it gets it back as
+//     leader, with a new leader epoch (rebalance.go).
 //
 // # Driver
 //
@@ -119,11 +131,15 @@
 // request never arrived and may retry). Network is the seam: TCPNetwork by
 // default, controllertest.Network in tests (loopback TCP with cuttable
 // links). Raft's own logs go to Config.Logger (Info lowered to Debug).
+// With Config.TLS every connection on the address is mutual TLS with
+// certificates of the cluster's CA only (tls.go: MutualTLS, TLSNetwork);
+// without it, the address must stay on a private network: anyone who
+// reaches it can speak Raft and send controller requests.
 //
 // # Formats
 //
 // A Raft entry (codec.go): format byte 1, uvarint record count, then each
-// record as a type byte (1..7 in the order of the table above) and its
+// record as a type byte (1..8 in the order of the table above) and its
 // fields in order — ints as zigzag varints (shortest form only), strings as
 // uvarint length + bytes, the topic ID as 16 raw bytes, bools as one byte,
 // int lists as uvarint count + varints, configs as uvarint count + (key,

@@ -45,6 +45,8 @@ var (
 	// ErrIneligibleReplica: the proposed ISR names a fenced or unknown broker
 	// (Kafka's INELIGIBLE_REPLICA).
 	ErrIneligibleReplica = errors.New("controller: ineligible replica in ISR")
+	// ErrProducerIDsExhausted: the int64 producer id space is used up.
+	ErrProducerIDsExhausted = errors.New("controller: producer ids exhausted")
 	// ErrCorrupt: a metadata entry or snapshot failed to decode.
 	ErrCorrupt = errors.New("controller: corrupt metadata")
 )
@@ -125,6 +127,7 @@ func wireErrors() []wireErrorCode {
 		{"invalid_isr", ErrInvalidISR},
 		{"ineligible_replica", ErrIneligibleReplica},
 		{"corrupt", ErrCorrupt},
+		{"producer_ids_exhausted", ErrProducerIDsExhausted},
 		{"invalid_config", ErrInvalidConfig},
 	}
 }

@@ -82,9 +82,12 @@ func (t TopicInfo) ReplicationFactor() int {
 type Image struct {
 	version         uint64 // Raft index of the last entry applied
 	lastBrokerEpoch int64
-	brokers         map[int]BrokerInfo
-	topics          map[string]*topicState
-	topicNames      map[TopicID]string
+	// nextProducerID is the first producer id of the next block to give
+	// (everything below it has been given to some broker).
+	nextProducerID int64
+	brokers        map[int]BrokerInfo
+	topics         map[string]*topicState
+	topicNames     map[TopicID]string
 	// owner marks the topicStates this image may modify in place; clone gives
 	// both images new owners so that shared topicStates are copied on write.
 	owner *ownerToken
@@ -137,6 +140,10 @@ func (img *Image) mutTopic(name string) *topicState {
 // Version is the Raft log index of the last metadata entry in the image;
 // every change makes it larger.
 func (img *Image) Version() uint64 { return img.version }
+
+// NextProducerID is the first producer id not yet given to any broker:
+// every block of producer ids allocated so far lies below it.
+func (img *Image) NextProducerID() int64 { return img.nextProducerID }
 
 // Broker returns the broker with the given ID.
 func (img *Image) Broker(id int) (BrokerInfo, bool) {

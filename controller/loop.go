@@ -48,18 +48,24 @@ type leaderState struct {
 	img       *Image
 	deadlines map[int]time.Time // session expiry of each broker
 	fence     clock.Timer       // fires at the earliest expiry
+	rebalance clock.Timer       // preferred-leader check; nil when disabled
+	// rebalanceAt is when rebalance fires; a rebuilt working image keeps it,
+	// so that failed proposals do not keep putting the check off.
+	rebalanceAt time.Time
 }
 
 func (c *Controller) run() {
 	defer c.loopDone.Done()
 	var st *leaderState
 	defer func() { st.stopFence() }()
-	var fence <-chan time.Time
+	var fence, rebalance <-chan time.Time
 	for {
+		fence, rebalance = nil, nil
 		if st != nil {
 			fence = st.fence.C()
-		} else {
-			fence = nil
+			if st.rebalance != nil {
+				rebalance = st.rebalance.C()
+			}
 		}
 		reqs := c.reqs
 		if c.inflight.Load() >= maxInflight {
@@ -74,7 +80,7 @@ func (c *Controller) run() {
 			st.stopFence()
 			st = nil
 			if isLeader {
-				st = c.becomeLeader(nil)
+				st = c.becomeLeader(nil, time.Time{})
 			}
 		case <-c.failed:
 			// The working image has a change that did not commit. Rebuild it
@@ -85,9 +91,13 @@ func (c *Controller) run() {
 			if !c.fenceExpired(st) {
 				st = c.rebuild(st)
 			}
+		case <-rebalance:
+			if !c.rebalanceLeaders(st) {
+				st = c.rebuild(st)
+			}
 		case req := <-reqs:
 			if st == nil && c.raft.State() == raft.Leader {
-				st = c.becomeLeader(nil)
+				st = c.becomeLeader(nil, time.Time{})
 			}
 			if st == nil {
 				req.done <- reply{err: c.notController()}
@@ -118,16 +128,18 @@ func (c *Controller) rebuild(prev *leaderState) *leaderState {
 		return nil
 	}
 	var deadlines map[int]time.Time
+	var rebalanceAt time.Time
 	if prev != nil {
-		deadlines = prev.deadlines
+		deadlines, rebalanceAt = prev.deadlines, prev.rebalanceAt
 	}
-	return c.becomeLeader(deadlines)
+	return c.becomeLeader(deadlines, rebalanceAt)
 }
 
 // becomeLeader waits until this member has applied every committed entry,
 // then takes the image as its working image. Every live broker without a
-// session in deadlines gets a full one from now.
-func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
+// session in deadlines gets a full one from now; the preferred-leader check
+// is due at rebalanceAt (zero: one interval from now).
+func (c *Controller) becomeLeader(deadlines map[int]time.Time, rebalanceAt time.Time) *leaderState {
 	if err := c.raft.Barrier(0).Error(); err != nil {
 		c.log.Debug("controller: not taking over", "err", err)
 		return nil
@@ -143,6 +155,13 @@ func (c *Controller) becomeLeader(deadlines map[int]time.Time) *leaderState {
 		}
 	}
 	c.armFence(st)
+	if d := c.cfg.LeaderImbalanceCheckInterval; d > 0 {
+		if rebalanceAt.IsZero() {
+			rebalanceAt = now.Add(d)
+		}
+		st.rebalanceAt = rebalanceAt
+		st.rebalance = c.cfg.Clock.NewTimer(rebalanceAt.Sub(now))
+	}
 	c.log.Info("controller: active", "version", st.img.Version(), "brokers", len(st.img.brokers), "topics", len(st.img.topics))
 	return st
 }
@@ -167,11 +186,33 @@ func (c *Controller) armFence(st *leaderState) {
 	}
 }
 
-// stopFence stops the fence timer of st, if any, when st is dropped.
+// stopFence stops the timers of st, if any, when st is dropped.
 func (st *leaderState) stopFence() {
-	if st != nil && st.fence != nil {
+	if st == nil {
+		return
+	}
+	if st.fence != nil {
 		st.fence.Stop()
 	}
+	if st.rebalance != nil {
+		st.rebalance.Stop()
+	}
+}
+
+// rebalanceLeaders moves leadership back to preferred replicas where the
+// imbalance calls for it (decidePreferredLeaders), and arms the next
+// check; false means the working image can no longer be trusted.
+func (c *Controller) rebalanceLeaders(st *leaderState) bool {
+	if recs := decidePreferredLeaders(st.img, c.cfg.LeaderImbalancePercentage); len(recs) > 0 {
+		c.log.Info("controller: moving leadership back to preferred replicas", "partitions", len(recs))
+		if err := c.applyWorking(st, recs); err != nil {
+			return false
+		}
+		c.propose(recs, nil, nil)
+	}
+	st.rebalanceAt = c.cfg.Clock.Now().Add(c.cfg.LeaderImbalanceCheckInterval)
+	st.rebalance.Reset(c.cfg.LeaderImbalanceCheckInterval)
+	return true
 }
 
 // fenceExpired fences the brokers whose sessions have expired; false means
@@ -264,6 +305,9 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 	case opAlterPartition:
 		recs, err := decideAlterPartition(img, o.Alter)
 		return recs, outcome{}, err
+	case opAllocateProducerIDs:
+		recs, blk, err := decideAllocateProducerIDs(img, o.ProducerIDs)
+		return recs, outcome{ProducerIDs: blk}, err
 	}
 	return nil, outcome{}, fmt.Errorf("%w: unknown operation %q", ErrInvalidRequest, o.Kind)
 }

@@ -241,3 +241,56 @@ type advertised string
 
 func (a advertised) Network() string { return "tcp" }
 func (a advertised) String() string  { return string(a) }
+
+// guardedTransport is Raft's NetworkTransport without pipelined
+// replication, and with its heartbeat fast path fenced off at Close.
+//
+// Pipelining is off because hashicorp/raft's pipeline can wedge: after a
+// follower answers an append with Success=false (as it does after every
+// failover, until the leader finds where their logs agree), the replication
+// goroutine may park on a send the pipeline's decoder never takes, so the
+// follower gets no more entries and Raft's Shutdown waits for that goroutine
+// forever (seen as a member's Close that never returned in the replica
+// failover loop; grafana/pyroscope#5518 describes the same deadlock).
+// Without it each append is a request and its answer, under the
+// transport's timeout, and the entries still go in batches of up to
+// MaxAppendEntries.
+//
+// The heartbeat fast path is fenced off at Close. The transport answers heartbeats on its connection
+// goroutines by calling into Raft directly, outside Raft's own goroutines,
+// so Raft's Shutdown does not wait for them; one under way when the store
+// closes would make Raft panic ("failed to save current term"). seal
+// waits for the heartbeats in progress and refuses later ones.
+type guardedTransport struct {
+	*raft.NetworkTransport
+	mu     sync.RWMutex
+	sealed bool
+}
+
+func (g *guardedTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
+	if cb == nil {
+		g.NetworkTransport.SetHeartbeatHandler(nil)
+		return
+	}
+	g.NetworkTransport.SetHeartbeatHandler(func(rpc raft.RPC) {
+		g.mu.RLock()
+		defer g.mu.RUnlock()
+		if g.sealed {
+			rpc.Respond(nil, ErrClosed)
+			return
+		}
+		cb(rpc)
+	})
+}
+
+// AppendEntriesPipeline turns pipelined replication off (see above).
+func (g *guardedTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// seal returns once no heartbeat is being handled; none is from then on.
+func (g *guardedTransport) seal() {
+	g.mu.Lock()
+	g.sealed = true
+	g.mu.Unlock()
+}

@@ -23,6 +23,7 @@ const (
 	typePartition       recordType = 5
 	typePartitionChange recordType = 6
 	typeRemoveTopic     recordType = 7
+	typeProducerIDs     recordType = 8
 )
 
 // registerBrokerRecord: broker ID (re)registered with a new epoch. The broker
@@ -79,6 +80,16 @@ type removeTopicRecord struct {
 	TopicID TopicID
 }
 
+// producerIDsRecord: broker BrokerID (at BrokerEpoch) was given the block
+// of producer ids that ends just below NextProducerID (Kafka's
+// ProducerIdsRecord, KIP-730). NextProducerID only grows, so no id is in two
+// blocks, across controller failovers and restarts included.
+type producerIDsRecord struct {
+	BrokerID       int
+	BrokerEpoch    int64
+	NextProducerID int64
+}
+
 func (registerBrokerRecord) recordType() recordType  { return typeRegisterBroker }
 func (fenceBrokerRecord) recordType() recordType     { return typeFenceBroker }
 func (unfenceBrokerRecord) recordType() recordType   { return typeUnfenceBroker }
@@ -86,6 +97,7 @@ func (topicRecord) recordType() recordType           { return typeTopic }
 func (partitionRecord) recordType() recordType       { return typePartition }
 func (partitionChangeRecord) recordType() recordType { return typePartitionChange }
 func (removeTopicRecord) recordType() recordType     { return typeRemoveTopic }
+func (producerIDsRecord) recordType() recordType     { return typeProducerIDs }
 
 // apply applies one record to img in place. A record that does not fit the
 // image (wrong epoch, unknown topic, ...) is rejected with errInapplicable
@@ -169,6 +181,11 @@ func (img *Image) apply(r record) error {
 		}
 		delete(img.topics, name)
 		delete(img.topicNames, r.TopicID)
+	case producerIDsRecord:
+		if r.NextProducerID <= img.nextProducerID {
+			return fmt.Errorf("%w: producer ids up to %d, already given up to %d", errInapplicable, r.NextProducerID, img.nextProducerID)
+		}
+		img.nextProducerID = r.NextProducerID
 	default:
 		return fmt.Errorf("%w: record type %T", errInapplicable, r)
 	}

@@ -32,6 +32,8 @@ const (
 	opCreatePartitions = "create_partitions"
 	opDeleteTopic      = "delete_topic"
 	opAlterPartition   = "alter_partition"
+	// opAllocateProducerIDs is Kafka's AllocateProducerIds.
+	opAllocateProducerIDs = "allocate_producer_ids"
 )
 
 // op is one request to the active controller.
@@ -44,6 +46,8 @@ type op struct {
 	Spec      TopicSpec             `json:"spec,omitzero"`
 	Total     int                   `json:"total,omitzero"`
 	Alter     AlterPartitionRequest `json:"alter,omitzero"`
+
+	ProducerIDs AllocateProducerIDsRequest `json:"producer_ids,omitzero"`
 }
 
 // outcome is what an op yields.
@@ -52,6 +56,8 @@ type outcome struct {
 	Heartbeat HeartbeatResponse `json:"heartbeat,omitzero"`
 	Topic     TopicInfo         `json:"topic,omitzero"`
 	Partition PartitionState    `json:"partition,omitzero"`
+
+	ProducerIDs ProducerIDBlock `json:"producer_ids,omitzero"`
 }
 
 type rpcResponse struct {

@@ -110,13 +110,10 @@ func (s *Server) apiTable() *apiSet {
 	if s.groupsServed() {
 		add(groupAPIs)
 	}
-	// A cluster member does not allocate producer ids yet (they need a
-	// controller record to be unique cluster-wide): not advertised there,
-	// so Kafka clients fall back to non-idempotent producing.
+	// A cluster member allocates producer ids through its controller
+	// (blocks recorded in the metadata), unique cluster-wide.
 	if _, ok := s.b.(ProducerIDBackend); ok {
-		if _, cluster := s.b.(ReplicaBackend); !cluster {
-			add(idempotenceAPIs)
-		}
+		add(idempotenceAPIs)
 	}
 	if s.cfg.SASL != nil {
 		add(saslAPIs)

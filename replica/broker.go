@@ -47,6 +47,7 @@ type Broker struct {
 	fetchers map[int]*fetcher // by source (leader) broker
 
 	alters *alterQueue
+	pids   *log.ProducerIDAllocator // blocks from the controller (idempotence.go)
 
 	tokens atomic.Uint64
 
@@ -74,6 +75,10 @@ func Start(cfg Config) (*Broker, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	srvTLS, cliTLS, err := cfg.dataPlaneTLS() // mutual TLS of the data plane (tls.go); nil, nil without
+	if err != nil {
+		return nil, err
+	}
 	b := &Broker{
 		cfg:       cfg,
 		log:       cfg.Logger.With("broker", cfg.ID),
@@ -83,6 +88,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.alters = newAlterQueue()
+	b.pids = log.NewProducerIDAllocator(controllerProducerIDs{b})
 	var cleanup []func()
 	fail := func(err error) (*Broker, error) {
 		for i := len(cleanup) - 1; i >= 0; i-- {
@@ -118,8 +124,9 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	ctl, err := controller.Start(controller.Config{
 		NodeID: cfg.ID, Dir: filepath.Join(cfg.Dir, "controller"), RaftAddr: cfg.RaftAddr, Peers: peers,
-		Logger: cfg.Logger, Network: cfg.Network, Clock: cfg.Clock,
+		Logger: cfg.Logger, Network: cfg.Network, Clock: cfg.Clock, TLS: cfg.TLS,
 		HeartbeatInterval: cfg.HeartbeatInterval, SessionTimeout: cfg.SessionTimeout, Raft: cfg.Raft,
+		LeaderImbalanceCheckInterval: cfg.LeaderImbalanceCheckInterval, LeaderImbalancePercentage: cfg.LeaderImbalancePercentage,
 	})
 	if err != nil {
 		return fail(fmt.Errorf("replica: %w", err))
@@ -152,10 +159,11 @@ func Start(cfg Config) (*Broker, error) {
 			kcfg.Listener = ln
 			dial = cfg.Network.Dial
 		}
-		kt := newKafkaTransport(b, dial)
+		kt := newKafkaTransport(b, tlsDial(dial, cliTLS))
 		b.tr, b.ktr = kt, kt
 		cleanup = append(cleanup, kt.close)
 	}
+	kcfg.TLS = srvTLS
 	srv, err := kafka.Listen(cfg.Addr, b, kcfg)
 	if err != nil {
 		if kcfg.Listener != nil {

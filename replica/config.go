@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,6 +40,12 @@ type Config struct {
 	// Transport carries replication and forwarded client calls between
 	// members. Nil → the Kafka protocol on the data plane (or Local's).
 	Transport Transport
+	// TLS, when set, is mutual TLS between members, with certificates of
+	// the cluster's CA only (see tls.go): on RaftAddr (Raft, forwarded
+	// controller requests) and on the data plane (replication, forwarded
+	// calls, and so Kafka clients on Addr too). Its Certificates are this
+	// member's, its RootCAs (or ClientCAs) the cluster's CA.
+	TLS *tls.Config
 	// Local, when set, joins this member to an in-process network of
 	// members (tests, examples): its Endpoint becomes the Transport.
 	Local *LocalNetwork
@@ -54,6 +61,14 @@ type Config struct {
 	// ProduceTimeout bounds an acks=all produce whose context has no
 	// deadline; 0 → 30 s.
 	ProduceTimeout time.Duration
+	// LeaderImbalanceCheckInterval and LeaderImbalancePercentage are the
+	// controller's preferred-leader rebalancing (Kafka's
+	// auto.leader.rebalance.enable): every interval, leadership moves back
+	// to each partition's first replica where a broker leads less than
+	// (100 - percentage)% of the partitions it is preferred for; 0 → 300 s
+	// and 10%, an interval < 0 turns it off.
+	LeaderImbalanceCheckInterval time.Duration
+	LeaderImbalancePercentage    int
 
 	// HeartbeatInterval and SessionTimeout are the controller's (broker
 	// heartbeats and fencing); 0 → 2 s and 9 s.
@@ -120,6 +135,9 @@ func (c Config) validate() error {
 		return bad("no RaftAddr")
 	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0:
 		return bad("negative duration")
+	}
+	if _, _, err := c.dataPlaneTLS(); err != nil {
+		return err
 	}
 	return nil
 }
