@@ -266,7 +266,8 @@ func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*br
 }
 
 // retriable reports whether err may go away once the metadata is
-// refreshed: a leader moved, a topic is being created, a connection broke.
+// refreshed: a leader moved, a topic is being created, a connection broke
+// or could not be made (a broker stopped).
 func retriable(err error) bool {
 	var ke *Error
 	if errors.As(err, &ke) {
@@ -276,7 +277,7 @@ func retriable(err error) bool {
 		}
 		return false
 	}
-	return errors.Is(err, errConnClosed)
+	return errors.Is(err, errConnClosed) || errors.Is(err, errDial)
 }
 
 // attempts is how often a request is tried when it fails retriably.

@@ -20,6 +20,10 @@ const maxResponseBytes = 1 << 30
 // errConnClosed is the error of requests on a broken or closed connection.
 var errConnClosed = errors.New("kafka: connection closed")
 
+// errDial marks a broker that could not be connected to: one that stopped
+// or moved, which the next Metadata may route around.
+var errDial = errors.New("kafka: cannot connect")
+
 // brokerConn is the client's connection to one broker: requests are
 // pipelined, each waiting for its response by correlation id; one reader
 // goroutine, joined by close, reads the responses.
@@ -55,7 +59,7 @@ func dialBroker(ctx context.Context, addr string, cfg DialConfig) (*brokerConn, 
 	}
 	nc, err := dial(ctx, addr)
 	if err != nil {
-		return nil, fmt.Errorf("kafka: dial %s: %w", addr, err)
+		return nil, fmt.Errorf("%w to %s: %w", errDial, addr, err)
 	}
 	if cfg.TLS != nil {
 		tcfg := cfg.TLS

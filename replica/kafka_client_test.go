@@ -62,3 +62,47 @@ func TestKafkaClientAgainstCluster(t *testing.T) {
 		require.Len(t, isr, 3)
 	}
 }
+
+// A Kafka-protocol client whose partition leader stops (its address then
+// refuses connections) learns the new leader from Metadata: an idempotent
+// Producer over it goes on, every record stored once.
+func TestKafkaClientFollowsLeaderStop(t *testing.T) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, "local")
+	c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var seeds []string
+	for id := 1; id <= 3; id++ {
+		seeds = append(seeds, c.member(id).Addr())
+	}
+	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: seeds})
+	require.NoError(t, err)
+	defer kc.Close()
+	prod, err := log.NewProducer(kc, log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	vals := values(100)
+	for i := range 50 {
+		_, err := prod.Send(ctx, log.Record{Topic: "t", Value: []byte(vals[i])})
+		require.NoError(t, err)
+	}
+	c.stop(c.leader("t", 0))
+	for i := 50; i < 100; i++ {
+		_, err := prod.Send(ctx, log.Record{Topic: "t", Value: []byte(vals[i])})
+		require.NoError(t, err, "record %d, after the leader stopped", i)
+	}
+	require.NoError(t, prod.Close())
+
+	cons, err := log.NewConsumer(kc, log.ConsumerConfig{Topics: []string{"t"}, MaxWait: 100 * time.Millisecond})
+	require.NoError(t, err)
+	defer cons.Close()
+	var got []string
+	for len(got) < 100 {
+		recs, err := cons.Poll(ctx)
+		require.NoError(t, err)
+		for _, r := range recs {
+			got = append(got, string(r.Value))
+		}
+	}
+	require.Equal(t, vals, got, "each record once, in order")
+}
