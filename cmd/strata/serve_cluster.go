@@ -1,6 +1,7 @@
 package main
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,8 @@ type clusterFlags struct {
 	raftAddr string
 	peers    []replica.Peer
 	loopback bool
+	// Mutual TLS between members (and so on --listen too).
+	certFile, keyFile, caFile string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -35,6 +38,28 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 		return err
 	})
 	fs.BoolVar(&c.loopback, "raft-loopback", false, "Raft timings for members on one machine (elections in about 200 ms, not seconds)")
+	fs.StringVar(&c.certFile, "cluster-tls-cert", "", "`FILE`: PEM certificate of this member, signed by --cluster-ca: mutual TLS on the Raft port and on --listen")
+	fs.StringVar(&c.keyFile, "cluster-tls-key", "", "`FILE`: PEM private key of --cluster-tls-cert")
+	fs.StringVar(&c.caFile, "cluster-ca", "", "`FILE`: PEM certificate of the cluster's CA, the only one whose certificates members and clients may present")
+}
+
+// tlsConfig returns the members' mutual TLS, nil without the flags.
+func (c *clusterFlags) tlsConfig() (*tls.Config, error) {
+	if c.certFile == "" && c.keyFile == "" && c.caFile == "" {
+		return nil, nil
+	}
+	if c.certFile == "" || c.keyFile == "" || c.caFile == "" {
+		return nil, usagef("--cluster-tls-cert, --cluster-tls-key and --cluster-ca go together")
+	}
+	cert, err := tls.LoadX509KeyPair(c.certFile, c.keyFile)
+	if err != nil {
+		return nil, usagef("--cluster-tls-cert/--cluster-tls-key: %v", err)
+	}
+	pool, err := readCertPool(c.caFile)
+	if err != nil {
+		return nil, usagef("--cluster-ca: %v", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, ClientCAs: pool, MinVersion: tls.VersionTLS12}, nil
 }
 
 func (c *clusterFlags) enabled() bool { return c.raftAddr != "" || len(c.peers) > 0 }
@@ -61,7 +86,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	case len(cl.peers) == 0:
 		return usagef("a cluster member needs --peer for every member, itself included")
 	case c.server.TLS != nil || c.server.SASL != nil:
-		return usagef("TLS and SASL on a cluster member's listener are not available yet")
+		return usagef("--tls-cert and --sasl-users are for a standalone broker; a cluster member's listener takes the members' mutual TLS (--cluster-tls-cert), and SASL is not available there yet")
 	}
 	self := false
 	for _, p := range cl.peers {
@@ -86,6 +111,9 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	}
 	if cl.loopback {
 		cfg.Raft = controller.LoopbackRaft()
+	}
+	if cfg.TLS, err = cl.tlsConfig(); err != nil {
+		return err
 	}
 	var rec *metrics.Recorder
 	if c.metricsAddr != "" {

@@ -37,9 +37,9 @@ var leaderRE = regexp.MustCompile(`Leader: (-?\d+)\tReplicas: ([\d,]*)\tIsr: ([\
 // describe returns the leader and ISR of partition 0 of topic as
 // strata topics describe prints them; leader -1 when the broker asked does
 // not know the topic yet (its metadata trails the controller's).
-func describe(t *testing.T, addr, topic string) (leader int, isr string) {
+func describe(t *testing.T, addr, topic string, sec ...string) (leader int, isr string) {
 	t.Helper()
-	r := strata(t, "", "", "topics", "describe", "--bootstrap-server", addr, "--topic", topic)
+	r := strata(t, "", "", append([]string{"topics", "describe", "--bootstrap-server", addr, "--topic", topic}, sec...)...)
 	if r.code != 0 {
 		if strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
 			return -1, ""
@@ -57,17 +57,29 @@ func describe(t *testing.T, addr, topic string) (leader int, isr string) {
 // Three strata serve processes form a cluster: a topic of replication
 // factor 3 takes acks=all writes, its leader is stopped with SIGTERM (a
 // controlled shutdown) and the others go on serving every record; the
-// member restarted on its data dir rejoins the ISR.
+// member restarted on its data dir rejoins the ISR. With mutual TLS
+// between members, the commands present a certificate of the cluster's CA,
+// and one without is refused.
 func TestServeCluster(t *testing.T) {
+	t.Run("plaintext", func(t *testing.T) { testServeCluster(t, false) })
+	t.Run("mutual-tls", func(t *testing.T) { testServeCluster(t, true) })
+}
+
+func testServeCluster(t *testing.T, mtls bool) {
 	ports := freePorts(t, 6)
 	tmp := t.TempDir()
-	var peers []string
+	var peers, memberTLS, sec []string
 	for i := range 3 {
 		peers = append(peers, "--peer", fmt.Sprintf("%d=%s,%s", i+1, ports[2*i], ports[2*i+1]))
 	}
+	if mtls {
+		ca, cert, key, _ := testCA(t, tmp, "cluster")
+		memberTLS = []string{"--cluster-tls-cert", cert, "--cluster-tls-key", key, "--cluster-ca", ca}
+		sec = []string{"--tls-ca", ca, "--tls-cert", cert, "--tls-key", key}
+	}
 	start := func(i int) *server {
 		args := append([]string{"--node-id", strconv.Itoa(i + 1), "--listen", ports[2*i], "--raft-addr", ports[2*i+1], "--raft-loopback", "--metrics-addr", "127.0.0.1:0"}, peers...)
-		return startServe(t, filepath.Join(tmp, fmt.Sprint(i+1)), args...)
+		return startServe(t, filepath.Join(tmp, fmt.Sprint(i+1)), append(args, memberTLS...)...)
 	}
 	members := []*server{start(0), start(1), start(2)}
 	defer func() {
@@ -81,7 +93,7 @@ func TestServeCluster(t *testing.T) {
 	// create until the cluster has three brokers.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		r := strata(t, "", "", "topics", "create", "--bootstrap-server", ports[0], "--topic", "orders", "--partitions", "1", "--replication-factor", "3")
+		r := strata(t, "", "", append([]string{"topics", "create", "--bootstrap-server", ports[0], "--topic", "orders", "--partitions", "1", "--replication-factor", "3"}, sec...)...)
 		if r.code == 0 {
 			break
 		}
@@ -94,7 +106,7 @@ func TestServeCluster(t *testing.T) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			leader, isr := describe(t, addr, "orders")
+			leader, isr := describe(t, addr, "orders", sec...)
 			if leader > 0 && len(strings.Split(isr, ",")) == want {
 				return leader
 			}
@@ -109,15 +121,20 @@ func TestServeCluster(t *testing.T) {
 	for i := range 50 {
 		lines = append(lines, fmt.Sprintf("k%d:v%d", i, i))
 	}
-	ok(t, "", strings.Join(lines[:25], "\n")+"\n", "produce", "--bootstrap-server", ports[0], "--topic", "orders", "--key-separator", ":", "--acks", "all")
+	ok(t, "", strings.Join(lines[:25], "\n")+"\n", append([]string{"produce", "--bootstrap-server", ports[0], "--topic", "orders", "--key-separator", ":", "--acks", "all"}, sec...)...)
+	if mtls {
+		if r := strata(t, "", "", "topics", "list", "--bootstrap-server", ports[0], "--tls-ca", sec[1]); r.code == 0 {
+			t.Errorf("a client without a certificate of the cluster's CA was served: %q", r.stdout)
+		}
+	}
 
 	// SIGTERM the leader: the others carry on.
 	members[leader-1].stop(t)
 	members[leader-1] = nil
 	other := ports[2*(leader%3)] // the next member's Kafka address
 	waitISR(other, 2)
-	ok(t, "", strings.Join(lines[25:], "\n")+"\n", "produce", "--bootstrap-server", other, "--topic", "orders", "--key-separator", ":", "--acks", "all")
-	out := ok(t, "", "", "consume", "--bootstrap-server", other, "--topic", "orders", "--from-beginning", "--exit-at-end", "-f", "%k:%s\n")
+	ok(t, "", strings.Join(lines[25:], "\n")+"\n", append([]string{"produce", "--bootstrap-server", other, "--topic", "orders", "--key-separator", ":", "--acks", "all"}, sec...)...)
+	out := ok(t, "", "", append([]string{"consume", "--bootstrap-server", other, "--topic", "orders", "--from-beginning", "--exit-at-end", "-f", "%k:%s\n"}, sec...)...)
 	if got := strings.Fields(out); strings.Join(got, " ") != strings.Join(lines, " ") {
 		t.Fatalf("consumed after the leader stopped:\n%s\nwant the 50 records in order", out)
 	}
