@@ -170,3 +170,13 @@ func codeError(code int16) error {
 	}
 	return &Error{Code: code}
 }
+
+// ErrorCode returns Kafka's error code for err, as the server answers it:
+// 0 for nil, UNKNOWN_SERVER_ERROR (-1) for an error the table lacks.
+// Other Kafka-protocol code (the cluster's data plane) uses it to share
+// the one table.
+func ErrorCode(err error) int16 { return errorCode(err) }
+
+// CodeError returns the error of a Kafka error code: nil for 0, else an
+// *Error that matches the code's Strata error with errors.Is.
+func CodeError(code int16) error { return codeError(code) }

@@ -21,18 +21,23 @@ import (
 //	go test -run '^$' -bench ClusterProduce -benchtime 100000x ./replica/
 func BenchmarkClusterProduce(b *testing.B) {
 	for _, tc := range []struct {
-		name string
-		rf   int
-		acks log.Acks
+		name       string
+		rf         int
+		acks       log.Acks
+		idempotent bool // 5 batches in flight per partition, not 1
 	}{
-		{"rf1-acks1", 1, log.AcksLeader},
-		{"rf3-acksall", 3, log.AcksAll},
+		{"rf1-acks1", 1, log.AcksLeader, false},
+		{"rf3-acksall", 3, log.AcksAll, false},
+		// An idempotent producer needs acks=all; with RF 1 that is the
+		// leader's acknowledgement, as acks=1.
+		{"rf1-acksall-idempotent", 1, log.AcksAll, true},
+		{"rf3-acksall-idempotent", 3, log.AcksAll, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			c := startClusterOver(b, 3, "kafka")
 			c.createTopic("t", log.TopicConfig{Partitions: 1, ReplicationFactor: tc.rf, MinInSyncReplicas: min(2, tc.rf)})
 			via := c.any(c.leader("t", 0))
-			prod, err := log.NewProducer(via, log.ProducerConfig{Acks: tc.acks, Timeout: 30 * time.Second, BatchBytes: 256 << 10})
+			prod, err := log.NewProducer(via, log.ProducerConfig{Acks: tc.acks, Idempotent: tc.idempotent, Timeout: 30 * time.Second, BatchBytes: 256 << 10})
 			require.NoError(b, err)
 			val := make([]byte, 1024)
 			b.SetBytes(int64(len(val)))

@@ -64,7 +64,7 @@ func codeOf(err error) int16 {
 			return c.code
 		}
 	}
-	return codeUnknown
+	return kafka.ErrorCode(err) // the Kafka server's table for the rest
 }
 
 // errOf is the error of a Kafka error code, as the replication path and
@@ -84,10 +84,12 @@ func errOf(code int16) error {
 			return c.err
 		}
 	}
-	return &CodeError{Code: code}
+	return kafka.CodeError(code) // the Kafka server's table for the rest
 }
 
 // CodeError is a Kafka error code the replication path has no error for.
+// Codes now come back as kafka.CodeError gives them (matching log's
+// errors); no call returns a CodeError any more.
 type CodeError struct{ Code int16 }
 
 func (e *CodeError) Error() string { return "replica: kafka error code " + strconv.Itoa(int(e.Code)) }
