@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -206,9 +207,10 @@ func (c ProducerConfig) validate() error {
 // makes the next send read them again. Topics are never created by the
 // Producer: sending to a missing one fails with ErrUnknownTopic.
 //
-// The Producer owns a linger-timer goroutine, and for each partition that
-// has batches to send up to MaxInFlight sender goroutines; Close stops and
-// waits for them.
+// The Producer owns a linger-timer goroutine, for each partition that has
+// batches to send up to MaxInFlight sender goroutines, and while closed
+// batches wait to be compressed up to GOMAXPROCS encoder goroutines; Close
+// stops and waits for them.
 // It is safe for concurrent use.
 type Producer struct {
 	c      Client
@@ -225,6 +227,12 @@ type Producer struct {
 	lingHead int           // lingers[lingHead:] are live
 	armed    bool          // the timer goroutine knows of lingers[lingHead]
 	changed  chan struct{} // closed when a batch completes, if not nil
+	// Batches waiting for an encoder (producer_encoder.go): encQ[encHead:];
+	// encoders run, at most maxEncoders.
+	encQ        []encodeJob
+	encHead     int
+	encoders    int
+	maxEncoders int
 	nextID   uint64
 	closed   bool
 	// The idempotent producer's identity: pid once pidState is pidReady.
@@ -304,7 +312,8 @@ type pbatch struct {
 	deadline time.Time // created + Timeout
 	bytes    int       // estimated memory, counted in Producer.buffered
 	raw      []byte    // the finished batch (bd.Bytes), once finish is called
-	encoding bool      // enqueue is compressing it outside mu: no sender takes it meanwhile
+	encoding bool      // an encoder is finishing it outside mu: no sender takes it meanwhile
+	seqStale bool      // setSeqLocked changed its sequence while it was encoding
 	async    int       // records without a Send waiting for them
 	next     *pbatch
 
@@ -377,6 +386,8 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		closeDone: make(chan struct{}),
+		// As many batches compressed at once as the process has cores.
+		maxEncoders: runtime.GOMAXPROCS(0),
 	}
 	p.anchorLocked(time.Now())
 	p.waiters.New = func() any { return &sendWaiter{ch: make(chan struct{}, 1)} }

@@ -45,15 +45,8 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 		return err
 	}
 	ps := t.parts[part]
-	// Batches closed here that this goroutine compresses once mu is
-	// released (finishLocked).
-	var enc [3]encodeJob
-	nenc := 0
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
 		p.closeOpenLocked(ps, true)
-		if p.finishLocked(ps, b) {
-			enc[nenc], nenc = encodeJob{ps, b}, nenc+1
-		}
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
@@ -61,9 +54,6 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
 				p.closeOpenLocked(ps, false)
-				if p.finishLocked(ps, b) {
-					enc[nenc], nenc = encodeJob{ps, b}, nenc+1
-				}
 			}
 		}
 	}
@@ -82,57 +72,13 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
 		p.closeOpenLocked(ps, true)
-		if p.finishLocked(ps, b) {
-			enc[nenc], nenc = encodeJob{ps, b}, nenc+1
-		}
 	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
 		// Nothing to wait for (no linger, or only blocked Sends, which
 		// cannot add records): a sender takes the batch now.
 		p.kickLocked(ps)
 	}
 	p.mu.Unlock()
-	if nenc > 0 {
-		for _, j := range enc[:nenc] {
-			j.b.finish()
-		}
-		p.mu.Lock()
-		for _, j := range enc[:nenc] {
-			j.b.encoding = false
-			p.kickLocked(j.ps)
-		}
-		p.mu.Unlock()
-	}
 	return nil
-}
-
-// encodeJob is a batch that enqueue compresses after releasing mu.
-type encodeJob struct {
-	ps *partState
-	b  *pbatch
-}
-
-// finishLocked finishes a batch that enqueue has just closed, or says who
-// will. An uncompressed batch gets its header and CRC here, on the sending
-// goroutine, which has time to spare, rather than on the partition's
-// sender. A compressed one is never compressed under mu (that stalled every
-// other send and the senders' bookkeeping for the whole of it): it is left
-// to the sender (work), which compresses outside mu, unless a sender of its
-// partition is busy already, sending or compressing an earlier batch; then
-// finishLocked marks it encoding and returns true, and enqueue compresses it
-// once mu is released, so that two batches are compressed at once, on two
-// cores (kgo compresses on one goroutine). The senders do not take a batch
-// while it is encoding. Only for a producer that is not idempotent: an
-// idempotent one may renumber a batch not yet sent (setSeqLocked) at any
-// time under mu, which must not meet a compression outside it.
-func (p *Producer) finishLocked(ps *partState, b *pbatch) bool {
-	switch {
-	case p.cfg.Compression == CompressionNone:
-		b.finish()
-	case !p.cfg.Idempotent && ps.sending > 0:
-		b.encoding = true
-		return true
-	}
-	return false
 }
 
 // nowMsLocked is the wall clock in ms. It reads only the monotonic clock
@@ -298,6 +244,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 			ps.unassigned++
 		}
 	}
+	waits := ps.unresolved > 0 // a sender will not take b at once
 	ps.unresolved++
 	if ps.tail == nil {
 		ps.head = b
@@ -307,6 +254,10 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 	ps.tail = b
 	if t := ps.topic; switchSticky && t.sticky == ps.tp.Partition {
 		t.sticky = nextSticky(t.sticky, t.n)
+	}
+	if waits && p.encodeAhead(b) {
+		p.queueEncodeLocked(ps, b)
+		return
 	}
 	p.kickLocked(ps)
 }

@@ -152,7 +152,7 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 			unresolved++
 			continue
 		case b.encoding:
-			// enqueue is compressing it, and kicks a sender once done;
+			// An encoder is finishing it, and kicks a sender once done;
 			// it is not failed meanwhile either (its memory is in use).
 			return nil, time.Time{}
 		case !now.Before(b.deadline):
@@ -185,6 +185,9 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 		return nil, time.Time{}
 	}
 	p.closeOpenLocked(ps, true)
+	if o.encoding {
+		return nil, time.Time{} // its encoder kicks a sender once done
+	}
 	o.predPending = unresolved > 0
 	o.inAttempt = true
 	ps.sending++
@@ -423,6 +426,10 @@ func (p *Producer) assignPendingLocked(ps *partState) {
 // setSeqLocked writes pid and seq into b, built or not.
 func (p *Producer) setSeqLocked(b *pbatch, pid ProducerID, seq int32) {
 	b.pid, b.baseSeq, b.seqSet = pid, seq, true
+	if b.encoding {
+		b.seqStale = true // the encoder writes it once done
+		return
+	}
 	if b.raw != nil {
 		batch.SetProducer(b.raw, pid.ID, pid.Epoch, seq)
 	} else {
