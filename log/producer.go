@@ -233,8 +233,8 @@ type Producer struct {
 	encHead     int
 	encoders    int
 	maxEncoders int
-	nextID   uint64
-	closed   bool
+	nextID      uint64
+	closed      bool
 	// The idempotent producer's identity: pid once pidState is pidReady.
 	// pidWait is closed when a fetch under way (pidFetching) ends.
 	pid      ProducerID
