@@ -34,7 +34,8 @@ func TestProducerEncodesAhead(t *testing.T) {
 				}
 				p := newProd(t, c, ProducerConfig{Compression: codec, BatchBytes: batchBytes})
 				release := sync.OnceFunc(func() { close(hold) })
-				t.Cleanup(release)                                    // before p.Close, if the test fails while holding
+				// Released before p.Close if the test fails while holding.
+				t.Cleanup(release)
 				value := bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB
 				n := 12 * batchBytes / len(value)
 				col := &collector{}
