@@ -284,6 +284,7 @@ type partState struct {
 	closedSeq  uint64  // batches closed so far: batch.seq of the last
 	doneSeq    uint64  // batches completed so far (they complete in order)
 	lastSize   int     // the encoded size of the last batch closed: sizes the next one's buffer
+	lastCount  int     // and its record count: sizes the next one's slots
 	unresolved int     // closed batches without an outcome yet
 	workers    int     // sender goroutines for this partition
 	sending    int     // of which in a ProduceBatch call (or fetching an id)

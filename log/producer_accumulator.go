@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -47,6 +48,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	ps := t.parts[part]
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
 		p.closeOpenLocked(ps, true)
+		p.finishFullLocked(b)
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
@@ -54,6 +56,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
 				p.closeOpenLocked(ps, false)
+				p.finishFullLocked(b)
 			}
 		}
 	}
@@ -72,6 +75,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
 		p.closeOpenLocked(ps, true)
+		p.finishFullLocked(b)
 	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
 		// Nothing to wait for (no linger, or only blocked Sends, which
 		// cannot add records): a sender takes the batch now.
@@ -194,11 +198,12 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 	b := p.newBatchLocked()
 	now := p.anchorLocked(time.Now())
 	b.bd.Reset(ms)
-	// Size a new buffer for what the partition's last batch held (a batch
-	// closed full: BatchBytes), so that Append does not regrow it record by
-	// record; a reused one has room already. A partition that trickles keeps
-	// small buffers.
+	// Size a new buffer, and the slots, for what the partition's last batch
+	// held (a batch closed full: BatchBytes), so that Append does not regrow
+	// them record by record; a reused one has room already. A partition that
+	// trickles keeps small buffers.
 	b.bd.Grow(min(ps.lastSize, p.cfg.BatchBytes))
+	b.slots = slices.Grow(b.slots, ps.lastCount)
 	p.nextID++
 	b.id = p.nextID
 	b.created = now
@@ -234,7 +239,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 		return
 	}
 	ps.open = nil
-	ps.lastSize = b.bd.Size()
+	ps.lastSize, ps.lastCount = b.bd.Size(), len(b.slots)
 	ps.closedSeq++
 	b.seq = ps.closedSeq
 	if p.cfg.Idempotent {

@@ -18,15 +18,25 @@ import "github.com/strata-log/strata/segment/batch"
 // fields and marks it seqStale, and the encoder writes the new sequence into
 // the finished bytes after.
 
-// encodeAheadBytes is the smallest uncompressed batch finished ahead: below
-// it, the CRC of the batch costs less than the hand-off to an encoder. A
-// compressed batch is always worth it.
-const encodeAheadBytes = 128 << 10
-
 // encodeAhead reports whether b, closed and waiting for its turn, is
-// finished by an encoder.
-func (p *Producer) encodeAhead(b *pbatch) bool {
-	return p.cfg.Compression != CompressionNone || b.bd.Size() >= encodeAheadBytes
+// finished by an encoder: if it is compressed. An uncompressed batch is
+// finished by the caller that closes it when it fills (finishFullLocked), as
+// it is cache-hot there: its CRC on an encoder's core cost more CPU per
+// record (BenchmarkProducerSendAsync, 1000 B) than it saved the caller.
+func (p *Producer) encodeAhead(*pbatch) bool {
+	return p.cfg.Compression != CompressionNone
+}
+
+// finishFullLocked finishes an uncompressed batch that enqueue has just
+// closed full: its header and CRC, on the sending goroutine, which has time
+// to spare, and under mu, which no sender can take it without. A compressed
+// batch is never compressed under mu (that stalled every other send and
+// the senders' bookkeeping for the whole of it): an encoder or its sender
+// compresses it.
+func (p *Producer) finishFullLocked(b *pbatch) {
+	if p.cfg.Compression == CompressionNone {
+		b.finish()
+	}
 }
 
 // encodeJob is a batch waiting for an encoder.

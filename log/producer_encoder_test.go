@@ -12,9 +12,10 @@ import (
 )
 
 // TestProducerEncodesAhead: while the first batch of a partition is in
-// flight, the batches closed behind it are compressed by the encoders, not
-// left for the sender: once every goroutine has settled, each of them is
-// finished and none is encoding, though the broker has answered nothing.
+// flight, the batches closed behind it are compressed by the encoders (an
+// uncompressed one is finished by the caller that closed it), not left for
+// the sender: once every goroutine has settled, each of them is finished
+// and none is encoding, though the broker has answered nothing.
 // Then every record is stored once, in order, in batches of the producer's
 // codec, and every callback has its record's offset.
 func TestProducerEncodesAhead(t *testing.T) {
@@ -27,11 +28,6 @@ func TestProducerEncodesAhead(t *testing.T) {
 				hold := make(chan struct{})
 				c.setHold(hold)
 				batchBytes := 8 << 10
-				if codec == CompressionNone {
-					// Batches close at more than encodeAheadBytes, the
-					// smallest encoded ahead.
-					batchBytes = encodeAheadBytes + 2<<10
-				}
 				p := newProd(t, c, ProducerConfig{Compression: codec, BatchBytes: batchBytes})
 				release := sync.OnceFunc(func() { close(hold) })
 				// Released before p.Close if the test fails while holding.
