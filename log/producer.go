@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -219,6 +220,7 @@ type Producer struct {
 	linger time.Duration // cfg.Linger, 0 when negative: no wait
 
 	mu       sync.Mutex
+	behind   atomic.Int32 // goroutines of the Producer's own waiting for mu (lockBehind)
 	topics   map[string]*topicState
 	last     *topicState   // the topic of the previous send: skips the map
 	free     []*pbatch     // batches to reuse
@@ -486,4 +488,19 @@ func (p *Producer) Close() error {
 	p.wg.Wait()
 	close(p.closeDone)
 	return nil
+}
+
+// lockBehind takes mu for a goroutine of the Producer's own (a sender, an
+// encoder, the timer), ahead of the callers of Send and SendAsync. A caller
+// sending in a loop holds mu most of the time and takes it again within
+// nanoseconds of releasing it; the goroutine its Unlock wakes is queued on
+// the caller's own P (runnext) and runs only once the caller blocks or is
+// preempted, up to 10 ms later, or when sync.Mutex turns to starvation
+// mode after 1 ms: meanwhile its partition's next batch waits, and its
+// records' memory stays in the buffer. So a caller that finds one of them
+// waiting yields first (enqueue), and the waiter, next on that P, runs.
+func (p *Producer) lockBehind() {
+	p.behind.Add(1)
+	p.mu.Lock()
+	p.behind.Add(-1)
 }

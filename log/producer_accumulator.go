@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"time"
 )
@@ -16,6 +17,11 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	r.Offset = -1
 	size := recordMemory(r)
 
+	if p.behind.Load() > 0 {
+		// Let a goroutine of the Producer waiting for mu have it first
+		// (lockBehind).
+		runtime.Gosched()
+	}
 	p.mu.Lock()
 	var ms int64
 	if r.Timestamp.IsZero() {

@@ -61,7 +61,7 @@ func (p *Producer) queueEncodeLocked(ps *partState, b *pbatch) {
 // order they were closed, until none is left.
 func (p *Producer) encodeLoop() {
 	defer p.wg.Done()
-	p.mu.Lock()
+	p.lockBehind()
 	for p.encHead < len(p.encQ) {
 		j := p.encQ[p.encHead]
 		p.encQ[p.encHead] = encodeJob{}
@@ -71,7 +71,7 @@ func (p *Producer) encodeLoop() {
 		}
 		p.mu.Unlock()
 		j.b.finish()
-		p.mu.Lock()
+		p.lockBehind()
 		p.encodedLocked(j)
 	}
 	p.encoders--

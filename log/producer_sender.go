@@ -49,7 +49,7 @@ func (p *Producer) kickLocked(ps *partState) {
 // work is a worker of ps: it sends ps's batches until none can be sent.
 func (p *Producer) work(ps *partState) {
 	defer p.wg.Done()
-	p.mu.Lock()
+	p.lockBehind()
 	for {
 		p.completeLocked(ps)
 		if ps.rewrite && ps.sending == 0 && !p.rewriteLocked(ps) {
@@ -81,7 +81,7 @@ func (p *Producer) work(ps *partState) {
 			p.mu.Unlock()
 			t := time.NewTimer(time.Until(wake))
 			<-t.C
-			p.mu.Lock()
+			p.lockBehind()
 			ps.timerWait = false
 			continue
 		}
@@ -127,7 +127,7 @@ func (p *Producer) work(ps *partState) {
 			}
 		}
 
-		p.mu.Lock()
+		p.lockBehind()
 		b.inAttempt = false
 		ps.sending--
 		p.answerLocked(ps, b, res, err, expired, recs)
@@ -338,7 +338,7 @@ func (p *Producer) completeLocked(ps *partState) {
 		p.mu.Unlock()
 		p.complete(ps, b.slots, b.base, b.err)
 		clear(b.slots)
-		p.mu.Lock()
+		p.lockBehind()
 		ps.doneSeq = max(ps.doneSeq, b.seq)
 		p.buffered -= b.bytes
 		p.recycleLocked(b)
@@ -621,7 +621,7 @@ func (p *Producer) lingerLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		p.mu.Lock()
+		p.lockBehind()
 		now := time.Now()
 		wait := time.Duration(-1)
 		for p.lingHead < len(p.lingers) {
