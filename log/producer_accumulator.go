@@ -205,10 +205,17 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 	now := p.anchorLocked(time.Now())
 	b.bd.Reset(ms)
 	// Size a new buffer, and the slots, for what the partition's last batch
-	// held (a batch closed full: BatchBytes), so that Append does not regrow
-	// them record by record; a reused one has room already. A partition that
-	// trickles keeps small buffers.
-	b.bd.Grow(min(ps.lastSize, p.cfg.BatchBytes))
+	// held, so that Append does not regrow them record by record. A
+	// partition that fills its batches gets room for a full one, BatchBytes,
+	// not the last one's size: batches close a record short of BatchBytes,
+	// at sizes that vary by up to a record, and a reused buffer sized for a
+	// smaller one was regrown, a new 1 MB allocation (zeroed) for nearly
+	// every batch. A partition that trickles keeps small buffers.
+	want := min(ps.lastSize, p.cfg.BatchBytes)
+	if want >= p.cfg.BatchBytes/2 {
+		want = p.cfg.BatchBytes
+	}
+	b.bd.Grow(want)
 	b.slots = slices.Grow(b.slots, ps.lastCount)
 	p.nextID++
 	b.id = p.nextID
