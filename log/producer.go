@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -206,9 +208,10 @@ func (c ProducerConfig) validate() error {
 // makes the next send read them again. Topics are never created by the
 // Producer: sending to a missing one fails with ErrUnknownTopic.
 //
-// The Producer owns a linger-timer goroutine, and for each partition that
-// has batches to send up to MaxInFlight sender goroutines; Close stops and
-// waits for them.
+// The Producer owns a linger-timer goroutine, for each partition that has
+// batches to send up to MaxInFlight sender goroutines, and while closed
+// batches wait to be compressed up to GOMAXPROCS encoder goroutines; Close
+// stops and waits for them.
 // It is safe for concurrent use.
 type Producer struct {
 	c      Client
@@ -217,6 +220,7 @@ type Producer struct {
 	linger time.Duration // cfg.Linger, 0 when negative: no wait
 
 	mu       sync.Mutex
+	behind   atomic.Int32 // goroutines of the Producer's own waiting for mu (lockBehind)
 	topics   map[string]*topicState
 	last     *topicState   // the topic of the previous send: skips the map
 	free     []*pbatch     // batches to reuse
@@ -225,8 +229,14 @@ type Producer struct {
 	lingHead int           // lingers[lingHead:] are live
 	armed    bool          // the timer goroutine knows of lingers[lingHead]
 	changed  chan struct{} // closed when a batch completes, if not nil
-	nextID   uint64
-	closed   bool
+	// Batches waiting for an encoder (producer_encoder.go): encQ[encHead:];
+	// encoders run, at most maxEncoders.
+	encQ        []encodeJob
+	encHead     int
+	encoders    int
+	maxEncoders int
+	nextID      uint64
+	closed      bool
 	// The idempotent producer's identity: pid once pidState is pidReady.
 	// pidWait is closed when a fetch under way (pidFetching) ends.
 	pid      ProducerID
@@ -276,6 +286,7 @@ type partState struct {
 	closedSeq  uint64  // batches closed so far: batch.seq of the last
 	doneSeq    uint64  // batches completed so far (they complete in order)
 	lastSize   int     // the encoded size of the last batch closed: sizes the next one's buffer
+	lastCount  int     // and its record count: sizes the next one's slots
 	unresolved int     // closed batches without an outcome yet
 	workers    int     // sender goroutines for this partition
 	sending    int     // of which in a ProduceBatch call (or fetching an id)
@@ -304,7 +315,8 @@ type pbatch struct {
 	deadline time.Time // created + Timeout
 	bytes    int       // estimated memory, counted in Producer.buffered
 	raw      []byte    // the finished batch (bd.Bytes), once finish is called
-	encoding bool      // enqueue is compressing it outside mu: no sender takes it meanwhile
+	encoding bool      // an encoder is finishing it outside mu: no sender takes it meanwhile
+	seqStale bool      // setSeqLocked changed its sequence while it was encoding
 	async    int       // records without a Send waiting for them
 	next     *pbatch
 
@@ -377,6 +389,8 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 		kick:      make(chan struct{}, 1),
 		stop:      make(chan struct{}),
 		closeDone: make(chan struct{}),
+		// As many batches compressed at once as the process has cores.
+		maxEncoders: runtime.GOMAXPROCS(0),
 	}
 	p.anchorLocked(time.Now())
 	p.waiters.New = func() any { return &sendWaiter{ch: make(chan struct{}, 1)} }
@@ -474,4 +488,19 @@ func (p *Producer) Close() error {
 	p.wg.Wait()
 	close(p.closeDone)
 	return nil
+}
+
+// lockBehind takes mu for a goroutine of the Producer's own (a sender, an
+// encoder, the timer), ahead of the callers of Send and SendAsync. A caller
+// sending in a loop holds mu most of the time and takes it again within
+// nanoseconds of releasing it; the goroutine its Unlock wakes is queued on
+// the caller's own P (runnext) and runs only once the caller blocks or is
+// preempted, up to 10 ms later, or when sync.Mutex turns to starvation
+// mode after 1 ms: meanwhile its partition's next batch waits, and its
+// records' memory stays in the buffer. So a caller that finds one of them
+// waiting yields first (enqueue), and the waiter, next on that P, runs.
+func (p *Producer) lockBehind() {
+	p.behind.Add(1)
+	p.mu.Lock()
+	p.behind.Add(-1)
 }

@@ -3,6 +3,8 @@ package log
 import (
 	"context"
 	"fmt"
+	"runtime"
+	"slices"
 	"time"
 )
 
@@ -15,6 +17,11 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	r.Offset = -1
 	size := recordMemory(r)
 
+	if p.behind.Load() > 0 {
+		// Let a goroutine of the Producer waiting for mu have it first
+		// (lockBehind).
+		runtime.Gosched()
+	}
 	p.mu.Lock()
 	var ms int64
 	if r.Timestamp.IsZero() {
@@ -45,15 +52,9 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 		return err
 	}
 	ps := t.parts[part]
-	// Batches closed here that this goroutine compresses once mu is
-	// released (finishLocked).
-	var enc [3]encodeJob
-	nenc := 0
 	if b := ps.open; b != nil && !p.fits(b, ms, r) {
 		p.closeOpenLocked(ps, true)
-		if p.finishLocked(ps, b) {
-			enc[nenc], nenc = encodeJob{ps, b}, nenc+1
-		}
+		p.finishFullLocked(b)
 		if p.cfg.Partitioner == PartitionerDefault && r.Key == nil && t.sticky != part {
 			// The sticky partition moved on with the batch: follow it
 			// (Kafka's abortOnNewBatch).
@@ -61,9 +62,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 			ps = t.parts[part]
 			if b := ps.open; b != nil && !p.fits(b, ms, r) {
 				p.closeOpenLocked(ps, false)
-				if p.finishLocked(ps, b) {
-					enc[nenc], nenc = encodeJob{ps, b}, nenc+1
-				}
+				p.finishFullLocked(b)
 			}
 		}
 	}
@@ -82,57 +81,14 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	switch {
 	case b.bd.Size() >= p.cfg.BatchBytes:
 		p.closeOpenLocked(ps, true)
-		if p.finishLocked(ps, b) {
-			enc[nenc], nenc = encodeJob{ps, b}, nenc+1
-		}
+		p.finishFullLocked(b)
 	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
 		// Nothing to wait for (no linger, or only blocked Sends, which
 		// cannot add records): a sender takes the batch now.
 		p.kickLocked(ps)
 	}
 	p.mu.Unlock()
-	if nenc > 0 {
-		for _, j := range enc[:nenc] {
-			j.b.finish()
-		}
-		p.mu.Lock()
-		for _, j := range enc[:nenc] {
-			j.b.encoding = false
-			p.kickLocked(j.ps)
-		}
-		p.mu.Unlock()
-	}
 	return nil
-}
-
-// encodeJob is a batch that enqueue compresses after releasing mu.
-type encodeJob struct {
-	ps *partState
-	b  *pbatch
-}
-
-// finishLocked finishes a batch that enqueue has just closed, or says who
-// will. An uncompressed batch gets its header and CRC here, on the sending
-// goroutine, which has time to spare, rather than on the partition's
-// sender. A compressed one is never compressed under mu (that stalled every
-// other send and the senders' bookkeeping for the whole of it): it is left
-// to the sender (work), which compresses outside mu, unless a sender of its
-// partition is busy already, sending or compressing an earlier batch; then
-// finishLocked marks it encoding and returns true, and enqueue compresses it
-// once mu is released, so that two batches are compressed at once, on two
-// cores (kgo compresses on one goroutine). The senders do not take a batch
-// while it is encoding. Only for a producer that is not idempotent: an
-// idempotent one may renumber a batch not yet sent (setSeqLocked) at any
-// time under mu, which must not meet a compression outside it.
-func (p *Producer) finishLocked(ps *partState, b *pbatch) bool {
-	switch {
-	case p.cfg.Compression == CompressionNone:
-		b.finish()
-	case !p.cfg.Idempotent && ps.sending > 0:
-		b.encoding = true
-		return true
-	}
-	return false
 }
 
 // nowMsLocked is the wall clock in ms. It reads only the monotonic clock
@@ -248,11 +204,19 @@ func (p *Producer) openLocked(ps *partState, ms int64) *pbatch {
 	b := p.newBatchLocked()
 	now := p.anchorLocked(time.Now())
 	b.bd.Reset(ms)
-	// Size a new buffer for what the partition's last batch held (a batch
-	// closed full: BatchBytes), so that Append does not regrow it record by
-	// record; a reused one has room already. A partition that trickles keeps
-	// small buffers.
-	b.bd.Grow(min(ps.lastSize, p.cfg.BatchBytes))
+	// Size a new buffer, and the slots, for what the partition's last batch
+	// held, so that Append does not regrow them record by record. A
+	// partition that fills its batches gets room for a full one, BatchBytes,
+	// not the last one's size: batches close a record short of BatchBytes,
+	// at sizes that vary by up to a record, and a reused buffer sized for a
+	// smaller one was regrown, a new 1 MB allocation (zeroed) for nearly
+	// every batch. A partition that trickles keeps small buffers.
+	want := min(ps.lastSize, p.cfg.BatchBytes)
+	if want >= p.cfg.BatchBytes/2 {
+		want = p.cfg.BatchBytes
+	}
+	b.bd.Grow(want)
+	b.slots = slices.Grow(b.slots, ps.lastCount)
 	p.nextID++
 	b.id = p.nextID
 	b.created = now
@@ -288,7 +252,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 		return
 	}
 	ps.open = nil
-	ps.lastSize = b.bd.Size()
+	ps.lastSize, ps.lastCount = b.bd.Size(), len(b.slots)
 	ps.closedSeq++
 	b.seq = ps.closedSeq
 	if p.cfg.Idempotent {
@@ -298,6 +262,7 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 			ps.unassigned++
 		}
 	}
+	waits := ps.unresolved > 0 // a sender will not take b at once
 	ps.unresolved++
 	if ps.tail == nil {
 		ps.head = b
@@ -307,6 +272,10 @@ func (p *Producer) closeOpenLocked(ps *partState, switchSticky bool) {
 	ps.tail = b
 	if t := ps.topic; switchSticky && t.sticky == ps.tp.Partition {
 		t.sticky = nextSticky(t.sticky, t.n)
+	}
+	if waits && p.encodeAhead(b) {
+		p.queueEncodeLocked(ps, b)
+		return
 	}
 	p.kickLocked(ps)
 }

@@ -334,12 +334,20 @@ func TestIdempotentProducerInFlight(t *testing.T) {
 // producer bumps its epoch and starts the partition's sequences at 0
 // (KIP-360), without losing, duplicating or reordering records.
 func TestIdempotentProducerLostState(t *testing.T) {
+	// Compressed, the batches are finished by encoders ahead of their turn
+	// and renumbered while they encode.
+	for _, codec := range []Compression{CompressionNone, CompressionLz4} {
+		t.Run(codec.String(), func(t *testing.T) { testIdempotentProducerLostState(t, codec) })
+	}
+}
+
+func testIdempotentProducerLostState(t *testing.T, codec Compression) {
 	synctest.Test(t, func(t *testing.T) {
 		cl := newDedupeClient(t, 2)
 		cl.fault = func(n int, h batch.Header) fault {
 			return fault{forget: n == 10 || n == 25, delay: time.Duration(n%3) * time.Millisecond}
 		}
-		p := newProd(t, cl, ProducerConfig{Idempotent: true, Partitioner: PartitionerManual, BatchBytes: 150, Linger: time.Millisecond})
+		p := newProd(t, cl, ProducerConfig{Idempotent: true, Partitioner: PartitionerManual, BatchBytes: 150, Linger: time.Millisecond, Compression: codec})
 		want, col := sendMany(p, 2, 300)
 		require.NoError(t, p.Flush(t.Context()))
 		requireExactlyOnce(t, cl, want, col)

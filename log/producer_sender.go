@@ -49,7 +49,7 @@ func (p *Producer) kickLocked(ps *partState) {
 // work is a worker of ps: it sends ps's batches until none can be sent.
 func (p *Producer) work(ps *partState) {
 	defer p.wg.Done()
-	p.mu.Lock()
+	p.lockBehind()
 	for {
 		p.completeLocked(ps)
 		if ps.rewrite && ps.sending == 0 && !p.rewriteLocked(ps) {
@@ -81,7 +81,7 @@ func (p *Producer) work(ps *partState) {
 			p.mu.Unlock()
 			t := time.NewTimer(time.Until(wake))
 			<-t.C
-			p.mu.Lock()
+			p.lockBehind()
 			ps.timerWait = false
 			continue
 		}
@@ -127,7 +127,7 @@ func (p *Producer) work(ps *partState) {
 			}
 		}
 
-		p.mu.Lock()
+		p.lockBehind()
 		b.inAttempt = false
 		ps.sending--
 		p.answerLocked(ps, b, res, err, expired, recs)
@@ -152,7 +152,7 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 			unresolved++
 			continue
 		case b.encoding:
-			// enqueue is compressing it, and kicks a sender once done;
+			// An encoder is finishing it, and kicks a sender once done;
 			// it is not failed meanwhile either (its memory is in use).
 			return nil, time.Time{}
 		case !now.Before(b.deadline):
@@ -185,6 +185,9 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 		return nil, time.Time{}
 	}
 	p.closeOpenLocked(ps, true)
+	if o.encoding {
+		return nil, time.Time{} // its encoder kicks a sender once done
+	}
 	o.predPending = unresolved > 0
 	o.inAttempt = true
 	ps.sending++
@@ -335,7 +338,7 @@ func (p *Producer) completeLocked(ps *partState) {
 		p.mu.Unlock()
 		p.complete(ps, b.slots, b.base, b.err)
 		clear(b.slots)
-		p.mu.Lock()
+		p.lockBehind()
 		ps.doneSeq = max(ps.doneSeq, b.seq)
 		p.buffered -= b.bytes
 		p.recycleLocked(b)
@@ -423,6 +426,10 @@ func (p *Producer) assignPendingLocked(ps *partState) {
 // setSeqLocked writes pid and seq into b, built or not.
 func (p *Producer) setSeqLocked(b *pbatch, pid ProducerID, seq int32) {
 	b.pid, b.baseSeq, b.seqSet = pid, seq, true
+	if b.encoding {
+		b.seqStale = true // the encoder writes it once done
+		return
+	}
 	if b.raw != nil {
 		batch.SetProducer(b.raw, pid.ID, pid.Epoch, seq)
 	} else {
@@ -614,7 +621,7 @@ func (p *Producer) lingerLoop() {
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		p.mu.Lock()
+		p.lockBehind()
 		now := time.Now()
 		wait := time.Duration(-1)
 		for p.lingHead < len(p.lingers) {

@@ -345,8 +345,15 @@ func Decompress(dst, b []byte, h Header) ([]byte, error) {
 	if whole != nil {
 		dst = append(dst, whole...)
 	} else {
-		// Guess a 4:1 ratio, then grow by doubling as bytes come.
-		dst = grow(dst, min(4*(len(b)-HeaderSize), maxInflated))
+		// Guess a 4:1 ratio (or, for lz4, what its frames say at most,
+		// when that is less), then grow by doubling as bytes come.
+		guess := min(4*(len(b)-HeaderSize), maxInflated)
+		if codec == CompressionLz4 {
+			if n, ok := lz4Bound(b[HeaderSize:]); ok {
+				guess = min(guess, n)
+			}
+		}
+		dst = grow(dst, guess)
 		for {
 			if len(dst) == cap(dst) {
 				dst = grow(dst, max(cap(dst)-start, windowSize))
