@@ -1,17 +1,14 @@
 package interop
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/internal/readme"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log"
@@ -21,10 +18,10 @@ import (
 // tab of indentation less): TestReadmeSnippets checks that README.md,
 // where it has the section, shows exactly this code.
 
-// TestReadmeKafkaClient is the README's "Use it from your Kafka client": an
+// TestReadmeKafkaClient is the README's "Serve it": an
 // application's kgo code tested against Strata through the fixture.
 func TestReadmeKafkaClient(t *testing.T) {
-	//readme:begin Use it from your Kafka client
+	//readme:begin Serve it
 	c := kafkatest.New(t, kafkatest.Topic("orders", 3)) // Strata on 127.0.0.1, closed when the test ends
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
@@ -119,106 +116,14 @@ func TestReadmeMoveToKafka(t *testing.T) {
 	})
 }
 
-// readmeSnippets returns the code between the readme markers of this file,
-// by section, one tab of indentation removed.
-func readmeSnippets(t *testing.T) map[string]string {
-	t.Helper()
-	src, err := os.ReadFile("readme_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	var name string
-	var b strings.Builder
-	sc := bufio.NewScanner(bytes.NewReader(src))
-	for sc.Scan() {
-		line := sc.Text()
-		switch trimmed := strings.TrimSpace(line); {
-		case strings.HasPrefix(trimmed, "//readme:begin "):
-			name = strings.TrimPrefix(trimmed, "//readme:begin ")
-			b.Reset()
-		case trimmed == "//readme:end":
-			out[name] = b.String()
-			name = ""
-		case name != "":
-			b.WriteString(strings.TrimPrefix(line, "\t"))
-			b.WriteByte('\n')
-		}
-	}
-	return out
-}
-
-// TestReadmeSnippets: a README section named like a snippet shows the
-// snippet, verbatim (leading tabs may be four spaces), as its first go
-// block.
+// TestReadmeSnippets: the README's sections named like the snippets of
+// this file show them, verbatim.
 func TestReadmeSnippets(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
+	n, errs := readme.Check("../README.md", "readme_test.go")
+	if n != 2 {
+		t.Fatalf("%d snippets in readme_test.go, want 2", n)
 	}
-	snippets := readmeSnippets(t)
-	if len(snippets) != 2 {
-		t.Fatalf("%d snippets in readme_test.go, want 2", len(snippets))
+	for _, err := range errs {
+		t.Error(err)
 	}
-	for name, code := range snippets {
-		switch block, ok := readmeBlock(readme, name); {
-		case !ok:
-			t.Logf("README has no section %q with a go block yet", name)
-		case normIndent(block) != normIndent(code):
-			t.Errorf("README section %q does not show readme_test.go's snippet; it should be:\n%s", name, code)
-		}
-	}
-	// The check itself: a README made of the snippets passes (indented with
-	// tabs or with four spaces), and one with a line changed does not.
-	section := func(name, code string) []byte {
-		return []byte("# Strata\n\n## " + name + "\n\nText.\n\n```go\n" + code + "```\n\n## Next\n\n```go\nx := 1\n```\n")
-	}
-	for name, code := range snippets {
-		if block, ok := readmeBlock(section(name, code), name); !ok || block != code {
-			t.Fatalf("section %q not found in a README made of the snippet", name)
-		}
-		spaced := strings.ReplaceAll(code, "\t", "    ")
-		if block, ok := readmeBlock(section(name, spaced), name); !ok || normIndent(block) != normIndent(code) {
-			t.Fatalf("section %q indented with spaces does not match", name)
-		}
-		changed := strings.Replace(code, "\n", "\n// changed\n", 1)
-		if block, ok := readmeBlock(section(name, changed), name); !ok || normIndent(block) == normIndent(code) {
-			t.Fatalf("section %q: a changed snippet passes", name)
-		}
-	}
-}
-
-// normIndent turns each leading tab of every line into four spaces, as a
-// README may indent Go code either way.
-func normIndent(code string) string {
-	lines := strings.Split(code, "\n")
-	for i, l := range lines {
-		rest := strings.TrimLeft(l, "\t")
-		lines[i] = strings.Repeat("    ", len(l)-len(rest)) + rest
-	}
-	return strings.Join(lines, "\n")
-}
-
-// readmeBlock returns the first go block of the README section headed
-// "## name".
-func readmeBlock(readme []byte, name string) (string, bool) {
-	heading := "## " + name + "\n"
-	i := bytes.Index(readme, []byte(heading))
-	if i < 0 {
-		return "", false
-	}
-	rest := string(readme[i+len(heading):])
-	if next := strings.Index(rest, "\n## "); next >= 0 {
-		rest = rest[:next]
-	}
-	start := strings.Index(rest, "```go\n")
-	if start < 0 {
-		return "", false
-	}
-	block := rest[start+len("```go\n"):]
-	end := strings.Index(block, "```")
-	if end < 0 {
-		return "", false
-	}
-	return block[:end], true
 }
