@@ -52,7 +52,11 @@ func serverVariants(e *env) []variant {
 					return err
 				}
 				strataBin = filepath.Join(binDir, "strata")
-				out, err := exec.Command("go", "build", "-o", strataBin, "github.com/strata-log/strata/cmd/strata").CombinedOutput()
+				// Built in the root module, whose go.sum has the command's
+				// dependencies (Raft for cluster members), not this one.
+				build := exec.Command("go", "build", "-o", strataBin, "./cmd/strata")
+				build.Dir = ".."
+				out, err := build.CombinedOutput()
 				if err != nil {
 					return fmt.Errorf("build cmd/strata: %v\n%s", err, out)
 				}
