@@ -42,9 +42,14 @@ func serverVariants(e *env) []variant {
 					}},
 				{name: "strata server + strata perf produce", durability: "page cache (FlushMessages 0)",
 					run: func(e *env) (sample, error) { return perfProduceServer(e, strataBin, size, n) }},
+				// The tool with kgo's default codec: like for like with the first row.
+				{name: "strata server + strata perf produce, snappy", durability: "page cache (FlushMessages 0)",
+					run: func(e *env) (sample, error) {
+						return perfProduceServer(e, strataBin, size, n, "--producer-props", "compression.type=snappy")
+					}},
 			},
 			setup: func(e *env) error {
-				if !e.wants("strata server + strata perf produce") {
+				if !e.wants("strata server + strata perf produce") && !e.wants("strata server + strata perf produce, snappy") {
 					return nil
 				}
 				var err error
@@ -207,7 +212,7 @@ var perfSummary = regexp.MustCompile(`^(\d+) records sent, ([0-9.]+) records/sec
 // perfProduceServer runs `strata perf produce` (defaults: acks=1) against
 // a Strata server and reads its summary. CPU is not measured: the command
 // is another process.
-func perfProduceServer(e *env, bin string, size, n int) (sample, error) {
+func perfProduceServer(e *env, bin string, size, n int, extra ...string) (sample, error) {
 	if bin == "" {
 		return sample{}, fmt.Errorf("strata perf: the command was not built")
 	}
@@ -216,8 +221,9 @@ func perfProduceServer(e *env, bin string, size, n int) (sample, error) {
 		return sample{}, err
 	}
 	defer s.close()
-	cmd := exec.Command(bin, "perf", "produce", "--bootstrap-server", s.addr, "--topic", "bench",
-		"--num-records", strconv.Itoa(n), "--record-size", strconv.Itoa(size), "--reporting-interval", "600000")
+	args := append([]string{"perf", "produce", "--bootstrap-server", s.addr, "--topic", "bench",
+		"--num-records", strconv.Itoa(n), "--record-size", strconv.Itoa(size), "--reporting-interval", "600000"}, extra...)
+	cmd := exec.Command(bin, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return sample{}, err

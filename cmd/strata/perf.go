@@ -26,10 +26,11 @@ summary gives those of the whole run.
   strata perf consume --bootstrap-server ADDR|--data-dir DIR --topic T [--num-records N] [--group G]
 
 produce: the latency of a record is from its Send to its acknowledgement.
---producer-props takes acks, linger.ms, batch.size, buffer.memory and
-request.timeout.ms; the defaults are the library's (log.ProducerConfig):
-acks=all, linger.ms 5, batch.size 1 MB as kgo's (Kafka's Java client:
-16 KiB; give batch.size=16384 to compare with its perf test). consume: reads from the start of the log; the latency is
+--producer-props takes acks, compression.type, enable.idempotence,
+linger.ms, batch.size, buffer.memory and request.timeout.ms; the defaults are Kafka's producer's
+(idempotent, acks=all, 5 batches in flight, linger.ms 5) but batch.size,
+1 MB as kgo's (Kafka's Java client: 16 KiB; give batch.size=16384 to
+compare with its perf test). consume: reads from the start of the log; the latency is
 that of each Poll. The topic must exist (strata topics create).`
 
 func runPerf(e *env, args []string) error {
@@ -190,7 +191,7 @@ func runPerfProduce(e *env, args []string) (err error) {
 	throughput := fs.Float64("throughput", -1, "`R`: at most R records/s; -1: as fast as possible")
 	interval := fs.Int("reporting-interval", 5000, "`MS` between interval lines")
 	var props stringList
-	fs.Var(&props, "producer-props", "`KEY=VALUE` producer setting (acks, linger.ms, batch.size, buffer.memory, request.timeout.ms); repeatable")
+	fs.Var(&props, "producer-props", "`KEY=VALUE` producer setting (acks, compression.type, enable.idempotence, linger.ms, batch.size, buffer.memory, request.timeout.ms); repeatable")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -204,11 +205,21 @@ func runPerfProduce(e *env, args []string) (err error) {
 	if *recordSize < 0 || *interval <= 0 {
 		return usagef("--record-size must not be negative and --reporting-interval must be positive")
 	}
-	var cfg log.ProducerConfig
+	// Kafka's producer defaults: idempotent with acks=all (since Kafka
+	// 3.0), so up to 5 batches in flight per partition; an acks other
+	// than all without enable.idempotence turns idempotence off, as there.
+	cfg := log.ProducerConfig{Acks: log.AcksAll, Idempotent: true}
+	idemSet := false
 	for _, kv := range props {
+		if strings.HasPrefix(kv, "enable.idempotence=") {
+			idemSet = true
+		}
 		if err := setProducerProp(&cfg, kv); err != nil {
 			return usagef("--producer-props %s: %v", kv, err)
 		}
+	}
+	if cfg.Acks != log.AcksAll && !idemSet {
+		cfg.Idempotent = false
 	}
 	c, err := openClient(e, &t)
 	if err != nil {
@@ -298,8 +309,21 @@ func setProducerProp(c *log.ProducerConfig, kv string) error {
 		c.BufferBytes = n
 	case "request.timeout.ms", "delivery.timeout.ms":
 		c.Timeout = time.Duration(n) * time.Millisecond
+	case "compression.type":
+		codecs := map[string]log.Compression{"none": log.CompressionNone, "gzip": log.CompressionGzip,
+			"snappy": log.CompressionSnappy, "lz4": log.CompressionLz4, "zstd": log.CompressionZstd}
+		codec, ok := codecs[strings.ToLower(v)]
+		if !ok {
+			return fmt.Errorf("compression.type %q: want none, gzip, snappy, lz4 or zstd", v)
+		}
+		c.Compression = codec
+		return nil
+	case "enable.idempotence":
+		b, err := strconv.ParseBool(v)
+		c.Idempotent = b
+		return err
 	default:
-		return fmt.Errorf("unknown producer setting %q (known: acks, linger.ms, batch.size, buffer.memory, request.timeout.ms)", k)
+		return fmt.Errorf("unknown producer setting %q (known: acks, compression.type, enable.idempotence, linger.ms, batch.size, buffer.memory, request.timeout.ms)", k)
 	}
 	if nerr != nil || n < 0 {
 		return fmt.Errorf("%s: want a non-negative number", k)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func TestPerfBadInput(t *testing.T) {
 		{[]string{"perf"}, exitUsage, "want produce or consume"},
 		{[]string{"perf", "fetch"}, exitUsage, `unknown perf test "fetch"`},
 		{[]string{"perf", "produce", "--data-dir", dir, "--topic", "bench"}, exitUsage, "positive --num-records"},
-		{[]string{"perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "1", "--producer-props", "compression.type=zstd"}, exitUsage, "unknown producer setting"},
+		{[]string{"perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "1", "--producer-props", "transactional.id=t"}, exitUsage, "unknown producer setting"},
 		{[]string{"perf", "produce", "--data-dir", dir, "--topic", "nope", "--num-records", "1"}, exitProblem, "unknown topic"},
 		{[]string{"perf", "consume", "--data-dir", dir, "--topic", "bench", "--num-records", "5"}, exitProblem, "the topic holds 0 records"},
 		{[]string{"perf", "produce", "--bootstrap-server", "127.0.0.1:1", "--topic", "bench", "--num-records", "1"}, exitProblem, "connect to --bootstrap-server 127.0.0.1:1"},
@@ -81,5 +82,24 @@ func TestPerfBadInput(t *testing.T) {
 	}
 	if h := ok(t, "", "", "perf", "produce", "--help"); !strings.HasPrefix(h, "Usage: strata perf produce") {
 		t.Errorf("perf produce --help: %q", h)
+	}
+}
+
+// perf produce's defaults are Kafka's producer's (idempotent: the batches
+// carry a producer id), compression.type compresses them, and an unknown
+// codec is a usage error.
+func TestPerfProducerProps(t *testing.T) {
+	dir := newTopic(t, "bench", 1)
+	ok(t, "", "", "perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "500", "--producer-props", "compression.type=lz4")
+	segs, err := filepath.Glob(filepath.Join(dir, "bench-0", "*.log"))
+	if err != nil || len(segs) == 0 {
+		t.Fatalf("no segment: %v", err)
+	}
+	dump := ok(t, "", "", "dump", segs[0])
+	if !strings.Contains(dump, "compresscodec: lz4") || strings.Contains(dump, "producerId: -1") {
+		t.Errorf("want idempotent lz4 batches:\n%s", dump)
+	}
+	if r := strata(t, "", "", "perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "1", "--producer-props", "compression.type=brotli"); r.code != 2 {
+		t.Errorf("compression.type=brotli: exit %d, want 2", r.code)
 	}
 }
