@@ -139,7 +139,6 @@ func kfakeServer(e *env) (*kafkaServer, error) {
 	}}, nil
 }
 
-
 // kgoProduce sends n records of size bytes with kgo's async Produce and
 // flushes; opts come after the defaults.
 func kgoProduce(ctx context.Context, addr string, size, n int, opts ...kgo.Opt) error {
