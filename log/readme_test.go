@@ -2,6 +2,7 @@ package log_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"testing"
@@ -70,8 +71,8 @@ func readmeEmbed(ctx context.Context, dir string, conn net.Conn) error {
 		return err
 	}
 	recs, err = p.Read(off, 1<<20) // at least one record if any exists at off
-	if err != nil {
-		return err
+	if err != nil || len(recs) == 0 {
+		return fmt.Errorf("read at %d: %d records, %v", off, len(recs), err)
 	}
 	hourAgo, err := p.OffsetForTime(time.Now().Add(-time.Hour)) // the first record of the last hour
 	if err != nil {
