@@ -2,7 +2,6 @@ package batch
 
 import (
 	"bytes"
-	"runtime"
 	"testing"
 	"unsafe"
 )
@@ -220,12 +219,23 @@ func TestBuilderGrow(t *testing.T) {
 	var plain Builder
 	want := append([]byte(nil), build(&plain, false, -1)...)
 	for _, pos := range []int64{-1, 0, 13, 4093} {
-		var bd Builder
-		bd.ResetAt(0, pos) // the first buffer, 4 KiB
-		var got []byte
-		if a := allocsOnce(func() { got = build(&bd, true, pos) }); a > 1 {
-			t.Fatalf("pos %d: %v allocations, want Grow's one", pos, a)
+		// Averages over runs (testing.AllocsPerRun), so that what other
+		// goroutines of the process allocate meanwhile does not count.
+		first := testing.AllocsPerRun(20, func() {
+			var bd Builder
+			bd.ResetAt(0, pos) // the first buffer, 4 KiB
+		})
+		grown := testing.AllocsPerRun(20, func() {
+			var bd Builder
+			bd.ResetAt(0, pos)
+			build(&bd, true, pos)
+		})
+		if grown-first > 1 {
+			t.Fatalf("pos %d: %v allocations after the first buffer, want Grow's one", pos, grown-first)
 		}
+		var bd Builder
+		bd.ResetAt(0, pos)
+		got := build(&bd, true, pos)
 		if pos >= 0 {
 			if addr := int64(uintptr(unsafe.Pointer(unsafe.SliceData(got)))); (addr-pos)%alignTo != 0 {
 				t.Fatalf("pos %d: batch at %#x, not aligned with its position", pos, addr)
@@ -239,27 +249,27 @@ func TestBuilderGrow(t *testing.T) {
 		}
 	}
 
-	var zero Builder
-	zero.Grow(16 << 10)
-	if a := allocsOnce(func() {
+	grow := testing.AllocsPerRun(20, func() {
+		var zero Builder
+		zero.Grow(16 << 10)
+	})
+	appended := testing.AllocsPerRun(20, func() {
+		var zero Builder
+		zero.Grow(16 << 10)
 		for range 15 {
 			zero.Append(7, nil, value, nil)
 		}
-	}); a != 0 {
-		t.Fatalf("Grow on a zero Builder: %v allocations", a)
+	})
+	if appended != grow {
+		t.Fatalf("Grow on a zero Builder: %v allocations appending after it", appended-grow)
+	}
+	var zero Builder
+	zero.Grow(16 << 10)
+	for range 15 {
+		zero.Append(7, nil, value, nil)
 	}
 	h, recs := mustDecode(t, zero.Bytes())
 	if h.BaseTimestamp != 7 || len(recs) != 15 {
 		t.Fatalf("header %+v, %d records", h, len(recs))
 	}
-}
-
-// allocsOnce counts the heap allocations of one call of f (AllocsPerRun
-// runs f once more first, which a first-use measurement cannot afford).
-func allocsOnce(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.Mallocs - before.Mallocs
 }
