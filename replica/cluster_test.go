@@ -35,30 +35,7 @@ var transports = []string{"local", "kafka"}
 
 func startClusterOver(t testing.TB, n int, transport string) *memberCluster {
 	t.Helper()
-	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
-	t.Cleanup(func() { c.net.Close() })
-	for i := 1; i <= n; i++ {
-		addr, err := c.net.Node(node(i)).Reserve()
-		require.NoError(t, err)
-		data := "127.0.0.1:0"
-		if c.kafka {
-			data, err = c.net.Node(node(i)).Reserve()
-			require.NoError(t, err)
-		}
-		c.peers = append(c.peers, replica.Peer{ID: i, Addr: data, RaftAddr: addr})
-		c.dirs = append(c.dirs, t.TempDir())
-	}
-	c.members = make([]*replica.Broker, n)
-	t.Cleanup(func() {
-		for i := range c.members {
-			c.stop(i + 1)
-		}
-	})
-	for i := 1; i <= n; i++ {
-		c.start(i)
-	}
-	c.waitLive(n)
-	return c
+	return startClusterWith(t, n, transport, nil)
 }
 
 func node(id int) string { return fmt.Sprintf("member-%d", id) }
@@ -84,10 +61,7 @@ func (c *memberCluster) config(id int) replica.Config {
 
 func (c *memberCluster) start(id int) *replica.Broker {
 	c.t.Helper()
-	b, err := replica.Start(c.config(id))
-	require.NoError(c.t, err)
-	c.members[id-1] = b
-	return b
+	return c.startMemberWith(id, nil)
 }
 
 func (c *memberCluster) stop(id int) {

@@ -14,11 +14,13 @@ import (
 )
 
 // startMemberWith starts member id of c with its usual config changed by
-// tweak.
+// tweak (nil: unchanged).
 func (c *memberCluster) startMemberWith(id int, tweak func(*replica.Config)) *replica.Broker {
 	c.t.Helper()
 	cfg := c.config(id)
-	tweak(&cfg)
+	if tweak != nil {
+		tweak(&cfg)
+	}
 	b, err := replica.Start(cfg)
 	require.NoError(c.t, err)
 	c.members[id-1] = b

@@ -22,8 +22,9 @@ import (
 	"github.com/strata-log/strata/testnet"
 )
 
-// startClusterWith is startClusterOver with every member's config changed
-// by tweak, from the first start on.
+// startClusterWith starts n members on loopback links that can be cut,
+// replicating over transport ("local" or "kafka"), with every member's
+// config changed by tweak (nil: unchanged), from the first start on.
 func startClusterWith(t testing.TB, n int, transport string, tweak func(*replica.Config)) *memberCluster {
 	t.Helper()
 	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
