@@ -76,133 +76,60 @@ func (s *Server) reportReplicaFetch(resp *kmsg.FetchResponse) {
 // the response once). A response type it does not know is not failed.
 func responseFailed(resp kmsg.Response) bool {
 	switch r := resp.(type) {
-	case nil:
-		return false
 	case *kmsg.ProduceResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
+		return anyIn(r.Topics, func(t *kmsg.ProduceResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.ProduceResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.FetchResponse:
-		if r.ErrorCode != 0 {
-			return true
-		}
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
+		return r.ErrorCode != 0 || anyIn(r.Topics, func(t *kmsg.FetchResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.FetchResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.ListOffsetsResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
+		return anyIn(r.Topics, func(t *kmsg.ListOffsetsResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.ListOffsetsResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.MetadataResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return true
-			}
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
+		return anyIn(r.Topics, func(t *kmsg.MetadataResponseTopic) bool {
+			return t.ErrorCode != 0 || anyCode(t.Partitions, func(p *kmsg.MetadataResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.OffsetCommitResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
+		return anyIn(r.Topics, func(t *kmsg.OffsetCommitResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.OffsetCommitResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.OffsetFetchResponse:
-		if r.ErrorCode != 0 {
-			return true
-		}
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				return true
-			}
-			for _, t := range g.Topics {
-				for _, p := range t.Partitions {
-					if p.ErrorCode != 0 {
-						return true
-					}
-				}
-			}
-		}
+		return r.ErrorCode != 0 || anyIn(r.Topics, func(t *kmsg.OffsetFetchResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.OffsetFetchResponseTopicPartition) int16 { return p.ErrorCode })
+		}) || anyIn(r.Groups, func(g *kmsg.OffsetFetchResponseGroup) bool {
+			return g.ErrorCode != 0 || anyIn(g.Topics, func(t *kmsg.OffsetFetchResponseGroupTopic) bool {
+				return anyCode(t.Partitions, func(p *kmsg.OffsetFetchResponseGroupTopicPartition) int16 { return p.ErrorCode })
+			})
+		})
 	case *kmsg.OffsetForLeaderEpochResponse:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if p.ErrorCode != 0 {
-					return true
-				}
-			}
-		}
+		return anyIn(r.Topics, func(t *kmsg.OffsetForLeaderEpochResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.OffsetForLeaderEpochResponseTopicPartition) int16 { return p.ErrorCode })
+		})
+	case *kmsg.DeleteRecordsResponse:
+		return anyIn(r.Topics, func(t *kmsg.DeleteRecordsResponseTopic) bool {
+			return anyCode(t.Partitions, func(p *kmsg.DeleteRecordsResponseTopicPartition) int16 { return p.ErrorCode })
+		})
 	case *kmsg.FindCoordinatorResponse:
-		if r.ErrorCode != 0 {
-			return true
-		}
-		for _, c := range r.Coordinators {
-			if c.ErrorCode != 0 {
-				return true
-			}
-		}
+		return r.ErrorCode != 0 || anyCode(r.Coordinators, func(c *kmsg.FindCoordinatorResponseCoordinator) int16 { return c.ErrorCode })
 	case *kmsg.LeaveGroupResponse:
-		if r.ErrorCode != 0 {
-			return true
-		}
-		for _, m := range r.Members {
-			if m.ErrorCode != 0 {
-				return true
-			}
-		}
+		return r.ErrorCode != 0 || anyCode(r.Members, func(m *kmsg.LeaveGroupResponseMember) int16 { return m.ErrorCode })
 	case *kmsg.DescribeGroupsResponse:
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				return true
-			}
-		}
+		return anyCode(r.Groups, func(g *kmsg.DescribeGroupsResponseGroup) int16 { return g.ErrorCode })
 	case *kmsg.DeleteGroupsResponse:
-		for _, g := range r.Groups {
-			if g.ErrorCode != 0 {
-				return true
-			}
-		}
+		return anyCode(r.Groups, func(g *kmsg.DeleteGroupsResponseGroup) int16 { return g.ErrorCode })
 	case *kmsg.CreateTopicsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return true
-			}
-		}
+		return anyCode(r.Topics, func(t *kmsg.CreateTopicsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.DeleteTopicsResponse:
-		for _, t := range r.Topics {
-			if t.ErrorCode != 0 {
-				return true
-			}
-		}
+		return anyCode(r.Topics, func(t *kmsg.DeleteTopicsResponseTopic) int16 { return t.ErrorCode })
+	case *kmsg.CreatePartitionsResponse:
+		return anyCode(r.Topics, func(t *kmsg.CreatePartitionsResponseTopic) int16 { return t.ErrorCode })
 	case *kmsg.DescribeConfigsResponse:
-		for _, rs := range r.Resources {
-			if rs.ErrorCode != 0 {
-				return true
-			}
-		}
+		return anyCode(r.Resources, func(rs *kmsg.DescribeConfigsResponseResource) int16 { return rs.ErrorCode })
+	case *kmsg.IncrementalAlterConfigsResponse:
+		return anyCode(r.Resources, func(rs *kmsg.IncrementalAlterConfigsResponseResource) int16 { return rs.ErrorCode })
 	case *kmsg.JoinGroupResponse:
 		return r.ErrorCode != 0
 	case *kmsg.SyncGroupResponse:
@@ -221,6 +148,26 @@ func responseFailed(resp kmsg.Response) bool {
 		return r.ErrorCode != 0
 	case *kmsg.DescribeClusterResponse:
 		return r.ErrorCode != 0
+	}
+	return false
+}
+
+// anyCode reports whether the code of an element of xs is an error.
+func anyCode[T any](xs []T, code func(*T) int16) bool {
+	for i := range xs {
+		if code(&xs[i]) != 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// anyIn reports whether failed holds for an element of xs.
+func anyIn[T any](xs []T, failed func(*T) bool) bool {
+	for i := range xs {
+		if failed(&xs[i]) {
+			return true
+		}
 	}
 	return false
 }

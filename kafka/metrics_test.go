@@ -169,4 +169,18 @@ func TestResponseFailed(t *testing.T) {
 	h.ErrorCode = 27
 	require.True(t, responseFailed(h))
 	require.False(t, responseFailed(nil))
+
+	of := kmsg.NewPtrOffsetFetchResponse()
+	of.Groups = []kmsg.OffsetFetchResponseGroup{{Topics: []kmsg.OffsetFetchResponseGroupTopic{{Partitions: []kmsg.OffsetFetchResponseGroupTopicPartition{{}}}}}}
+	require.False(t, responseFailed(of))
+	of.Groups[0].Topics[0].Partitions[0].ErrorCode = errNotCoordinator
+	require.True(t, responseFailed(of), "a partition's code inside a group")
+	dr := kmsg.NewPtrDeleteRecordsResponse()
+	dr.Topics = []kmsg.DeleteRecordsResponseTopic{{Partitions: []kmsg.DeleteRecordsResponseTopicPartition{{}, {ErrorCode: 1}}}}
+	require.True(t, responseFailed(dr))
+	ia := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	ia.Resources = []kmsg.IncrementalAlterConfigsResponseResource{{}}
+	require.False(t, responseFailed(ia))
+	ia.Resources[0].ErrorCode = 40
+	require.True(t, responseFailed(ia))
 }
