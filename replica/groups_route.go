@@ -48,19 +48,9 @@ func (b *Broker) groupCall(ctx context.Context, groupID string, fn func(log.Grou
 		if err == nil || !groupRetriable(err) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ch:
-		case <-t.C:
-			backoff = min(2*backoff, 100*time.Millisecond)
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (%w)", ctx.Err(), err)
-		case <-b.ctx.Done():
-			t.Stop()
-			return log.ErrClosed
+		if err := b.retryWait(ctx, ch, &backoff, err); err != nil {
+			return err
 		}
-		t.Stop()
 	}
 }
 

@@ -63,20 +63,28 @@ func (b *Broker) route(ctx context.Context, tp log.TopicPartition, fn func(leade
 		if err == nil || !retriable(err) && !b.behind(tp, err) {
 			return err
 		}
-		t := time.NewTimer(backoff)
-		select {
-		case <-ch:
-		case <-t.C:
-			backoff = min(2*backoff, 100*time.Millisecond)
-		case <-ctx.Done():
-			t.Stop()
-			return fmt.Errorf("%w (%w)", ctx.Err(), err)
-		case <-b.ctx.Done():
-			t.Stop()
-			return log.ErrClosed
+		if err := b.retryWait(ctx, ch, &backoff, err); err != nil {
+			return err
 		}
-		t.Stop()
 	}
+}
+
+// retryWait waits before a routed call is tried again: until the metadata
+// changes (ch), the backoff passes (then doubled, to 100 ms at most), ctx
+// ends (ctx's error, with last) or the member closes (log.ErrClosed).
+func (b *Broker) retryWait(ctx context.Context, ch <-chan struct{}, backoff *time.Duration, last error) error {
+	t := time.NewTimer(*backoff)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+		*backoff = min(2**backoff, 100*time.Millisecond)
+	case <-ctx.Done():
+		return fmt.Errorf("%w (%w)", ctx.Err(), last)
+	case <-b.ctx.Done():
+		return log.ErrClosed
+	}
+	return nil
 }
 
 // Partitions returns the number of partitions of topic.
