@@ -688,7 +688,10 @@ func (c *Coordinator) Close() error {
 	c.mu.Unlock()
 	c.callbacks.Wait()
 	c.commits.Wait()
-	c.metaMu.Lock() // a StoreGroup call in progress ends
+	c.metaMu.Lock() // a StoreGroup call in progress ends first
+	c.mu.Lock()
+	c.pendingMeta = nil // not stored: the next coordinator has what is
+	c.mu.Unlock()
 	c.metaMu.Unlock()
 	return nil
 }
