@@ -24,6 +24,14 @@ type Config struct {
 	// group: what the broker read back from __consumer_offsets at open.
 	// Negative offsets (tombstones) are ignored. The maps are copied.
 	Initial map[string]map[TopicPartition]int64
+	// InitialGroups holds the groups' metadata the coordinator starts with:
+	// by group, the value of its latest group metadata record in
+	// __consumer_offsets (what a GroupMetadataStore stored), which the
+	// broker read back at open. Each group with members comes back Stable
+	// in its generation, with its members, whose sessions start anew. A
+	// value that does not decode is logged and ignored; the bytes are not
+	// retained.
+	InitialGroups map[string][]byte
 	// Clock measures session and rebalance timeouts; nil → the system clock.
 	Clock Clock
 	// MinSessionTimeout and MaxSessionTimeout bound a JoinRequest's

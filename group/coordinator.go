@@ -35,6 +35,13 @@ type Coordinator struct {
 	timers    map[timerKey]*armedTimer
 	effs      []effect // scratch, reused by every step
 
+	// pendingMeta holds the groups' metadata to store (nil: a tombstone),
+	// by group, recorded by step when a GroupMetadataStore is set and
+	// written by flushMeta, holding metaMu (taken before mu), which keeps
+	// the StoreGroup calls in the order of the changes.
+	pendingMeta map[string][]byte
+	metaMu      sync.Mutex
+
 	callbacks sync.WaitGroup // armed timers whose callback has not returned
 	commits   sync.WaitGroup // Commit calls between their check and their end
 }
@@ -104,6 +111,22 @@ func NewWithCommitted(cfg Config, committed map[string]map[TopicPartition]Commit
 			}
 		}
 		e.st.applyCommitted(kept)
+		c.forgetIfIdle(e)
+	}
+	now := c.clock.Now()
+	for _, g := range slices.Sorted(maps.Keys(cfg.InitialGroups)) {
+		v, err := decodeGroupMetadata(cfg.InitialGroups[g])
+		if err == nil {
+			err = validGroup(g)
+		}
+		if err != nil {
+			c.log.Warn("group: metadata not restored", "group", g, "err", err)
+			continue
+		}
+		e := c.entry(g)
+		for _, f := range e.st.restore(now, v, nil) {
+			c.do(e.st, &f)
+		}
 		c.forgetIfIdle(e)
 	}
 	return c, nil
@@ -237,6 +260,7 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 		return joinResult{}, err
 	}
 	c.mu.Unlock()
+	c.flushMeta() // before the reply: the leader's Sync returns once the generation is stored
 
 	select {
 	case r := <-ch:
@@ -255,6 +279,7 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 		c.forgetIfIdle(e)
 	}
 	c.mu.Unlock()
+	c.flushMeta()
 	return joinResult{}, ctx.Err()
 }
 
@@ -420,16 +445,19 @@ func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
 		return err
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
 	e := c.groups[group]
 	if e == nil {
+		c.mu.Unlock()
 		return fmt.Errorf("%w: %q in group %q", ErrUnknownMember, memberID, group)
 	}
 	err := c.step(e, leaveEvent{member: memberID})
 	c.forgetIfIdle(e)
+	c.mu.Unlock()
+	c.flushMeta()
 	return err
 }
 
@@ -660,13 +688,29 @@ func (c *Coordinator) Close() error {
 	c.mu.Unlock()
 	c.callbacks.Wait()
 	c.commits.Wait()
+	c.metaMu.Lock() // a StoreGroup call in progress ends first
+	c.mu.Lock()
+	c.pendingMeta = nil // not stored: the next coordinator has what is
+	c.mu.Unlock()
+	c.metaMu.Unlock()
 	return nil
 }
 
 // step runs one event through e's state machine and carries out the
 // effects. mu is held and the coordinator is open.
 func (c *Coordinator) step(e *entry, ev event) error {
-	effs, err := e.st.step(c.clock.Now(), ev, c.effs[:0])
+	before := e.st.phase
+	now := c.clock.Now()
+	effs, err := e.st.step(now, ev, c.effs[:0])
+	if _, ok := c.cfg.Store.(GroupMetadataStore); ok {
+		// A generation completed, or the group emptied: its metadata changed.
+		if after := e.st.phase; after != before && (after == phaseStable || after == phaseEmpty) {
+			if c.pendingMeta == nil {
+				c.pendingMeta = make(map[string][]byte)
+			}
+			c.pendingMeta[e.st.id] = e.st.encodeMetadata(now)
+		}
+	}
 	for i := range effs {
 		c.do(e.st, &effs[i])
 	}
@@ -719,14 +763,41 @@ func (c *Coordinator) arm(key timerKey, at time.Time) {
 func (c *Coordinator) fire(key timerKey, t *armedTimer) {
 	defer c.callbacks.Done()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed || c.timers[key] != t {
+		c.mu.Unlock()
 		return // replaced by an earlier timer, cancelled, or closing
 	}
 	delete(c.timers, key)
 	if e := c.groups[key.group]; e != nil {
 		_ = c.step(e, timerEvent{member: key.member})
 		c.forgetIfIdle(e)
+	}
+	c.mu.Unlock()
+	c.flushMeta()
+}
+
+// flushMeta stores the groups' metadata that step recorded, if any, with
+// no lock held but metaMu: a later change is stored by a later call (or
+// this one, replacing the earlier), so the last one stored is the latest.
+func (c *Coordinator) flushMeta() {
+	s, ok := c.cfg.Store.(GroupMetadataStore)
+	if !ok {
+		return
+	}
+	c.metaMu.Lock()
+	defer c.metaMu.Unlock()
+	c.mu.Lock()
+	pending := c.pendingMeta
+	c.pendingMeta = nil
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		return // the next coordinator of the groups has what is stored
+	}
+	for _, g := range slices.Sorted(maps.Keys(pending)) {
+		if err := s.StoreGroup(g, pending[g]); err != nil {
+			c.log.Warn("group: store group metadata", "group", g, "err", err)
+		}
 	}
 }
 

@@ -141,10 +141,19 @@
 // Config.Initial by reading the topic from the start, the last record of a
 // (group, topic, partition) winning.
 //
-// Only offsets are persisted, not membership: after a restart every member
-// joins as a new one (Kafka also writes group metadata records, and restores
-// its groups from them). Committed offsets never expire
-// (offsets.retention.minutes is not implemented).
+// Membership is persisted too when the Store is a GroupMetadataStore: when
+// a generation completes (the leader's Sync makes the group Stable) the
+// Coordinator stores the group's metadata record — Kafka's GroupMetadataKey
+// version 2 (EncodeGroupMetadataKey) and GroupMetadataValue version 3:
+// protocol type, generation, protocol, leader and, per member, its id,
+// group instance id, client id and host, timeouts, subscription and
+// assignment — and a tombstone (a nil value) when the group becomes Empty.
+// A broker gives each group's last value to Config.InitialGroups: the group
+// comes back Stable in its generation, each member's session restarted, so
+// its members heartbeat and commit on after a restart or failover. A static
+// member's replacement in a stable group is not stored (the next generation
+// is). Committed offsets never expire (offsets.retention.minutes is not
+// implemented).
 //
 // # Concurrency and time
 //
@@ -152,7 +161,8 @@
 // starts no goroutine of its own: session and rebalance deadlines are timers
 // of its Clock (the system clock, or grouptest.Clock in tests), one per
 // member and one per rebalancing group, and Close stops them and waits for
-// any callback already running, and for Store calls in progress. Pending
+// any callback already running, and for Store calls in progress (group
+// metadata left to store then is dropped). Pending
 // Joins and Syncs fail with ErrClosed.
 //
 // The logic of a group is a state machine without IO (machine.go): each

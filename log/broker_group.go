@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/segment/batch"
@@ -20,15 +21,17 @@ const OffsetsTopic = "__consumer_offsets"
 // holds about one record per (group, topic, partition), not one per commit.
 var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1, Cleanup: CleanupCompact}
 
-// startGroups reads the committed offsets back from OffsetsTopic and starts
-// the group coordinator.
+// startGroups reads the committed offsets and the groups' metadata back
+// from OffsetsTopic and starts the group coordinator: a group stable at the
+// last close comes back stable, its members' sessions restarted.
 func (b *Broker) startGroups() error {
-	committed, err := b.loadOffsets()
+	committed, groups, err := b.loadOffsets()
 	if err != nil {
 		return err
 	}
 	c, err := group.NewWithCommitted(group.Config{
 		Store:                 offsetStore{b},
+		InitialGroups:         groups,
 		Partitions:            b.Partitions,
 		Logger:                b.logger,
 		Clock:                 b.cfg.Clock,
@@ -44,18 +47,19 @@ func (b *Broker) startGroups() error {
 
 // loadOffsets replays OffsetsTopic: the last commit of each (group, topic,
 // partition) wins, with its leader epoch and metadata; a tombstone removes
-// it.
-func (b *Broker) loadOffsets() (map[string]map[TopicPartition]group.CommittedOffset, error) {
-	out := map[string]map[TopicPartition]group.CommittedOffset{}
+// it. groups is the value of each group's last metadata record (a
+// tombstone removes it), which group.New decodes.
+func (b *Broker) loadOffsets() (out map[string]map[TopicPartition]group.CommittedOffset, groups map[string][]byte, err error) {
+	out, groups = map[string]map[TopicPartition]group.CommittedOffset{}, map[string][]byte{}
 	t, ok := b.topics[OffsetsTopic]
 	if !ok {
-		return out, nil
+		return out, groups, nil
 	}
 	for _, p := range t.parts {
 		for off := p.StartOffset(); off < p.EndOffset(); {
 			raw, err := p.ReadBatches(off, 1<<20, p.EndOffset())
 			if err != nil {
-				return nil, fmt.Errorf("log: read %s: %w", p, err)
+				return nil, nil, fmt.Errorf("log: read %s: %w", p, err)
 			}
 			err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
 				off = h.NextOffset()
@@ -63,6 +67,13 @@ func (b *Broker) loadOffsets() (map[string]map[TopicPartition]group.CommittedOff
 					g, tp, o, err := group.DecodeCommittedOffsetRecord(r.Key, r.Value)
 					switch {
 					case errors.Is(err, group.ErrNotOffsetRecord):
+						if g, err := group.DecodeGroupMetadataKey(r.Key); err == nil {
+							if len(r.Value) == 0 {
+								delete(groups, g)
+							} else {
+								groups[g] = slices.Clone(r.Value)
+							}
+						}
 						return nil
 					case err != nil:
 						return fmt.Errorf("offset %d: %w", r.Offset, err)
@@ -78,11 +89,11 @@ func (b *Broker) loadOffsets() (map[string]map[TopicPartition]group.CommittedOff
 				})
 			})
 			if err != nil {
-				return nil, fmt.Errorf("log: read %s: %w", p, err)
+				return nil, nil, fmt.Errorf("log: read %s: %w", p, err)
 			}
 		}
 	}
-	return out, nil
+	return out, groups, nil
 }
 
 // offsetStore appends commits to OffsetsTopic.
@@ -113,6 +124,24 @@ func (s offsetStore) StoreCommitted(groupID string, offsets map[TopicPartition]g
 		}
 		bd.Append(now.UnixMilli(), k, v, nil)
 	}
+	_, _, err = p.AppendBatch(bd.Bytes())
+	return err
+}
+
+var _ group.GroupMetadataStore = offsetStore{}
+
+// StoreGroup appends a group's metadata record, or a tombstone for a nil
+// value (group.GroupMetadataStore).
+func (s offsetStore) StoreGroup(groupID string, value []byte) error {
+	p, err := s.b.offsetsPartition()
+	if err != nil {
+		return err
+	}
+	bd := builders.Get().(*batch.Builder)
+	defer builders.Put(bd)
+	now := s.b.cfg.Clock.Now()
+	bd.Reset(now.UnixMilli())
+	bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(groupID), value, nil)
 	_, _, err = p.AppendBatch(bd.Bytes())
 	return err
 }

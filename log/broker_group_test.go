@@ -118,3 +118,37 @@ func TestGroupDeleteIsDurable(t *testing.T) {
 	_, ok := b.GroupCoordinator().Describe("gone")
 	require.False(t, ok)
 }
+
+// TestGroupMembershipIsDurable: a stable group's generation and members
+// come back after a reopen: its member heartbeats and commits on without
+// rejoining; once it leaves, the group comes back empty.
+func TestGroupMembershipIsDurable(t *testing.T) {
+	leaktest.Check(t)
+	fs := vfs.NewMem()
+	ctx := context.Background()
+	b := openT(t, fs, "/d")
+	_, err := b.CreateTopic("t", TopicConfig{Partitions: 2})
+	require.NoError(t, err)
+	resp, err := b.JoinGroup(ctx, group.JoinRequest{Group: "g", Topics: []string{"t"}})
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+
+	b = openT(t, fs, "/d")
+	require.NoError(t, b.Heartbeat(ctx, "g", resp.MemberID, resp.Generation))
+	tp := TopicPartition{Topic: "t", Partition: 1}
+	require.NoError(t, b.CommitOffsets(ctx, "g", resp.MemberID, resp.Generation, map[TopicPartition]int64{tp: 4}))
+	require.ErrorIs(t, b.Heartbeat(ctx, "g", "stranger", resp.Generation), ErrUnknownMember)
+	d, ok := b.GroupCoordinator().Describe("g")
+	require.True(t, ok)
+	require.Equal(t, group.StateStable, d.State)
+	require.Len(t, d.Members, 1)
+	require.NoError(t, b.LeaveGroup(ctx, "g", resp.MemberID))
+	require.NoError(t, b.Close())
+
+	b = openT(t, fs, "/d")
+	defer b.Close()
+	require.ErrorIs(t, b.Heartbeat(ctx, "g", resp.MemberID, resp.Generation), ErrUnknownMember)
+	got, err := b.FetchOffsets(ctx, "g", []TopicPartition{tp})
+	require.NoError(t, err)
+	require.Equal(t, map[TopicPartition]int64{tp: 4}, got)
+}

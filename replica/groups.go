@@ -27,9 +27,11 @@ import (
 // groups answered COORDINATOR_LOAD_IN_PROGRESS meanwhile — and closes it
 // when leadership moves (or the leader epoch changes); its commits are
 // acks=all produces to that partition, so a new leader has every
-// acknowledged one. Only offsets are kept: the groups' members are not (a
-// Kafka coordinator also writes each group's metadata), so after a move the
-// members rejoin (UNKNOWN_MEMBER_ID) and resume from the committed offsets.
+// acknowledged one. Each group's metadata (its generation and members) is
+// written there too, as Kafka's GroupMetadata record, when a generation
+// completes and when the group empties (a tombstone): a new coordinator
+// loads the group Stable, so its members heartbeat and commit on, without a
+// rebalance.
 //
 // Kafka clients find the coordinator with FindCoordinator, which any member
 // answers (the member is a kafka.GroupRouter), and are told NOT_COORDINATOR
@@ -218,12 +220,12 @@ func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator
 	if ps == nil {
 		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
 	}
-	initial, err := loadOffsets(ctx, ps.p)
+	initial, groups, err := loadOffsets(ctx, ps.p)
 	if err != nil {
 		return nil, fmt.Errorf("read committed offsets of %s-%d: %w", tp.Topic, p, err)
 	}
 	return group.New(group.Config{
-		Store: offsetStore{b, tp}, Partitions: b.Partitions, Initial: initial,
+		Store: offsetStore{b, tp}, Partitions: b.Partitions, Initial: initial, InitialGroups: groups,
 		Logger: b.log.With("offsets partition", p),
 	})
 }
@@ -328,38 +330,48 @@ func (b *Broker) Coordinators() []*group.Coordinator {
 }
 
 // loadOffsets replays the partition's log: the last commit of each
-// (group, topic, partition) wins; a tombstone removes it. It reads to the
-// log end: the leader's log is the one that will be committed.
-func loadOffsets(ctx context.Context, p *log.Partition) (map[string]map[log.TopicPartition]int64, error) {
+// (group, topic, partition) wins; a tombstone removes it. It also returns
+// the value of each group's last metadata record (a tombstone removes it;
+// group.New decodes them). It reads to the log end: the leader's log is the
+// one that will be committed.
+func loadOffsets(ctx context.Context, p *log.Partition) (map[string]map[log.TopicPartition]int64, map[string][]byte, error) {
 	out := map[string]map[log.TopicPartition]int64{}
+	groups := map[string][]byte{}
 	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		bs, err := p.Slice(off, 1<<20, end)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		raw, err := bs.Bytes()
 		bs.Release()
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(raw) == 0 {
 			break
 		}
 		recs, err := log.DecodeRecords(raw)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, r := range recs {
 			off = r.Offset + 1
 			g, tp, o, err := group.DecodeOffsetRecord(r.Key, r.Value)
 			switch {
 			case errors.Is(err, group.ErrNotOffsetRecord):
+				if g, err := group.DecodeGroupMetadataKey(r.Key); err == nil {
+					if len(r.Value) == 0 {
+						delete(groups, g)
+					} else {
+						groups[g] = slices.Clone(r.Value)
+					}
+				}
 				continue
 			case err != nil:
-				return nil, fmt.Errorf("offset %d: %w", r.Offset, err)
+				return nil, nil, fmt.Errorf("offset %d: %w", r.Offset, err)
 			case out[g] == nil:
 				out[g] = map[log.TopicPartition]int64{}
 			}
@@ -370,7 +382,7 @@ func loadOffsets(ctx context.Context, p *log.Partition) (map[string]map[log.Topi
 			}
 		}
 	}
-	return out, nil
+	return out, groups, nil
 }
 
 // offsetStore makes a coordinator's commits durable: an acks=all produce
@@ -401,6 +413,23 @@ func (s offsetStore) Store(groupID string, offsets map[log.TopicPartition]int64)
 		return fmt.Errorf("%w: broker %d: commit to %s-%d: %v", kafka.ErrNotCoordinator, s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
 	}
 	return err
+}
+
+var _ group.GroupMetadataStore = offsetStore{}
+
+// StoreGroup makes a group's metadata durable (group.GroupMetadataStore):
+// its record, or a tombstone for a nil value, produced as Store's commits.
+func (s offsetStore) StoreGroup(groupID string, value []byte) error {
+	var bd batch.Builder
+	now := time.Now()
+	bd.Reset(now.UnixMilli())
+	bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(groupID), value, nil)
+	ctx, cancel := context.WithTimeout(s.b.ctx, s.b.cfg.ProduceTimeout)
+	defer cancel()
+	if _, err := s.b.produceLocal(ctx, s.tp, bd.Bytes(), log.AcksAll); err != nil {
+		return fmt.Errorf("%w: broker %d: group metadata to %s-%d: %v", kafka.ErrNotCoordinator, s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
+	}
+	return nil
 }
 
 // ensureOffsetsTopic creates __consumer_offsets if the metadata lacks it.

@@ -44,17 +44,24 @@ func TestLoadOffsets(t *testing.T) {
 	appendBatch(rec{"g", a0, 5}, rec{"g", a1, 7}, rec{"h", a0, 1})
 	appendBatch(rec{"g", a0, 9})  // a later commit wins
 	appendBatch(rec{"h", a0, -1}) // deleted
-	// A group metadata record (key version 2), which Kafka writes and the
-	// coordinator does not read.
-	var bd batch.Builder
-	bd.Reset(now.UnixMilli())
-	bd.Append(now.UnixMilli(), []byte{0, 2, 0, 1, 'g'}, []byte{0, 3}, nil)
-	_, _, err = p.AppendBatch(bd.Bytes())
-	require.NoError(t, err)
+	// Group metadata records (key version 2): the last of each group is
+	// kept (group.New decodes it), a tombstone deletes it.
+	appendMeta := func(g string, v []byte) {
+		var bd batch.Builder
+		bd.Reset(now.UnixMilli())
+		bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(g), v, nil)
+		_, _, err := p.AppendBatch(bd.Bytes())
+		require.NoError(t, err)
+	}
+	appendMeta("g", []byte{0, 3})
+	appendMeta("h", []byte{0, 3, 1})
+	appendMeta("g", []byte{0, 3, 2})
+	appendMeta("h", nil)
 	appendBatch(rec{"k", a1, 2})
 
-	got, err := loadOffsets(context.Background(), p)
+	got, groups, err := loadOffsets(context.Background(), p)
 	require.NoError(t, err)
+	require.Equal(t, map[string][]byte{"g": {0, 3, 2}}, groups)
 	require.Equal(t, map[string]map[log.TopicPartition]int64{
 		"g": {a0: 9, a1: 7},
 		"h": {},
@@ -63,6 +70,6 @@ func TestLoadOffsets(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err = loadOffsets(ctx, p)
+	_, _, err = loadOffsets(ctx, p)
 	require.ErrorIs(t, err, context.Canceled)
 }

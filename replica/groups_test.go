@@ -309,3 +309,62 @@ func testGroupCoordinatorFailover(t *testing.T, tr string) {
 	}
 	require.True(t, knows(c.member(next), g), "the new coordinator, member %d, knows the group", next)
 }
+
+// A group's metadata survives its coordinator: a member of a stable group
+// on coordinator A heartbeats and commits in its generation at the new
+// coordinator once A is stopped, without rejoining.
+func TestGroupMembershipFailover(t *testing.T) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, "local")
+	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createOffsetsTopic(t, c)
+	coord, g := 0, ""
+	for id, gid := range groupsOn(t, c) {
+		if id > coord {
+			coord, g = id, gid
+		}
+	}
+	other := 1
+	if coord == 1 {
+		other = 2
+	}
+	coordinator := func(b *replica.Broker) *group.Coordinator {
+		t.Helper()
+		for {
+			gc, _, ok := b.CoordinatorFor(ctx, g)
+			if ok && gc != nil {
+				return gc
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("no coordinator of %s on member %d", g, b.ID())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	a := coordinator(c.member(coord))
+	joined, err := a.Join(ctx, group.JoinRequest{Group: g, ClientID: "c", Topics: []string{"t"},
+		SessionTimeout: 10 * time.Second, RebalanceTimeout: 10 * time.Second})
+	require.NoError(t, err)
+	require.Len(t, joined.Assignment, 2)
+	d, _ := a.Describe(g)
+	require.Equal(t, group.StateStable, d.State)
+
+	c.stop(coord)
+	next := c.waitLeaderNot(c.member(other), log.OffsetsTopic, replica.GroupPartition(g, replica.DefaultOffsetsTopicPartitions), coord)
+	b := coordinator(c.member(next))
+	d, ok := b.Describe(g)
+	require.True(t, ok, "the new coordinator, member %d, knows the group", next)
+	require.Equal(t, group.StateStable, d.State)
+	require.Equal(t, joined.Generation, d.Generation)
+	require.NoError(t, b.Heartbeat(ctx, g, joined.MemberID, joined.Generation))
+	tp := log.TopicPartition{Topic: "t", Partition: 0}
+	require.NoError(t, b.Commit(ctx, g, joined.MemberID, joined.Generation, map[log.TopicPartition]int64{tp: 3}))
+	offs, err := c.member(other).FetchOffsets(ctx, g, []log.TopicPartition{tp})
+	require.NoError(t, err)
+	require.Equal(t, map[log.TopicPartition]int64{tp: 3}, offs)
+	require.ErrorIs(t, b.Heartbeat(ctx, g, "stranger", joined.Generation), group.ErrUnknownMember)
+	require.NoError(t, b.Leave(ctx, g, joined.MemberID))
+}

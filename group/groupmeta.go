@@ -1,0 +1,146 @@
+package group
+
+import (
+	"encoding/binary"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Group metadata: what Kafka writes to __consumer_offsets so that a new
+// coordinator of a group (after a failover or a restart) knows its
+// generation and members, and they need not rejoin.
+
+// Versions of the group metadata records Strata writes: Kafka's
+// GroupMetadataKey v2 and GroupMetadataValue v3 (the last one that is not
+// flexible; it has the members' group instance ids).
+const (
+	groupKeyVersion   = 2
+	groupValueVersion = 3
+)
+
+// GroupMetadataStore is an OffsetStore that also makes groups' metadata
+// durable. If the Config's Store is one, the Coordinator calls StoreGroup
+// when a generation completes (the leader's assignment made the group
+// Stable), with the value of the group's metadata record
+// (EncodeGroupMetadataKey is its key), and when the group becomes Empty,
+// with a nil value: write a tombstone. The broker gives the values it read
+// back to New in Config.InitialGroups.
+//
+// StoreGroup is called with no lock of the Coordinator held, one call at a
+// time, in the order the group changed; it must not call back into the
+// Coordinator nor retain value. An error is logged: the group goes on,
+// without its metadata stored.
+type GroupMetadataStore interface {
+	StoreGroup(group string, value []byte) error
+}
+
+// EncodeGroupMetadataKey returns the key of a group's metadata record in
+// __consumer_offsets: Kafka's GroupMetadataKey version 2 (int16 version,
+// string group).
+func EncodeGroupMetadataKey(group string) []byte {
+	k := kmsg.GroupMetadataKey{Version: groupKeyVersion, Group: group}
+	return k.AppendTo(nil)
+}
+
+// DecodeGroupMetadataKey decodes the key of a group metadata record (key
+// version 2). Another key is ErrCorruptOffsetRecord.
+func DecodeGroupMetadataKey(key []byte) (string, error) {
+	if len(key) < 2 || binary.BigEndian.Uint16(key) != groupKeyVersion {
+		return "", fmt.Errorf("%w: not a group metadata key", ErrCorruptOffsetRecord)
+	}
+	var k kmsg.GroupMetadataKey
+	if err := k.ReadFrom(key); err != nil || len(k.AppendTo(nil)) != len(key) || validGroup(k.Group) != nil {
+		return "", fmt.Errorf("%w: group metadata key of %d bytes", ErrCorruptOffsetRecord, len(key))
+	}
+	return k.Group, nil
+}
+
+// encodeMetadata is the value of the group's metadata record now: its
+// generation with its members, or nil (a tombstone) when it has none.
+func (g *groupState) encodeMetadata(now time.Time) []byte {
+	if len(g.members) == 0 {
+		return nil
+	}
+	v := kmsg.GroupMetadataValue{
+		Version: groupValueVersion, ProtocolType: g.protocolType, Generation: g.generation,
+		Protocol: kmsg.StringPtr(g.protocol), Leader: kmsg.StringPtr(g.leader),
+		CurrentStateTimestamp: now.UnixMilli(),
+	}
+	for _, id := range slices.Sorted(maps.Keys(g.members)) {
+		m := g.members[id]
+		var instanceID *string
+		if m.instanceID != "" {
+			instanceID = kmsg.StringPtr(m.instanceID)
+		}
+		v.Members = append(v.Members, kmsg.GroupMetadataValueMember{
+			MemberID: id, InstanceID: instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
+			RebalanceTimeoutMillis: int32(min(m.rebalanceTimeout.Milliseconds(), 1<<31-1)),
+			SessionTimeoutMillis:   int32(min(m.sessionTimeout.Milliseconds(), 1<<31-1)),
+			Subscription:           m.metadata(g.protocol), Assignment: slices.Clone(m.assignment),
+		})
+	}
+	return v.AppendTo(nil)
+}
+
+// decodeGroupMetadata decodes a group metadata value (versions 0 to 4).
+func decodeGroupMetadata(value []byte) (*kmsg.GroupMetadataValue, error) {
+	if len(value) < 2 {
+		return nil, fmt.Errorf("%w: group metadata value of %d bytes", ErrCorruptOffsetRecord, len(value))
+	}
+	if v := int16(binary.BigEndian.Uint16(value)); v < 0 || v > 4 {
+		return nil, fmt.Errorf("%w: group metadata value version %d", ErrCorruptOffsetRecord, v)
+	}
+	var v kmsg.GroupMetadataValue
+	if err := v.ReadFrom(value); err != nil {
+		return nil, fmt.Errorf("%w: group metadata value: %v", ErrCorruptOffsetRecord, err)
+	}
+	for _, m := range v.Members {
+		if m.MemberID == "" || m.SessionTimeoutMillis <= 0 {
+			return nil, fmt.Errorf("%w: group metadata member %q with session timeout %d ms", ErrCorruptOffsetRecord, m.MemberID, m.SessionTimeoutMillis)
+		}
+	}
+	return &v, nil
+}
+
+// restore makes g, a group with no members, the generation of v: Stable,
+// with v's members, each one's session restarted at now. A v without
+// members or without a protocol leaves g as it is. The effects arm the
+// members' session timers.
+func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []effect) []effect {
+	if len(v.Members) == 0 || v.Protocol == nil || *v.Protocol == "" {
+		return out
+	}
+	g.phase, g.generation = phaseStable, v.Generation
+	g.protocolType, g.protocol = v.ProtocolType, *v.Protocol
+	for _, vm := range v.Members {
+		m := &member{
+			id: vm.MemberID, clientID: vm.ClientID, clientHost: vm.ClientHost,
+			protocolType:     v.ProtocolType,
+			protocols:        []Protocol{{Name: g.protocol, Metadata: slices.Clone(vm.Subscription)}},
+			sessionTimeout:   time.Duration(vm.SessionTimeoutMillis) * time.Millisecond,
+			rebalanceTimeout: time.Duration(vm.RebalanceTimeoutMillis) * time.Millisecond,
+			synced:           true, inGeneration: true, assignment: slices.Clone(vm.Assignment),
+		}
+		if m.rebalanceTimeout <= 0 {
+			m.rebalanceTimeout = DefaultRebalanceTimeout
+		}
+		if vm.InstanceID != nil && *vm.InstanceID != "" {
+			m.instanceID = *vm.InstanceID
+			g.static[m.instanceID] = m.id
+		}
+		m.deadline = now.Add(m.sessionTimeout)
+		g.members[m.id] = m
+		out = append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
+	}
+	if v.Leader != nil && g.members[*v.Leader] != nil {
+		g.leader = *v.Leader
+	} else {
+		g.leader = slices.Sorted(maps.Keys(g.members))[0]
+	}
+	return append(out, effect{kind: effLog, msg: "group restored", member: g.leader,
+		reason: fmt.Sprintf("generation %d with %d members", g.generation, len(g.members))})
+}
