@@ -135,8 +135,8 @@ func TestIdleTimeout(t *testing.T) {
 // were in the backend at once.
 type blockingBackend struct {
 	Backend
-	release chan struct{}
-	arrived chan struct{}
+	arrived chan chan struct{} // each parked Fetch's own release
+	abort   chan struct{}      // closed: every Fetch goes on
 	now     atomic.Int32
 	most    atomic.Int32
 }
@@ -149,8 +149,12 @@ func (b *blockingBackend) Fetch(ctx context.Context, req log.FetchRequest) (log.
 			break
 		}
 	}
-	b.arrived <- struct{}{}
-	<-b.release
+	release := make(chan struct{})
+	b.arrived <- release
+	select {
+	case <-release:
+	case <-b.abort:
+	}
 	b.now.Add(-1)
 	return b.Backend.Fetch(ctx, req)
 }
@@ -160,16 +164,11 @@ func (b *blockingBackend) Fetch(ctx context.Context, req log.FetchRequest) (log.
 func TestBackpressure(t *testing.T) {
 	leaktest.Check(t)
 	broker := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
-	bb := &blockingBackend{Backend: broker, release: make(chan struct{}), arrived: make(chan struct{}, 100)}
+	bb := &blockingBackend{Backend: broker, arrived: make(chan chan struct{}, 100), abort: make(chan struct{})}
 	s, err := Listen("127.0.0.1:0", bb, Config{MaxInFlight: 3})
 	require.NoError(t, err)
 	defer s.Close()
-	released := false
-	defer func() {
-		if !released { // a failed test must not hang in Close
-			close(bb.release)
-		}
-	}()
+	defer close(bb.abort) // a failed test must not hang in Close
 	c := dial(t, s.Addr())
 	const n = 12
 	req := fetchReq(12, "t", 0, 0, 0)
@@ -179,17 +178,19 @@ func TestBackpressure(t *testing.T) {
 		corrs = append(corrs, c.send(req))
 	}
 	// Rounds: three requests reach the backend and no more; once they are
-	// released and answered, the next three are read.
+	// released and answered, the next three are read. Each is released by
+	// its own channel: a request read while the round's are answered waits
+	// for the next round.
 	for round := range n / 3 {
+		var releases []chan struct{}
 		for range 3 {
-			<-bb.arrived
+			releases = append(releases, <-bb.arrived)
 		}
 		require.Equal(t, int32(3), bb.now.Load(), "round %d", round)
-		for range 3 {
-			bb.release <- struct{}{}
+		for _, r := range releases {
+			close(r)
 		}
 	}
-	released = true
 	for _, corr := range corrs {
 		c.recv(req, corr)
 	}

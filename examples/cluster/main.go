@@ -82,6 +82,7 @@ type cluster struct {
 }
 
 func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
+	out = &lockedWriter{w: out} // the watcher prints beside the rounds
 	if dir == "" {
 		d, err := os.MkdirTemp("", "strata-cluster-")
 		if err != nil {
@@ -374,4 +375,16 @@ func (c *cluster) watch(ctx context.Context) {
 		b.WaitImage(wctx, b.Image().Version())
 		cancel()
 	}
+}
+
+// lockedWriter serializes the writes of the goroutines that print.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
