@@ -1,7 +1,6 @@
 package replica_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -152,35 +151,11 @@ func (c *memberCluster) leader(topic string, p int) int {
 	return st.Leader
 }
 
-// waitInSync waits (bounded polling: nothing announces it) until every
-// running replica of topic-p ends where the leader does and has its HW.
+// waitInSync waits until every running replica of topic-p ends where the
+// leader does and has its HW (waitReplicasInSync).
 func (c *memberCluster) waitInSync(topic string, p int) {
 	c.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		lid := c.leader(topic, p)
-		ok := lid > 0 && c.member(lid) != nil
-		if ok {
-			lp, err := c.member(lid).Partition(topic, p)
-			require.NoError(c.t, err)
-			for _, b := range c.members {
-				if b == nil {
-					continue
-				}
-				rp, err := b.Partition(topic, p)
-				if err != nil || rp.EndOffset() != lp.EndOffset() || rp.HighWatermark() != lp.HighWatermark() || lp.HighWatermark() != lp.EndOffset() {
-					ok = false
-				}
-			}
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("%s-%d: replicas not in sync: %s", topic, p, c.describe(topic, p))
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	c.waitReplicasInSync(topic, p)
 }
 
 func (c *memberCluster) describe(topic string, p int) string {
@@ -202,20 +177,7 @@ func (c *memberCluster) describe(topic string, p int) string {
 // byte for byte (so batch for batch), up to the leader's HW.
 func (c *memberCluster) checkIdentical(topic string, p int) {
 	c.t.Helper()
-	lid := c.leader(topic, p)
-	lp, err := c.member(lid).Partition(topic, p)
-	require.NoError(c.t, err)
-	hw := lp.HighWatermark()
-	want := readAll(c.t, lp, hw)
-	for _, b := range c.members {
-		if b == nil || b.ID() == lid {
-			continue
-		}
-		rp, err := b.Partition(topic, p)
-		require.NoError(c.t, err)
-		got := readAll(c.t, rp, hw)
-		require.True(c.t, bytes.Equal(want, got), "replica %d of %s-%d differs from leader %d below HW %d", b.ID(), topic, p, lid, hw)
-	}
+	c.checkReplicasIdentical(topic, p)
 }
 
 func readAll(t testing.TB, p *log.Partition, upTo int64) []byte {

@@ -23,8 +23,8 @@ func (c *memberCluster) replicasOf(topic string, p int) []int {
 	return st.Replicas
 }
 
-// waitReplicasInSync is waitInSync for a cluster where not every member
-// holds a replica: every running replica of topic-p ends where the leader
+// waitReplicasInSync waits until every running replica of topic-p (the
+// members the metadata names, not every member) ends where the leader
 // does and has its HW (bounded polling: nothing announces it).
 func (c *memberCluster) waitReplicasInSync(topic string, p int) {
 	c.t.Helper()
