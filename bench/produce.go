@@ -119,39 +119,7 @@ func natsProduceConsume(e *env, size, n int) (sample, error) {
 // kfakeProduceConsume produces n records with kgo's async Produce while a
 // second kgo client consumes them.
 func kfakeProduceConsume(e *env, size, n int) (sample, error) {
-	dir, err := e.tempDir("kfake-")
-	if err != nil {
-		return sample{}, err
-	}
-	defer os.RemoveAll(dir)
-	c, err := startKfake(dir, "bench", false)
-	if err != nil {
-		return sample{}, err
-	}
-	defer c.Close()
-	prod, err := kgoClient(c, kgo.DefaultProduceTopic("bench"))
-	if err != nil {
-		return sample{}, err
-	}
-	defer prod.Close()
-	cons, err := kgoClient(c, kgo.ConsumeTopics("bench"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		return sample{}, err
-	}
-	defer cons.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
-	defer cancel()
-	value := payload(size)
-	return timeProduceConsume(ctx, cancel, "kgo", n, size,
-		func(failed *atomic.Int64) {
-			prod.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-			})
-		},
-		prod.Flush,
-		func(ctx context.Context) error { return kgoConsume(ctx, cons, n) })
+	return kfakeProduceConsumeWith(e, size, n, [][]byte{payload(size)})
 }
 
 // timeProduceConsume times one produce+consume run: n calls of send (which

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync/atomic"
 
 	"github.com/strata-log/strata/log"
 )
@@ -12,42 +10,7 @@ import (
 // strataProduceConsume sends n records with Producer.SendAsync (default
 // config) while a Consumer (no group) polls them.
 func strataProduceConsume(e *env, size, n int) (sample, error) {
-	dir, err := e.tempDir("strata-produce-")
-	if err != nil {
-		return sample{}, err
-	}
-	defer os.RemoveAll(dir)
-	b, err := log.Open(dir, log.Config{})
-	if err != nil {
-		return sample{}, err
-	}
-	defer b.Close()
-	if _, err := b.CreateTopic("bench", log.TopicConfig{}); err != nil {
-		return sample{}, err
-	}
-	prod, err := log.NewProducer(b, log.ProducerConfig{})
-	if err != nil {
-		return sample{}, err
-	}
-	defer prod.Close()
-	cons, err := log.NewConsumer(b, log.ConsumerConfig{Topics: []string{"bench"}})
-	if err != nil {
-		return sample{}, err
-	}
-	defer cons.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
-	defer cancel()
-	value := payload(size)
-	return timeProduceConsume(ctx, cancel, "strata", n, size,
-		func(failed *atomic.Int64) {
-			prod.SendAsync(log.Record{Topic: "bench", Value: value}, func(_ log.Record, err error) {
-				if err != nil {
-					failed.Add(1)
-				}
-			})
-		},
-		prod.Flush,
-		func(ctx context.Context) error { return strataConsume(ctx, cons, n) })
+	return strataProduceConsumeWith(e, size, n, log.ProducerConfig{}, [][]byte{payload(size)})
 }
 
 // strataConsume polls cons until it has n records.
