@@ -311,7 +311,9 @@ func (c *Consumer) assign(parts []*partitionPosition) {
 // an append to an assigned partition ends the wait at once; otherwise it
 // returns what there is (maybe nothing) after MaxWait. Cancelling ctx ends
 // it with ctx.Err(). Keys, values and header values are the consumer's to
-// keep.
+// keep but not to write to: read from the end of a partition that a
+// Producer of the same process writes, they are the bytes of its latest
+// batches, which other readers share.
 //
 // The positions advance past the records returned. A position that fell out
 // of the log is moved per Reset. In a group, Poll first joins (or rejoins)

@@ -199,7 +199,7 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 		}
 	}
 	for _, fb := range bs {
-		if err := p.writeLocked(fb.b, fb.h); err != nil {
+		if err := p.writeLocked(fb.b, fb.h, false); err != nil {
 			p.mu.Unlock()
 			return 0, 0, err
 		}
@@ -286,6 +286,7 @@ func (p *Partition) truncateToLocked(offset int64) (lowered bool, err error) {
 	k := sort.Search(len(segs), func(i int) bool { return segs[i].BaseOffset() > offset }) - 1
 	// A flush in progress must not move the recovery point past the cut.
 	p.truncGen.Add(1)
+	p.dropTailLocked() // the bytes at its positions may change
 	// Readers past the cut get out of range from here on.
 	p.leo.Store(offset)
 	p.lowerTo(offset)
@@ -400,6 +401,7 @@ func (p *Partition) truncateFullyLocked(offset int64) error {
 	p.ps.Reset(offset)
 	old := *p.segs.Load()
 	p.truncGen.Add(1)
+	p.dropTailLocked() // the bytes at its positions may change
 	p.leo.Store(offset)
 	p.start.Store(offset)
 	p.hw.Store(offset)

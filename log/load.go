@@ -43,6 +43,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 			}
 		},
 		checkpoint: s.writeCheckpoints,
+		tails:      &s.tails,
 	}
 	p.conf.Store(&cfg)
 	p.epochs.Store(new(epochCache))

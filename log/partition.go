@@ -81,6 +81,12 @@ type Partition struct {
 	syncMu  sync.Mutex
 	syncCnd *sync.Cond
 	syncing bool
+
+	// tail holds the last batches the trusted path appended, for reads of
+	// the end of the log (tail.go); nil: none. Changed under mu. tails is
+	// the Store's budget for them (nil: no tail is kept).
+	tail  atomic.Pointer[tailRing]
+	tails *tailBudget
 }
 
 // Topic is the name of the partition's topic.
@@ -195,6 +201,12 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 
 // appendValid appends a batch known to be valid, with header h.
 func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err error) {
+	return p.appendValidKeep(b, h, false)
+}
+
+// appendValidKeep is appendValid; with keep set, b is given up by the caller
+// and may be kept in the partition's tail (tail.go).
+func (p *Partition) appendValidKeep(b []byte, h batch.Header, keep bool) (base, next int64, err error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
@@ -224,7 +236,7 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 	epoch := p.epoch.Load()
 	batch.SetPartitionLeaderEpoch(b, epoch)
 	h.PartitionLeaderEpoch = epoch
-	if err := p.writeLocked(b, h); err != nil {
+	if err := p.writeLocked(b, h, keep); err != nil {
 		p.mu.Unlock()
 		return 0, 0, err
 	}
@@ -246,8 +258,9 @@ func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err
 // writeLocked writes one valid batch whose offsets and epoch are set at the
 // end of the log: it records a new epoch in the cache (durably, before the
 // batch), rolls if needed, appends, and publishes the new end offset. A
-// failure makes the partition read-only. Holds mu.
-func (p *Partition) writeLocked(b []byte, h batch.Header) error {
+// failure makes the partition read-only. With keep, b may stay in the
+// tail (tail.go), else the tail is emptied. Holds mu.
+func (p *Partition) writeLocked(b []byte, h batch.Header, keep bool) error {
 	if c, changed := p.loadEpochs().assign(h.PartitionLeaderEpoch, h.BaseOffset); changed {
 		if err := p.storeEpochs(c); err != nil {
 			p.fail(err)
@@ -261,9 +274,14 @@ func (p *Partition) writeLocked(b []byte, h batch.Header) error {
 			return err
 		}
 	}
+	pos := p.active.Size()
 	if err := p.active.Append(b, h); err != nil {
+		p.dropTailLocked()
 		p.fail(err)
 		return err
+	}
+	if !keep || !p.keepTailLocked(p.active, pos, b) {
+		p.dropTailLocked()
 	}
 	next := h.NextOffset()
 	p.leo.Store(next)
@@ -455,6 +473,7 @@ func (p *Partition) close() error {
 	if p.closed.Swap(true) {
 		return nil
 	}
+	p.dropTailLocked()
 	var first error
 	segs := *p.segs.Load()
 	if p.err == nil {

@@ -53,5 +53,5 @@ func (p *Partition) appendBuilt(b []byte) (base, next int64, err error) {
 	if codec, ok := p.config().Compression.codec(); ok && int(codec) != h.Compression() {
 		return p.AppendBatch(b)
 	}
-	return p.appendValid(b, h)
+	return p.appendValidKeep(b, h, true)
 }

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -320,6 +321,11 @@ type pbatch struct {
 	async    int       // records without a Send waiting for them
 	next     *pbatch
 
+	// given: raw went to an in-process broker, which may keep it (tail.go):
+	// it is not written to again, but copied first (own). detach: bd's
+	// buffer was given, so the next batch must not reuse it.
+	given, detach bool
+
 	// Idempotence: the producer id, epoch and base sequence, once seqSet.
 	pid     ProducerID
 	baseSeq int32
@@ -340,6 +346,14 @@ type pbatch struct {
 
 // finish completes the encoding of a batch that takes no more records.
 func (b *pbatch) finish() { b.raw = b.bd.Bytes() }
+
+// own makes raw the producer's to write to: a copy, if it was given.
+func (b *pbatch) own() {
+	if b.given {
+		b.raw = bytes.Clone(b.raw)
+		b.given = false
+	}
+}
 
 // slot is one record of a batch: what its callback gets back.
 type slot struct {

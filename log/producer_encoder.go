@@ -84,6 +84,7 @@ func (p *Producer) encodedLocked(j encodeJob) {
 	b := j.b
 	b.encoding = false
 	if b.seqStale {
+		b.own()
 		batch.SetProducer(b.raw, b.pid.ID, b.pid.Epoch, b.baseSeq)
 		b.seqStale = false
 	}

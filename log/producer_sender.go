@@ -115,8 +115,13 @@ func (p *Producer) work(ps *partState) {
 		if retry {
 			// The same bytes again: only the fields the broker may have
 			// set, outside the CRC, go back to what the producer sent.
+			b.own()
 			batch.SetBaseOffset(b.raw, 0)
 			batch.SetPartitionLeaderEpoch(b.raw, -1)
+		}
+		if p.broker != nil {
+			// The broker may keep the bytes for its readers (tail.go).
+			b.given, b.detach = true, true
 		}
 		res, err, expired := p.produce(ps.tp, b.raw, b.deadline)
 		var recs []batch.Record
@@ -351,6 +356,9 @@ func (p *Producer) completeLocked(ps *partState) {
 func (p *Producer) recycleLocked(b *pbatch) {
 	slots := b.slots[:0]
 	bd := b.bd
+	if b.detach {
+		bd.Detach() // the broker may still hold the last batch's bytes
+	}
 	*b = pbatch{bd: bd, slots: slots}
 	if b.bd.Size() <= 2*p.cfg.BatchBytes {
 		p.free = append(p.free, b)
@@ -431,6 +439,7 @@ func (p *Producer) setSeqLocked(b *pbatch, pid ProducerID, seq int32) {
 		return
 	}
 	if b.raw != nil {
+		b.own()
 		batch.SetProducer(b.raw, pid.ID, pid.Epoch, seq)
 	} else {
 		b.bd.SetProducer(pid.ID, pid.Epoch, seq)

@@ -112,6 +112,7 @@ func (p *Partition) ReadBatches(offset int64, maxBytes int, maxOffset int64) ([]
 		return nil, err
 	}
 	defer b.Release()
+	b.tail = nil // the slice is the caller's, to change as it likes
 	raw, err := b.Bytes()
 	if err != nil {
 		return nil, fmt.Errorf("log: read %s at %d: %w", p, offset, err)
@@ -175,6 +176,9 @@ func (p *Partition) slice(offset int64, maxBytes int, maxOffset int64, atLeastOn
 		}
 	}
 	out.next = offset
+	if out.n == 1 {
+		out.tail = p.tail.Load()
+	}
 	return out, nil
 }
 

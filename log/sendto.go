@@ -69,6 +69,9 @@ type Batches struct {
 	size     int64
 	next     int64 // the offset after the last batch (file ranges only)
 	released bool
+	// tail, when set, is the partition's tail when the handle was made:
+	// Bytes takes the batches from it when it holds them (tail.go).
+	tail *tailRing
 }
 
 // fileRange is [pos, pos+len) of a segment's .log, holding a reference.
@@ -147,13 +150,21 @@ func (b *Batches) WriteTo(w io.Writer) (int64, error) {
 
 // Bytes returns the batches' bytes. Batches in memory are returned as they
 // are, without a copy; batches in files are read into one new slice, of
-// Len bytes. The slice stays valid after Release.
+// Len bytes, unless the partition still holds them in memory (the latest
+// batches of a Producer of this process), which are returned without a
+// copy. The slice stays valid after Release; it is to read, not to write
+// to: it may be shared.
 func (b *Batches) Bytes() ([]byte, error) {
 	if b.released {
 		return nil, ErrReleased
 	}
 	if b.mem != nil || b.n == 0 {
 		return b.mem, nil
+	}
+	if b.tail != nil {
+		if buf, ok := b.tail.bytesOf(b); ok {
+			return buf, nil
+		}
 	}
 	buf := make([]byte, b.size)
 	at := int64(0)
@@ -190,7 +201,7 @@ func (b *Batches) Release() {
 	for i := range b.n {
 		b.rangeAt(i).seg.Release()
 	}
-	b.first, b.more, b.mem = fileRange{}, nil, nil
+	b.first, b.more, b.mem, b.tail = fileRange{}, nil, nil, nil
 }
 
 // sendFile writes length bytes of f at pos to w, zero-copy when it can.

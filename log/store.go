@@ -121,6 +121,8 @@ type Store struct {
 	unrecovered map[TopicPartition]bool
 	closed      bool
 
+	tails tailBudget // the memory the partitions' tails hold (tail.go)
+
 	ckptMu sync.Mutex        // serializes checkpoint writes
 	ckpts  map[string]string // checkpoint file → contents last written
 
@@ -169,6 +171,7 @@ func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 		wakeCh: make(chan struct{}, 1),
 		stop:   make(chan struct{}),
 	}
+	s.tails.max = defaultTailBudget
 	if err := s.load(); err != nil {
 		lock.Close()
 		return nil, err

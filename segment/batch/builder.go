@@ -112,6 +112,17 @@ func (bd *Builder) Grow(n int) {
 	bd.mem, bd.skew, bd.buf = mem, skew, buf
 }
 
+// Detach gives up the buffer the last Bytes returned: the caller may keep that
+// batch for as long as it likes, and the Builder never writes to it again. The next
+// batch starts in a new buffer (Reset allocates it, or Grow sizes it).
+func (bd *Builder) Detach() {
+	if bd.codec != CompressionNone {
+		bd.zmem = nil // the records stay in buf, which Bytes did not return
+		return
+	}
+	bd.buf, bd.mem, bd.skew = nil, nil, 0
+}
+
 // SetProducer sets the producer id, epoch and base sequence of the batch (idempotent
 // producers), until the next Reset.
 func (bd *Builder) SetProducer(id int64, epoch int16, baseSequence int32) {

@@ -1,0 +1,142 @@
+package log
+
+import (
+	"sync/atomic"
+
+	"github.com/strata-log/strata/segment"
+)
+
+// The tail: the last batches a Producer of this process appended to a
+// partition, kept in memory as the Producer built them, so that a consumer
+// of the same process reading the end of the log (an application tailing
+// what it writes, the commonest read there is) gets those bytes without a
+// read(2) of the segment file and without a buffer of its own.
+//
+// A batch goes into the tail only on the trusted path (partition_trusted.go),
+// whose caller gives the bytes up: the Producer never writes to a slice it
+// handed over again (it copies it first, pbatch.own) and builds the next
+// batch in a new buffer (batch.Builder.Detach). Any other append empties the
+// tail, and so does every truncation, since the bytes at a position of the
+// active segment can then change. The batches in the tail are byte for byte
+// what was written to the file at their positions: a read served from the
+// tail returns what reading the file would.
+//
+// Memory is bounded per Store (tailBudget) and per partition (tailSlots
+// batches, each at most a batch's MaxMessageBytes); over the budget, a
+// partition keeps none.
+
+// tailSlots is how many of a partition's last batches the tail holds: a
+// consumer a few batches behind still reads from memory.
+const tailSlots = 16
+
+// defaultTailBudget bounds the bytes all of a Store's tails hold.
+const defaultTailBudget = 64 << 20
+
+// tailBudget counts the bytes held by a Store's tails.
+type tailBudget struct {
+	used atomic.Int64
+	max  int64
+}
+
+// tailBatch is one batch of the tail: b is at pos in seg's .log.
+type tailBatch struct {
+	seg *segment.Segment
+	pos int64
+	b   []byte
+}
+
+// tailRing is an immutable snapshot of a partition's tail, oldest first:
+// each append replaces it whole, so a reader holds a consistent one.
+type tailRing struct {
+	n       int
+	batches [tailSlots]tailBatch
+	bytes   int64
+}
+
+// keepTailLocked adds b, just written at pos of seg, to the tail, dropping
+// the oldest batch if it is full, or empties the tail when the budget has
+// no room. It reports whether b was kept: if so, b is the partition's now.
+// Holds mu.
+func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte) bool {
+	if p.tails == nil {
+		return false
+	}
+	old := p.tail.Load()
+	r := &tailRing{}
+	if old != nil && old.n > 0 && old.batches[old.n-1].seg == seg &&
+		old.batches[old.n-1].pos+int64(len(old.batches[old.n-1].b)) == pos {
+		// Contiguous with what the tail holds: keep its newest batches.
+		from := max(0, old.n-(tailSlots-1))
+		r.n = copy(r.batches[:], old.batches[from:old.n])
+		for _, t := range r.batches[:r.n] {
+			r.bytes += int64(len(t.b))
+		}
+	}
+	r.batches[r.n] = tailBatch{seg: seg, pos: pos, b: b}
+	r.n++
+	r.bytes += int64(len(b))
+	var had int64
+	if old != nil {
+		had = old.bytes
+	}
+	used := p.tails.used.Add(r.bytes - had)
+	// Over the budget, this partition gives up its oldest batches first,
+	// the newest too if it must.
+	drop := 0
+	for ; used > p.tails.max && drop < r.n; drop++ {
+		n := int64(len(r.batches[drop].b))
+		used = p.tails.used.Add(-n)
+		r.bytes -= n
+	}
+	if drop == r.n {
+		p.tail.Store(nil)
+		return false
+	}
+	if drop > 0 {
+		r.n = copy(r.batches[:], r.batches[drop:r.n])
+		clear(r.batches[r.n:])
+	}
+	p.tail.Store(r)
+	return true
+}
+
+// dropTailLocked empties the tail. Holds mu (or the partition is closed).
+func (p *Partition) dropTailLocked() {
+	if old := p.tail.Swap(nil); old != nil {
+		p.tails.used.Add(-old.bytes)
+	}
+}
+
+// bytes returns the bytes of the file ranges of bs if the tail holds all
+// of them: the tail's own slice for one batch, one new slice for several.
+func (r *tailRing) bytesOf(bs *Batches) ([]byte, bool) {
+	if bs.n != 1 {
+		return nil, false // the ranges of another segment are not in the tail
+	}
+	fr := bs.first
+	for i := range r.n {
+		t := &r.batches[i]
+		if t.seg != fr.seg || t.pos != fr.pos {
+			continue
+		}
+		if int64(len(t.b)) == fr.len {
+			return t.b, true
+		}
+		// Several batches: they must tile the range exactly.
+		end := fr.pos + fr.len
+		at := t.pos
+		j := i
+		for ; j < r.n && at < end; j++ {
+			at += int64(len(r.batches[j].b))
+		}
+		if at != end {
+			return nil, false
+		}
+		out := make([]byte, 0, fr.len)
+		for _, u := range r.batches[i:j] {
+			out = append(out, u.b...)
+		}
+		return out, true
+	}
+	return nil, false
+}

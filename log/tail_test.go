@@ -1,0 +1,153 @@
+package log
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// produceTail sends n records through a Producer of b (the trusted path) in
+// batches of about 4 KiB and waits for them.
+func produceTail(t *testing.T, b *Broker, topic string, from, n int) {
+	t.Helper()
+	pr, err := NewProducer(b, ProducerConfig{BatchBytes: 4 << 10, Linger: time.Minute, Timeout: time.Hour})
+	require.NoError(t, err)
+	for i := from; i < from+n; i++ {
+		pr.SendAsync(Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte{byte(i)}, 100)},
+			func(_ Record, err error) {
+				if err != nil {
+					t.Error(err)
+				}
+			})
+	}
+	require.NoError(t, pr.Close())
+}
+
+// sliceBytes is Slice then Bytes.
+func sliceBytes(t *testing.T, p *Partition, offset int64, maxBytes int) []byte {
+	t.Helper()
+	bs, err := p.Slice(offset, maxBytes, p.EndOffset())
+	require.NoError(t, err)
+	defer bs.Release()
+	raw, err := bs.Bytes()
+	require.NoError(t, err)
+	return raw
+}
+
+// TestTailReads: the last batches a Producer of the process appended are
+// read from memory, without a copy, and are byte for byte what the file
+// holds, whatever range is asked for; a truncation empties the tail, so
+// what is appended at the same positions afterwards is what reads return.
+func TestTailReads(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	produceTail(t, b, "t", 0, 400) // 400 records of ~110 B: ~11 batches, fewer than tailSlots
+
+	r := p.tail.Load()
+	require.NotNil(t, r)
+	require.Greater(t, r.n, 2)
+	last := r.batches[r.n-1]
+	h, err := batch.ParseHeader(last.b)
+	require.NoError(t, err)
+
+	// One batch: the tail's own slice, twice the same memory.
+	one := sliceBytes(t, p, h.BaseOffset, len(last.b))
+	require.Same(t, &last.b[0], &one[0], "the newest batch comes from the tail")
+	require.Same(t, &one[0], &sliceBytes(t, p, h.BaseOffset, len(last.b))[0])
+
+	// Every start and size: what the file holds (ReadBatches reads it).
+	for off := int64(0); off < p.EndOffset(); off += 37 {
+		for _, max := range []int{1, 5000, 9000, 1 << 20} {
+			file, err := p.ReadBatches(off, max, p.EndOffset())
+			require.NoError(t, err)
+			require.Equal(t, file, sliceBytes(t, p, off, max), "offset %d, max %d", off, max)
+		}
+	}
+	// A Consumer gets the records sent.
+	c, err := NewConsumer(b, ConsumerConfig{Topics: []string{"t"}})
+	require.NoError(t, err)
+	defer c.Close()
+	got := 0
+	for got < 400 {
+		recs, err := c.Poll(context.Background())
+		require.NoError(t, err)
+		for _, rc := range recs {
+			require.Equal(t, int64(got), rc.Offset)
+			require.Equal(t, fmt.Sprintf("k%d", got), string(rc.Key))
+			require.Equal(t, bytes.Repeat([]byte{byte(got)}, 100), rc.Value)
+			got++
+		}
+	}
+
+	// Truncate the newest batch away and append, at its position, a batch
+	// of the same size with other bytes (a follower's log after its leader
+	// changed): reads return the new bytes.
+	cut := h.BaseOffset
+	require.NoError(t, p.TruncateTo(cut))
+	require.Equal(t, cut, p.EndOffset())
+	require.Nil(t, p.tail.Load(), "a truncation empties the tail")
+	other := bytes.Clone(last.b)
+	other[len(other)-2] ^= 0xff // the last record's last value byte
+	batch.SetCRC(other)
+	_, _, err = p.AppendBatch(other)
+	require.NoError(t, err)
+	raw := sliceBytes(t, p, cut, 1<<20)
+	require.Equal(t, len(last.b), len(raw))
+	file, err := p.ReadBatches(cut, 1<<20, p.EndOffset())
+	require.NoError(t, err)
+	require.Equal(t, file, raw)
+	require.Equal(t, other[len(other)-2], raw[len(raw)-2])
+	require.Zero(t, b.store.tails.used.Load(), "an append not by the trusted path keeps no tail")
+}
+
+// TestTailBudget: the tails of a Store never hold more than its budget,
+// and give all of it back when their partitions close.
+func TestTailBudget(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	b.store.tails.max = 10 << 10 // two or three batches of ~4 KiB
+	for i := range 3 {
+		createT(t, b, fmt.Sprintf("t%d", i), TopicConfig{})
+	}
+	for round := range 3 {
+		for i := range 3 {
+			produceTail(t, b, fmt.Sprintf("t%d", i), round*100, 100)
+			require.LessOrEqual(t, b.store.tails.used.Load(), b.store.tails.max)
+		}
+	}
+	require.Positive(t, b.store.tails.used.Load())
+	require.NoError(t, b.Close())
+	require.Zero(t, b.store.tails.used.Load())
+}
+
+// TestProducerOwnsGivenBatch: a batch whose bytes went to the broker is
+// copied before the Producer writes to it (a retry, a new sequence), so the
+// bytes the broker keeps never change; and the next batch is built in a new
+// buffer.
+func TestProducerOwnsGivenBatch(t *testing.T) {
+	var b pbatch
+	b.bd.Append(1, []byte("k"), []byte("v"), nil)
+	b.finish()
+	kept := b.raw
+	want := bytes.Clone(kept)
+	b.given, b.detach = true, true
+
+	b.own()
+	require.False(t, b.given)
+	require.NotSame(t, &kept[0], &b.raw[0])
+	batch.SetBaseOffset(b.raw, 42)
+	batch.SetProducer(b.raw, 7, 1, 3)
+	require.Equal(t, want, kept)
+
+	b.bd.Detach()
+	b.bd.Reset(2)
+	b.bd.Append(2, []byte("other"), []byte("bytes"), nil)
+	require.NotSame(t, &kept[0], &b.bd.Bytes()[0])
+	require.Equal(t, want, kept)
+}
