@@ -270,7 +270,16 @@ func TestClientListenerTLSAndSCRAM(t *testing.T) {
 	want := slices.Clone(vals)
 	sort.Strings(want)
 	require.Equal(t, want, stored)
-	// Metadata now lists the two left, on their client listeners.
+	// Metadata now lists the two left, on their client listeners, once
+	// they know the stopped one fenced.
+	for _, b := range c.members {
+		if b != nil {
+			c.waitImage(b, fmt.Sprintf("member %d fenced", leader), func(img *controller.Image) bool {
+				bi, ok := img.Broker(leader)
+				return ok && bi.Fenced
+			})
+		}
+	}
 	listed = brokersListed(t, ctx, kc)
 	require.Len(t, listed, 2)
 	require.Equal(t, clientAddrs(c), listed)
