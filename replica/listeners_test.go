@@ -217,9 +217,17 @@ func TestClientListenerTLSAndSCRAM(t *testing.T) {
 	// Produce (acks=all, idempotent) and consume in a group whose
 	// coordinator is the leader of t-0, then stop that member.
 	g := groupsOn(t, c)[leader]
-	if g == "" {
-		g = "g"
-	}
+	require.NotEmpty(t, g, "member %d leads no partition of %s", leader, log.OffsetsTopic)
+	// FindCoordinator on the listener: the coordinator's address on it.
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = g
+	fresp, err := kc.Request(ctx, fc, 3)
+	require.NoError(t, err)
+	coord := fresp.(*kmsg.FindCoordinatorResponse)
+	require.EqualValues(t, 0, coord.ErrorCode)
+	require.EqualValues(t, leader, coord.NodeID)
+	require.Equal(t, clientAddrs(c)[int32(leader)], net.JoinHostPort(coord.Host, fmt.Sprint(coord.Port)))
+
 	const total = 120
 	vals := values(total)
 	prod, err := log.NewProducer(kc, log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Timeout: 30 * time.Second})
