@@ -20,6 +20,10 @@ import (
 // checked to fit, bool as one byte 0/1, string as uvarint length + bytes,
 // TopicID as 16 raw bytes, []int as uvarint count + varints,
 // map[string]string as uvarint count + (key, value) strings sorted by key.
+// A registerBrokerRecord with listeners has its own type
+// (typeRegisterBrokerListeners): ID, Epoch, Addr, then a uvarint count ≥ 1
+// of (Name, Addr) strings; one without keeps typeRegisterBroker's layout,
+// which decodes as it always did.
 // PartitionState is Partition, Replicas, ISR, Leader, LeaderEpoch,
 // PartitionEpoch. A producerIDsRecord is BrokerID, BrokerEpoch,
 // NextProducerID (int64).
@@ -84,6 +88,13 @@ func appendRecord(b []byte, r record) []byte {
 		b = appendInt(b, r.ID)
 		b = binary.AppendVarint(b, r.Epoch)
 		b = appendString(b, r.Addr)
+		if len(r.Listeners) > 0 { // typeRegisterBrokerListeners
+			b = binary.AppendUvarint(b, uint64(len(r.Listeners)))
+			for _, l := range r.Listeners {
+				b = appendString(b, l.Name)
+				b = appendString(b, l.Addr)
+			}
+		}
 	case fenceBrokerRecord:
 		b = appendInt(b, r.ID)
 		b = binary.AppendVarint(b, r.Epoch)
@@ -327,6 +338,16 @@ func (d *decoder) record() record {
 	switch t := recordType(d.byte()); t {
 	case typeRegisterBroker:
 		return registerBrokerRecord{ID: d.int(), Epoch: d.varint(), Addr: d.string()}
+	case typeRegisterBrokerListeners:
+		r := registerBrokerRecord{ID: d.int(), Epoch: d.varint(), Addr: d.string()}
+		n := d.count()
+		if d.err == nil && n == 0 {
+			d.fail("a listeners record without listeners")
+		}
+		for i := 0; i < n && d.err == nil; i++ {
+			r.Listeners = append(r.Listeners, Endpoint{Name: d.string(), Addr: d.string()})
+		}
+		return r
 	case typeFenceBroker:
 		return fenceBrokerRecord{ID: d.int(), Epoch: d.varint()}
 	case typeUnfenceBroker:
@@ -370,7 +391,7 @@ func imageRecords(img *Image) []record {
 	})
 	var recs []record
 	for _, b := range brokers {
-		recs = append(recs, registerBrokerRecord{ID: b.ID, Epoch: b.Epoch, Addr: b.Addr})
+		recs = append(recs, registerBrokerRecord{ID: b.ID, Epoch: b.Epoch, Addr: b.Addr, Listeners: b.Listeners})
 		if !b.Fenced {
 			recs = append(recs, unfenceBrokerRecord{ID: b.ID, Epoch: b.Epoch})
 		}

@@ -15,6 +15,17 @@ import (
 type BrokerRegistration struct {
 	ID   int    // > 0, unique in the cluster
 	Addr string // the broker's data-plane address, recorded for other brokers
+	// Listeners are the broker's client listeners (Kafka's
+	// BrokerRegistration endpoints), by name, each with the address
+	// clients are given; none: clients use Addr. Names are unique.
+	Listeners []Endpoint `json:",omitempty"`
+}
+
+// Endpoint is one named listener of a broker and the host:port it
+// advertises (Kafka's BrokerEndpoint).
+type Endpoint struct {
+	Name string
+	Addr string
 }
 
 // HeartbeatRequest is what a registered broker sends every HeartbeatInterval.
@@ -82,11 +93,25 @@ func decideRegisterBroker(img *Image, reg BrokerRegistration) ([]record, error) 
 	if reg.ID <= 0 || reg.Addr == "" {
 		return nil, fmt.Errorf("%w: broker registration needs an ID > 0 and an address (got %d, %q)", ErrInvalidRequest, reg.ID, reg.Addr)
 	}
+	for i, l := range reg.Listeners {
+		if l.Name == "" || l.Addr == "" {
+			return nil, fmt.Errorf("%w: broker %d listener %d needs a name and an address (got %q, %q)", ErrInvalidRequest, reg.ID, i, l.Name, l.Addr)
+		}
+		for _, o := range reg.Listeners[:i] {
+			if o.Name == l.Name {
+				return nil, fmt.Errorf("%w: broker %d has two listeners named %q", ErrInvalidRequest, reg.ID, l.Name)
+			}
+		}
+	}
+	var listeners []Endpoint // nil when none: the record keeps its old layout
+	if len(reg.Listeners) > 0 {
+		listeners = slices.Clone(reg.Listeners)
+	}
 	var recs []record
 	if img.live(reg.ID) {
 		recs = fenceBroker(img, reg.ID)
 	}
-	return append(recs, registerBrokerRecord{ID: reg.ID, Epoch: img.lastBrokerEpoch + 1, Addr: reg.Addr}), nil
+	return append(recs, registerBrokerRecord{ID: reg.ID, Epoch: img.lastBrokerEpoch + 1, Addr: reg.Addr, Listeners: listeners}), nil
 }
 
 // decideHeartbeat checks the broker's epoch and fences or unfences it as it

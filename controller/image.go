@@ -42,6 +42,21 @@ type BrokerInfo struct {
 	Addr   string // the broker's data-plane address, as it registered it
 	Epoch  int64  // broker epoch: new on every registration, > every earlier one
 	Fenced bool   // fenced brokers lead nothing and are in no ISR they could leave
+	// Listeners are its client listeners as it registered them (none for
+	// a broker whose clients use Addr, or registered before listeners
+	// existed). Do not modify.
+	Listeners []Endpoint
+}
+
+// Listener returns the address the broker advertises on its listener
+// called name; false when it has none of that name.
+func (b BrokerInfo) Listener(name string) (string, bool) {
+	for _, l := range b.Listeners {
+		if l.Name == name {
+			return l.Addr, true
+		}
+	}
+	return "", false
 }
 
 // PartitionState is one partition's replication state (Kafka's

@@ -24,14 +24,19 @@ const (
 	typePartitionChange recordType = 6
 	typeRemoveTopic     recordType = 7
 	typeProducerIDs     recordType = 8
+	// typeRegisterBrokerListeners is a registerBrokerRecord with client
+	// listeners; one without keeps typeRegisterBroker's layout, so the
+	// records of a cluster without listeners are what they always were.
+	typeRegisterBrokerListeners recordType = 9
 )
 
 // registerBrokerRecord: broker ID (re)registered with a new epoch. The broker
 // starts fenced; a heartbeat unfences it.
 type registerBrokerRecord struct {
-	ID    int
-	Epoch int64
-	Addr  string
+	ID        int
+	Epoch     int64
+	Addr      string
+	Listeners []Endpoint // nil: none (and the record has the old layout)
 }
 
 // fenceBrokerRecord: the broker with this epoch is fenced.
@@ -90,7 +95,12 @@ type producerIDsRecord struct {
 	NextProducerID int64
 }
 
-func (registerBrokerRecord) recordType() recordType  { return typeRegisterBroker }
+func (r registerBrokerRecord) recordType() recordType {
+	if len(r.Listeners) > 0 {
+		return typeRegisterBrokerListeners
+	}
+	return typeRegisterBroker
+}
 func (fenceBrokerRecord) recordType() recordType     { return typeFenceBroker }
 func (unfenceBrokerRecord) recordType() recordType   { return typeUnfenceBroker }
 func (topicRecord) recordType() recordType           { return typeTopic }
@@ -108,7 +118,7 @@ func (img *Image) apply(r record) error {
 		if r.ID <= 0 || r.Epoch <= img.lastBrokerEpoch {
 			return fmt.Errorf("%w: register broker %d epoch %d (last epoch %d)", errInapplicable, r.ID, r.Epoch, img.lastBrokerEpoch)
 		}
-		img.brokers[r.ID] = BrokerInfo{ID: r.ID, Addr: r.Addr, Epoch: r.Epoch, Fenced: true}
+		img.brokers[r.ID] = BrokerInfo{ID: r.ID, Addr: r.Addr, Listeners: slices.Clone(r.Listeners), Epoch: r.Epoch, Fenced: true}
 		img.lastBrokerEpoch = r.Epoch
 	case fenceBrokerRecord:
 		b, ok := img.brokers[r.ID]

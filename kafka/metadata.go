@@ -119,10 +119,14 @@ func handleDescribeCluster(_ context.Context, c *conn, r kmsg.Request) reply {
 	}
 	resp.EndpointType = 1
 	resp.ClusterID = s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
-	host, port := s.advertised()
-	br := kmsg.NewDescribeClusterResponseBroker()
-	br.NodeID, br.Host, br.Port = s.cfg.NodeID, host, port
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{br}
+	// The cluster's brokers as Metadata lists them (this server alone
+	// without a ClusterBackend).
+	brokers, controller := s.clusterBrokers()
+	resp.ControllerID = controller
+	for _, b := range brokers {
+		br := kmsg.NewDescribeClusterResponseBroker()
+		br.NodeID, br.Host, br.Port, br.Rack = b.NodeID, b.Host, b.Port, b.Rack
+		resp.Brokers = append(resp.Brokers, br)
+	}
 	return reply{resp: resp}
 }

@@ -26,8 +26,11 @@ type Broker struct {
 	store *log.Store
 	ctl   *controller.Controller
 	srv   *kafka.Server
-	tr    Transport
-	ktr   *kafkaTransport // tr, when it is the Kafka-protocol one
+	// listeners are the client listeners' servers (listeners.go), set
+	// before the member registers and closed with srv.
+	listeners []clientListener
+	tr        Transport
+	ktr       *kafkaTransport // tr, when it is the Kafka-protocol one
 
 	wheel     *timingwheel.TimingWheel
 	purgatory *timingwheel.Purgatory[log.TopicPartition]
@@ -172,6 +175,10 @@ func Start(cfg Config) (*Broker, error) {
 		return fail(fmt.Errorf("replica: %w", err))
 	}
 	b.srv = srv
+	cleanup = append(cleanup, func() { srv.Close() })
+	if err := b.startListeners(cfg.Network != nil && b.ktr != nil); err != nil {
+		return fail(err)
+	}
 
 	b.wg.Add(4)
 	go b.watchMetadata()
@@ -279,7 +286,10 @@ func (b *Broker) Close() error {
 		if b.ktr != nil {
 			b.ktr.close()
 		}
-		err := b.srv.Close()
+		err := b.closeListeners()
+		if serr := b.srv.Close(); err == nil {
+			err = serr
+		}
 		b.failAllWaiting()
 		if cerr := b.ctl.Close(); err == nil {
 			err = cerr
@@ -344,7 +354,7 @@ func (b *Broker) heartbeat() {
 	for b.ctx.Err() == nil {
 		if epoch == 0 {
 			ctx, cancel := context.WithTimeout(b.ctx, 5*interval)
-			e, err := b.ctl.RegisterBroker(ctx, controller.BrokerRegistration{ID: b.cfg.ID, Addr: b.Addr()})
+			e, err := b.ctl.RegisterBroker(ctx, controller.BrokerRegistration{ID: b.cfg.ID, Addr: b.Addr(), Listeners: b.endpoints()})
 			cancel()
 			if err != nil {
 				b.log.Debug("replica: register", "err", err)

@@ -46,6 +46,13 @@ type Config struct {
 	// calls, and so Kafka clients on Addr too). Its Certificates are this
 	// member's, its RootCAs (or ClientCAs) the cluster's CA.
 	TLS *tls.Config
+	// Listeners are client listeners (listeners.go): Kafka-protocol
+	// servers for clients, each with its own TLS and SASL, while Addr
+	// stays the inter-broker listener (and, with TLS, takes only the
+	// cluster's certificates). Metadata on a listener gives every broker's
+	// address on that listener. None: clients use Addr, as before. They
+	// listen through Network when the data plane on Addr does.
+	Listeners []Listener
 	// Local, when set, joins this member to an in-process network of
 	// members (tests, examples): its Endpoint becomes the Transport.
 	Local *LocalNetwork
@@ -117,7 +124,7 @@ func (c Config) withDefaults() Config {
 		c.SessionTimeout = 9 * time.Second
 	}
 	c.Peers = append([]Peer(nil), c.Peers...)
-	return c
+	return c.withListenerDefaults()
 }
 
 func (c Config) validate() error {
@@ -139,5 +146,5 @@ func (c Config) validate() error {
 	if _, _, err := c.dataPlaneTLS(); err != nil {
 		return err
 	}
-	return nil
+	return c.validateListeners()
 }

@@ -157,6 +157,9 @@ func (b *Broker) groupClient(ctx context.Context) (*kafka.Client, error) {
 	if b.cfg.Network != nil {
 		cfg.Dial = b.cfg.Network.Dial
 	}
+	if _, cli, err := b.cfg.dataPlaneTLS(); err == nil {
+		cfg.TLS = cli // Addr takes only the cluster's certificates (tls.go)
+	}
 	c, err := kafka.Dial(dctx, cfg)
 	if err != nil {
 		if b.ctx.Err() != nil {

@@ -3,7 +3,6 @@ package replica
 import (
 	"context"
 	"errors"
-	"net"
 	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -210,22 +209,9 @@ func (b *Broker) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLead
 var _ kafka.ClusterBackend = (*Broker)(nil)
 
 // ClusterBrokers returns the live brokers with their data-plane addresses
-// (kafka.ClusterBackend): what Metadata lists.
-func (b *Broker) ClusterBrokers() []kafka.ClusterBroker {
-	var out []kafka.ClusterBroker
-	for _, bi := range b.img.Load().Brokers() {
-		if bi.Fenced && bi.ID != b.cfg.ID {
-			continue
-		}
-		host, port, err := net.SplitHostPort(bi.Addr)
-		if err != nil {
-			continue
-		}
-		p, _ := strconv.Atoi(port)
-		out = append(out, kafka.ClusterBroker{ID: int32(bi.ID), Host: host, Port: int32(p)})
-	}
-	return out
-}
+// (kafka.ClusterBackend): what Metadata lists on Addr (a client
+// listener's lists their addresses on it: listeners.go).
+func (b *Broker) ClusterBrokers() []kafka.ClusterBroker { return b.brokersOn("") }
 
 // ControllerID returns the active controller (kafka.ClusterBackend).
 func (b *Broker) ControllerID() int32 {

@@ -41,6 +41,16 @@ a replicating broker on --listen (package replica); SIGTERM is a controlled
 shutdown. --tls-cert/--tls-key (and --tls-client-ca) and --sasl-users
 secure a standalone broker's listener.
 
+A cluster member's --listen and --raft-addr are for the members: keep them
+on a private network, or secure both with mutual TLS (--cluster-tls-cert,
+--cluster-tls-key, --cluster-ca: only certificates of the cluster's CA are
+accepted). For clients, give each member a client listener with
+--client-addr (and --client-advertised-addr when clients reach it by
+another name): --tls-cert/--tls-key, --tls-client-ca and --sasl-users then
+secure it, and a client given any member's client listener learns every
+member's client listener, never their --listen addresses. It prints
+"client listener on HOST:PORT" after "listening on".
+
 Broker and default topic settings take Kafka's server.properties names with
 --override KEY=VALUE (as kafka-server-start.sh does), repeatable:
 

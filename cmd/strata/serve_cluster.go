@@ -26,6 +26,9 @@ type clusterFlags struct {
 	loopback bool
 	// Mutual TLS between members (and so on --listen too).
 	certFile, keyFile, caFile string
+	// The client listener (replica.Listener), secured by --tls-cert and
+	// --sasl-users.
+	clientAddr, clientAdvertised string
 }
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
@@ -41,6 +44,8 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.certFile, "cluster-tls-cert", "", "`FILE`: PEM certificate of this member, signed by --cluster-ca: mutual TLS on the Raft port and on --listen")
 	fs.StringVar(&c.keyFile, "cluster-tls-key", "", "`FILE`: PEM private key of --cluster-tls-cert")
 	fs.StringVar(&c.caFile, "cluster-ca", "", "`FILE`: PEM certificate of the cluster's CA, the only one whose certificates members and clients may present")
+	fs.StringVar(&c.clientAddr, "client-addr", "", "`ADDR`: a cluster member's client listener host:port, secured by --tls-cert/--tls-key/--tls-client-ca\nand --sasl-users; clients given it learn every member's client listener, while --listen\nstays the members' own (port 0: any free port)")
+	fs.StringVar(&c.clientAdvertised, "client-advertised-addr", "", "`ADDR`: the host:port clients are given for --client-addr (default: the bound address)")
 }
 
 // tlsConfig returns the members' mutual TLS, nil without the flags.
@@ -85,8 +90,10 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		return usagef("a cluster member needs --raft-addr")
 	case len(cl.peers) == 0:
 		return usagef("a cluster member needs --peer for every member, itself included")
-	case c.server.TLS != nil || c.server.SASL != nil:
-		return usagef("--tls-cert and --sasl-users are for a standalone broker; a cluster member's listener takes the members' mutual TLS (--cluster-tls-cert), and SASL is not available there yet")
+	case (c.server.TLS != nil || c.server.SASL != nil) && cl.clientAddr == "":
+		return usagef("--tls-cert and --sasl-users secure a cluster member's client listener: give it with --client-addr (--listen takes the members' mutual TLS, --cluster-tls-cert)")
+	case cl.clientAdvertised != "" && cl.clientAddr == "":
+		return usagef("--client-advertised-addr needs --client-addr")
 	}
 	self := false
 	for _, p := range cl.peers {
@@ -112,6 +119,12 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	if cl.loopback {
 		cfg.Raft = controller.LoopbackRaft()
 	}
+	if cl.clientAddr != "" {
+		cfg.Listeners = []replica.Listener{{
+			Name: replica.DefaultListenerName, Addr: cl.clientAddr, AdvertisedAddr: cl.clientAdvertised,
+			TLS: c.server.TLS, SASL: c.server.SASL,
+		}}
+	}
 	if cfg.TLS, err = cl.tlsConfig(); err != nil {
 		return err
 	}
@@ -130,6 +143,9 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		}
 	}()
 	fmt.Fprintf(e.stdout, "listening on %s\n", b.Addr())
+	if addr, ok := b.ListenerAddr(replica.DefaultListenerName); ok {
+		fmt.Fprintf(e.stdout, "client listener on %s\n", addr)
+	}
 	if c.metricsAddr != "" {
 		stop, addr, err := serveMetricsHandler(c.metricsAddr, replicametrics.Handler(b, rec), logger)
 		if err != nil {
