@@ -703,14 +703,19 @@ func (c *Coordinator) step(e *entry, ev event) error {
 	now := c.clock.Now()
 	effs, err := e.st.step(now, ev, c.effs[:0])
 	if _, ok := c.cfg.Store.(GroupMetadataStore); ok {
-		// A generation completed, or the group emptied: its metadata changed.
-		if after := e.st.phase; after != before && (after == phaseStable || after == phaseEmpty) {
+		// A generation completed, or the group emptied, or a static member
+		// was replaced in a stable group (Kafka stores the group then too):
+		// its metadata changed.
+		after := e.st.phase
+		if after != before && (after == phaseStable || after == phaseEmpty) ||
+			after == before && after == phaseStable && e.st.metaChanged {
 			if c.pendingMeta == nil {
 				c.pendingMeta = make(map[string][]byte)
 			}
 			c.pendingMeta[e.st.id] = e.st.encodeMetadata(now)
 		}
 	}
+	e.st.metaChanged = false
 	for i := range effs {
 		c.do(e.st, &effs[i])
 	}

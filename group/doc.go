@@ -151,9 +151,9 @@
 // A broker gives each group's last value to Config.InitialGroups: the group
 // comes back Stable in its generation, each member's session restarted, so
 // its members heartbeat and commit on after a restart or failover. A static
-// member's replacement in a stable group is not stored (the next generation
-// is). Committed offsets never expire (offsets.retention.minutes is not
-// implemented).
+// member's replacement in a stable group is stored too (the new member id
+// takes the old one's place in the record). Committed offsets never expire
+// (offsets.retention.minutes is not implemented).
 //
 // # Concurrency and time
 //

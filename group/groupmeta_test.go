@@ -149,3 +149,39 @@ func TestGroupMetadataKey(t *testing.T) {
 		require.ErrorIs(t, err, group.ErrCorruptOffsetRecord, "%v", bad)
 	}
 }
+
+// A static member replaced in a stable group (KIP-345: no rebalance) is
+// stored with its new member id, so a coordinator started from the store
+// knows the new instance and not the fenced one.
+func TestGroupMetadataStaticReplacement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := newGroupStore()
+		c1 := newCoordinator(t, group.Config{Store: store, InitialRebalanceDelay: time.Second})
+		rs := classic("b-static", proto("range", "S"))
+		rs.GroupInstanceID = "host-1"
+		chA, chS := joinAsync(ctx, c1, classic("a", proto("range", "A"))), joinAsync(ctx, c1, rs)
+		time.Sleep(time.Second)
+		a, s := ready(t, chA).resp, ready(t, chS).resp
+		_, err := c1.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a.MemberID, Generation: a.Generation,
+			Assignments: map[string][]byte{a.MemberID: []byte("A"), s.MemberID: []byte("S-part")}})
+		require.NoError(t, err)
+		stable, _ := store.latest("g")
+
+		again, err := c1.Join(ctx, rs) // the restarted instance
+		require.NoError(t, err)
+		require.Equal(t, s.Generation, again.Generation, "no rebalance")
+		meta, ok := store.latest("g")
+		require.True(t, ok)
+		require.NotEqual(t, stable, meta, "the replacement is stored")
+		require.NoError(t, c1.Close())
+
+		c2 := newCoordinator(t, group.Config{Store: store, InitialGroups: map[string][]byte{"g": meta}})
+		require.NoError(t, c2.Heartbeat(ctx, "g", again.MemberID, again.Generation))
+		require.NoError(t, c2.Heartbeat(ctx, "g", a.MemberID, a.Generation))
+		require.ErrorIs(t, c2.Heartbeat(ctx, "g", s.MemberID, s.Generation), group.ErrUnknownMember)
+		got, err := c2.Sync(ctx, group.SyncRequest{Group: "g", MemberID: again.MemberID, Generation: again.Generation})
+		require.NoError(t, err)
+		require.Equal(t, []byte("S-part"), got.Assignment)
+	})
+}

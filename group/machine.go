@@ -96,6 +96,10 @@ type groupState struct {
 	// meta is the leader epoch and metadata of the commits in offsets that
 	// came with any (CommitWithMetadata); the others have none.
 	meta map[TopicPartition]offsetMeta
+	// metaChanged: the membership changed within the generation (a static
+	// member replaced), so the group's metadata must be stored again
+	// although its phase did not change. The driver clears it.
+	metaChanged bool
 }
 
 func newGroupState(id string, initialDelay time.Duration) *groupState {
@@ -289,6 +293,7 @@ func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, 
 		if g.leader == holder {
 			g.leader = m.id
 		}
+		g.metaChanged = true
 		out = append(out, effect{kind: effCancel, timer: holder},
 			effect{kind: effLog, msg: "static member replaced", member: m.id, reason: "instance " + ev.instanceID + " was " + holder})
 	}
