@@ -35,11 +35,11 @@ type Coordinator struct {
 	timers    map[timerKey]*armedTimer
 	effs      []effect // scratch, reused by every step
 
-	// pendingMeta holds the groups' metadata to store (nil: a tombstone),
-	// by group, recorded by step when a GroupMetadataStore is set and
-	// written by flushMeta, holding metaMu (taken before mu), which keeps
-	// the StoreGroup calls in the order of the changes.
-	pendingMeta map[string][]byte
+	// pendingMeta holds the groups' metadata to store (a nil value: a
+	// tombstone), by group, recorded by step when a GroupMetadataStore is
+	// set and written by flushMeta, holding metaMu (taken before mu), which
+	// keeps the StoreGroup calls in the order of the changes.
+	pendingMeta map[string]pendingGroup
 	metaMu      sync.Mutex
 
 	callbacks sync.WaitGroup // armed timers whose callback has not returned
@@ -260,10 +260,15 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 		return joinResult{}, err
 	}
 	c.mu.Unlock()
-	c.flushMeta() // before the reply: the leader's Sync returns once the generation is stored
+	// Before the reply: the leader's Sync returns once the generation is
+	// stored, or, if that failed, with the rebalance it starts.
+	failed := c.flushMeta()[group]
 
 	select {
 	case r := <-ch:
+		if failed != nil && r.err == nil {
+			r.err = fmt.Errorf("%w: group %q: its metadata could not be stored: %w", ErrRebalanceInProgress, group, failed)
+		}
 		return r, r.err
 	case <-ctx.Done():
 	}
@@ -710,9 +715,9 @@ func (c *Coordinator) step(e *entry, ev event) error {
 		if after != before && (after == phaseStable || after == phaseEmpty) ||
 			after == before && after == phaseStable && e.st.metaChanged {
 			if c.pendingMeta == nil {
-				c.pendingMeta = make(map[string][]byte)
+				c.pendingMeta = make(map[string]pendingGroup)
 			}
-			c.pendingMeta[e.st.id] = e.st.encodeMetadata(now)
+			c.pendingMeta[e.st.id] = pendingGroup{value: e.st.encodeMetadata(now), generation: e.st.generation}
 		}
 	}
 	e.st.metaChanged = false
@@ -781,13 +786,21 @@ func (c *Coordinator) fire(key timerKey, t *armedTimer) {
 	c.flushMeta()
 }
 
+// pendingGroup is a group's metadata record to store, of generation.
+type pendingGroup struct {
+	value      []byte // nil: a tombstone
+	generation int32
+}
+
 // flushMeta stores the groups' metadata that step recorded, if any, with
 // no lock held but metaMu: a later change is stored by a later call (or
 // this one, replacing the earlier), so the last one stored is the latest.
-func (c *Coordinator) flushMeta() {
+// A generation whose metadata could not be stored rebalances
+// (storeFailedEvent); flushMeta returns the errors by group.
+func (c *Coordinator) flushMeta() map[string]error {
 	s, ok := c.cfg.Store.(GroupMetadataStore)
 	if !ok {
-		return
+		return nil
 	}
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
@@ -797,13 +810,32 @@ func (c *Coordinator) flushMeta() {
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return // the next coordinator of the groups has what is stored
+		return nil // the next coordinator of the groups has what is stored
 	}
+	var failed map[string]error
 	for _, g := range slices.Sorted(maps.Keys(pending)) {
-		if err := s.StoreGroup(g, pending[g]); err != nil {
-			c.log.Warn("group: store group metadata", "group", g, "err", err)
+		pg := pending[g]
+		if err := s.StoreGroup(g, pg.value); err != nil {
+			c.log.Warn("group: store group metadata", "group", g, "generation", pg.generation, "err", err)
+			if pg.value != nil { // an empty group's tombstone: nothing to redo
+				if failed == nil {
+					failed = make(map[string]error)
+				}
+				failed[g] = err
+			}
 		}
 	}
+	if failed == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for g, err := range failed {
+		if e := c.groups[g]; e != nil && !c.closed {
+			_ = c.step(e, storeFailedEvent{generation: pending[g].generation, err: err})
+		}
+	}
+	return failed
 }
 
 // lockCommits takes e's commit lock, which serializes the commits (and

@@ -148,6 +148,9 @@
 // protocol type, generation, protocol, leader and, per member, its id,
 // group instance id, client id and host, timeouts, subscription and
 // assignment — and a tombstone (a nil value) when the group becomes Empty.
+// The leader's Sync returns once the generation is stored; if the store
+// fails, the generation does not stand (as Kafka's storeGroup callback): the
+// Sync fails with ErrRebalanceInProgress and the group rebalances.
 // A broker gives each group's last value to Config.InitialGroups: the group
 // comes back Stable in its generation, each member's session restarted, so
 // its members heartbeat and commit on after a restart or failover. A static

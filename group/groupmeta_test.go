@@ -21,6 +21,7 @@ type groupStore struct {
 	offsets *grouptest.Store
 	mu      sync.Mutex
 	groups  map[string][]byte
+	fail    error // StoreGroup's answer while set
 }
 
 func newGroupStore() *groupStore {
@@ -34,6 +35,9 @@ func (s *groupStore) Store(g string, offsets map[group.TopicPartition]int64) err
 func (s *groupStore) StoreGroup(g string, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
 	s.groups[g] = append([]byte(nil), value...)
 	if value == nil {
 		s.groups[g] = nil
@@ -183,5 +187,53 @@ func TestGroupMetadataStaticReplacement(t *testing.T) {
 		got, err := c2.Sync(ctx, group.SyncRequest{Group: "g", MemberID: again.MemberID, Generation: again.Generation})
 		require.NoError(t, err)
 		require.Equal(t, []byte("S-part"), got.Assignment)
+	})
+}
+
+// A generation whose metadata cannot be stored does not stand (Kafka's
+// storeGroup callback): the leader's Sync fails with ErrRebalanceInProgress,
+// the group rebalances, and once the store works again the next generation
+// is stored and stable.
+func TestGroupMetadataStoreFails(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		store := newGroupStore()
+		store.fail = errors.New("disk full")
+		c := newCoordinator(t, group.Config{Store: store, InitialRebalanceDelay: time.Second})
+		ra, rb := classic("a", proto("range", "A")), classic("b", proto("range", "B"))
+		chA, chB := joinAsync(ctx, c, ra), joinAsync(ctx, c, rb)
+		time.Sleep(time.Second)
+		a, b := ready(t, chA).resp, ready(t, chB).resp
+		require.Equal(t, a.MemberID, a.Leader)
+		assign := func(a, b group.JoinResponse) map[string][]byte {
+			return map[string][]byte{a.MemberID: []byte("A-part"), b.MemberID: []byte("B-part")}
+		}
+		_, err := c.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a.MemberID, Generation: a.Generation, Assignments: assign(a, b)})
+		require.ErrorIs(t, err, group.ErrRebalanceInProgress)
+		require.ErrorContains(t, err, "disk full")
+		_, stored := store.latest("g")
+		require.False(t, stored)
+		d, _ := c.Describe("g")
+		require.Equal(t, group.StatePreparingRebalance, d.State)
+		require.ErrorIs(t, c.Heartbeat(ctx, "g", b.MemberID, b.Generation), group.ErrRebalanceInProgress)
+
+		store.mu.Lock()
+		store.fail = nil
+		store.mu.Unlock()
+		ra.MemberID, rb.MemberID = a.MemberID, b.MemberID
+		chA, chB = joinAsync(ctx, c, ra), joinAsync(ctx, c, rb)
+		a2, b2 := ready(t, chA), ready(t, chB)
+		require.NoError(t, a2.err)
+		require.NoError(t, b2.err)
+		require.Equal(t, a.Generation+1, a2.resp.Generation)
+		got, err := c.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a2.resp.MemberID, Generation: a2.resp.Generation,
+			Assignments: assign(a2.resp, b2.resp)})
+		require.NoError(t, err)
+		require.Equal(t, []byte("A-part"), got.Assignment)
+		meta, stored := store.latest("g")
+		require.True(t, stored)
+		require.NotNil(t, meta)
+		d, _ = c.Describe("g")
+		require.Equal(t, group.StateStable, d.State)
 	})
 }

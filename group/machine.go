@@ -181,14 +181,24 @@ type commitEvent struct {
 // rebalance (member == "") fired.
 type timerEvent struct{ member string }
 
-func (joinEvent) isEvent()       {}
-func (cancelJoinEvent) isEvent() {}
-func (syncEvent) isEvent()       {}
-func (cancelSyncEvent) isEvent() {}
-func (heartbeatEvent) isEvent()  {}
-func (leaveEvent) isEvent()      {}
-func (commitEvent) isEvent()     {}
-func (timerEvent) isEvent()      {}
+// storeFailedEvent: the metadata of generation could not be stored (the
+// driver's GroupMetadataStore failed). As Kafka does when it cannot write
+// the leader's assignment, a group still stable in that generation
+// rebalances: its members join again, and the next generation is stored.
+type storeFailedEvent struct {
+	generation int32
+	err        error
+}
+
+func (joinEvent) isEvent()        {}
+func (cancelJoinEvent) isEvent()  {}
+func (syncEvent) isEvent()        {}
+func (cancelSyncEvent) isEvent()  {}
+func (heartbeatEvent) isEvent()   {}
+func (leaveEvent) isEvent()       {}
+func (commitEvent) isEvent()      {}
+func (timerEvent) isEvent()       {}
+func (storeFailedEvent) isEvent() {}
 
 // Effects.
 
@@ -251,6 +261,11 @@ func (g *groupState) step(now time.Time, ev event, out []effect) ([]effect, erro
 		return out, g.checkCommit(now, ev)
 	case timerEvent:
 		return g.timer(now, ev, out), nil
+	case storeFailedEvent:
+		if g.phase == phaseStable && g.generation == ev.generation {
+			out = g.startRebalance(now, "group metadata not stored: "+ev.err.Error(), false, out)
+		}
+		return out, nil
 	}
 	panic(fmt.Sprintf("group: unknown event %T", ev))
 }
