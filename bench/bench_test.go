@@ -81,15 +81,19 @@ func TestCases(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	e := tinyEnv(t, 3)
-	ls, err := measureLimits(e)
+	ls, err := measureLimits(e, allCases())
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
 	for _, l := range ls {
 		keys[l.Key] = true
-		if len(l.Samples) != 3 || l.MBPerSec.Median <= 0 || l.MBPerSec.Min > l.MBPerSec.Median || l.MBPerSec.Median > l.MBPerSec.Max {
-			t.Errorf("limit %s: %d samples, MB/s %+v", l.Key, len(l.Samples), l.MBPerSec)
+		st := l.MBPerSec
+		if l.PerOp {
+			st = l.OpsPerSec
+		}
+		if len(l.Samples) != 3 || st.Median <= 0 || st.Min > st.Median || st.Median > st.Max {
+			t.Errorf("limit %s: %d samples, MB/s %+v, ops/s %+v", l.Key, len(l.Samples), l.MBPerSec, l.OpsPerSec)
 		}
 	}
 	for _, c := range allCases() {
@@ -127,6 +131,8 @@ func TestReport(t *testing.T) {
 		"| fixture start + stop, 1 topic | kfake.NewCluster(1 broker) + Close |",
 		"| Kafka fixture start + stop, 1 topic | strata kafkatest.New + Cleanup |",
 		"| sequential 1 MiB writes to the page cache |",
+		"| a bare listener on 127.0.0.1:0 + accept goroutine, started and stopped |",
+		"× listener |",
 		"| 1.00× |",
 	} {
 		if !strings.Contains(out, want) {
@@ -145,7 +151,9 @@ func TestReport(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Results) != 4 || len(back.Limits) != 4 || len(back.Results[0].Samples) != 3 {
+	// The fixture case's five rows; the machine's four limits and the
+	// fixture's listener.
+	if len(back.Results) != 5 || len(back.Limits) != 5 || len(back.Results[0].Samples) != 3 {
 		t.Errorf("JSON has %d results, %d limits", len(back.Results), len(back.Limits))
 	}
 	if back.Results[0].RecordsPerSec != rep.Results[0].RecordsPerSec {

@@ -123,7 +123,7 @@ func allCases() []benchCase {
 func measure(e *env, cases []benchCase, casesStart func() error) (*report, error) {
 	rep := newReport(e)
 	var err error
-	if rep.Limits, err = measureLimits(e); err != nil {
+	if rep.Limits, err = measureLimits(e, cases); err != nil {
 		return nil, fmt.Errorf("limits: %w", err)
 	}
 	if casesStart != nil {
