@@ -26,11 +26,15 @@ func kafkaLimits() []limitDef {
 		{key: limitKgoProduce, short: "kgo → null", caseName: "server",
 			name: "kgo producing 100 B records to a server that stores nothing",
 			what: "as the kgo produce case, against a Kafka-protocol responder (ApiVersions, Metadata, InitProducerId, Produce acked with counted offsets, records dropped); ops = records",
-			run:  func(e *env) (sample, error) { return kgoProduceServer(e, nullServer, serverRecordSize, serverRecords(e)) }},
+			run: func(e *env) (sample, error) {
+				return kgoProduceServer(e, nullServer, serverRecordSize, serverRecords(e))
+			}},
 		{key: limitKgoConsume, short: "kgo ← null", caseName: "server",
 			name: "kgo consuming 100 B records from a server that stores nothing",
 			what: "as the kgo consume case, against the same responder: Fetch serves the largest batch kgo produced to it, again and again at the offset asked for; ops = records",
-			run:  func(e *env) (sample, error) { return kgoConsumeServer(e, nullServer, serverRecordSize, serverRecords(e)) }},
+			run: func(e *env) (sample, error) {
+				return kgoConsumeServer(e, nullServer, serverRecordSize, serverRecords(e))
+			}},
 	}
 }
 

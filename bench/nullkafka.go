@@ -301,7 +301,7 @@ func (s *nullKafka) listOffsets(req *kmsg.ListOffsetsRequest) *kmsg.ListOffsetsR
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewListOffsetsResponseTopicPartition()
 			p.Partition, p.LeaderEpoch, p.Timestamp = rp.Partition, 0, -1
-			p.Offset = 0 // earliest, and any timestamp: the records start at 0
+			p.Offset = 0            // earliest, and any timestamp: the records start at 0
 			if rp.Timestamp == -1 { // latest
 				p.Offset = end
 			}
