@@ -64,6 +64,11 @@ type StoreConfig struct {
 	// Metrics, when set, is told of every partition flush and its time
 	// (metrics.Hooks.Fsync); nil → none.
 	Metrics metrics.Hooks
+
+	// ephemeral: the owner throws the data dir away after Close
+	// (OpenEphemeral): partitions skip the files only a later open
+	// reads (their leader-epoch checkpoint).
+	ephemeral bool
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
