@@ -31,7 +31,7 @@ func kafkaLimits() []limitDef {
 			}},
 		{key: limitKgoConsume, short: "kgo ← null", caseName: "server",
 			name: "kgo consuming 100 B records from a server that stores nothing",
-			what: "as the kgo consume case, against the same responder: Fetch serves the largest batch kgo produced to it, again and again at the offset asked for; ops = records",
+			what: "as the kgo consume case, against the same responder: Fetch fills each response (up to the partition's max bytes) with copies of the largest batch kgo produced to it, at consecutive offsets from the one asked for; ops = records",
 			run: func(e *env) (sample, error) {
 				return kgoConsumeServer(e, nullServer, serverRecordSize, serverRecords(e))
 			}},

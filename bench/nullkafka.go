@@ -18,8 +18,8 @@ import (
 // Metadata (one broker, itself; every topic asked for has one partition),
 // InitProducerId, ListOffsets, Produce (acknowledged with offsets that
 // count the records it was sent, which it drops) and Fetch (the largest
-// batch it was ever sent, served again and again with its base offset
-// moved to the offset asked for). One goroutine per connection, requests
+// batch it was ever sent, copied at consecutive offsets from the one asked
+// for up to the partition's maximum bytes). One goroutine per connection, requests
 // answered in order; every goroutine is joined by close.
 type nullKafka struct {
 	ln   net.Listener
@@ -339,7 +339,7 @@ func (s *nullKafka) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 				count := int64(binary.BigEndian.Uint32(b[batchLastOffsetDelta:])) + 1
 				s.next += count
 				if len(s.batch) < batchHeaderLen || count > int64(binary.BigEndian.Uint32(s.batch[batchLastOffsetDelta:]))+1 {
-					s.batch = append(s.batch[:0], b[:size]...)
+					s.batch = append([]byte(nil), b[:size]...) // never written again: fetch reads it unlocked
 				}
 				b = b[size:]
 			}
@@ -351,25 +351,33 @@ func (s *nullKafka) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 	return resp
 }
 
-// fetch serves the kept batch at the offset asked for, its base offset
-// moved there (the CRC does not cover it); the high watermark is the end
-// of that batch.
+// fetch fills each partition asked for, up to its maximum bytes (at least
+// one batch), with copies of the kept batch at consecutive offsets from the
+// one asked for (the CRC does not cover the base offset); the high
+// watermark is the end of the last.
 func (s *nullKafka) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	s.mu.Lock()
+	batch := s.batch
+	s.mu.Unlock()
 	for _, rt := range req.Topics {
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic = rt.Topic
 		for _, rp := range rt.Partitions {
 			p := kmsg.NewFetchResponseTopicPartition()
-			p.Partition, p.LastStableOffset, p.LogStartOffset = rp.Partition, -1, 0
+			p.Partition, p.LogStartOffset = rp.Partition, 0
 			p.HighWatermark = rp.FetchOffset
-			s.mu.Lock()
-			b := append([]byte(nil), s.batch...)
-			s.mu.Unlock()
-			if len(b) >= batchHeaderLen {
-				binary.BigEndian.PutUint64(b, uint64(rp.FetchOffset))
+			if len(batch) >= batchHeaderLen {
+				count := int64(binary.BigEndian.Uint32(batch[batchLastOffsetDelta:])) + 1
+				copies := max(1, int(rp.PartitionMaxBytes)/len(batch))
+				b := make([]byte, 0, copies*len(batch))
+				for range copies {
+					at := len(b)
+					b = append(b, batch...)
+					binary.BigEndian.PutUint64(b[at:], uint64(p.HighWatermark))
+					p.HighWatermark += count
+				}
 				p.RecordBatches = b
-				p.HighWatermark += int64(binary.BigEndian.Uint32(b[batchLastOffsetDelta:])) + 1
 			}
 			p.LastStableOffset = p.HighWatermark
 			t.Partitions = append(t.Partitions, p)
