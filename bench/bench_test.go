@@ -81,20 +81,19 @@ func TestCases(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	e := tinyEnv(t, 3)
-	ls, err := measureLimits(e, allCases())
+	ls, err := measureLimits(e)
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := map[string]bool{}
 	for _, l := range ls {
 		keys[l.Key] = true
-		st := l.MBPerSec
-		if l.PerOp {
-			st = l.OpsPerSec
+		if len(l.Samples) != 3 || l.MBPerSec.Median <= 0 || l.MBPerSec.Min > l.MBPerSec.Median || l.MBPerSec.Median > l.MBPerSec.Max {
+			t.Errorf("limit %s: %d samples, MB/s %+v", l.Key, len(l.Samples), l.MBPerSec)
 		}
-		if len(l.Samples) != 3 || st.Median <= 0 || st.Min > st.Median || st.Median > st.Max {
-			t.Errorf("limit %s: %d samples, MB/s %+v, ops/s %+v", l.Key, len(l.Samples), l.MBPerSec, l.OpsPerSec)
-		}
+	}
+	for _, l := range caseLimits() {
+		keys[l.key] = true // measured with their variants (TestCaseLimits)
 	}
 	for _, c := range allCases() {
 		for _, v := range c.variants(e) {
@@ -104,6 +103,48 @@ func TestLimits(t *testing.T) {
 		}
 	}
 	assertEmptyDir(t, e.root)
+}
+
+// TestCaseLimits measures the fixture and server cases' variants with
+// their limits: each limit gets a sample per run and its own entry, not a
+// row, and every row of a variant compared with it gets a ratio to it.
+func TestCaseLimits(t *testing.T) {
+	for _, name := range []string{"fixture", "server"} {
+		cases, err := selectCases(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := tinyEnv(t, 3)
+		e.systems = []string{"strata kafkatest", "strata server + kgo, no compression", "kfake + kgo"} // and the limits, always
+		rep := &report{}
+		for _, v := range cases[0].variants(e) {
+			if err := rep.measureVariantAndLimit(e, name, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, l := range rep.Limits {
+			st := l.MBPerSec
+			if l.PerOp {
+				st = l.OpsPerSec
+			}
+			if len(l.Samples) != 3 || st.Median <= 0 {
+				t.Errorf("limit %s: %d samples, MB/s %+v, ops/s %+v", l.Key, len(l.Samples), l.MBPerSec, l.OpsPerSec)
+			}
+		}
+		for _, r := range rep.Results {
+			if strings.HasPrefix(r.System, "limit") {
+				t.Errorf("the limit is a row: %s", r.System)
+			}
+			if r.Limit != "" && rep.limit(r.Limit) != nil && r.RatioLimit <= 0 {
+				t.Errorf("%s / %s: no ratio to %s", r.Variant, r.System, r.Limit)
+			}
+		}
+		want := map[string]int{"fixture": 1, "server": 2}[name]
+		if len(rep.Limits) != want || len(rep.Results) == 0 {
+			t.Errorf("%s: %d limits, %d rows", name, len(rep.Limits), len(rep.Results))
+		}
+		assertEmptyDir(t, e.root)
+	}
 }
 
 // TestReport runs the whole pipeline on one cheap case and checks the

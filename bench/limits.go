@@ -17,7 +17,8 @@ type limit struct {
 	What      string `json:"what"`
 	MBPerSec  stat   `json:"mb_per_sec"`
 	OpsPerSec stat   `json:"ops_per_sec"`
-	// PerOp: rows are compared by records/s with OpsPerSec, not by MB/s.
+	// PerOp: rows are compared by records/s with OpsPerSec, not by MB/s
+	// (a limit that moves no bytes, such as a fixture's start).
 	PerOp   bool     `json:"per_op,omitempty"`
 	Samples []sample `json:"runs"`
 }
@@ -30,43 +31,25 @@ const (
 	limitSendfile  = "sendfile"
 )
 
-// limitDef is how one limit is measured.
-type limitDef struct {
-	key, short, name, what string
-	// caseName, if set, measures the limit only when that case runs.
-	caseName string
-	// perOp: rows compare their records/s with the limit's ops/s, not
-	// MB/s (a limit that moves no bytes, such as a fixture's start).
-	perOp bool
-	run   func(e *env) (sample, error)
-}
-
-// measureLimits measures the machine's limits and those of the cases
-// given.
-func measureLimits(e *env, cases []benchCase) ([]limit, error) {
+func measureLimits(e *env) ([]limit, error) {
+	type def struct {
+		key, short, name, what string
+		run                    func(e *env) (sample, error)
+	}
 	var fsyncLatencies []float64 // median latency of each fsync run
-	defs := []limitDef{
-		{key: limitPageCache, short: "page cache", name: "sequential 1 MiB writes to the page cache", what: "write(2) of 1 MiB buffers to a new file, no fsync; ops = MiB writes", run: pageCacheWrites},
-		{key: limitMemcpy, short: "memcpy", name: "memcpy", what: "copy() of 64 MiB between two buffers; ops = 64 MiB copies", run: memcpyLimit},
-		{key: limitFsync, short: "fsync 4K", name: "fsync'd 4 KiB appends", run: func(e *env) (sample, error) {
+	defs := []def{
+		{limitPageCache, "page cache", "sequential 1 MiB writes to the page cache", "write(2) of 1 MiB buffers to a new file, no fsync; ops = MiB writes", pageCacheWrites},
+		{limitMemcpy, "memcpy", "memcpy", "copy() of 64 MiB between two buffers; ops = 64 MiB copies", memcpyLimit},
+		{limitFsync, "fsync 4K", "fsync'd 4 KiB appends", "", func(e *env) (sample, error) {
 			s, lat, err := fsyncAppends(e)
 			fsyncLatencies = append(fsyncLatencies, float64(lat))
 			return s, err
 		}},
-		{key: limitSendfile, short: "sendfile", name: "a file sent over loopback TCP with sendfile", what: "sendfile(2) of a page-cached file to a 127.0.0.1 socket drained by a reader; ops = files", run: sendfileLimit},
-	}
-	selected := map[string]bool{}
-	for _, c := range cases {
-		selected[c.name] = true
-	}
-	for _, d := range kafkaLimits() {
-		if selected[d.caseName] {
-			defs = append(defs, d)
-		}
+		{limitSendfile, "sendfile", "a file sent over loopback TCP with sendfile", "sendfile(2) of a page-cached file to a 127.0.0.1 socket drained by a reader; ops = files", sendfileLimit},
 	}
 	var out []limit
 	for _, d := range defs {
-		l := limit{Key: d.key, Short: d.short, Name: d.name, What: d.what, PerOp: d.perOp}
+		l := limit{Key: d.key, Short: d.short, Name: d.name, What: d.what}
 		var mb, ops []float64
 		for r := range e.runs {
 			e.logf("bench: limit %s: run %d of %d", d.key, r+1, e.runs)
