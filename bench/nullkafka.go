@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -19,7 +21,8 @@ import (
 // InitProducerId, ListOffsets, Produce (acknowledged with offsets that
 // count the records it was sent, which it drops) and Fetch (the largest
 // batch it was ever sent, copied at consecutive offsets from the one asked
-// for up to the partition's maximum bytes). One goroutine per connection, requests
+// for up to the partition's maximum bytes and about the records produced;
+// past them it waits for MaxWait). One goroutine per connection, requests
 // answered in order; every goroutine is joined by close.
 type nullKafka struct {
 	ln   net.Listener
@@ -28,8 +31,9 @@ type nullKafka struct {
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
-	next   int64  // the offset the next produced record gets
-	batch  []byte // the largest batch produced (a copy), served by Fetch
+	next   int64         // the offset the next produced record gets
+	batch  []byte        // the largest batch produced (a copy), served by Fetch
+	done   chan struct{} // closed by close: parked fetches return
 	wg     sync.WaitGroup
 }
 
@@ -47,7 +51,7 @@ func startNullKafka() (*nullKafka, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &nullKafka{ln: ln, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}}
+	s := &nullKafka{ln: ln, addr: ln.Addr().String(), conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -78,6 +82,7 @@ func (s *nullKafka) accept() {
 func (s *nullKafka) close() {
 	s.mu.Lock()
 	s.closed = true
+	close(s.done)
 	for nc := range s.conns {
 		nc.Close()
 	}
@@ -97,7 +102,7 @@ func (s *nullKafka) serve(nc net.Conn) {
 		nc.Close()
 	}()
 	rd, wr := bufio.NewReaderSize(nc, 64<<10), bufio.NewWriterSize(nc, 64<<10)
-	var frame, out []byte
+	var frame, out, run []byte // run: the batch's copies a fetch sends, reused
 	for {
 		var size [4]byte
 		if _, err := io.ReadFull(rd, size[:]); err != nil {
@@ -115,7 +120,7 @@ func (s *nullKafka) serve(nc net.Conn) {
 			return
 		}
 		var err error
-		if out, err = s.answer(out[:0], frame); err != nil {
+		if out, err = s.answer(out[:0], frame, &run); err != nil {
 			return
 		}
 		if _, err := wr.Write(out); err != nil {
@@ -143,8 +148,9 @@ var nullMaxVersions = map[int16]int16{
 	kmsg.InitProducerID.Int16(): 4,
 }
 
-// answer appends the response frame to the request frame to out.
-func (s *nullKafka) answer(out, frame []byte) ([]byte, error) {
+// answer appends the response frame to the request frame to out; run is
+// the connection's buffer for fetched copies.
+func (s *nullKafka) answer(out, frame []byte, run *[]byte) ([]byte, error) {
 	if len(frame) < 10 {
 		return out, errNullUnsupported
 	}
@@ -203,7 +209,7 @@ func (s *nullKafka) answer(out, frame []byte) ([]byte, error) {
 	case *kmsg.ProduceRequest:
 		resp = s.produce(req)
 	case *kmsg.FetchRequest:
-		resp = s.fetch(req)
+		resp = s.fetch(req, run)
 	}
 	// ApiVersions answers with response header v0 at every version.
 	flexible := resp.IsFlexible() && key != kmsg.ApiVersions.Int16()
@@ -355,11 +361,12 @@ func (s *nullKafka) produce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 // one batch), with copies of the kept batch at consecutive offsets from the
 // one asked for (the CRC does not cover the base offset); the high
 // watermark is the end of the last.
-func (s *nullKafka) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
+func (s *nullKafka) fetch(req *kmsg.FetchRequest, run *[]byte) *kmsg.FetchResponse {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	s.mu.Lock()
-	batch := s.batch
+	batch, end := s.batch, s.next
 	s.mu.Unlock()
+	served := false
 	for _, rt := range req.Topics {
 		t := kmsg.NewFetchResponseTopic()
 		t.Topic = rt.Topic
@@ -367,14 +374,22 @@ func (s *nullKafka) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 			p := kmsg.NewFetchResponseTopicPartition()
 			p.Partition, p.LogStartOffset = rp.Partition, 0
 			p.HighWatermark = rp.FetchOffset
-			if len(batch) >= batchHeaderLen {
+			if len(batch) >= batchHeaderLen && rp.FetchOffset < end {
+				served = true
 				count := int64(binary.BigEndian.Uint32(batch[batchLastOffsetDelta:])) + 1
-				copies := max(1, int(rp.PartitionMaxBytes)/len(batch))
-				b := make([]byte, 0, copies*len(batch))
-				for range copies {
-					at := len(b)
-					b = append(b, batch...)
-					binary.BigEndian.PutUint64(b[at:], uint64(p.HighWatermark))
+				// Up to the records produced (give or take a batch), as
+				// a server that kept them would: no more to decode.
+				copies := max(1, min(int(rp.PartitionMaxBytes)/len(batch), int((end-rp.FetchOffset+count-1)/count)))
+				// The copies are made once per connection; a fetch only
+				// moves their base offsets (the response is encoded, so
+				// the buffer free, before the next request is read).
+				// (A batch is told from another by its header, CRC included.)
+				if len(*run) < copies*len(batch) || !bytes.Equal((*run)[8:batchHeaderLen], batch[8:batchHeaderLen]) {
+					*run = append((*run)[:0], bytes.Repeat(batch, copies)...)
+				}
+				b := (*run)[:copies*len(batch)]
+				for i := range copies {
+					binary.BigEndian.PutUint64(b[i*len(batch):], uint64(p.HighWatermark))
 					p.HighWatermark += count
 				}
 				p.RecordBatches = b
@@ -383,6 +398,14 @@ func (s *nullKafka) fetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
+	}
+	if !served { // past the end: wait as a long poll would, or until close
+		t := time.NewTimer(time.Duration(req.MaxWaitMillis) * time.Millisecond)
+		select {
+		case <-t.C:
+		case <-s.done:
+		}
+		t.Stop()
 	}
 	return resp
 }
