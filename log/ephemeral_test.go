@@ -89,3 +89,29 @@ func TestCreateTopicOverLeftovers(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 }
+
+// TestOpenNotADirectory: a data dir that is a file is refused, on the OS's
+// FS and on MemFS, and nothing is created.
+func TestOpenNotADirectory(t *testing.T) {
+	osDir := t.TempDir()
+	mem := vfs.NewMem()
+	for _, fs := range []vfs.FS{vfs.Default, mem} {
+		root := "/m"
+		if fs == vfs.Default {
+			root = osDir
+		}
+		require.NoError(t, fs.MkdirAll(root, 0o755))
+		f, err := fs.Create(filepath.Join(root, "file"))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		for _, open := range []func(string, Config) (*Broker, error){Open, OpenEphemeral} {
+			_, err = open(filepath.Join(root, "file"), Config{FS: fs})
+			require.Error(t, err)
+			_, err = open(filepath.Join(root, "file", "sub"), Config{FS: fs})
+			require.Error(t, err)
+		}
+		names, err := fs.ReadDir(root)
+		require.NoError(t, err)
+		require.Equal(t, []string{"file"}, names)
+	}
+}

@@ -150,13 +150,10 @@ type Store struct {
 func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 	cfg = cfg.withDefaults()
 	fs := cfg.FS
+	// MkdirAll fails on a path that is not a directory (ENOTDIR): no Stat
+	// is needed to tell.
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: open data dir: %w", err)
-	}
-	if fi, err := fs.Stat(dir); err != nil {
-		return nil, fmt.Errorf("log: open data dir: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("log: open data dir: %s is not a directory", dir)
 	}
 	lock, err := fs.Lock(filepath.Join(dir, lockFile))
 	if errors.Is(err, vfs.ErrLocked) {
