@@ -92,6 +92,9 @@ func TestLimits(t *testing.T) {
 			t.Errorf("limit %s: %d samples, MB/s %+v", l.Key, len(l.Samples), l.MBPerSec)
 		}
 	}
+	for _, l := range caseLimits() {
+		keys[l.key] = true // measured with their variants (TestCaseLimits)
+	}
 	for _, c := range allCases() {
 		for _, v := range c.variants(e) {
 			if v.limit != "" && !keys[v.limit] {
@@ -100,6 +103,48 @@ func TestLimits(t *testing.T) {
 		}
 	}
 	assertEmptyDir(t, e.root)
+}
+
+// TestCaseLimits measures the fixture and server cases' variants with
+// their limits: each limit gets a sample per run and its own entry, not a
+// row, and every row of a variant compared with it gets a ratio to it.
+func TestCaseLimits(t *testing.T) {
+	for _, name := range []string{"fixture", "server"} {
+		cases, err := selectCases(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := tinyEnv(t, 3)
+		e.systems = []string{"strata kafkatest", "strata server + kgo, no compression", "kfake + kgo"} // and the limits, always
+		rep := &report{}
+		for _, v := range cases[0].variants(e) {
+			if err := rep.measureVariantAndLimit(e, name, v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, l := range rep.Limits {
+			st := l.MBPerSec
+			if l.PerOp {
+				st = l.OpsPerSec
+			}
+			if len(l.Samples) != 3 || st.Median <= 0 {
+				t.Errorf("limit %s: %d samples, MB/s %+v, ops/s %+v", l.Key, len(l.Samples), l.MBPerSec, l.OpsPerSec)
+			}
+		}
+		for _, r := range rep.Results {
+			if strings.HasPrefix(r.System, "limit") {
+				t.Errorf("the limit is a row: %s", r.System)
+			}
+			if r.Limit != "" && rep.limit(r.Limit) != nil && r.RatioLimit <= 0 {
+				t.Errorf("%s / %s: no ratio to %s", r.Variant, r.System, r.Limit)
+			}
+		}
+		want := map[string]int{"fixture": 1, "server": 2}[name]
+		if len(rep.Limits) != want || len(rep.Results) == 0 {
+			t.Errorf("%s: %d limits, %d rows", name, len(rep.Limits), len(rep.Results))
+		}
+		assertEmptyDir(t, e.root)
+	}
 }
 
 // TestReport runs the whole pipeline on one cheap case and checks the
@@ -127,6 +172,8 @@ func TestReport(t *testing.T) {
 		"| fixture start + stop, 1 topic | kfake.NewCluster(1 broker) + Close |",
 		"| Kafka fixture start + stop, 1 topic | strata kafkatest.New + Cleanup |",
 		"| sequential 1 MiB writes to the page cache |",
+		"| a bare listener on 127.0.0.1:0 + accept goroutine, started and stopped |",
+		"× listener |",
 		"| 1.00× |",
 	} {
 		if !strings.Contains(out, want) {
@@ -145,7 +192,9 @@ func TestReport(t *testing.T) {
 	if err := json.Unmarshal(b, &back); err != nil {
 		t.Fatal(err)
 	}
-	if len(back.Results) != 4 || len(back.Limits) != 4 || len(back.Results[0].Samples) != 3 {
+	// The fixture case's five rows; the machine's four limits and the
+	// fixture's listener.
+	if len(back.Results) != 5 || len(back.Limits) != 5 || len(back.Results[0].Samples) != 3 {
 		t.Errorf("JSON has %d results, %d limits", len(back.Results), len(back.Limits))
 	}
 	if back.Results[0].RecordsPerSec != rep.Results[0].RecordsPerSec {

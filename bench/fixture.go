@@ -15,7 +15,7 @@ import (
 // fixtureVariants: a unit-test fixture with one topic of one partition,
 // started and stopped, again and again.
 func fixtureVariants(e *env) []variant {
-	n := e.pick(2_000, 300, 10)
+	n := fixtureStarts(e)
 	kfake := system{name: "kfake.NewCluster(1 broker) + Close", durability: "– (in memory; listens on 127.0.0.1)",
 		run: func(e *env) (sample, error) { return repeat(n, kfakeFixture) }}
 	return []variant{{
@@ -30,13 +30,22 @@ func fixtureVariants(e *env) []variant {
 		// protocol; × Strata of kfake's row is kfake's starts/s over
 		// kafkatest's.
 		label: "Kafka fixture start + stop, 1 topic", unit: "starts", cpuNote: "start",
+		limit: limitListener,
 		systems: []system{
 			{name: "strata kafkatest.New + Cleanup", baseline: true, durability: "– (in-memory FS; listens on 127.0.0.1)",
 				run: func(e *env) (sample, error) { return repeat(n, kafkaFixture) }},
 			kfake,
+			// kafkatest's floor with Strata's broker: its work and a
+			// bare listener's, one after the other as in kafkatest.New,
+			// with no Kafka server around the listener.
+			{name: "logtest.New(InMemory) + a bare listener, no server", durability: "– (in-memory FS; listens on 127.0.0.1)",
+				run: func(e *env) (sample, error) { return repeat(n, brokerAndListener) }},
 		},
 	}}
 }
+
+// fixtureStarts is how many starts one run of the fixture case times.
+func fixtureStarts(e *env) int { return e.pick(2_000, 300, 10) }
 
 func repeat(n int, f func() error) (sample, error) {
 	runtime.GC()
@@ -63,6 +72,18 @@ func kafkaFixture() error {
 		c := kafkatest.New(tb, kafkatest.Topic("t", 1))
 		if c.Addr() == "" {
 			tb.Fatalf("kafkatest: no address")
+		}
+	})
+}
+
+// brokerAndListener starts and stops logtest's fixture and, inside it, a
+// bare listener with its accept goroutine (limits_kafka.go).
+func brokerAndListener() error {
+	tb := &fixtureTB{}
+	return tb.run(func() {
+		logtest.New(tb, logtest.InMemory(), logtest.Topic("t", 1))
+		if err := bareListener(); err != nil {
+			tb.Fatalf("listener: %v", err)
 		}
 	})
 }

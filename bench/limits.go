@@ -11,13 +11,16 @@ import (
 // limit is one of the machine's own limits, measured in the same run as
 // the cases that are compared with it.
 type limit struct {
-	Key       string   `json:"key"`
-	Short     string   `json:"short"`
-	Name      string   `json:"name"`
-	What      string   `json:"what"`
-	MBPerSec  stat     `json:"mb_per_sec"`
-	OpsPerSec stat     `json:"ops_per_sec"`
-	Samples   []sample `json:"runs"`
+	Key       string `json:"key"`
+	Short     string `json:"short"`
+	Name      string `json:"name"`
+	What      string `json:"what"`
+	MBPerSec  stat   `json:"mb_per_sec"`
+	OpsPerSec stat   `json:"ops_per_sec"`
+	// PerOp: rows are compared by records/s with OpsPerSec, not by MB/s
+	// (a limit that moves no bytes, such as a fixture's start).
+	PerOp   bool     `json:"per_op,omitempty"`
+	Samples []sample `json:"runs"`
 }
 
 // The limits' keys, as variants name them.

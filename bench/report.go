@@ -110,7 +110,11 @@ func (rep *report) addRows(rows []row) {
 		if base > 0 && r.Error == "" {
 			r.RatioStrata = r.RecordsPerSec.Median / base
 		}
-		if l := rep.limit(r.Limit); l != nil && l.MBPerSec.Median > 0 && r.Error == "" {
+		switch l := rep.limit(r.Limit); {
+		case l == nil || r.Error != "":
+		case l.PerOp && l.OpsPerSec.Median > 0:
+			r.RatioLimit = r.RecordsPerSec.Median / l.OpsPerSec.Median
+		case l.MBPerSec.Median > 0:
 			r.RatioLimit = r.MBPerSec.Median / l.MBPerSec.Median
 		}
 	}
@@ -168,7 +172,7 @@ func writeMarkdown(w io.Writer, rep *report) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "MB = 10⁶ bytes of record values (zero copy: bytes on the wire). × Strata: records/s over Strata's in the same case (higher is faster).")
-	fmt.Fprintln(w, "× limit: MB/s over the named limit's. CPU: process CPU time (all goroutines and their kernel work) per record, timer or start;")
+	fmt.Fprintln(w, "× limit: MB/s over the named limit's (records/s over its ops/s for a limit that moves no bytes). CPU: process CPU time (all goroutines and their kernel work) per record, timer or start;")
 	fmt.Fprintln(w, "zero copy: CPU time of the sending thread per GB. Medians of noisy runs: read the spread before a ratio.")
 	fmt.Fprintln(w)
 }

@@ -23,14 +23,14 @@ import (
 // `strata perf produce` (the command, built once) against the same server
 // as kgo, so that its figure can be read next to kgo's.
 func serverVariants(e *env) []variant {
-	const size = 100
-	n := e.pick(1_000_000, 200_000, 500)
+	const size = serverRecordSize
+	n := serverRecords(e)
 	var strataBin string
 	var binDir string
 	return []variant{
 		{
 			label: "kgo produce " + sizeName(size) + " to a Kafka server", cpuNote: "record (client + server)",
-			limit: limitPageCache,
+			limit: limitKgoProduce,
 			systems: []system{
 				{name: "strata server + kgo", baseline: true, durability: "page cache (FlushMessages 0)",
 					run: func(e *env) (sample, error) { return kgoProduceServer(e, strataServer, size, n) }},
@@ -75,7 +75,7 @@ func serverVariants(e *env) []variant {
 		},
 		{
 			label: "kgo consume " + sizeName(size) + " from a Kafka server", cpuNote: "record (client + server)",
-			limit: limitPageCache,
+			limit: limitKgoConsume,
 			systems: []system{
 				{name: "strata server + kgo", baseline: true, durability: "page cache (FlushMessages 0)",
 					run: func(e *env) (sample, error) { return kgoConsumeServer(e, strataServer, size, n) }},
@@ -85,6 +85,13 @@ func serverVariants(e *env) []variant {
 		},
 	}
 }
+
+// serverRecordSize is the value size of the server cases and their limits.
+const serverRecordSize = 100
+
+// serverRecords is how many records the server cases and their limits
+// send.
+func serverRecords(e *env) int { return e.pick(1_000_000, 200_000, 500) }
 
 // kafkaServer is a running Kafka-protocol server with topic "bench" of one
 // partition.

@@ -113,6 +113,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	if err := cfg.DefaultTopic.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("log: default topic config: %w", err)
 	}
+	if ephemeral {
+		cfg.FS = unsyncedDirs{cfg.FS}
+	}
 	b := &Broker{
 		dir:        dir,
 		topicsPath: filepath.Join(dir, topicsFile),
@@ -136,6 +139,7 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 		Notify:                  b.appended,
 		Metrics:                 cfg.Metrics,
 		OnLoopStart:             b.startCleaner,
+		ephemeral:               ephemeral,
 	})
 	if err != nil {
 		b.wheel.Stop()
@@ -304,11 +308,16 @@ func (b *Broker) createTopicWith(name string, cfg, overrides TopicConfig) (*Topi
 		return nil, fmt.Errorf("log: create topic %s: %w", name, err)
 	}
 	for i := 0; i < cfg.Partitions; i++ {
-		// A directory left by a crash before its topic was recorded.
-		if err := b.store.RemovePartition(name, i); err != nil && !errors.Is(err, ErrUnknownPartition) {
-			return fail(err)
-		}
 		p, err := b.store.CreatePartition(name, i, cfg)
+		if errors.Is(err, ErrPartitionExists) {
+			// A directory left by a crash before its topic was recorded
+			// (or a partition made through the Store): removed, and the
+			// partition created anew. Checked by the failed create, so
+			// that a new partition costs no look-up of a leftover.
+			if err = b.store.RemovePartition(name, i); err == nil || errors.Is(err, ErrUnknownPartition) {
+				p, err = b.store.CreatePartition(name, i, cfg)
+			}
+		}
 		if err != nil {
 			return fail(err)
 		}

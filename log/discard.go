@@ -15,7 +15,9 @@ func (b *Broker) Discard() error { return b.shutdown(b.store.Discard) }
 // (a unit-test fixture's fresh in-memory FS or temporary directory): a
 // broker as Open's in every way while it runs, which writes none of the
 // files that only a later Open would read. Its topics are not recorded
-// (no topics.json), and its Close is Discard (no checkpoints, no
+// (no topics.json), new partitions write no leader-epoch checkpoint,
+// directories are not fsynced (what they make durable is for an Open after
+// a crash), and its Close is Discard (no checkpoints, no
 // clean-shutdown marker). Records are appended, flushed and read as
 // Open's; the broker only gives up being reopened: an Open of the dir
 // afterwards finds no topic and removes the partition directories.

@@ -37,6 +37,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		wake:         s.wakeLoop,
 		appended:     s.notify,
 		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,
+		ephemeral:    s.cfg.ephemeral,
 		hwLowered: func() {
 			if err := s.writeCheckpoints(); err != nil {
 				s.logger.Error("checkpoint failed", "err", err)
@@ -63,7 +64,9 @@ func (p *Partition) create() error {
 	// fsyncs (1.5 to 25 ms on this machine's disk) in the producer's path.
 	// A follower's first AppendAsFollower, or SetLeaderEpoch, replaces it.
 	if c, changed := p.loadEpochs().assign(p.epoch.Load(), 0); changed {
-		if err := p.storeEpochs(c); err != nil {
+		if p.ephemeral {
+			p.epochs.Store(&c) // the file is for a later open: none comes
+		} else if err := p.storeEpochs(c); err != nil {
 			return err
 		}
 	}

@@ -48,6 +48,9 @@ type Partition struct {
 	// hwFollowsEnd: the high watermark is the end offset (a standalone
 	// broker, the only replica).
 	hwFollowsEnd bool
+	// ephemeral: of an ephemeral store, whose data dir no open reads
+	// again: a new partition writes no leader-epoch checkpoint.
+	ephemeral bool
 
 	mu     sync.Mutex // the writer lock
 	active *segment.Segment

@@ -64,6 +64,11 @@ type StoreConfig struct {
 	// Metrics, when set, is told of every partition flush and its time
 	// (metrics.Hooks.Fsync); nil → none.
 	Metrics metrics.Hooks
+
+	// ephemeral: the owner throws the data dir away after Close
+	// (OpenEphemeral): partitions skip the files only a later open
+	// reads (their leader-epoch checkpoint).
+	ephemeral bool
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -147,13 +152,10 @@ type Store struct {
 func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 	cfg = cfg.withDefaults()
 	fs := cfg.FS
+	// MkdirAll fails on a path that is not a directory (ENOTDIR): no Stat
+	// is needed to tell.
 	if err := fs.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("log: open data dir: %w", err)
-	}
-	if fi, err := fs.Stat(dir); err != nil {
-		return nil, fmt.Errorf("log: open data dir: %w", err)
-	} else if !fi.IsDir() {
-		return nil, fmt.Errorf("log: open data dir: %s is not a directory", dir)
 	}
 	lock, err := fs.Lock(filepath.Join(dir, lockFile))
 	if errors.Is(err, vfs.ErrLocked) {

@@ -1,6 +1,9 @@
 package kafkatest_test
 
 import (
+	"context"
+	"net"
+	"sync"
 	"testing"
 
 	"github.com/strata-log/strata/kafka"
@@ -51,6 +54,40 @@ func BenchmarkListen(b *testing.B) {
 		if err := srv.Close(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkBareListener is BenchmarkListen's floor: a listener on
+// loopback as kafka.Listen makes it, an accept goroutine, Close and the
+// goroutine joined, with no server around them.
+func BenchmarkBareListener(b *testing.B) {
+	b.ReportAllocs()
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	for b.Loop() {
+		ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				nc, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				nc.Close()
+			}
+		}()
+		if ln.Addr().String() == "" {
+			b.Fatal("no address")
+		}
+		if err := ln.Close(); err != nil {
+			b.Fatal(err)
+		}
+		wg.Wait()
 	}
 }
 

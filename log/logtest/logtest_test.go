@@ -48,6 +48,17 @@ func BenchmarkFixtureStartStop(b *testing.B) {
 	}
 }
 
+// BenchmarkFixtureStartStopTempDir is BenchmarkFixtureStartStop on the
+// default data dir, a temporary directory on the OS's file system.
+func BenchmarkFixtureStartStopTempDir(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		tb := &fakeTB{TB: b}
+		logtest.New(tb, logtest.Topic("t", 1))
+		tb.cleanup()
+	}
+}
+
 // fakeTB runs the fixture's cleanups when the benchmark says, not at its end.
 type fakeTB struct {
 	testing.TB
