@@ -31,8 +31,19 @@ import (
 // partition, the in-sync replicas AcksAll needs, MaxMessageBytes) but not
 // the bytes. A topic that stores another codec than the batch's takes the
 // validating path, which recompresses.
-func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte, acks Acks) (ProduceResult, error) {
+//
+// With given, the caller gives raw up: it never writes to it again, and the
+// partition may keep it in its tail for readers (tail.go).
+func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte, acks Acks, given bool) (ProduceResult, error) {
+	if given {
+		return b.produceWith(ctx, tp, raw, acks, (*Partition).appendBuiltGiven)
+	}
 	return b.produceWith(ctx, tp, raw, acks, (*Partition).appendBuilt)
+}
+
+// appendBuiltGiven is appendBuilt for a batch its caller gives up.
+func (p *Partition) appendBuiltGiven(b []byte) (base, next int64, err error) {
+	return p.appendBuiltKeep(b, true)
 }
 
 // appendBuilt is AppendBatch for a batch built by batch.Builder in this
@@ -40,6 +51,11 @@ func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte
 // AppendBatch (full validation, recompression) when the topic stores another
 // codec than the batch's.
 func (p *Partition) appendBuilt(b []byte) (base, next int64, err error) {
+	return p.appendBuiltKeep(b, false)
+}
+
+// appendBuiltKeep is appendBuilt; with keep, b may stay in the tail.
+func (p *Partition) appendBuiltKeep(b []byte, keep bool) (base, next int64, err error) {
 	if len(b) > p.config().MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
 	}
@@ -53,5 +69,5 @@ func (p *Partition) appendBuilt(b []byte) (base, next int64, err error) {
 	if codec, ok := p.config().Compression.codec(); ok && int(codec) != h.Compression() {
 		return p.AppendBatch(b)
 	}
-	return p.appendValidKeep(b, h, true)
+	return p.appendValidKeep(b, h, keep)
 }

@@ -119,11 +119,11 @@ func (p *Producer) work(ps *partState) {
 			batch.SetBaseOffset(b.raw, 0)
 			batch.SetPartitionLeaderEpoch(b.raw, -1)
 		}
-		if p.broker != nil {
+		if p.broker != nil && len(b.raw) >= tailMinBatch {
 			// The broker may keep the bytes for its readers (tail.go).
 			b.given, b.detach = true, true
 		}
-		res, err, expired := p.produce(ps.tp, b.raw, b.deadline)
+		res, err, expired := p.produce(ps.tp, b.raw, b.deadline, b.given)
 		var recs []batch.Record
 		if errors.Is(err, ErrRecordTooLarge) && len(b.slots) > 1 {
 			var derr error
@@ -201,12 +201,12 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 
 // produce sends one encoded batch, bounded by deadline; expired says the
 // deadline ended the call.
-func (p *Producer) produce(tp TopicPartition, raw []byte, deadline time.Time) (res ProduceResult, err error, expired bool) {
+func (p *Producer) produce(tp TopicPartition, raw []byte, deadline time.Time, given bool) (res ProduceResult, err error, expired bool) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	if p.broker != nil {
 		// An in-process broker: raw is the Builder's, valid by
 		// construction, and is not validated again (partition_trusted.go).
-		res, err = p.broker.produceBuilt(ctx, tp, raw, p.cfg.Acks)
+		res, err = p.broker.produceBuilt(ctx, tp, raw, p.cfg.Acks, given)
 	} else {
 		res, err = p.c.ProduceBatch(ctx, tp, raw, p.cfg.Acks)
 	}

@@ -13,7 +13,7 @@ import (
 // read(2) of the segment file and without a buffer of its own.
 //
 // A batch goes into the tail only on the trusted path (partition_trusted.go),
-// whose caller gives the bytes up: the Producer never writes to a slice it
+// when its caller gives the bytes up (batches of tailMinBatch and more): the Producer never writes to a slice it
 // handed over again (it copies it first, pbatch.own) and builds the next
 // batch in a new buffer (batch.Builder.Detach). Any other append empties the
 // tail, and so does every truncation, since the bytes at a position of the
@@ -24,6 +24,13 @@ import (
 // Memory is bounded per Store (tailBudget) and per partition (tailSlots
 // batches, each at most a batch's MaxMessageBytes); over the budget, a
 // partition keeps none.
+
+// tailMinBatch is the smallest batch a Producer gives to the tail. A large
+// batch is most of what a consumer at the end reads in one fetch (a read(2)
+// and a buffer saved per batch), and costs the Producer a new buffer; small
+// batches come many to a fetch, where a new buffer for each cost more than
+// the reads they saved (BenchmarkProduceConsume/none-16KiB in bench/).
+const tailMinBatch = 256 << 10
 
 // tailSlots is how many of a partition's last batches the tail holds: a
 // consumer a few batches behind still reads from memory.

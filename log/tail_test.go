@@ -12,14 +12,17 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// produceTail sends n records through a Producer of b (the trusted path) in
-// batches of about 4 KiB and waits for them.
+// tailValue is the value of record i of the tail tests: 4 KiB.
+func tailValue(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 4<<10) }
+
+// produceTail sends n records of 4 KiB through a Producer of b (the trusted
+// path) in batches just over tailMinBatch and waits for them.
 func produceTail(t *testing.T, b *Broker, topic string, from, n int) {
 	t.Helper()
-	pr, err := NewProducer(b, ProducerConfig{BatchBytes: 4 << 10, Linger: time.Minute, Timeout: time.Hour})
+	pr, err := NewProducer(b, ProducerConfig{BatchBytes: tailMinBatch + 16<<10, Linger: time.Minute, Timeout: time.Hour})
 	require.NoError(t, err)
 	for i := from; i < from+n; i++ {
-		pr.SendAsync(Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte{byte(i)}, 100)},
+		pr.SendAsync(Record{Topic: topic, Key: fmt.Appendf(nil, "k%d", i), Value: tailValue(i)},
 			func(_ Record, err error) {
 				if err != nil {
 					t.Error(err)
@@ -48,7 +51,7 @@ func TestTailReads(t *testing.T) {
 	b := openT(t, vfs.NewMem(), "/data")
 	defer b.Close()
 	p := createT(t, b, "t", TopicConfig{})
-	produceTail(t, b, "t", 0, 400) // 400 records of ~110 B: ~11 batches, fewer than tailSlots
+	produceTail(t, b, "t", 0, 400) // 400 records of 4 KiB: 6 batches, fewer than tailSlots
 
 	r := p.tail.Load()
 	require.NotNil(t, r)
@@ -64,7 +67,7 @@ func TestTailReads(t *testing.T) {
 
 	// Every start and size: what the file holds (ReadBatches reads it).
 	for off := int64(0); off < p.EndOffset(); off += 37 {
-		for _, max := range []int{1, 5000, 9000, 1 << 20} {
+		for _, max := range []int{1, tailMinBatch, 3 * tailMinBatch, 16 << 20} {
 			file, err := p.ReadBatches(off, max, p.EndOffset())
 			require.NoError(t, err)
 			require.Equal(t, file, sliceBytes(t, p, off, max), "offset %d, max %d", off, max)
@@ -81,7 +84,7 @@ func TestTailReads(t *testing.T) {
 		for _, rc := range recs {
 			require.Equal(t, int64(got), rc.Offset)
 			require.Equal(t, fmt.Sprintf("k%d", got), string(rc.Key))
-			require.Equal(t, bytes.Repeat([]byte{byte(got)}, 100), rc.Value)
+			require.Equal(t, tailValue(got), rc.Value)
 			got++
 		}
 	}
@@ -111,18 +114,35 @@ func TestTailReads(t *testing.T) {
 // and give all of it back when their partitions close.
 func TestTailBudget(t *testing.T) {
 	b := openT(t, vfs.NewMem(), "/data")
-	b.store.tails.max = 10 << 10 // two or three batches of ~4 KiB
+	b.store.tails.max = 3 * tailMinBatch // two batches
 	for i := range 3 {
 		createT(t, b, fmt.Sprintf("t%d", i), TopicConfig{})
 	}
 	for round := range 3 {
 		for i := range 3 {
-			produceTail(t, b, fmt.Sprintf("t%d", i), round*100, 100)
+			produceTail(t, b, fmt.Sprintf("t%d", i), round*64, 64) // one batch just over tailMinBatch
 			require.LessOrEqual(t, b.store.tails.used.Load(), b.store.tails.max)
 		}
 	}
 	require.Positive(t, b.store.tails.used.Load())
 	require.NoError(t, b.Close())
+	require.Zero(t, b.store.tails.used.Load())
+}
+
+// TestTailSmallBatches: a Producer gives no batch smaller than tailMinBatch
+// to the tail: it reuses their buffers.
+func TestTailSmallBatches(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	pr, err := NewProducer(b, ProducerConfig{BatchBytes: 16 << 10})
+	require.NoError(t, err)
+	for i := range 100 {
+		_, err := pr.Send(context.Background(), Record{Topic: "t", Value: tailValue(i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, pr.Close())
+	require.Nil(t, p.tail.Load())
 	require.Zero(t, b.store.tails.used.Load())
 }
 
