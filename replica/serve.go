@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
@@ -127,6 +128,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		}
 	}
 	base, next, err := ps.p.AppendBatch(batch)
+	kafka.ProduceOrdered(ctx) // the next produce to tp may append (order.go)
 	if err != nil {
 		ps.mu.Unlock()
 		return log.ProduceResult{}, err
