@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -100,17 +101,24 @@ type sentFetch struct {
 func (f *fetcher) run() {
 	defer close(f.done)
 	b := f.b
+	// Kept from one fetch to the next: a fetcher allocates nothing per
+	// fetch for its own bookkeeping.
+	var parts, asks []*partState
+	var sent []sentFetch
+	var reqParts []ReplicaFetchPartition
 	for f.ctx.Err() == nil {
+		clear(parts)
+		parts = parts[:0]
 		f.mu.Lock()
-		parts := make([]*partState, 0, len(f.parts))
 		for ps := range f.parts {
 			parts = append(parts, ps)
 		}
 		f.mu.Unlock()
 
 		now := b.cfg.Clock.Now()
-		var sent []sentFetch
-		var asks []*partState
+		clear(sent)
+		clear(asks)
+		sent, asks = sent[:0], asks[:0]
 		var wait time.Duration = -1
 		for _, ps := range parts {
 			ps.mu.Lock()
@@ -137,7 +145,8 @@ func (f *fetcher) run() {
 			f.idle(wait)
 			continue
 		}
-		req := ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: make([]ReplicaFetchPartition, len(sent))}
+		reqParts = slices.Grow(reqParts[:0], len(sent))[:len(sent)]
+		req := ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: reqParts}
 		for i, s := range sent {
 			req.Partitions[i] = ReplicaFetchPartition{
 				TopicPartition:     s.ps.tp,

@@ -2,8 +2,9 @@ package replica
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
-	"hash/maphash"
+	"hash/fnv"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -31,18 +32,14 @@ const pipeSlots = 4
 
 type pipeKey struct{ leader, slot int }
 
-var pipeSeed = maphash.MakeSeed()
-
-// slotOf is the pipelined connection of a producer and partition.
+// slotOf is the pipelined connection of a producer and partition (FNV-1a
+// of the topic, partition and producer id).
 func slotOf(k orderKey) int {
-	var h maphash.Hash
-	h.SetSeed(pipeSeed)
-	h.WriteString(k.tp.Topic)
+	h := fnv.New64a()
+	h.Write([]byte(k.tp.Topic))
 	var b [16]byte
-	for i := range 8 {
-		b[i] = byte(k.pid >> (8 * i))
-		b[8+i] = byte(uint64(k.tp.Partition) >> (8 * i))
-	}
+	binary.BigEndian.PutUint64(b[:8], uint64(k.pid))
+	binary.BigEndian.PutUint64(b[8:], uint64(k.tp.Partition))
 	h.Write(b[:])
 	return int(h.Sum64() % pipeSlots)
 }

@@ -92,8 +92,12 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 	}
 	l := o.lanes[k]
 	if l == nil {
+		// The first batch seen goes: a producer that was writing through
+		// another member (a failover, a restart) goes on from where it
+		// is. Only a new producer's first batches, racing, can come out
+		// of order here (one retry).
 		o.pruneLocked()
-		l = &orderLane{waiting: map[*orderWaiter]struct{}{}} // a new producer starts at 0
+		l = &orderLane{next: seq, waiting: map[*orderWaiter]struct{}{}}
 		o.lanes[k] = l
 	}
 	l.active++

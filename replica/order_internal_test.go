@@ -39,7 +39,9 @@ func TestProduceOrderReorders(t *testing.T) {
 			went <- seq
 			return ctx, done
 		}
-		// 10 and 5 come first: they wait for 0.
+		ctx0, done0 := enter(0) // the first of the lane goes
+		require.Equal(t, int32(0), <-went)
+		// 10 and 5 come next: they wait for 0 to have its place.
 		go func() { _, done := enter(10); done() }()
 		ctx5 := make(chan context.Context, 1)
 		release5 := make(chan struct{})
@@ -52,10 +54,6 @@ func TestProduceOrderReorders(t *testing.T) {
 		synctest.Wait()
 		require.Empty(t, went, "5 and 10 wait for 0")
 
-		ctx0, done0 := enter(0)
-		require.Equal(t, int32(0), <-went)
-		synctest.Wait()
-		require.Empty(t, went, "5 waits until 0 has its place")
 		kafka.ProduceOrdered(ctx0) // 0 is appended; its answer is still to come
 		require.Equal(t, int32(5), <-went)
 		synctest.Wait()
@@ -76,26 +74,31 @@ func TestProduceOrderReorders(t *testing.T) {
 }
 
 // TestProduceOrderGap: a batch whose predecessor never comes goes after
-// orderWait, and a new producer's lane starts at sequence 0; the lane of
-// an attempt that ended without a place moves on anyway.
+// orderWait; a lane starts wherever its first batch is (a producer that
+// wrote through another member); an attempt that ended without a place
+// moves the lane on anyway.
 func TestProduceOrderGap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var o produceOrder
 		k := orderKey{tp: orderTP, pid: 8}
 		start := time.Now()
-		_, done := o.enter(context.Background(), k, 3, 2)
-		require.Equal(t, orderWait, time.Since(start), "waited for 0..2, which never came")
+		_, done := o.enter(context.Background(), k, 300, 2)
+		require.Zero(t, time.Since(start), "the lane's first batch goes")
 		done() // no place given: the return gives it
 		start = time.Now()
-		_, done = o.enter(context.Background(), k, 5, 1)
-		require.Zero(t, time.Since(start), "5 follows 3..4")
+		_, done = o.enter(context.Background(), k, 302, 1)
+		require.Zero(t, time.Since(start), "302 follows 300..301")
+		done()
+		start = time.Now()
+		_, done = o.enter(context.Background(), k, 310, 1)
+		require.Equal(t, orderWait, time.Since(start), "waited for 303..309, which never came")
 		done()
 
 		// An ended context stops the wait.
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		start = time.Now()
-		_, done = o.enter(ctx, k, 100, 1)
+		_, done = o.enter(ctx, k, 400, 1)
 		require.Zero(t, time.Since(start))
 		done()
 	})
