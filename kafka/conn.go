@@ -230,9 +230,13 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 		for _, w := range waits {
 			<-w
 		}
-		c.handle(p, a, req)
+		var ordered func() // the later produces to its partitions may start
 		if mine != nil {
-			c.leaveLane(mine)
+			ordered = sync.OnceFunc(func() { c.leaveLane(mine) })
+		}
+		c.handle(p, a, req, ordered)
+		if ordered != nil {
+			ordered()
 		}
 	}()
 	return true
@@ -281,7 +285,8 @@ var errBadRequest = errors.New("kafka: bad request")
 // partition: they append in the order they were sent (an idempotent
 // producer's sequence numbers depend on it), while those to other
 // partitions proceed at once. It returns the earlier produces to wait for
-// and the channel to close when done.
+// and the channel to close once this one has its place in the log (see
+// ProduceOrdered; at the latest when its handler returns).
 func (c *conn) laneFor(req *kmsg.ProduceRequest) ([]chan struct{}, chan struct{}) {
 	mine := make(chan struct{})
 	var waits []chan struct{}
@@ -340,8 +345,10 @@ func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
 	return p
 }
 
-// handle runs a request's handler and sets its response.
-func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
+// handle runs a request's handler and sets its response. ordered, for a
+// produce, lets the connection's next produces to its partitions start
+// (ProduceOrdered).
+func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) {
 	defer close(p.done)
 	defer func() {
 		// A bug in a handler must not take the server down: the
@@ -354,6 +361,9 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request) {
 	ctx := c.ctx
 	if p.h.key == joinGroupKey {
 		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
+	}
+	if ordered != nil {
+		ctx = WithProduceOrdered(ctx, ordered)
 	}
 	rep := a.handle(ctx, c, req)
 	if c.s.cfg.Metrics != nil {

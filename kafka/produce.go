@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/log"
@@ -84,9 +85,27 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		}
 		resp.Topics = append(resp.Topics, t)
 	}
+	// The next produce of the connection to these partitions may start
+	// once every batch here has its place (see ProduceOrdered): each job
+	// tells when the backend says so, or at the latest when it returns.
+	jobCtx := func() context.Context { return ctx }
+	if len(jobs) > 1 {
+		var left atomic.Int32
+		left.Store(int32(len(jobs)))
+		detached := context.WithValue(ctx, orderedKey{}, (*orderHook)(nil))
+		jobCtx = func() context.Context {
+			return WithProduceOrdered(detached, func() {
+				if left.Add(-1) == 0 {
+					ProduceOrdered(ctx)
+				}
+			})
+		}
+	}
 	run := func(jb job) {
+		jctx := jobCtx()
+		defer ProduceOrdered(jctx)
 		p := &resp.Topics[jb.t].Partitions[jb.p]
-		p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(ctx, jb.tp, jb.recs, acks)
+		p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(jctx, jb.tp, jb.recs, acks)
 	}
 	if len(jobs) > 1 && len(distinct) == len(jobs) && acks != log.AcksNone {
 		// Partitions are appended (and, with acks=all, replicated or

@@ -53,6 +53,7 @@ type Broker struct {
 	pids   *log.ProducerIDAllocator // blocks from the controller (idempotence.go)
 
 	tokens atomic.Uint64
+	order  produceOrder // idempotent produces keep their order (order.go)
 
 	groups memberGroups // the coordinators of the __consumer_offsets partitions it leads (groups.go)
 

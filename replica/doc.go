@@ -27,8 +27,10 @@
 // The leader steps FollowerFetch for each partition of a follower's fetch,
 // answers with the records from the fetch offset below its log end (a
 // Partition.Slice), the HW, log start and any diverging epoch, and holds a
-// fetch that finds nothing new in the purgatory until an append or a HW move
-// (the Store's Notify) or FetchMaxWait. A produce is appended under the
+// fetch that finds nothing new in the purgatory until an append (the
+// Store's Notify) or FetchMaxWait: as in Kafka, a follower learns a HW move
+// with its next answer (a consumer's fetch also wakes on HW moves). A
+// produce is appended under the
 // partition's lock (CheckProduce first for acks=all, ErrNotEnoughReplicas),
 // stepped as Appended, and with acks=all waits for its CompleteProduce
 // (AwaitProduce) or the produce timeout.

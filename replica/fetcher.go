@@ -2,6 +2,7 @@ package replica
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -34,7 +35,23 @@ type bufferedFetcher interface {
 	replicaFetchInto(ctx context.Context, leader int, req ReplicaFetchRequest, buf *[]byte) (ReplicaFetchResponse, error)
 }
 
-const fetchBackoff = 50 * time.Millisecond
+// fetchBackoff is how long a fetcher waits after its leader could not be
+// reached. A partition the leader answered with an error waits
+// minFetchBackoff, doubled at each error in a row up to fetchBackoff: the
+// usual error is a leader that has not applied the metadata naming it yet
+// (NOT_LEADER, UNKNOWN_LEADER_EPOCH), which it does within milliseconds —
+// and a new topic's first acks=all produce, or the first after a failover,
+// waits for that retry.
+const (
+	fetchBackoff    = 50 * time.Millisecond
+	minFetchBackoff = time.Millisecond
+)
+
+// backOff puts ps off fetching for its next backoff; ps.mu is held.
+func (b *Broker) backOff(ps *partState) {
+	ps.backoffStep = min(max(2*ps.backoffStep, minFetchBackoff), fetchBackoff)
+	ps.backoff = b.cfg.Clock.Now().Add(ps.backoffStep)
+}
 
 // fetcherOf returns the fetcher of leader, started if new. Once the
 // member is closing it returns one that is never started.
@@ -84,17 +101,24 @@ type sentFetch struct {
 func (f *fetcher) run() {
 	defer close(f.done)
 	b := f.b
+	// Kept from one fetch to the next: a fetcher allocates nothing per
+	// fetch for its own bookkeeping.
+	var parts, asks []*partState
+	var sent []sentFetch
+	var reqParts []ReplicaFetchPartition
 	for f.ctx.Err() == nil {
+		clear(parts)
+		parts = parts[:0]
 		f.mu.Lock()
-		parts := make([]*partState, 0, len(f.parts))
 		for ps := range f.parts {
 			parts = append(parts, ps)
 		}
 		f.mu.Unlock()
 
 		now := b.cfg.Clock.Now()
-		var sent []sentFetch
-		var asks []*partState
+		clear(sent)
+		clear(asks)
+		sent, asks = sent[:0], asks[:0]
 		var wait time.Duration = -1
 		for _, ps := range parts {
 			ps.mu.Lock()
@@ -121,7 +145,8 @@ func (f *fetcher) run() {
 			f.idle(wait)
 			continue
 		}
-		req := ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: make([]ReplicaFetchPartition, len(sent))}
+		reqParts = slices.Grow(reqParts[:0], len(sent))[:len(sent)]
+		req := ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: reqParts}
 		for i, s := range sent {
 			req.Partitions[i] = ReplicaFetchPartition{
 				TopicPartition:     s.ps.tp,
@@ -198,7 +223,9 @@ func (f *fetcher) handle(s sentFetch, r *ReplicaFetchedPartition) {
 	}
 	if fr.Err != nil {
 		b.log.Debug("replica: fetch answer", "partition", ps.tp, "leader", f.leader, "err", fr.Err)
-		ps.backoff = b.cfg.Clock.Now().Add(fetchBackoff)
+		b.backOff(ps)
+	} else {
+		ps.backoffStep = 0
 	}
 	ps.pending = raw
 	b.runFollower(ps, ps.fm.Step(fr, nil))
@@ -225,7 +252,9 @@ func (f *fetcher) askEpochEnd(ps *partState) {
 		return
 	}
 	if err != nil {
-		ps.backoff = b.cfg.Clock.Now().Add(fetchBackoff)
+		b.backOff(ps)
+	} else {
+		ps.backoffStep = 0
 	}
 	b.runFollower(ps, ps.fm.Step(EpochEndResponse{LeaderEpoch: q.LeaderEpoch, Err: err, End: ans.End}, nil))
 }

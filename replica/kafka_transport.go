@@ -28,6 +28,7 @@ type kafkaTransport struct {
 	mu     sync.Mutex
 	idle   map[int][]*kconn
 	open   map[*kconn]struct{}
+	pipes  map[pipeKey]*pipeConn // idempotent produces (kafka_pipeline.go)
 	closed bool
 }
 
@@ -37,7 +38,7 @@ func newKafkaTransport(b *Broker, dial func(ctx context.Context, addr string) (n
 	return &kafkaTransport{
 		b: b, dial: dial,
 		fmt:  kmsg.NewRequestFormatter(kmsg.FormatterClientID(fmt.Sprintf("strata-broker-%d", b.cfg.ID))),
-		idle: map[int][]*kconn{}, open: map[*kconn]struct{}{},
+		idle: map[int][]*kconn{}, open: map[*kconn]struct{}{}, pipes: map[pipeKey]*pipeConn{},
 	}
 }
 
@@ -48,7 +49,11 @@ func (t *kafkaTransport) close() {
 	for c := range t.open {
 		c.nc.Close()
 	}
+	for _, p := range t.pipes {
+		p.nc.Close()
+	}
 	clear(t.idle)
+	clear(t.pipes)
 	t.mu.Unlock()
 }
 
@@ -71,13 +76,9 @@ func (t *kafkaTransport) get(ctx context.Context, id int) (*kconn, error) {
 		return c, nil
 	}
 	t.mu.Unlock()
-	bi, ok := t.b.img.Load().Broker(id)
-	if !ok || bi.Addr == "" {
-		return nil, fmt.Errorf("%w: broker %d has no known address", ErrUnreachable, id)
-	}
-	nc, err := t.dial(ctx, bi.Addr)
+	nc, err := t.dialBroker(ctx, id)
 	if err != nil {
-		return nil, fmt.Errorf("%w: dial broker %d at %s: %w", ErrUnreachable, id, bi.Addr, err)
+		return nil, err
 	}
 	c := &kconn{nc: nc}
 	t.mu.Lock()
@@ -88,6 +89,19 @@ func (t *kafkaTransport) get(ctx context.Context, id int) (*kconn, error) {
 	}
 	t.open[c] = struct{}{}
 	return c, nil
+}
+
+// dialBroker connects to broker id's data plane, as the metadata has it.
+func (t *kafkaTransport) dialBroker(ctx context.Context, id int) (net.Conn, error) {
+	bi, ok := t.b.img.Load().Broker(id)
+	if !ok || bi.Addr == "" {
+		return nil, fmt.Errorf("%w: broker %d has no known address", ErrUnreachable, id)
+	}
+	nc, err := t.dial(ctx, bi.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: dial broker %d at %s: %w", ErrUnreachable, id, bi.Addr, err)
+	}
+	return nc, nil
 }
 
 func (t *kafkaTransport) put(id int, c *kconn, broken bool) {
@@ -133,8 +147,14 @@ func (t *kafkaTransport) roundTripInto(ctx context.Context, c *kconn, req kmsg.R
 	if _, err := c.nc.Write(c.buf); err != nil {
 		return nil, err
 	}
+	return readResponse(c.nc, req, c.corr, buf)
+}
+
+// readResponse reads the response to req, sent with correlation id corr,
+// from nc: into *buf (grown as needed) when buf is not nil.
+func readResponse(nc net.Conn, req kmsg.Request, corr int32, buf *[]byte) (kmsg.Response, error) {
 	var size [4]byte
-	if _, err := io.ReadFull(c.nc, size[:]); err != nil {
+	if _, err := io.ReadFull(nc, size[:]); err != nil {
 		return nil, err
 	}
 	n := binary.BigEndian.Uint32(size[:])
@@ -150,11 +170,11 @@ func (t *kafkaTransport) roundTripInto(ctx context.Context, c *kconn, req kmsg.R
 		}
 		body = (*buf)[:n]
 	}
-	if _, err := io.ReadFull(c.nc, body); err != nil {
+	if _, err := io.ReadFull(nc, body); err != nil {
 		return nil, err
 	}
-	if corr := int32(binary.BigEndian.Uint32(body)); corr != c.corr {
-		return nil, fmt.Errorf("replica: response to request %d, want %d", corr, c.corr)
+	if got := int32(binary.BigEndian.Uint32(body)); got != corr {
+		return nil, fmt.Errorf("replica: response to request %d, want %d", got, corr)
 	}
 	body = body[4:]
 	resp := req.ResponseKind()
@@ -322,7 +342,13 @@ func (t *kafkaTransport) Produce(ctx context.Context, leader int, tp log.TopicPa
 	pp.Partition, pp.Records = int32(tp.Partition), batch
 	pt.Partitions = append(pt.Partitions, pp)
 	kr.Topics = append(kr.Topics, pt)
-	r, err := t.do(ctx, leader, kr)
+	var r kmsg.Response
+	var err error
+	if k, _, _, ok := orderOf(tp, batch); ok {
+		r, err = t.pipelined(ctx, leader, slotOf(k), kr)
+	} else {
+		r, err = t.do(ctx, leader, kr)
+	}
 	if err != nil {
 		return log.ProduceResult{}, err
 	}

@@ -25,11 +25,12 @@ type partState struct {
 	pm      *PartitionMachine
 	fm      *FollowerMachine
 	// follower side: the fetcher of following sends fetch (or epochReq)
-	following int // the leader fetched from; 0 none
-	fetch     *Fetch
-	epochReq  *FetchEpochEnd
-	backoff   time.Time // no fetch before
-	pending   []byte    // the records of the fetch answer being appended
+	following   int // the leader fetched from; 0 none
+	fetch       *Fetch
+	epochReq    *FetchEpochEnd
+	backoff     time.Time     // no fetch before
+	backoffStep time.Duration // the last backoff of the errors in a row (fetcher.go)
+	pending     []byte        // the records of the fetch answer being appended
 	// leader side: acks=all produces awaiting the HW, by token
 	waiters map[uint64]chan error
 }

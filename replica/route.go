@@ -109,6 +109,8 @@ func (b *Broker) Produce(ctx context.Context, tp log.TopicPartition, batch []byt
 // once the HW covers the batch; ErrNotEnoughReplicas when the ISR is below
 // the topic's MinInSyncReplicas. A produce whose leader moved is sent
 // again to the new one (without idempotence it may then be stored twice).
+// The batches of an idempotent producer to a partition reach the leader
+// in their sequence order, however the calls race (order.go).
 func (b *Broker) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -116,11 +118,18 @@ func (b *Broker) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch 
 		defer cancel()
 	}
 	var res log.ProduceResult
+	key, seq, n, ordered := orderOf(tp, batch)
 	err := b.route(ctx, tp, func(leader int) (err error) {
+		actx := ctx
+		if ordered {
+			var done func()
+			actx, done = b.order.enter(ctx, key, seq, n)
+			defer done()
+		}
 		if leader == b.cfg.ID {
-			res, err = b.produceLocal(ctx, tp, append([]byte(nil), batch...), acks)
+			res, err = b.produceLocal(actx, tp, append([]byte(nil), batch...), acks)
 		} else {
-			res, err = b.tr.Produce(ctx, leader, tp, batch, acks)
+			res, err = b.tr.Produce(actx, leader, tp, batch, acks)
 		}
 		return err
 	})

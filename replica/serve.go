@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
@@ -127,6 +128,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		}
 	}
 	base, next, err := ps.p.AppendBatch(batch)
+	kafka.ProduceOrdered(ctx) // the next produce to tp may append (order.go)
 	if err != nil {
 		ps.mu.Unlock()
 		return log.ProduceResult{}, err
@@ -324,6 +326,11 @@ func (b *Broker) park(ctx context.Context, op *changeOp, wait time.Duration, key
 
 // changeOp is a fetch parked until one of its partitions has records past
 // the offset it reads from, or a HW other than the one it last answered.
+// A replica's fetch (logEnd) waits for records only, as Kafka's
+// DelayedFetch with the LOG_END isolation: a follower learns the HW with
+// its next answer (the next records, or MaxWait), not with an answer of
+// its own for each HW move, which on the acks=all path came just as the
+// produce was being answered.
 type changeOp struct {
 	parts   []*log.Partition
 	offsets []int64
@@ -341,7 +348,7 @@ func (o *changeOp) watch(p *log.Partition, offset, hw int64) {
 func (o *changeOp) TryComplete() bool {
 	for i, p := range o.parts {
 		end := p.EndOffset()
-		if p.HighWatermark() != o.hws[i] || end < o.offsets[i] || o.logEnd && end > o.offsets[i] {
+		if !o.logEnd && p.HighWatermark() != o.hws[i] || end < o.offsets[i] || o.logEnd && end > o.offsets[i] {
 			return true
 		}
 	}

@@ -14,7 +14,9 @@ import (
 // so that a Kafka-protocol implementation maps them one to one.
 //
 // LocalNetwork is the in-process implementation. A call that cannot reach
-// the member returns an error wrapping ErrUnreachable.
+// the member returns an error wrapping ErrUnreachable. A Transport must not
+// retain a request (its Partitions, a produce's batch) once the call
+// returns: the caller reuses it.
 type Transport interface {
 	ReplicaFetch(ctx context.Context, leader int, req ReplicaFetchRequest) (ReplicaFetchResponse, error)
 	EpochEnd(ctx context.Context, leader int, req EpochEndRequest) (EpochEndAnswer, error)
