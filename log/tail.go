@@ -13,17 +13,19 @@ import (
 // read(2) of the segment file and without a buffer of its own.
 //
 // A batch goes into the tail only on the trusted path (partition_trusted.go),
-// when its caller gives the bytes up (batches of tailMinBatch and more): the Producer never writes to a slice it
-// handed over again (it copies it first, pbatch.own) and builds the next
-// batch in a new buffer (batch.Builder.Detach). Any other append empties the
+// when its caller gives the bytes up (batches of tailMinBatch and more): the
+// Producer never writes to a slice it handed over again (it copies it first,
+// pbatch.own) and builds the next batch in a new buffer
+// (batch.Builder.Detach). Any other append empties the
 // tail, and so does every truncation, since the bytes at a position of the
 // active segment can then change. The batches in the tail are byte for byte
 // what was written to the file at their positions: a read served from the
 // tail returns what reading the file would.
 //
 // Memory is bounded per Store (tailBudget) and per partition (tailSlots
-// batches, each at most a batch's MaxMessageBytes); over the budget, a
-// partition keeps none.
+// batches, each at most a batch's MaxMessageBytes); over the budget, the
+// partition appending gives up its oldest batches first, its newest too if
+// that alone does not fit.
 
 // tailMinBatch is the smallest batch a Producer gives to the tail. A large
 // batch is most of what a consumer at the end reads in one fetch (a read(2)
@@ -60,9 +62,10 @@ type tailRing struct {
 	bytes   int64
 }
 
-// keepTailLocked adds b, just written at pos of seg, to the tail, dropping
-// the oldest batch if it is full, or empties the tail when the budget has
-// no room. It reports whether b was kept: if so, b is the partition's now.
+// keepTailLocked adds b, just written at pos of seg, to the tail (which
+// starts anew unless b follows its newest batch), dropping the oldest batch
+// if it is full or the budget has no room, and emptying it if even b does
+// not fit. It reports whether b was kept: if so, b is the partition's now.
 // Holds mu.
 func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte) bool {
 	if p.tails == nil {
@@ -114,8 +117,8 @@ func (p *Partition) dropTailLocked() {
 	}
 }
 
-// bytes returns the bytes of the file ranges of bs if the tail holds all
-// of them: the tail's own slice for one batch, one new slice for several.
+// bytesOf returns the bytes of the file range of bs if the tail holds all
+// of it: the tail's own slice for one batch, one new slice for several.
 func (r *tailRing) bytesOf(bs *Batches) ([]byte, bool) {
 	if bs.n != 1 {
 		return nil, false // the ranges of another segment are not in the tail
