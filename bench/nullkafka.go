@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/wire"
 )
 
 // nullKafka is a Kafka-protocol responder that stores nothing: the least
@@ -185,7 +187,7 @@ func (s *nullKafka) answer(out, frame []byte, run *[]byte) ([]byte, error) {
 	req.SetVersion(version)
 	if req.IsFlexible() {
 		var ok bool
-		if body, ok = skipNullTags(body); !ok {
+		if body, ok = wire.SkipTags(body); !ok {
 			return out, errNullUnsupported
 		}
 	}
@@ -227,27 +229,6 @@ func appendNullResponse(out []byte, corr uint32, flexible bool, resp kmsg.Respon
 	out = resp.AppendTo(out)
 	binary.BigEndian.PutUint32(out[start:], uint32(len(out)-start-4))
 	return out
-}
-
-// skipNullTags skips the tagged fields that end a flexible request header.
-func skipNullTags(b []byte) ([]byte, bool) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, false
-	}
-	b = b[k:]
-	for range n {
-		if _, k = binary.Uvarint(b); k <= 0 {
-			return nil, false
-		}
-		b = b[k:]
-		size, k := binary.Uvarint(b)
-		if k <= 0 || size > uint64(len(b)-k) {
-			return nil, false
-		}
-		b = b[k+int(size):]
-	}
-	return b, true
 }
 
 func (s *nullKafka) apiVersions() *kmsg.ApiVersionsResponse {

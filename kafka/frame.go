@@ -8,6 +8,8 @@ import (
 	"io"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/internal/wire"
 )
 
 // Framing (Kafka's protocol guide): every request and response is an int32
@@ -118,40 +120,11 @@ func skipHeaderTags(h header, rest []byte) ([]byte, error) {
 	if !h.flexible {
 		return rest, nil
 	}
-	tr := tagReader{src: rest}
-	kmsg.SkipTags(&tr)
-	if tr.failed {
+	rest, ok := wire.SkipTags(rest)
+	if !ok {
 		return nil, fmt.Errorf("%w: truncated tagged fields in the request header", errBadFrame)
 	}
-	return tr.src, nil
-}
-
-// tagReader is a kmsg.TagReader over a byte slice.
-type tagReader struct {
-	src    []byte
-	failed bool
-}
-
-func (r *tagReader) Ok() bool { return !r.failed }
-
-func (r *tagReader) Uvarint() uint32 {
-	v, n := binary.Uvarint(r.src)
-	if n <= 0 || v > 1<<32-1 {
-		r.failed, r.src = true, nil
-		return 0
-	}
-	r.src = r.src[n:]
-	return uint32(v)
-}
-
-func (r *tagReader) Span(n int) []byte {
-	if n < 0 || n > len(r.src) {
-		r.failed, r.src = true, nil
-		return nil
-	}
-	b := r.src[:n]
-	r.src = r.src[n:]
-	return b
+	return rest, nil
 }
 
 // appendResponse appends a whole response frame: size, header and body.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/wire"
 	"github.com/strata-log/strata/log"
 )
 
@@ -180,38 +181,15 @@ func readResponse(nc net.Conn, req kmsg.Request, corr int32, buf *[]byte) (kmsg.
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() {
-		var err error
-		if body, err = skipTags(body); err != nil {
-			return nil, err
+		var ok bool
+		if body, ok = wire.SkipTags(body); !ok {
+			return nil, fmt.Errorf("replica: malformed tagged fields in a %T header", resp)
 		}
 	}
 	if err := resp.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("replica: decode %T: %w", resp, err)
 	}
 	return resp, nil
-}
-
-var errBadTags = errors.New("replica: malformed tagged fields in a response header")
-
-// skipTags skips the tagged fields of a flexible response header.
-func skipTags(b []byte) ([]byte, error) {
-	n, k := binary.Uvarint(b)
-	if k <= 0 {
-		return nil, errBadTags
-	}
-	b = b[k:]
-	for range n {
-		if _, k = binary.Uvarint(b); k <= 0 {
-			return nil, errBadTags
-		}
-		b = b[k:]
-		size, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < size {
-			return nil, errBadTags
-		}
-		b = b[k+int(size):]
-	}
-	return b, nil
 }
 
 // topicIndex groups partitions by topic in first-seen order, as Kafka's
