@@ -168,7 +168,7 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("log: append to %s: %w", p, err)
 	}
-	base, _, err := p.appendValid(b, h)
+	base, _, err := p.appendValid(b, h, false)
 	return base, err
 }
 
@@ -199,17 +199,13 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if h.Transactional() || h.Control() {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, ErrTransactionsUnsupported)
 	}
-	return p.appendValid(b, h)
+	return p.appendValid(b, h, false)
 }
 
-// appendValid appends a batch known to be valid, with header h.
-func (p *Partition) appendValid(b []byte, h batch.Header) (base, next int64, err error) {
-	return p.appendValidKeep(b, h, false)
-}
-
-// appendValidKeep is appendValid; with keep set, b is given up by the caller
-// and may be kept in the partition's tail (tail.go).
-func (p *Partition) appendValidKeep(b []byte, h batch.Header, keep bool) (base, next int64, err error) {
+// appendValid appends a batch known to be valid, with header h. With keep
+// set, b is given up by the caller and may stay in the partition's tail
+// (tail.go).
+func (p *Partition) appendValid(b []byte, h batch.Header, keep bool) (base, next int64, err error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()

@@ -35,27 +35,16 @@ import (
 // With given, the caller gives raw up: it never writes to it again, and the
 // partition may keep it in its tail for readers (tail.go).
 func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte, acks Acks, given bool) (ProduceResult, error) {
-	if given {
-		return b.produceWith(ctx, tp, raw, acks, (*Partition).appendBuiltGiven)
-	}
-	return b.produceWith(ctx, tp, raw, acks, (*Partition).appendBuilt)
-}
-
-// appendBuiltGiven is appendBuilt for a batch its caller gives up.
-func (p *Partition) appendBuiltGiven(b []byte) (base, next int64, err error) {
-	return p.appendBuiltKeep(b, true)
+	return b.produceWith(ctx, tp, raw, acks, func(p *Partition, raw []byte) (int64, int64, error) {
+		return p.appendBuilt(raw, given)
+	})
 }
 
 // appendBuilt is AppendBatch for a batch built by batch.Builder in this
 // process: the header is parsed, not the records. It falls back to
 // AppendBatch (full validation, recompression) when the topic stores another
-// codec than the batch's.
-func (p *Partition) appendBuilt(b []byte) (base, next int64, err error) {
-	return p.appendBuiltKeep(b, false)
-}
-
-// appendBuiltKeep is appendBuilt; with keep, b may stay in the tail.
-func (p *Partition) appendBuiltKeep(b []byte, keep bool) (base, next int64, err error) {
+// codec than the batch's. With keep, b may stay in the tail (tail.go).
+func (p *Partition) appendBuilt(b []byte, keep bool) (base, next int64, err error) {
 	if len(b) > p.config().MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
 	}
@@ -69,5 +58,5 @@ func (p *Partition) appendBuiltKeep(b []byte, keep bool) (base, next int64, err 
 	if codec, ok := p.config().Compression.codec(); ok && int(codec) != h.Compression() {
 		return p.AppendBatch(b)
 	}
-	return p.appendValidKeep(b, h, keep)
+	return p.appendValid(b, h, keep)
 }
