@@ -596,7 +596,7 @@ func (s *Store) writeCheckpoints() error {
 		if s.ckpts[c.name] == string(data) {
 			continue // unchanged since this store last wrote it
 		}
-		if err := s.replaceFile(c.name, data); err != nil {
+		if err := vfs.ReplaceFile(s.fs, filepath.Join(s.dir, c.name), data); err != nil {
 			first = fmt.Errorf("log: write checkpoint %s: %w", c.name, err)
 			break
 		}
@@ -614,31 +614,6 @@ func (s *Store) writeCheckpoints() error {
 		}
 	}
 	return first
-}
-
-// replaceFile writes data to name.tmp in the data dir, fsyncs it and
-// renames it over name; the caller syncs the directory.
-func (s *Store) replaceFile(name string, data []byte) error {
-	path := filepath.Join(s.dir, name)
-	tmp := path + ".tmp"
-	f, err := s.fs.Create(tmp)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = s.fs.Rename(tmp, path)
-	}
-	if err != nil {
-		s.fs.Remove(tmp) // best effort: the next write replaces it anyway
-	}
-	return err
 }
 
 // WriteCheckpoints writes the checkpoint files now (they are also written

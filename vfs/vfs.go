@@ -138,6 +138,16 @@ func (osFS) Lock(name string) (io.Closer, error) {
 // directory is written and fsynced, renamed over name, and the directory is
 // fsynced. A crash leaves either the old contents or the new, never a mix.
 func WriteFileAtomic(fs FS, name string, data []byte) error {
+	if err := ReplaceFile(fs, name, data); err != nil {
+		return err
+	}
+	return fs.SyncDir(filepath.Dir(name))
+}
+
+// ReplaceFile is WriteFileAtomic without the directory's fsync, for a
+// caller that replaces several files of one directory and syncs it once:
+// until it does, a crash may leave the old contents.
+func ReplaceFile(fs FS, name string, data []byte) error {
 	tmp := name + ".tmp"
 	if err := writeSynced(fs, tmp, data); err != nil {
 		fs.Remove(tmp) // best effort: a later write replaces it anyway
@@ -147,7 +157,7 @@ func WriteFileAtomic(fs FS, name string, data []byte) error {
 		fs.Remove(tmp)
 		return err
 	}
-	return fs.SyncDir(filepath.Dir(name))
+	return nil
 }
 
 // writeSynced creates name with data and fsyncs it.
