@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/segment/batch"
@@ -109,23 +110,15 @@ func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) err
 
 // StoreCommitted appends commits with their leader epochs and metadata.
 func (s offsetStore) StoreCommitted(groupID string, offsets map[TopicPartition]group.CommittedOffset) error {
-	p, err := s.b.offsetsPartition()
-	if err != nil {
-		return err
-	}
-	bd := builders.Get().(*batch.Builder)
-	defer builders.Put(bd)
-	now := s.b.cfg.Clock.Now()
-	bd.Reset(now.UnixMilli())
-	for tp, c := range offsets {
-		k, v := group.EncodeCommittedOffsetRecord(groupID, tp, c, now)
-		if c.Offset < 0 {
-			v = nil // a tombstone: the group was deleted
+	return s.append(func(bd *batch.Builder, now time.Time) {
+		for tp, c := range offsets {
+			k, v := group.EncodeCommittedOffsetRecord(groupID, tp, c, now)
+			if c.Offset < 0 {
+				v = nil // a tombstone: the group was deleted
+			}
+			bd.Append(now.UnixMilli(), k, v, nil)
 		}
-		bd.Append(now.UnixMilli(), k, v, nil)
-	}
-	_, _, err = p.AppendBatch(bd.Bytes())
-	return err
+	})
 }
 
 var _ group.GroupMetadataStore = offsetStore{}
@@ -133,6 +126,14 @@ var _ group.GroupMetadataStore = offsetStore{}
 // StoreGroup appends a group's metadata record, or a tombstone for a nil
 // value (group.GroupMetadataStore).
 func (s offsetStore) StoreGroup(groupID string, value []byte) error {
+	return s.append(func(bd *batch.Builder, now time.Time) {
+		bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(groupID), value, nil)
+	})
+}
+
+// append appends one batch of the records fill adds, at the broker's now,
+// to OffsetsTopic.
+func (s offsetStore) append(fill func(bd *batch.Builder, now time.Time)) error {
 	p, err := s.b.offsetsPartition()
 	if err != nil {
 		return err
@@ -141,7 +142,7 @@ func (s offsetStore) StoreGroup(groupID string, value []byte) error {
 	defer builders.Put(bd)
 	now := s.b.cfg.Clock.Now()
 	bd.Reset(now.UnixMilli())
-	bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(groupID), value, nil)
+	fill(bd, now)
 	_, _, err = p.AppendBatch(bd.Bytes())
 	return err
 }
