@@ -39,6 +39,15 @@ type cluster struct {
 
 func startCluster(t *testing.T, n int) *cluster {
 	t.Helper()
+	return startClusterWith(t, n, "every member registered", nil, func(controller.BrokerInfo) bool { return true })
+}
+
+// startClusterWith starts n members on loopback timings, each member's
+// config passed to configure (if set) before it starts, and waits until n
+// brokers are unfenced and ready (what says it).
+func startClusterWith(t *testing.T, n int, what string, configure func(id int, node *testnet.Node, cfg *replica.Config),
+	ready func(controller.BrokerInfo) bool) *cluster {
+	t.Helper()
 	c := &cluster{t: t, net: testnet.New()}
 	t.Cleanup(func() { c.net.Close() })
 	for i := 1; i <= n; i++ {
@@ -60,7 +69,7 @@ func startCluster(t *testing.T, n int) *cluster {
 		}
 	})
 	for i := 1; i <= n; i++ {
-		b, err := replica.Start(replica.Config{
+		cfg := replica.Config{
 			ID: i, Dir: c.dirs[i-1], Addr: c.peers[i-1].Addr, RaftAddr: c.peers[i-1].RaftAddr, Peers: c.peers,
 			Network:           c.net.Node(memberNode(i)),
 			Raft:              controller.LoopbackRaft(),
@@ -68,16 +77,20 @@ func startCluster(t *testing.T, n int) *cluster {
 			SessionTimeout:    600 * time.Millisecond,
 			ReplicaLagTime:    2 * time.Second,
 			FetchMaxWait:      200 * time.Millisecond,
-		})
+		}
+		if configure != nil {
+			configure(i, c.net.Node(memberNode(i)), &cfg)
+		}
+		b, err := replica.Start(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c.members[i-1] = b
 	}
-	c.waitImage("every member registered", func(img *controller.Image) bool {
+	c.waitImage(what, func(img *controller.Image) bool {
 		live := 0
 		for _, bi := range img.Brokers() {
-			if !bi.Fenced {
+			if !bi.Fenced && ready(bi) {
 				live++
 			}
 		}

@@ -38,63 +38,26 @@ func startListenerCluster(t *testing.T, clientCA *controllertest.CA, users map[s
 		}
 	}
 	sasl := &kafka.SASLConfig{SCRAM256: func(u string) (kafka.SCRAMCredential, bool) { c, ok := creds[u]; return c, ok }}
-	c := &cluster{t: t, net: testnet.New()}
-	t.Cleanup(func() { c.net.Close() })
-	var clientAddrs []string
-	for i := 1; i <= 3; i++ {
-		node := c.net.Node(memberNode(i))
-		var addrs [3]string
-		for j := range addrs {
-			if addrs[j], err = node.Reserve(); err != nil {
+	clientAddrs := make([]string, 3)
+	c := startClusterWith(t, 3, "every member registered with its listener",
+		func(i int, node *testnet.Node, cfg *replica.Config) {
+			var err error
+			if clientAddrs[i-1], err = node.Reserve(); err != nil {
 				t.Fatal(err)
 			}
-		}
-		c.peers = append(c.peers, replica.Peer{ID: i, Addr: addrs[0], RaftAddr: addrs[1]})
-		clientAddrs = append(clientAddrs, addrs[2])
-		c.dirs = append(c.dirs, t.TempDir())
-	}
-	c.members = make([]*replica.Broker, 3)
-	t.Cleanup(func() {
-		for id := range c.members {
-			c.stop(id + 1)
-		}
-	})
-	for i := 1; i <= 3; i++ {
-		member, err := clusterCA.Config(memberNode(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := clientCA.Issue(memberNode(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := replica.Start(replica.Config{
-			ID: i, Dir: c.dirs[i-1], Addr: c.peers[i-1].Addr, RaftAddr: c.peers[i-1].RaftAddr, Peers: c.peers,
-			Network: c.net.Node(memberNode(i)), TLS: member,
-			Listeners: []replica.Listener{{
+			if cfg.TLS, err = clusterCA.Config(memberNode(i)); err != nil {
+				t.Fatal(err)
+			}
+			cert, err := clientCA.Issue(memberNode(i))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Listeners = []replica.Listener{{
 				Name: "CLIENT", Addr: clientAddrs[i-1], SASL: sasl,
 				TLS: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
-			}},
-			Raft:              controller.LoopbackRaft(),
-			HeartbeatInterval: 50 * time.Millisecond,
-			SessionTimeout:    600 * time.Millisecond,
-			ReplicaLagTime:    2 * time.Second,
-			FetchMaxWait:      200 * time.Millisecond,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.members[i-1] = b
-	}
-	c.waitImage("every member registered with its listener", func(img *controller.Image) bool {
-		n := 0
-		for _, bi := range img.Brokers() {
-			if _, ok := bi.Listener("CLIENT"); ok && !bi.Fenced {
-				n++
-			}
-		}
-		return n == 3
-	})
+			}}
+		},
+		func(bi controller.BrokerInfo) bool { _, ok := bi.Listener("CLIENT"); return ok })
 	return c, clientAddrs
 }
 
