@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/internal/floor"
 	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log/logtest"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -82,7 +83,7 @@ func brokerAndListener() error {
 	tb := &fixtureTB{}
 	return tb.run(func() {
 		logtest.New(tb, logtest.InMemory(), logtest.Topic("t", 1))
-		if err := bareListener(); err != nil {
+		if err := floor.Listener(); err != nil {
 			tb.Fatalf("listener: %v", err)
 		}
 	})

@@ -1,11 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"slices"
-	"sync"
+
+	"github.com/strata-log/strata/internal/floor"
 )
 
 // The limits of the Kafka-protocol cases: what any fixture that listens,
@@ -34,7 +33,7 @@ func caseLimits() []caseLimit {
 		{key: limitListener, short: "listener", perOp: true,
 			name: "a bare listener on 127.0.0.1:0 + accept goroutine, started and stopped",
 			what: "net.ListenConfig.Listen (no MPTCP, as kafka.Listen), an accept goroutine, Addr, Close, the goroutine joined, back to back; ops = starts (× limit: starts/s over these)",
-			run:  func(e *env) (sample, error) { return repeat(fixtureStarts(e), bareListener) }},
+			run:  func(e *env) (sample, error) { return repeat(fixtureStarts(e), floor.Listener) }},
 		{key: limitKgoProduce, short: "kgo → null",
 			name: "kgo producing 100 B records to a server that stores nothing",
 			what: "as the kgo produce case, against a Kafka-protocol responder (ApiVersions, Metadata, InitProducerId, Produce acked with counted offsets, records dropped); ops = records",
@@ -75,36 +74,4 @@ func (rep *report) measureVariantAndLimit(e *env, caseName string, v variant) er
 	rep.Limits = append(rep.Limits, l)
 	rep.addRows(rows[:len(rows)-1])
 	return nil
-}
-
-// bareListener is the least a fixture that listens does: listen on
-// loopback as kafka.Listen does, start a goroutine accepting connections,
-// and at the end close the listener and join the goroutine.
-func bareListener() error {
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(false)
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			nc, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			nc.Close()
-		}
-	}()
-	if ln.Addr().String() == "" {
-		err = fmt.Errorf("listener: no address")
-	}
-	if cerr := ln.Close(); err == nil {
-		err = cerr
-	}
-	wg.Wait()
-	return err
 }

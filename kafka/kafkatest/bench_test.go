@@ -1,11 +1,9 @@
 package kafkatest_test
 
 import (
-	"context"
-	"net"
-	"sync"
 	"testing"
 
+	"github.com/strata-log/strata/internal/floor"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log"
@@ -62,32 +60,10 @@ func BenchmarkListen(b *testing.B) {
 // goroutine joined, with no server around them.
 func BenchmarkBareListener(b *testing.B) {
 	b.ReportAllocs()
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(false)
 	for b.Loop() {
-		ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-		if err != nil {
+		if err := floor.Listener(); err != nil {
 			b.Fatal(err)
 		}
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				nc, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				nc.Close()
-			}
-		}()
-		if ln.Addr().String() == "" {
-			b.Fatal("no address")
-		}
-		if err := ln.Close(); err != nil {
-			b.Fatal(err)
-		}
-		wg.Wait()
 	}
 }
 
