@@ -188,11 +188,12 @@ type Consumer struct {
 
 	pollMu sync.Mutex // held by Poll; Close takes it to wait for a Poll to end
 	// Owned by Poll (pollMu): the fetch request, its partitions, and per
-	// partition its bytes, where its records end in the result and its
-	// next position.
+	// partition its bytes (and whether they are a tail's), where its
+	// records end in the result and its next position.
 	fetchReq   []FetchPartition
 	fetchParts []*partitionPosition
 	fetchRaw   [][]byte
+	fetchBuilt []bool
 	fetchEnds  []int
 	fetchNexts []int64
 
@@ -421,18 +422,19 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 
 	// Read the batches (one copy, out of the segment files) and decode
 	// them straight into one slice sized for every record fetched.
-	total, raws := 0, c.fetchRaw[:0]
-	defer func() { clear(raws); c.fetchRaw = raws[:0] }()
+	total, raws, built := 0, c.fetchRaw[:0], c.fetchBuilt[:0]
+	defer func() { clear(raws); c.fetchRaw, c.fetchBuilt = raws[:0], built[:0] }()
 	for i := range resp.Partitions {
 		fp := &resp.Partitions[i]
 		var raw []byte
+		var mine bool // the tail's: built by a Producer of this process
 		if fp.Err == nil {
-			if raw, err = fp.Records.Bytes(); err != nil {
+			if raw, mine, err = fp.Records.bytes(); err != nil {
 				return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, c.fetchReq[i].Offset, err)
 			}
 			fp.Records.Release()
 		}
-		raws = append(raws, raw)
+		raws, built = append(raws, raw), append(built, mine)
 		total += countRecords(raw)
 	}
 	recs := make([]Record, 0, total)
@@ -452,7 +454,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		case fp.Err != nil:
 			return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
 		default:
-			recs, nexts[i], err = decodeFrom(recs, &hdrs, raws[i], fp.TopicPartition, from)
+			recs, nexts[i], err = decodeBuiltFrom(recs, &hdrs, raws[i], built[i], fp.TopicPartition, from)
 			if err != nil {
 				return nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
 			}

@@ -155,27 +155,34 @@ func (b *Batches) WriteTo(w io.Writer) (int64, error) {
 // copy. The slice stays valid after Release; it is to read, not to write
 // to: it may be shared.
 func (b *Batches) Bytes() ([]byte, error) {
+	buf, _, err := b.bytes()
+	return buf, err
+}
+
+// bytes is Bytes, saying whether the bytes are the tail's: batches this
+// process built and checksummed, which never left its memory (tail.go).
+func (b *Batches) bytes() (buf []byte, built bool, err error) {
 	if b.released {
-		return nil, ErrReleased
+		return nil, false, ErrReleased
 	}
 	if b.mem != nil || b.n == 0 {
-		return b.mem, nil
+		return b.mem, false, nil
 	}
 	if b.tail != nil {
 		if buf, ok := b.tail.bytesOf(b); ok {
-			return buf, nil
+			return buf, true, nil
 		}
 	}
-	buf := make([]byte, b.size)
+	buf = make([]byte, b.size)
 	at := int64(0)
 	for i := range b.n {
 		r := b.rangeAt(i)
 		if err := readFull(r.seg.File(), buf[at:at+r.len], r.pos); err != nil {
-			return nil, fmt.Errorf("log: read batches: %w", err)
+			return nil, false, fmt.Errorf("log: read batches: %w", err)
 		}
 		at += r.len
 	}
-	return buf, nil
+	return buf, false, nil
 }
 
 // readFull reads len(p) bytes of f at pos: a short read is

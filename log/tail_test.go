@@ -43,6 +43,18 @@ func sliceBytes(t *testing.T, p *Partition, offset int64, maxBytes int) []byte {
 	return raw
 }
 
+// sliceBuilt says whether p's batches from offset come from the tail
+// (Batches.bytes: built by this process, not CRC-checked again).
+func sliceBuilt(t *testing.T, p *Partition, offset int64, maxBytes int) bool {
+	t.Helper()
+	bs, err := p.Slice(offset, maxBytes, p.EndOffset())
+	require.NoError(t, err)
+	defer bs.Release()
+	_, built, err := bs.bytes()
+	require.NoError(t, err)
+	return built
+}
+
 // TestTailReads: the last batches a Producer of the process appended are
 // read from memory, without a copy, and are byte for byte what the file
 // holds, whatever range is asked for; a truncation empties the tail, so
@@ -64,6 +76,7 @@ func TestTailReads(t *testing.T) {
 	one := sliceBytes(t, p, h.BaseOffset, len(last.b))
 	require.Same(t, &last.b[0], &one[0], "the newest batch comes from the tail")
 	require.Same(t, &one[0], &sliceBytes(t, p, h.BaseOffset, len(last.b))[0])
+	require.True(t, sliceBuilt(t, p, h.BaseOffset, len(last.b)), "the tail's bytes are this process's, their CRC not checked again")
 
 	// Every start and size: what the file holds (ReadBatches reads it).
 	for off := int64(0); off < p.EndOffset(); off += 37 {
@@ -107,6 +120,7 @@ func TestTailReads(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, file, raw)
 	require.Equal(t, other[len(other)-2], raw[len(raw)-2])
+	require.False(t, sliceBuilt(t, p, cut, 1<<20), "without a tail, the file's bytes: checked")
 	require.Zero(t, b.store.tails.used.Load(), "an append not by the trusted path keeps no tail")
 }
 

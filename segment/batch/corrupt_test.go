@@ -291,3 +291,44 @@ func TestDecodedSlicesCannotOverwriteTheBatch(t *testing.T) {
 		t.Fatal("appending to a decoded key or value changed the batch")
 	}
 }
+
+// TestCheckFraming: CheckFraming is Check but for the CRC: a batch whose
+// CRC is wrong passes it (and fails Check), one with broken framing or
+// header fields fails both the same way.
+func TestCheckFraming(t *testing.T) {
+	b := good()
+	want, err := Check(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := CheckFraming(b); err != nil || h != want {
+		t.Fatalf("CheckFraming of a good batch: %+v, %v; want %+v", h, err, want)
+	}
+	badCRC := clone(b)
+	badCRC[len(badCRC)-1] ^= 1
+	if _, err := Check(badCRC); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check with a wrong CRC: %v, want ErrCorrupt", err)
+	}
+	if _, err := CheckFraming(badCRC); err != nil {
+		t.Fatalf("CheckFraming with a wrong CRC: %v, want nil", err)
+	}
+	codec := clone(b)
+	codec[22] = codec[22]&^7 | 6 // no codec 6
+	fixCRC(codec)
+	magic := clone(b)
+	magic[16] = 1 // outside the CRC
+	count := goodFields()
+	count.count = -1
+	for name, bad := range map[string][]byte{
+		"short":          b[:40],
+		"unknown codec":  codec,
+		"magic 1":        magic,
+		"negative count": rawBatch(count, goodRecords()...),
+	} {
+		_, cerr := Check(bad)
+		_, ferr := CheckFraming(bad)
+		if cerr == nil || ferr == nil || cerr.Error() != ferr.Error() {
+			t.Errorf("%s: Check %v, CheckFraming %v: both must fail alike", name, cerr, ferr)
+		}
+	}
+}
