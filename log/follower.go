@@ -134,9 +134,12 @@ type followerBatch struct {
 // AppendAsFollower appends record batches that already carry their offsets
 // and leader epochs, as a follower copies them from its leader: raw is one
 // or more whole batches, the first starting at the end offset and each
-// following the one before. Each is validated as on the leader's path
-// (framing, CRC, records, MaxMessageBytes); offsets and epochs are kept as
-// they are. A batch with an epoch above the latest of the cache records it
+// following the one before. Each is checked as Kafka's follower checks
+// it: framing, CRC, header fields and MaxMessageBytes (batch.Check), not
+// record by record: the leader validated the records when it appended
+// them, and the CRC shows these are its bytes, so a follower neither walks
+// them nor decompresses a compressed batch again (with lz4 or zstd that
+// was most of its CPU). Offsets and epochs are kept as they are. A batch with an epoch above the latest of the cache records it
 // (durably, before the batch is written); epochs must not go backwards
 // (ErrInvalidEpoch) except over epochs that hold no record, which are
 // dropped. It returns the first offset and the new end offset. Anything
@@ -146,7 +149,7 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 	var bs []followerBatch
 	prevEpoch := int32(-1)
 	for pos := 0; pos < len(raw); {
-		h, err := batch.Validate(raw[pos:])
+		h, err := batch.Check(raw[pos:])
 		if err != nil {
 			return 0, 0, fmt.Errorf("log: append to %s: batch at byte %d: %w", p, pos, err)
 		}

@@ -178,6 +178,12 @@ func TestAppendAsFollowerRefusesBadInput(t *testing.T) {
 	batch.SetPartitionLeaderEpoch(lowerEpoch, 1) // outside the CRC
 	backwards := bytes.Clone(bs[3])
 	batch.SetPartitionLeaderEpoch(backwards, 1)
+	h2, err := batch.ParseHeader(bs[2])
+	require.NoError(t, err)
+	lz, err := batch.Recompress(nil, bs[2], h2, batch.CompressionLz4)
+	require.NoError(t, err)
+	lzCorrupt := bytes.Clone(lz)
+	lzCorrupt[len(lzCorrupt)-1] ^= 1 // in the lz4 frame, under the CRC
 	big := TopicConfig{MaxMessageBytes: 40}
 	for _, tc := range []struct {
 		name string
@@ -189,6 +195,7 @@ func TestAppendAsFollowerRefusesBadInput(t *testing.T) {
 		{"a gap between batches", bytes.Join([][]byte{bs[2], bs[4]}, nil), ErrUnexpectedOffset},
 		{"corrupt", corrupt, ErrCorrupt},
 		{"a good batch then a corrupt one", bytes.Join([][]byte{bs[2], corrupt}, nil), ErrCorrupt},
+		{"compressed, corrupt", lzCorrupt, ErrCorrupt},
 		{"torn", bs[2][:len(bs[2])-3], batch.ErrShort},
 		{"garbage after a batch", append(bytes.Clone(bs[2]), 1, 2, 3), batch.ErrShort},
 		{"an epoch below the log's", lowerEpoch, ErrInvalidEpoch},
