@@ -139,10 +139,10 @@ type followerBatch struct {
 // record by record: the leader validated the records when it appended
 // them, and the CRC shows these are its bytes, so a follower neither walks
 // them nor decompresses a compressed batch again (with lz4 or zstd that
-// was most of its CPU). Offsets and epochs are kept as they are. A batch with an epoch above the latest of the cache records it
-// (durably, before the batch is written); epochs must not go backwards
-// (ErrInvalidEpoch) except over epochs that hold no record, which are
-// dropped. It returns the first offset and the new end offset. Anything
+// was most of its CPU). Offsets and epochs are kept as they are. A batch
+// with an epoch above the latest of the cache records it (durably, before
+// the batch is written); epochs must not go backwards (ErrInvalidEpoch)
+// except over epochs that hold no record, which are dropped. It returns the first offset and the new end offset. Anything
 // refused changes nothing. The high watermark does not move (SetHighWatermark
 // does), except on a standalone broker, where it is the end offset.
 func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) {
