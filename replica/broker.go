@@ -89,6 +89,7 @@ func Start(cfg Config) (*Broker, error) {
 		metaEvent: make(chan struct{}),
 		parts:     map[log.TopicPartition]*partState{},
 		fetchers:  map[int]*fetcher{},
+		order:     produceOrder{clock: cfg.Clock},
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.alters = newAlterQueue()

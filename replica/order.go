@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
@@ -46,8 +47,16 @@ type orderWaiter struct {
 // produceOrder holds the lanes of a member, one per producer, epoch and
 // partition that produced through it recently.
 type produceOrder struct {
+	clock clock.Clock // the member's (Config.Clock); nil → the system clock
 	mu    sync.Mutex
 	lanes map[orderKey]*orderLane
+}
+
+func (o *produceOrder) clk() clock.Clock {
+	if o.clock == nil {
+		return clock.System()
+	}
+	return o.clock
 }
 
 // maxIdleLanes is how many lanes without an attempt in flight are kept
@@ -105,10 +114,10 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 		w := &orderWaiter{seq: seq, ch: make(chan struct{})}
 		l.waiting[w] = struct{}{}
 		o.mu.Unlock()
-		t := time.NewTimer(orderWait)
+		t := o.clk().NewTimer(orderWait)
 		select {
 		case <-w.ch:
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 		}
 		t.Stop()
@@ -135,7 +144,7 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 		kafka.ProduceOrdered(actx) // placed, if nothing did
 		o.mu.Lock()
 		l.active--
-		l.used = time.Now()
+		l.used = o.clk().Now()
 		o.mu.Unlock()
 	}
 }
@@ -145,7 +154,7 @@ func (o *produceOrder) pruneLocked() {
 	if len(o.lanes) < maxIdleLanes {
 		return
 	}
-	now := time.Now()
+	now := o.clk().Now()
 	for k, l := range o.lanes {
 		if l.active == 0 && now.Sub(l.used) > laneIdle {
 			delete(o.lanes, k)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/clock/clocktest"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
@@ -121,4 +122,41 @@ func TestOrderOf(t *testing.T) {
 	require.Equal(t, orderKey{tp: orderTP, pid: 42, epoch: 3}, k)
 	require.Equal(t, int32(17), seq)
 	require.Equal(t, int32(3), n)
+}
+
+// TestProduceOrderClock: the wait for a missing predecessor runs on the
+// member's clock (Config.Clock), not the wall clock: in a bubble whose
+// time stands still, it ends when that clock passes orderWait.
+func TestProduceOrderClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		clk := clocktest.New(time.Unix(1000, 0))
+		o := produceOrder{clock: clk}
+		k := orderKey{tp: orderTP, pid: 9}
+		_, done := o.enter(context.Background(), k, 0, 1)
+		done()
+		entered := make(chan struct{})
+		go func() {
+			_, done := o.enter(context.Background(), k, 5, 1) // 1..4 never come
+			done()
+			close(entered)
+		}()
+		gone := func() bool {
+			synctest.Wait()
+			select {
+			case <-entered:
+				return true
+			default:
+				return false
+			}
+		}
+		require.False(t, gone(), "waits for 1..4")
+		require.Equal(t, 1, clk.Pending(), "on the member's clock")
+		clk.Advance(orderWait - time.Millisecond)
+		require.False(t, gone(), "before orderWait on the clock")
+		clk.Advance(time.Millisecond)
+		require.True(t, gone(), "at orderWait on the clock")
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		require.Equal(t, clk.Now(), o.lanes[k].used, "lanes age on the member's clock")
+	})
 }
