@@ -272,7 +272,7 @@ func retriable(err error) bool {
 	var ke *Error
 	if errors.As(err, &ke) {
 		switch ke.Code {
-		case errNotLeaderOrFollower, errUnknownTopicOrPartition, errLeaderNotAvailable:
+		case errNotLeaderOrFollower, errUnknownTopicOrPartition, errLeaderNotAvailable, errListenerNotFound:
 			return true
 		}
 		return false

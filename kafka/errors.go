@@ -53,6 +53,7 @@ const (
 	errUnsupportedCompressionType         int16 = 76
 	errMemberIDRequired                   int16 = 79
 	errFencedInstanceID                   int16 = 82
+	errListenerNotFound                   int16 = 72
 	errFencedLeaderEpoch                  int16 = 74
 	errUnknownLeaderEpoch                 int16 = 75
 	errInvalidRecord                      int16 = 87

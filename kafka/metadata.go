@@ -20,7 +20,7 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 	// v0: an empty list means every topic; v1+: a null list does.
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		for _, name := range s.b.Topics() {
-			resp.Topics = append(resp.Topics, s.topicMetadata(name, [16]byte{}))
+			resp.Topics = append(resp.Topics, s.topicMetadata(name, [16]byte{}, req.Version))
 		}
 		return reply{resp: resp}
 	}
@@ -42,13 +42,14 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 		default: // v10+: by id
 			name, _ = s.topicName(t.TopicID)
 		}
-		resp.Topics = append(resp.Topics, s.topicMetadata(name, t.TopicID))
+		resp.Topics = append(resp.Topics, s.topicMetadata(name, t.TopicID, req.Version))
 	}
 	return reply{resp: resp}
 }
 
-// topicMetadata describes one topic; id is the id it was asked by, if any.
-func (s *Server) topicMetadata(name string, id [16]byte) kmsg.MetadataResponseTopic {
+// topicMetadata describes one topic, at the request's version; id is the
+// id it was asked by, if any.
+func (s *Server) topicMetadata(name string, id [16]byte, version int16) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	if name == "" && id != ([16]byte{}) {
 		t.TopicID, t.ErrorCode = id, errUnknownTopicID
@@ -70,7 +71,7 @@ func (s *Server) topicMetadata(name string, id [16]byte) kmsg.MetadataResponseTo
 	for i := range n {
 		p := kmsg.NewMetadataResponseTopicPartition()
 		p.Partition = int32(i)
-		if s.clusterPartition(name, &p) {
+		if s.clusterPartition(name, &p, version) {
 			t.Partitions = append(t.Partitions, p)
 			continue
 		}

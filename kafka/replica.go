@@ -82,6 +82,16 @@ type ClusterBackend interface {
 	PartitionState(topic string, partition int) (leader, leaderEpoch int32, replicas, isr []int32, ok bool)
 }
 
+// ListenerBackend is implemented by a ClusterBackend serving one of
+// several listeners (Kafka's listeners), whose brokers need not all have
+// it: LeaderOffListener reports a partition whose leader is a live broker
+// without an endpoint on this listener. PartitionState gives such a
+// partition leader -1; Metadata answers it LISTENER_NOT_FOUND from v6 on,
+// as Kafka does, and LEADER_NOT_AVAILABLE to older versions.
+type ListenerBackend interface {
+	LeaderOffListener(topic string, partition int) bool
+}
+
 // ClusterBroker is one broker of a ClusterBackend's cluster.
 type ClusterBroker struct {
 	ID   int32
@@ -109,8 +119,9 @@ func (s *Server) clusterBrokers() ([]kmsg.MetadataResponseBroker, int32) {
 }
 
 // clusterPartition fills a partition's leader, epoch, replicas and ISR
-// from a ClusterBackend; false when the backend is not one.
-func (s *Server) clusterPartition(topic string, p *kmsg.MetadataResponseTopicPartition) bool {
+// from a ClusterBackend, for a Metadata request of version; false when the
+// backend is not one.
+func (s *Server) clusterPartition(topic string, p *kmsg.MetadataResponseTopicPartition, version int16) bool {
 	cb, ok := s.b.(ClusterBackend)
 	if !ok {
 		return false
@@ -123,6 +134,9 @@ func (s *Server) clusterPartition(topic string, p *kmsg.MetadataResponseTopicPar
 	p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = leader, epoch, replicas, isr
 	if leader < 0 {
 		p.ErrorCode = errLeaderNotAvailable
+		if lb, ok := s.b.(ListenerBackend); ok && version >= 6 && lb.LeaderOffListener(topic, int(p.Partition)) {
+			p.ErrorCode = errListenerNotFound
+		}
 	}
 	return true
 }

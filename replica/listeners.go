@@ -262,9 +262,25 @@ func refuseReplicaFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	return resp
 }
 
+// LeaderOffListener reports whether a partition's leader is a live member
+// without this listener (kafka.ListenerBackend: LISTENER_NOT_FOUND).
+func (l *listenerBackend) LeaderOffListener(topic string, partition int) bool {
+	leader, _, _, _, ok := l.Broker.PartitionState(topic, partition)
+	if !ok || leader < 0 {
+		return false
+	}
+	bi, ok := l.img.Load().Broker(int(leader))
+	if !ok {
+		return false
+	}
+	_, on := bi.Listener(l.name)
+	return !on
+}
+
 // PartitionState is the member's (kafka.ClusterBackend), but as clients
 // of this listener may use it: a leader without this listener is no
-// leader (-1: LEADER_NOT_AVAILABLE, retried), and replicas and ISR list
+// leader (-1: LISTENER_NOT_FOUND to Metadata v6+, LEADER_NOT_AVAILABLE
+// before, both retried; LeaderOffListener), and replicas and ISR list
 // only brokers with it, as Kafka's Metadata filters them by the
 // request's listener.
 func (l *listenerBackend) PartitionState(topic string, partition int) (leader, leaderEpoch int32, replicas, isr []int32, ok bool) {

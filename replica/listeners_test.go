@@ -341,16 +341,28 @@ func TestListenerLeavesOutBrokersWithoutIt(t *testing.T) {
 	require.NoError(t, err)
 	mt := resp.(*kmsg.MetadataResponse).Topics
 	require.Len(t, mt, 1)
-	for _, p := range mt[0].Partitions {
+	// As Kafka: LISTENER_NOT_FOUND (72) to Metadata v6+, LEADER_NOT_AVAILABLE
+	// (5) before.
+	resp5, err := kc.Request(ctx, &kmsg.MetadataRequest{Version: 5, Topics: []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}}}, 5)
+	require.NoError(t, err)
+	mt5 := resp5.(*kmsg.MetadataResponse).Topics
+	require.Len(t, mt5, 1)
+	off := 0
+	for i, p := range mt[0].Partitions {
 		real := c.leader("t", int(p.Partition))
 		if real == 3 {
+			off++
 			require.EqualValues(t, -1, p.Leader, "t-%d", p.Partition)
+			require.EqualValues(t, 72, p.ErrorCode, "t-%d: LISTENER_NOT_FOUND", p.Partition)
+			require.EqualValues(t, 5, mt5[0].Partitions[i].ErrorCode, "t-%d v5: LEADER_NOT_AVAILABLE", p.Partition)
 		} else {
 			require.EqualValues(t, real, p.Leader, "t-%d", p.Partition)
+			require.Zero(t, p.ErrorCode, "t-%d", p.Partition)
 		}
 		require.NotContains(t, p.Replicas, int32(3))
 		require.NotContains(t, p.ISR, int32(3))
 	}
+	require.Positive(t, off, "member 3 leads one of the 3 partitions (one each)")
 
 	// On the inter-broker listener (Addr): every member, at its Addr.
 	kc2, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.member(3).Addr()}})
