@@ -73,10 +73,16 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	case rt.ReplicationFactor <= 0:
 		return fmt.Errorf("%w: replication factor %d", errInvalidReplicationFactorErr, rt.ReplicationFactor)
 	default:
-		// Kafka's rule: no more replicas than live brokers (a cluster
-		// member that knows of none yet leaves it to its controller).
-		if brokers, _ := s.clusterBrokers(); len(brokers) > 0 && int(rt.ReplicationFactor) > len(brokers) {
-			return fmt.Errorf("%w: replication factor %d with %d brokers", errInvalidReplicationFactorErr, rt.ReplicationFactor, len(brokers))
+		// Kafka's rule: no more replicas than live brokers, those of the
+		// whole cluster, with this listener or not (a cluster member that
+		// knows of none yet leaves it to its controller).
+		brokers, _ := s.clusterBrokers()
+		live := len(brokers)
+		if lb, ok := s.b.(ListenerBackend); ok {
+			live = lb.LiveBrokers()
+		}
+		if live > 0 && int(rt.ReplicationFactor) > live {
+			return fmt.Errorf("%w: replication factor %d with %d brokers", errInvalidReplicationFactorErr, rt.ReplicationFactor, live)
 		}
 		cfg.ReplicationFactor = int(rt.ReplicationFactor)
 	}

@@ -84,12 +84,16 @@ type ClusterBackend interface {
 
 // ListenerBackend is implemented by a ClusterBackend serving one of
 // several listeners (Kafka's listeners), whose brokers need not all have
-// it: LeaderOffListener reports a partition whose leader is a live broker
-// without an endpoint on this listener. PartitionState gives such a
-// partition leader -1; Metadata answers it LISTENER_NOT_FOUND from v6 on,
-// as Kafka does, and LEADER_NOT_AVAILABLE to older versions.
+// it, so that ClusterBrokers lists only some of the cluster's.
+// LeaderOffListener reports a partition whose leader is a live broker
+// without an endpoint on this listener: PartitionState gives it leader
+// -1, and Metadata answers it LISTENER_NOT_FOUND from v6 on, as Kafka
+// does, LEADER_NOT_AVAILABLE to older versions. LiveBrokers is how many
+// live brokers the whole cluster has: what CreateTopics checks a
+// replication factor against, as Kafka's controller does.
 type ListenerBackend interface {
 	LeaderOffListener(topic string, partition int) bool
+	LiveBrokers() int
 }
 
 // ClusterBroker is one broker of a ClusterBackend's cluster.

@@ -262,6 +262,10 @@ func refuseReplicaFetch(req *kmsg.FetchRequest) *kmsg.FetchResponse {
 	return resp
 }
 
+// LiveBrokers counts the cluster's live members, with this listener or not
+// (kafka.ListenerBackend).
+func (l *listenerBackend) LiveBrokers() int { return len(l.brokersOn("")) }
+
 // LeaderOffListener reports whether a partition's leader is a live member
 // without this listener (kafka.ListenerBackend: LISTENER_NOT_FOUND).
 func (l *listenerBackend) LeaderOffListener(topic string, partition int) bool {

@@ -364,6 +364,21 @@ func TestListenerLeavesOutBrokersWithoutIt(t *testing.T) {
 	}
 	require.Positive(t, off, "member 3 leads one of the 3 partitions (one each)")
 
+	// CreateTopics on this listener checks the replication factor against
+	// every live member, with the listener or not (Kafka's controller).
+	createRF := func(topic string, rf int16) int16 {
+		req := kmsg.NewPtrCreateTopicsRequest()
+		req.TimeoutMillis = 10_000
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, 1, rf
+		req.Topics = append(req.Topics, rt)
+		resp, err := kc.Request(ctx, req, 7)
+		require.NoError(t, err)
+		return resp.(*kmsg.CreateTopicsResponse).Topics[0].ErrorCode
+	}
+	require.Zero(t, createRF("rf3", 3), "3 live members, 2 with the listener")
+	require.EqualValues(t, 38, createRF("rf4", 4), "INVALID_REPLICATION_FACTOR: 3 live members")
+
 	// On the inter-broker listener (Addr): every member, at its Addr.
 	kc2, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.member(3).Addr()}})
 	require.NoError(t, err)
