@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -151,4 +152,32 @@ func TestGroupMembershipIsDurable(t *testing.T) {
 	got, err := b.FetchOffsets(ctx, "g", []TopicPartition{tp})
 	require.NoError(t, err)
 	require.Equal(t, map[TopicPartition]int64{tp: 4}, got)
+}
+
+// TestOffsetsBatchesUseTheirTopicsCodec: a builder from the shared pool
+// keeps the codec of its last user (an append to a zstd topic); commits
+// and group records are written with the offsets topic's own codec (none),
+// not with that one.
+func TestOffsetsBatchesUseTheirTopicsCodec(t *testing.T) {
+	ctx := context.Background()
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	_, err := b.CreateTopic("t", TopicConfig{})
+	require.NoError(t, err)
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	for i := range 10 {
+		used := new(batch.Builder)
+		used.SetCompression(batch.CompressionZstd)
+		builders.Put(used) // what the pool gives the next Get, without a GC
+		require.NoError(t, b.CommitOffsets(ctx, "g", "", -1, map[TopicPartition]int64{tp: int64(i)}))
+	}
+	p, err := b.offsetsPartition()
+	require.NoError(t, err)
+	n := 0
+	require.NoError(t, batch.Batches(allBatches(t, p), func(_ []byte, h batch.Header) error {
+		require.Equal(t, batch.CompressionNone, h.Compression(), "batch at %d", h.BaseOffset)
+		n++
+		return nil
+	}))
+	require.Equal(t, 10, n)
 }
