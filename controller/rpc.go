@@ -118,6 +118,11 @@ func (c *Controller) serveRPC(conn net.Conn) {
 		ctx, cancel := c.requestContext(context.Background(), o.TimeoutMS)
 		out, err := c.handleLocal(ctx, o)
 		cancel()
+		if err != nil && c.ctx.Err() != nil {
+			// This member is closing (its context ended the request):
+			// say so, rather than a bare "context canceled".
+			err = ErrClosed
+		}
 		resp := rpcResponse{Outcome: out}
 		if err != nil {
 			resp = rpcResponse{Code: errorCode(err), Message: err.Error()}

@@ -50,9 +50,10 @@ func (b *Broker) InitProducerID(ctx context.Context) (log.ProducerID, error) {
 type controllerProducerIDs struct{ b *Broker }
 
 // NextProducerIDBlock asks the controller for a block, once this member is
-// registered. A stale broker epoch (the member is registering again) and
-// a lost controller leadership are retried: a block whose record may have
-// committed is never given to anyone else, so asking again is safe.
+// registered. A stale broker epoch (the member is registering again), a
+// lost controller leadership and an active controller that is closing are
+// retried: a block whose record may have committed is never given to
+// anyone else, so asking again is safe.
 func (s controllerProducerIDs) NextProducerIDBlock(ctx context.Context) (log.ProducerIDBlock, error) {
 	b := s.b
 	backoff := 5 * time.Millisecond
@@ -67,8 +68,11 @@ func (s controllerProducerIDs) NextProducerIDBlock(ctx context.Context) (log.Pro
 				return log.ProducerIDBlock{Start: blk.Start, Len: blk.Len}, nil
 			case errors.Is(err, controller.ErrProducerIDsExhausted):
 				return log.ProducerIDBlock{}, fmt.Errorf("%w: %w", log.ErrProducerIDsExhausted, err)
-			case errors.Is(err, controller.ErrClosed):
+			case errors.Is(err, controller.ErrClosed) && b.ctx.Err() != nil:
 				return log.ProducerIDBlock{}, log.ErrClosed
+			case errors.Is(err, controller.ErrClosed):
+				// The active controller is closing, not this member: the
+				// next one is asked (a block is never given twice).
 			case !errors.Is(err, controller.ErrStaleBrokerEpoch) && !errors.Is(err, controller.ErrUnknownBroker) &&
 				!errors.Is(err, controller.ErrLeadershipLost) && !errors.Is(err, controller.ErrNotController):
 				return log.ProducerIDBlock{}, err
