@@ -88,9 +88,10 @@ func countRecords(raw []byte) int {
 //
 // Each batch's CRC is checked, as Kafka's consumer does (check.crcs; a
 // Consumer skips it only for the bytes of a partition's tail, see
-// decodeBuiltFrom), but its records are parsed once, by a batch.Iter, not also by a validation
-// walk (batch.Validate): the broker validated the batch in full when it was
-// appended, and the CRC shows these are the same bytes. A record the Iter
+// decodeBuiltFrom), but its records are parsed once, by a batch.Iter, not
+// also by a validation walk (batch.Validate): the broker validated the
+// batch in full when it was appended, and the CRC shows these are the same
+// bytes. A record the Iter
 // finds malformed all the same is an error, and no record of its batch is
 // returned. A compressed batch is decompressed (batch.Decompress, which
 // also checks its records) into a buffer of its own that its records alias.
