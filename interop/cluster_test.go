@@ -170,6 +170,23 @@ func (c *cluster) leader(topic string, p int) int {
 	return st.Leader
 }
 
+// createOffsetsTopic makes the first group call, whose FindCoordinator
+// creates __consumer_offsets, and waits until every member knows a leader
+// for each of its partitions.
+func (c *cluster) createOffsetsTopic(ctx context.Context, adm *kadm.Client) {
+	c.t.Helper()
+	if _, err := adm.FetchOffsets(ctx, "probe"); err != nil {
+		c.t.Fatalf("first group call: %v", err)
+	}
+	c.waitImage(log.OffsetsTopic+" led", func(img *controller.Image) bool {
+		ot, ok := img.Topic(log.OffsetsTopic)
+		for _, st := range ot.Partitions {
+			ok = ok && st.Leader != controller.NoLeader
+		}
+		return ok
+	})
+}
+
 // groupLedBy returns a group whose coordinator is member id: the leader
 // of the group's __consumer_offsets partition; false if id leads none.
 func (c *cluster) groupLedBy(id int) (string, bool) {
@@ -209,17 +226,7 @@ func testClusterFailover(t *testing.T, run clusterRun) {
 		t.Fatal(err)
 	}
 	adm := kadm.NewClient(newClusterKgo(t, c))
-	// The first FindCoordinator creates __consumer_offsets.
-	if _, err := adm.FetchOffsets(ctx, "probe"); err != nil {
-		t.Fatalf("first group call: %v", err)
-	}
-	c.waitImage(log.OffsetsTopic+" led", func(img *controller.Image) bool {
-		ot, ok := img.Topic(log.OffsetsTopic)
-		for _, st := range ot.Partitions {
-			ok = ok && st.Leader != controller.NoLeader
-		}
-		return ok
-	})
+	c.createOffsetsTopic(ctx, adm)
 	// The victim leads a partition of the topic and coordinates the group.
 	victim, part, group := 0, 0, ""
 	for p := range parts {

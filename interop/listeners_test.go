@@ -153,16 +153,7 @@ func TestKgoClientListenerTLSAndSCRAM(t *testing.T) {
 		}
 	}
 
-	if _, err := adm.FetchOffsets(ctx, "probe"); err != nil { // creates __consumer_offsets
-		t.Fatalf("first group call: %v", err)
-	}
-	c.waitImage(log.OffsetsTopic+" led", func(img *controller.Image) bool {
-		ot, ok := img.Topic(log.OffsetsTopic)
-		for _, st := range ot.Partitions {
-			ok = ok && st.Leader != controller.NoLeader
-		}
-		return ok
-	})
+	c.createOffsetsTopic(ctx, adm)
 	victim, group := 0, ""
 	for p := range parts {
 		if g, ok := c.groupLedBy(c.leader(topic, p)); ok {
