@@ -16,7 +16,7 @@ func sampleRecords() []record {
 	return []record{
 		registerBrokerRecord{ID: 1, Epoch: 1, Addr: "127.0.0.1:9092"},
 		unfenceBrokerRecord{ID: 1, Epoch: 1},
-		registerBrokerRecord{ID: 2, Epoch: 2, Addr: "127.0.0.1:9093"},
+		registerBrokerRecord{ID: 2, Epoch: 2, Addr: "127.0.0.1:9093", Listeners: []Endpoint{{Name: "CLIENT", Addr: "127.0.0.1:9094"}}}, // record type 9
 		unfenceBrokerRecord{ID: 2, Epoch: 2},
 		topicRecord{Name: "orders", ID: tid, MinISR: 2, Unclean: true, Configs: map[string]string{"b": "2", "a": "1"}},
 		partitionRecord{TopicID: tid, State: PartitionState{Partition: 0, Replicas: []int{1, 2}, ISR: []int{1, 2}, Leader: 1}},

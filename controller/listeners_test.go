@@ -53,18 +53,6 @@ func TestRegisterBrokerListenersRecord(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 }
 
-func FuzzDecodeEntryListeners(f *testing.F) {
-	f.Add(encodeEntry(nil, []record{registerBrokerRecord{ID: 1, Epoch: 1, Addr: "a:1", Listeners: []Endpoint{{Name: "C", Addr: "c:2"}}}}))
-	f.Fuzz(func(t *testing.T, b []byte) {
-		recs, err := decodeEntry(b)
-		if err != nil {
-			require.ErrorIs(t, err, ErrCorrupt)
-			return
-		}
-		require.Equal(t, b, encodeEntry(nil, recs))
-	})
-}
-
 func TestDecideRegisterBrokerListeners(t *testing.T) {
 	img := build(t, liveBrokerRecords(1)...)
 	l := []Endpoint{{Name: "CLIENT", Addr: "c2:9094"}}
