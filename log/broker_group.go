@@ -138,13 +138,11 @@ func (s offsetStore) append(fill func(bd *batch.Builder, now time.Time)) error {
 	if err != nil {
 		return err
 	}
-	bd := builders.Get().(*batch.Builder)
+	// The offsets topic's codec: Kafka's offsets.topic.compression.codec,
+	// none by default.
+	bd := pooledBuilder(p.config().Compression.appendCodec())
 	defer builders.Put(bd)
 	now := s.b.cfg.Clock.Now()
-	// A pooled builder keeps the codec of its last user (Partition.Append
-	// to a compressed topic): the offsets topic's own, as Partition.Append
-	// sets it (Kafka's offsets.topic.compression.codec, none by default).
-	bd.SetCompression(p.config().Compression.appendCodec())
 	bd.Reset(now.UnixMilli())
 	fill(bd, now)
 	_, _, err = p.AppendBatch(bd.Bytes())

@@ -132,6 +132,15 @@ func (p *Partition) String() string { return fmt.Sprintf("%s-%d", p.topic, p.id)
 
 var builders = sync.Pool{New: func() any { return new(batch.Builder) }}
 
+// pooledBuilder takes a Builder from the pool, set to codec: a Builder
+// keeps its codec across Reset, so one from the pool would otherwise have
+// its last user's (put it back with builders.Put).
+func pooledBuilder(codec int) *batch.Builder {
+	bd := builders.Get().(*batch.Builder)
+	bd.SetCompression(codec)
+	return bd
+}
+
 // Append appends the records as one record batch and returns the offset of
 // the first. Record Topic, Partition and Offset fields are ignored; a zero
 // Timestamp means now. With FlushMessages set, Append returns once the
@@ -145,7 +154,7 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 		}
 		return p.EndOffset(), nil
 	}
-	bd := builders.Get().(*batch.Builder)
+	bd := pooledBuilder(p.config().Compression.appendCodec())
 	defer builders.Put(bd)
 	now := p.clock.Now().UnixMilli()
 	// Where the batch will most likely go (the end of the active segment,
@@ -153,7 +162,6 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	// the page cache; a concurrent append or a roll only makes the copy
 	// slower. No lock: segs is published atomically.
 	segs := *p.segs.Load()
-	bd.SetCompression(p.config().Compression.appendCodec())
 	bd.ResetAt(timestampMs(recs[0].Timestamp, now), segs[len(segs)-1].Size())
 	for i := range recs {
 		r := &recs[i]
