@@ -291,22 +291,28 @@ func TestIdempotentProducerExactlyOnce(t *testing.T) {
 	}
 }
 
-// TestIdempotentProducerInFlight: up to MaxInFlight batches of a partition
-// are sent before the first is answered; the sequences stay contiguous.
+// TestIdempotentProducerInFlight: an epoch's first batch of a partition
+// goes alone; once it is answered, up to MaxInFlight batches are sent
+// before the next answer; the sequences stay contiguous.
 func TestIdempotentProducerInFlight(t *testing.T) {
 	for _, c := range []struct {
 		cfg  ProducerConfig
-		want int
+		want int // calls before an answer to a batch after the first
 	}{
-		{ProducerConfig{Idempotent: true}, 5},
-		{ProducerConfig{Idempotent: true, MaxInFlight: 2}, 2},
+		{ProducerConfig{Idempotent: true}, 1 + 5},
+		{ProducerConfig{Idempotent: true, MaxInFlight: 2}, 1 + 2},
 		{ProducerConfig{}, 1},
 	} {
 		t.Run(fmt.Sprint(c.want), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				cl := newDedupeClient(t, 1)
 				release := make(chan struct{})
-				cl.fault = func(int, batch.Header) fault { return fault{hold: release} }
+				cl.fault = func(_ int, h batch.Header) fault {
+					if h.BaseSequence == 0 {
+						return fault{} // the epoch's first batch: answered
+					}
+					return fault{hold: release}
+				}
 				cfg := c.cfg
 				cfg.BatchBytes = 10 // one record a batch
 				p := newProd(t, cl, cfg)
@@ -316,7 +322,7 @@ func TestIdempotentProducerInFlight(t *testing.T) {
 				calls := cl.calls
 				cl.mu.Unlock()
 				close(release)
-				require.Equal(t, c.want, calls, "batches in flight before an answer")
+				require.Equal(t, c.want, calls, "batches sent before an answer after the first")
 				require.NoError(t, p.Flush(t.Context()))
 				if cfg.Idempotent {
 					requireExactlyOnce(t, cl, want, col)
@@ -327,6 +333,27 @@ func TestIdempotentProducerInFlight(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestIdempotentProducerEpochStartsAlone: until the first batch of an epoch
+// is answered, no other batch of its partition is sent, so a member that
+// forwards them (replica's order lanes) sees the epoch start at sequence 0.
+func TestIdempotentProducerEpochStartsAlone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cl := newDedupeClient(t, 1)
+		release := make(chan struct{})
+		cl.fault = func(int, batch.Header) fault { return fault{hold: release} }
+		p := newProd(t, cl, ProducerConfig{Idempotent: true, BatchBytes: 10})
+		want, col := sendMany(p, 1, 20)
+		synctest.Wait()
+		cl.mu.Lock()
+		calls := cl.calls
+		cl.mu.Unlock()
+		close(release)
+		require.Equal(t, 1, calls, "batches in flight before the first answer")
+		require.NoError(t, p.Flush(t.Context()))
+		requireExactlyOnce(t, cl, want, col)
+	})
 }
 
 // TestIdempotentProducerLostState: a broker that loses the producer's

@@ -163,13 +163,21 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 	}
 	now := time.Now()
 	inFlight, unresolved := 0, 0 // batches before b: sent and not completed; without an outcome
+	opening := false             // the first batch of an epoch (sequence 0) is in flight
 	for b := ps.head; b != nil; b, inFlight = b.next, inFlight+1 {
 		switch {
 		case b.resolved:
 			continue
 		case b.inAttempt:
 			unresolved++
+			opening = opening || !b.seqSet || b.baseSeq == 0 // no sequence yet: waiting for one
 			continue
+		case opening:
+			// An epoch's first batch goes alone: a member forwarding
+			// them starts its order for the producer at the first batch
+			// it sees (replica's order lanes), and the others, racing
+			// it there, were refused out of order and sent again.
+			return nil, time.Time{}
 		case b.encoding:
 			// An encoder is finishing it, and kicks a sender once done;
 			// it is not failed meanwhile either (its memory is in use).
@@ -196,7 +204,7 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 		return b, time.Time{}
 	}
 	o := ps.open
-	if o == nil || inFlight >= p.cfg.MaxInFlight {
+	if o == nil || inFlight >= p.cfg.MaxInFlight || opening {
 		return nil, time.Time{}
 	}
 	eager := unresolved == 0 && (p.linger == 0 || o.async == 0)
