@@ -94,7 +94,9 @@ type ProducerConfig struct {
 	// MaxInFlight is how many batches of one partition may be sent and not
 	// yet acknowledged (Kafka's max.in.flight.requests.per.connection):
 	// 0 → 5 for an idempotent producer (Kafka's default, and the most its
-	// broker-side state covers), 1 otherwise. Only an idempotent producer
+	// broker-side state covers), 1 otherwise. An idempotent producer sends
+	// a partition's first batch of an epoch alone, the others once it is
+	// answered. Only an idempotent producer
 	// may have more than 1: concurrent calls of Client.ProduceBatch may
 	// reach the broker in any order, which only sequence numbers repair.
 	MaxInFlight int

@@ -103,8 +103,8 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 	if l == nil {
 		// The first batch seen goes: a producer that was writing through
 		// another member (a failover, a restart) goes on from where it
-		// is. Only a new producer's first batches, racing, can come out
-		// of order here (one retry).
+		// is. A new epoch's first batches, racing, could come out of
+		// order here (one retry); a log.Producer sends the first alone.
 		o.pruneLocked()
 		l = &orderLane{next: seq, waiting: map[*orderWaiter]struct{}{}}
 		o.lanes[k] = l
