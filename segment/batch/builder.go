@@ -87,14 +87,15 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 // its batches get (a producer's batch size) sizes the buffer once, after Reset or
 // ResetAt, rather than letting Append regrow it record by record; on a Builder that has
 // not started a batch yet it sizes the first one. The buffer keeps its alignment
-// (ResetAt). It panics if n is negative.
+// (ResetAt). A buffer Grow allocates is not cleared first (makeNoZero). It panics if
+// n is negative.
 func (bd *Builder) Grow(n int) {
 	if n < 0 {
 		panic("batch: negative Grow")
 	}
 	if len(bd.buf) == 0 {
 		if cap(bd.mem) < n+HeaderSize+alignTo {
-			bd.mem = make([]byte, 0, n+HeaderSize+alignTo)
+			bd.mem = makeNoZero(n + HeaderSize + alignTo)
 		}
 		bd.buf, bd.skew = bd.mem[:0], 0
 		return
@@ -102,7 +103,7 @@ func (bd *Builder) Grow(n int) {
 	if cap(bd.buf)-len(bd.buf) >= n {
 		return
 	}
-	mem := make([]byte, 0, alignTo+len(bd.buf)+n)
+	mem := makeNoZero(alignTo + len(bd.buf) + n)
 	skew := 0
 	if bd.pos >= 0 {
 		addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
@@ -251,7 +252,7 @@ func (bd *Builder) Bytes() []byte {
 		return bd.compressed(b)
 	}
 	SetCRC(b)
-	return b
+	return b[:len(b):len(b)] // what Grow left past the batch stays out of reach
 }
 
 // compressed returns the batch b with its records compressed, in zmem.

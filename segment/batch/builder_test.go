@@ -236,6 +236,10 @@ func TestBuilderGrow(t *testing.T) {
 		var bd Builder
 		bd.ResetAt(0, pos)
 		got := build(&bd, true, pos)
+		if cap(got) != len(got) {
+			// Past the batch is memory Grow did not clear.
+			t.Fatalf("pos %d: Bytes has capacity %d past its %d bytes", pos, cap(got)-len(got), len(got))
+		}
 		if pos >= 0 {
 			if addr := int64(uintptr(unsafe.Pointer(unsafe.SliceData(got)))); (addr-pos)%alignTo != 0 {
 				t.Fatalf("pos %d: batch at %#x, not aligned with its position", pos, addr)
