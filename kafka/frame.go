@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/nozero"
 	"github.com/strata-log/strata/internal/wire"
 )
 
@@ -46,7 +47,7 @@ func readFrame(r io.Reader, buf []byte, maxSize int) (frame []byte, started bool
 	}
 	if int(sz) <= max(cap(buf), eagerFrameBytes) {
 		if int(sz) > cap(buf) {
-			buf = make([]byte, sz)
+			buf = nozero.Make(int(sz)) // ReadFull writes all of it, or buf goes
 		}
 		buf = buf[:sz]
 		if _, err := io.ReadFull(r, buf); err != nil {

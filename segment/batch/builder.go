@@ -5,6 +5,8 @@ import (
 	"hash/crc32"
 	"math"
 	"unsafe"
+
+	"github.com/strata-log/strata/internal/nozero"
 )
 
 // Builder encodes one record batch. Append records, then call Bytes; Reset starts the
@@ -87,7 +89,7 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 // its batches get (a producer's batch size) sizes the buffer once, after Reset or
 // ResetAt, rather than letting Append regrow it record by record; on a Builder that has
 // not started a batch yet it sizes the first one. The buffer keeps its alignment
-// (ResetAt). A buffer Grow allocates is not cleared first (makeNoZero). It panics if
+// (ResetAt). A buffer Grow allocates is not cleared first (nozero.Make). It panics if
 // n is negative.
 func (bd *Builder) Grow(n int) {
 	if n < 0 {
@@ -95,7 +97,7 @@ func (bd *Builder) Grow(n int) {
 	}
 	if len(bd.buf) == 0 {
 		if cap(bd.mem) < n+HeaderSize+alignTo {
-			bd.mem = makeNoZero(n + HeaderSize + alignTo)
+			bd.mem = nozero.Make(n + HeaderSize + alignTo)
 		}
 		bd.buf, bd.skew = bd.mem[:0], 0
 		return
@@ -103,7 +105,7 @@ func (bd *Builder) Grow(n int) {
 	if cap(bd.buf)-len(bd.buf) >= n {
 		return
 	}
-	mem := makeNoZero(alignTo + len(bd.buf) + n)
+	mem := nozero.Make(alignTo + len(bd.buf) + n)
 	skew := 0
 	if bd.pos >= 0 {
 		addr := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))

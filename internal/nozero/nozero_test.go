@@ -1,16 +1,16 @@
-package batch
+package nozero
 
 import (
 	"testing"
 	"unsafe"
 )
 
-// TestMakeNoZero: an empty slice with room for n bytes, its own memory
+// TestMake: an empty slice with room for n bytes, its own memory
 // (two calls never share it), all of it writable (checkptr, under -race,
 // checks that the slice stays inside one allocation).
-func TestMakeNoZero(t *testing.T) {
+func TestMake(t *testing.T) {
 	for _, n := range []int{1, 61, 4096, 1 << 20, 1<<20 + 3} {
-		a, b := makeNoZero(n), makeNoZero(n)
+		a, b := Make(n), Make(n)
 		if len(a) != 0 || cap(a) < n {
 			t.Fatalf("n %d: len %d cap %d", n, len(a), cap(a))
 		}
