@@ -142,9 +142,10 @@ type followerBatch struct {
 // was most of its CPU). Offsets and epochs are kept as they are. A batch
 // with an epoch above the latest of the cache records it (durably, before
 // the batch is written); epochs must not go backwards (ErrInvalidEpoch)
-// except over epochs that hold no record, which are dropped. It returns the first offset and the new end offset. Anything
-// refused changes nothing. The high watermark does not move (SetHighWatermark
-// does), except on a standalone broker, where it is the end offset.
+// except over epochs that hold no record, which are dropped. It returns the
+// first offset and the new end offset. Anything refused changes nothing.
+// The high watermark does not move (SetHighWatermark does), except on a
+// standalone broker, where it is the end offset.
 func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) {
 	var bs []followerBatch
 	prevEpoch := int32(-1)

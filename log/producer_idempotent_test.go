@@ -316,12 +316,7 @@ func TestIdempotentProducerInFlight(t *testing.T) {
 				cfg := c.cfg
 				cfg.BatchBytes = 10 // one record a batch
 				p := newProd(t, cl, cfg)
-				want, col := sendMany(p, 1, 20)
-				synctest.Wait()
-				cl.mu.Lock()
-				calls := cl.calls
-				cl.mu.Unlock()
-				close(release)
+				want, col, calls := callsWhileHeld(t, cl, p, release)
 				require.Equal(t, c.want, calls, "batches sent before an answer after the first")
 				require.NoError(t, p.Flush(t.Context()))
 				if cfg.Idempotent {
@@ -344,16 +339,26 @@ func TestIdempotentProducerEpochStartsAlone(t *testing.T) {
 		release := make(chan struct{})
 		cl.fault = func(int, batch.Header) fault { return fault{hold: release} }
 		p := newProd(t, cl, ProducerConfig{Idempotent: true, BatchBytes: 10})
-		want, col := sendMany(p, 1, 20)
-		synctest.Wait()
-		cl.mu.Lock()
-		calls := cl.calls
-		cl.mu.Unlock()
-		close(release)
+		want, col, calls := callsWhileHeld(t, cl, p, release)
 		require.Equal(t, 1, calls, "batches in flight before the first answer")
 		require.NoError(t, p.Flush(t.Context()))
 		requireExactlyOnce(t, cl, want, col)
 	})
+}
+
+// callsWhileHeld sends 20 records to partition 0 of p, waits until the
+// bubble is blocked (the answers cl's fault holds on release are pending),
+// counts cl's produce calls, then closes release. It returns what sendMany
+// returns and that count.
+func callsWhileHeld(t *testing.T, cl *dedupeClient, p *Producer, release chan struct{}) (map[int][]string, *collector, int) {
+	t.Helper()
+	want, col := sendMany(p, 1, 20)
+	synctest.Wait()
+	cl.mu.Lock()
+	calls := cl.calls
+	cl.mu.Unlock()
+	close(release)
+	return want, col, calls
 }
 
 // TestIdempotentProducerLostState: a broker that loses the producer's

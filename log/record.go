@@ -91,10 +91,10 @@ func countRecords(raw []byte) int {
 // decodeBuiltFrom), but its records are parsed once, by a batch.Iter, not
 // also by a validation walk (batch.Validate): the broker validated the
 // batch in full when it was appended, and the CRC shows these are the same
-// bytes. A record the Iter
-// finds malformed all the same is an error, and no record of its batch is
-// returned. A compressed batch is decompressed (batch.Decompress, which
-// also checks its records) into a buffer of its own that its records alias.
+// bytes. A record the Iter finds malformed all the same is an error, and no
+// record of its batch is returned. A compressed batch is decompressed
+// (batch.Decompress, which also checks its records) into a buffer of its
+// own that its records alias.
 func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
 	return decodeBuiltFrom(dst, hdrs, raw, false, tp, from)
 }

@@ -85,10 +85,11 @@ func TestLeaderFailureLoop(t *testing.T) {
 				}
 			} else {
 				failed++
-				if k := err.Error()[:min(60, len(err.Error()))]; errs[k] == 0 && len(errs) < 10 {
+				k := err.Error()[:min(60, len(err.Error()))]
+				if errs[k] == 0 && len(errs) < 10 {
 					t.Logf("send %d: %v", i, err)
 				}
-				errs[err.Error()[:min(60, len(err.Error()))]]++
+				errs[k]++
 			}
 			mu.Unlock()
 		}

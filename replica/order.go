@@ -47,16 +47,9 @@ type orderWaiter struct {
 // produceOrder holds the lanes of a member, one per producer, epoch and
 // partition that produced through it recently.
 type produceOrder struct {
-	clock clock.Clock // the member's (Config.Clock); nil → the system clock
+	clock clock.Clock // the member's (Config.Clock)
 	mu    sync.Mutex
 	lanes map[orderKey]*orderLane
-}
-
-func (o *produceOrder) clk() clock.Clock {
-	if o.clock == nil {
-		return clock.System()
-	}
-	return o.clock
 }
 
 // maxIdleLanes is how many lanes without an attempt in flight are kept
@@ -114,7 +107,7 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 		w := &orderWaiter{seq: seq, ch: make(chan struct{})}
 		l.waiting[w] = struct{}{}
 		o.mu.Unlock()
-		t := o.clk().NewTimer(orderWait)
+		t := o.clock.NewTimer(orderWait)
 		select {
 		case <-w.ch:
 		case <-t.C():
@@ -144,7 +137,7 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 		kafka.ProduceOrdered(actx) // placed, if nothing did
 		o.mu.Lock()
 		l.active--
-		l.used = o.clk().Now()
+		l.used = o.clock.Now()
 		o.mu.Unlock()
 	}
 }
@@ -154,7 +147,7 @@ func (o *produceOrder) pruneLocked() {
 	if len(o.lanes) < maxIdleLanes {
 		return
 	}
-	now := o.clk().Now()
+	now := o.clock.Now()
 	for k, l := range o.lanes {
 		if l.active == 0 && now.Sub(l.used) > laneIdle {
 			delete(o.lanes, k)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/clock/clocktest"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
@@ -32,7 +33,7 @@ var orderTP = log.TopicPartition{Topic: "t", Partition: 0}
 // it; each goes once the one before it has its place, not once it returns.
 func TestProduceOrderReorders(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var o produceOrder
+		o := produceOrder{clock: clock.System()}
 		k := orderKey{tp: orderTP, pid: 7}
 		went := make(chan int32, 3)
 		enter := func(seq int32) (context.Context, func()) {
@@ -80,7 +81,7 @@ func TestProduceOrderReorders(t *testing.T) {
 // moves the lane on anyway.
 func TestProduceOrderGap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var o produceOrder
+		o := produceOrder{clock: clock.System()}
 		k := orderKey{tp: orderTP, pid: 8}
 		start := time.Now()
 		_, done := o.enter(context.Background(), k, 300, 2)
