@@ -228,9 +228,10 @@ type Producer struct {
 	last     *topicState   // the topic of the previous send: skips the map
 	free     []*pbatch     // batches to reuse
 	buffered int           // estimated bytes of unacknowledged records
-	lingers  []lingerEntry // open batches by linger deadline (all equal: FIFO)
-	lingHead int           // lingers[lingHead:] are live
-	armed    bool          // the timer goroutine knows of lingers[lingHead]
+	lingers  []lingerEntry // batches opened, by linger deadline (all equal: FIFO)
+	lingHead int           // lingers[:lingHead] are done with
+	armed    bool          // the timer goroutine waits for lingers[lingHead]
+	lingRuns int           // rounds of the timer goroutine (tests)
 	changed  chan struct{} // closed when a batch completes, if not nil
 	// Batches waiting for an encoder (producer_encoder.go): encQ[encHead:];
 	// encoders run, at most maxEncoders.

@@ -646,23 +646,29 @@ func (p *Producer) complete(ps *partState, slots []slot, base int64, err error) 
 
 // lingerLoop is the timer goroutine: when an open batch has lingered, it
 // wakes its partition's senders (a busy sender takes the batch itself when
-// it is done with the one in flight).
+// it is done with the one in flight). It waits only for batches still open:
+// those that closed first (full, or flushed) are dropped whatever their
+// deadline, so that a producer whose batches fill before their linger ends
+// wakes it about once a linger, not once a batch, each waking a goroutine
+// that then wanted the mu the sending caller holds.
 func (p *Producer) lingerLoop() {
 	defer p.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
 		p.lockBehind()
+		p.lingRuns++
 		now := time.Now()
 		wait := time.Duration(-1)
 		for p.lingHead < len(p.lingers) {
 			e := &p.lingers[p.lingHead]
-			if d := e.at.Sub(now); d > 0 {
+			live := e.ps.open != nil && e.ps.open.id == e.id
+			if d := e.at.Sub(now); live && d > 0 {
 				wait = d
 				break
 			}
-			if ps := e.ps; ps.open != nil && ps.open.id == e.id {
-				p.kickLocked(ps)
+			if live {
+				p.kickLocked(e.ps)
 			}
 			*e = lingerEntry{}
 			p.lingHead++

@@ -975,3 +975,47 @@ func ExampleKeyPartition() {
 	fmt.Println(KeyPartition([]byte("abc"), 10))
 	// Output: 7
 }
+
+// TestProducerLingerSkipsFullBatches: batches that fill before their linger
+// ends cost the timer goroutine no round each, and a batch opened after
+// them still goes when its own linger ends, neither earlier nor later.
+func TestProducerLingerSkipsFullBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := prodBroker(t, TopicConfig{Partitions: 2})
+		p := newProd(t, c, ProducerConfig{Partitioner: PartitionerManual, Acks: AcksLeader, BatchBytes: sizeOf(3)})
+		send := func(part, i int) {
+			r := recordN(i)
+			r.Partition = part
+			p.SendAsync(r, nil)
+		}
+		send(0, 0) // lingers on partition 0 from t=0
+		synctest.Wait()
+		p.mu.Lock()
+		runs := p.lingRuns
+		p.mu.Unlock()
+		for k := range 10 {
+			for i := range 3 {
+				send(1, 3*k+i) // full at its third record: sent at once
+			}
+			synctest.Wait()
+			time.Sleep(100 * time.Microsecond)
+		}
+		require.Equal(t, []int{3, 3, 3, 3, 3, 3, 3, 3, 3, 3}, c.batchSizes())
+		send(1, 30) // opened at t=1ms: lingers until 1ms+linger
+		time.Sleep(defaultLinger - time.Millisecond - 1)
+		synctest.Wait()
+		require.Equal(t, 10, len(c.batchSizes()), "nothing more before the first linger ends")
+		time.Sleep(1)
+		synctest.Wait()
+		require.Equal(t, []int{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 1}, c.batchSizes(), "partition 0's batch at its linger")
+		time.Sleep(time.Millisecond - 1)
+		synctest.Wait()
+		require.Len(t, c.batchSizes(), 11, "partition 1's last batch lingers on")
+		time.Sleep(1)
+		synctest.Wait()
+		require.Equal(t, []int{3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 1, 1}, c.batchSizes(), "and goes at its own linger")
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		require.LessOrEqual(t, p.lingRuns-runs, 3, "the timer goroutine woke for the open batches only, not for each full one")
+	})
+}
