@@ -40,7 +40,10 @@ type Backend interface {
 	GroupCoordinator() *group.Coordinator
 }
 
-var _ Backend = (*log.Broker)(nil)
+var (
+	_ Backend       = (*log.Broker)(nil)
+	_ BatchBorrower = (*log.Broker)(nil)
+)
 
 // topicID is the id a topic is known by in Metadata v10+, Fetch v13+ and
 // Produce v13+: derived from its name, so that every server over the same

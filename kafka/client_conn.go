@@ -184,7 +184,7 @@ func (c *brokerConn) read() {
 	defer close(c.done)
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		frame, _, err := readFrame(r, nil, maxResponseBytes)
+		frame, _, err := readFrame(r, nil, maxResponseBytes, nil)
 		if err == nil && len(frame) < 4 {
 			err = fmt.Errorf("%w: response of %d bytes", errBadFrame, len(frame))
 		}

@@ -264,7 +264,7 @@ func startMovedCoordinator(t *testing.T, next *Server) *movedCoordinator {
 func (m *movedCoordinator) serve(nc net.Conn) {
 	r := bufio.NewReader(nc)
 	for {
-		frame, _, err := readFrame(r, nil, 1<<20)
+		frame, _, err := readFrame(r, nil, 1<<20, nil)
 		if err != nil {
 			return
 		}

@@ -142,7 +142,7 @@ func (c *conn) read() {
 		if c.sasl != nil && !c.sasl.done {
 			limit = min(limit, maxUnauthenticatedBytes)
 		}
-		frame, started, err := readFrame(r, nil, limit)
+		frame, started, err := readFrame(r, nil, limit, c.s.frames)
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded) && !started &&
@@ -234,9 +234,15 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 		if mine != nil {
 			ordered = sync.OnceFunc(func() { c.leaveLane(mine) })
 		}
-		c.handle(p, a, req, ordered)
+		handled := c.handle(p, a, req, ordered)
 		if ordered != nil {
 			ordered()
+		}
+		if handled && h.key == produceKey && c.s.frames != nil {
+			// The backend keeps no part of a batch past Produce
+			// (BatchBorrower), the request's strings are copies and the
+			// response is encoded: nothing refers to the frame now.
+			c.s.frames.put(frame)
 		}
 	}()
 	return true
@@ -348,7 +354,7 @@ func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
 // handle runs a request's handler and sets its response. ordered, for a
 // produce, lets the connection's next produces to its partitions start
 // (ProduceOrdered).
-func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) {
+func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (handled bool) {
 	defer close(p.done)
 	defer func() {
 		// A bug in a handler must not take the server down: the
@@ -370,6 +376,7 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) {
 		p.obs.failed = rep.closeAfter || responseFailed(rep.resp)
 	}
 	c.encode(p, rep)
+	return true
 }
 
 // encode sets p's response frame from a handler's reply.

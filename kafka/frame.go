@@ -32,7 +32,10 @@ var errBadFrame = errors.New("kafka: bad frame")
 // errBadFrame. (A raw SASL token, after SaslHandshake v0, may be shorter
 // than a request header.) started reports whether any byte of the
 // frame was read, for telling an idle connection from a torn frame.
-func readFrame(r io.Reader, buf []byte, maxSize int) (frame []byte, started bool, err error) {
+//
+// A frame of frameRecycleMin bytes or more that buf cannot hold is read into
+// a buffer of pool's when pool is not nil.
+func readFrame(r io.Reader, buf []byte, maxSize int, pool *framePool) (frame []byte, started bool, err error) {
 	var size [4]byte
 	n, err := io.ReadFull(r, size[:])
 	if err != nil {
@@ -46,7 +49,11 @@ func readFrame(r io.Reader, buf []byte, maxSize int) (frame []byte, started bool
 		return nil, true, fmt.Errorf("%w: size %d is larger than the maximum request size %d", errBadFrame, sz, maxSize)
 	}
 	if int(sz) <= max(cap(buf), eagerFrameBytes) {
-		if int(sz) > cap(buf) {
+		switch {
+		case int(sz) <= cap(buf):
+		case pool != nil && sz >= frameRecycleMin:
+			buf = pool.get(int(sz))
+		default:
 			buf = nozero.Make(int(sz)) // ReadFull writes all of it, or buf goes
 		}
 		buf = buf[:sz]

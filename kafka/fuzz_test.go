@@ -100,7 +100,7 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff})
 	f.Add([]byte{0, 0, 0, 10, 0, 3, 0, 9, 0, 0, 0, 1, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		frame, _, err := readFrame(bytes.NewReader(b), nil, 1<<16)
+		frame, _, err := readFrame(bytes.NewReader(b), nil, 1<<16, nil)
 		if err != nil {
 			return
 		}

@@ -95,7 +95,7 @@ func benchFetchLoop(nc net.Conn, want int64) (int64, error) {
 		if _, err := nc.Write(f.AppendRequest(nil, req, corr)); err != nil {
 			return got, err
 		}
-		frame, _, err := readFrame(r, buf, 1<<30)
+		frame, _, err := readFrame(r, buf, 1<<30, nil)
 		if err != nil {
 			return got, err
 		}

@@ -29,8 +29,11 @@ type Server struct {
 	// being cheaper than three syscalls for small fetches.
 	// math.MaxInt64 copies every time (for tests and benchmarks).
 	sendfileMin int64
-	sentFiles   atomic.Int64 // handles written by the writers (for tests)
-	heldFiles   atomic.Int64 // handles in responses not yet released (for tests)
+	// frames recycles produce requests' buffers when the backend is a
+	// BatchBorrower; nil otherwise.
+	frames    *framePool
+	sentFiles atomic.Int64 // handles written by the writers (for tests)
+	heldFiles atomic.Int64 // handles in responses not yet released (for tests)
 
 	ctx    context.Context // cancelled by Close: ends parked requests
 	cancel context.CancelFunc
@@ -73,6 +76,9 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 		ln:     ln,
 		addr:   ln.Addr().String(),
 		conns:  map[*conn]struct{}{},
+	}
+	if bb, ok := b.(BatchBorrower); ok && bb.BorrowsBatches() {
+		s.frames = &framePool{}
 	}
 	s.groups = b.GroupCoordinator()
 	s.apis = s.apiTable()

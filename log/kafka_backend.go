@@ -23,3 +23,10 @@ func (b *Broker) CreateTopicContext(ctx context.Context, name string, cfg TopicC
 	_, err := b.CreateTopic(name, cfg)
 	return err
 }
+
+// BorrowsBatches reports that Produce and ProduceBatch keep no part of the
+// batch they are given once they return (kafka.BatchBorrower): it is
+// validated and written to the partition's segment, not kept. (The
+// in-process Producer's batches, which a broker may keep for its readers,
+// take another path.)
+func (b *Broker) BorrowsBatches() bool { return true }

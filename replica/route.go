@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
@@ -104,6 +105,14 @@ func (b *Broker) Produce(ctx context.Context, tp log.TopicPartition, batch []byt
 	}
 	return res.BaseOffset, nil
 }
+
+// BorrowsBatches reports that Produce and ProduceBatch keep no part of the
+// batch once they return (kafka.BatchBorrower): the leader appends it in
+// place, and a batch sent on to another member is copied into the request
+// before it goes.
+func (b *Broker) BorrowsBatches() bool { return true }
+
+var _ kafka.BatchBorrower = (*Broker)(nil)
 
 // ProduceBatch appends a batch at the partition's leader. AcksAll returns
 // once the HW covers the batch; ErrNotEnoughReplicas when the ISR is below
