@@ -204,6 +204,27 @@ func (img *Image) TopicByID(id TopicID) (TopicInfo, bool) {
 	return img.Topic(name)
 }
 
+// PartitionCount returns the number of partitions of topic (false: no such
+// topic) without copying the topic's state, as Topic does: what a member
+// routing each request asks.
+func (img *Image) PartitionCount(topic string) (int, bool) {
+	t, ok := img.topics[topic]
+	if !ok {
+		return 0, false
+	}
+	return len(t.parts), true
+}
+
+// Leader returns the leader of one partition, NoLeader while it has none,
+// without copying any state (false: no such topic or partition).
+func (img *Image) Leader(topic string, partition int) (int, bool) {
+	t, ok := img.topics[topic]
+	if !ok || partition < 0 || partition >= len(t.parts) {
+		return NoLeader, false
+	}
+	return t.parts[partition].Leader, true
+}
+
 // Partition returns the state of one partition.
 func (img *Image) Partition(topic string, partition int) (PartitionState, bool) {
 	t, ok := img.topics[topic]

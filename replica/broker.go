@@ -237,7 +237,7 @@ func (b *Broker) Leader(topic string, partition int) (id int, ok bool) {
 func (b *Broker) Partition(topic string, partition int) (*log.Partition, error) {
 	ps := b.part(log.TopicPartition{Topic: topic, Partition: partition})
 	if ps == nil {
-		if _, ok := b.img.Load().Topic(topic); !ok {
+		if _, ok := b.img.Load().PartitionCount(topic); !ok {
 			return nil, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
 		}
 		return nil, fmt.Errorf("%w: %s-%d has no replica on broker %d", log.ErrUnknownPartition, topic, partition, b.cfg.ID)

@@ -31,21 +31,24 @@ func (b *Broker) behind(tp log.TopicPartition, err error) bool {
 	if !errors.Is(err, log.ErrUnknownTopic) {
 		return false
 	}
-	_, ok := b.img.Load().Topic(tp.Topic)
+	_, ok := b.img.Load().PartitionCount(tp.Topic)
 	return ok
 }
 
-// leaderOf returns the leader of tp in the current image.
+// leaderOf returns the leader of tp in the current image. It copies
+// nothing: every routed call asks it, and a copy of the topic (Image.Topic)
+// cost 76 µs and 2,000 allocations for 1,000 partitions
+// (controller's BenchmarkImageLeader).
 func (b *Broker) leaderOf(tp log.TopicPartition) (int, error) {
 	img := b.img.Load()
-	t, ok := img.Topic(tp.Topic)
+	n, ok := img.PartitionCount(tp.Topic)
 	if !ok {
 		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
 	}
-	if tp.Partition < 0 || tp.Partition >= len(t.Partitions) {
+	if tp.Partition < 0 || tp.Partition >= n {
 		return 0, fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, tp.Topic, tp.Partition)
 	}
-	if l := t.Partitions[tp.Partition].Leader; l != controller.NoLeader {
+	if l, _ := img.Leader(tp.Topic, tp.Partition); l != controller.NoLeader {
 		return l, nil
 	}
 	return 0, fmt.Errorf("%w: %s-%d", errNoLeader, tp.Topic, tp.Partition)
@@ -90,11 +93,11 @@ func (b *Broker) retryWait(ctx context.Context, ch <-chan struct{}, backoff *tim
 
 // Partitions returns the number of partitions of topic.
 func (b *Broker) Partitions(topic string) (int, error) {
-	t, ok := b.img.Load().Topic(topic)
+	n, ok := b.img.Load().PartitionCount(topic)
 	if !ok {
 		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
 	}
-	return len(t.Partitions), nil
+	return n, nil
 }
 
 // Produce is ProduceBatch answering the base offset.

@@ -192,7 +192,7 @@ func mapReplicaErr(err error) error {
 }
 
 func (b *Broker) notHereErr(tp log.TopicPartition) error {
-	if _, ok := b.img.Load().Topic(tp.Topic); !ok {
+	if _, ok := b.img.Load().PartitionCount(tp.Topic); !ok {
 		return fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
 	}
 	return fmt.Errorf("%w: %s-%d on broker %d", log.ErrNotLeader, tp.Topic, tp.Partition, b.cfg.ID)
