@@ -260,11 +260,11 @@ func (b *Broker) stopCoordinator() {
 // groupTP returns the partition of __consumer_offsets of a group and its
 // state in the current image; false while the topic does not exist.
 func (b *Broker) groupTP(groupID string) (log.TopicPartition, bool) {
-	t, ok := b.img.Load().Topic(log.OffsetsTopic)
-	if !ok || len(t.Partitions) == 0 {
+	n, ok := b.img.Load().PartitionCount(log.OffsetsTopic)
+	if !ok || n == 0 {
 		return log.TopicPartition{}, false
 	}
-	return log.TopicPartition{Topic: log.OffsetsTopic, Partition: GroupPartition(groupID, len(t.Partitions))}, true
+	return log.TopicPartition{Topic: log.OffsetsTopic, Partition: GroupPartition(groupID, n)}, true
 }
 
 // localCoordinator returns this member's coordinator of a group: nil
@@ -434,7 +434,7 @@ func (s offsetStore) StoreGroup(groupID string, value []byte) error {
 
 // ensureOffsetsTopic creates __consumer_offsets if the metadata lacks it.
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
-	if _, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
+	if _, ok := b.img.Load().PartitionCount(log.OffsetsTopic); ok {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -457,7 +457,7 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 	// Created by another member: wait until this one has applied it.
 	for {
 		ch := b.metaWatch()
-		if _, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
+		if _, ok := b.img.Load().PartitionCount(log.OffsetsTopic); ok {
 			return nil
 		}
 		select {
