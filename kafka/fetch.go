@@ -28,10 +28,7 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		return rep
 	}
 	s := c.s
-	var ids map[[16]byte]string
-	if req.Version >= 13 {
-		ids = s.topicNames()
-	}
+	byID := req.Version >= 13
 	fr := log.FetchRequest{MinBytes: int(req.MinBytes), MaxBytes: int(req.MaxBytes)}
 	if req.Version < 3 || req.MaxBytes <= 0 {
 		fr.MaxBytes = 50 << 20
@@ -53,9 +50,9 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		rt := &req.Topics[i]
 		name := rt.Topic
 		code := errNone
-		if ids != nil {
+		if byID {
 			var ok bool
-			if name, ok = ids[rt.TopicID]; !ok {
+			if name, ok = s.topicName(rt.TopicID); !ok {
 				code = errUnknownTopicID
 			}
 		}

@@ -84,24 +84,32 @@ func (s *Server) topicMetadata(name string, id [16]byte, version int16) kmsg.Met
 	return t
 }
 
-// topicName returns the topic whose id is id.
+// topicName returns the topic whose id (topicID) is id, false if no topic
+// has it. The ids of the topics seen are cached: an id is derived from its
+// name with SHA-256, and Produce and Fetch v13+ name topics by id, so
+// deriving every topic's id for each request cost a hash per topic per
+// request. An id not in the cache makes it derive those of the backend's
+// topics not seen yet.
 func (s *Server) topicName(id [16]byte) (string, bool) {
-	for _, name := range s.b.Topics() {
-		if topicID(name) == id {
+	if v, ok := s.idNames.Load(id); ok {
+		name := v.(string)
+		if _, err := s.b.Partitions(name); err == nil {
 			return name, true
 		}
+		return "", false // deleted (an id is its name's: it comes back with it)
+	}
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
+	for _, name := range s.b.Topics() {
+		if _, ok := s.idKnown[name]; !ok {
+			s.idKnown[name] = struct{}{}
+			s.idNames.Store(topicID(name), name)
+		}
+	}
+	if v, ok := s.idNames.Load(id); ok {
+		return v.(string), true
 	}
 	return "", false
-}
-
-// topicNames maps the ids of every topic to their names.
-func (s *Server) topicNames() map[[16]byte]string {
-	names := s.b.Topics()
-	m := make(map[[16]byte]string, len(names))
-	for _, name := range names {
-		m[topicID(name)] = name
-	}
-	return m
 }
 
 func handleDescribeCluster(_ context.Context, c *conn, r kmsg.Request) reply {

@@ -43,10 +43,7 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
 		defer cancel()
 	}
-	var ids map[[16]byte]string
-	if req.Version >= 13 {
-		ids = s.topicNames()
-	}
+	byID := req.Version >= 13
 	type job struct {
 		tp   log.TopicPartition
 		recs []byte
@@ -60,9 +57,9 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		t := kmsg.NewProduceResponseTopic()
 		t.Topic, t.TopicID = rt.Topic, rt.TopicID
 		topicErr, topicMsg := ackErr, ackMsg
-		if ids != nil {
+		if byID {
 			var ok bool
-			if name, ok = ids[rt.TopicID]; !ok && topicErr == errNone {
+			if name, ok = s.topicName(rt.TopicID); !ok && topicErr == errNone {
 				topicErr, topicMsg = errUnknownTopicID, "unknown topic id"
 			}
 		} else if err := log.ValidTopicName(name); err != nil && topicErr == errNone {

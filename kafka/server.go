@@ -31,7 +31,12 @@ type Server struct {
 	sendfileMin int64
 	// frames recycles produce requests' buffers when the backend is a
 	// BatchBorrower; nil otherwise.
-	frames    *framePool
+	frames *framePool
+	// idNames caches topic ids ([16]byte) → names for topicName; idKnown
+	// the names whose ids it holds, under idMu.
+	idNames   sync.Map
+	idMu      sync.Mutex
+	idKnown   map[string]struct{}
 	sentFiles atomic.Int64 // handles written by the writers (for tests)
 	heldFiles atomic.Int64 // handles in responses not yet released (for tests)
 
@@ -70,12 +75,13 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	s := &Server{
-		b:      b,
-		cfg:    cfg,
-		logger: cfg.Logger,
-		ln:     ln,
-		addr:   ln.Addr().String(),
-		conns:  map[*conn]struct{}{},
+		b:       b,
+		cfg:     cfg,
+		logger:  cfg.Logger,
+		ln:      ln,
+		addr:    ln.Addr().String(),
+		conns:   map[*conn]struct{}{},
+		idKnown: map[string]struct{}{},
 	}
 	if bb, ok := b.(BatchBorrower); ok && bb.BorrowsBatches() {
 		s.frames = &framePool{}
