@@ -100,7 +100,14 @@ func (s *Server) topicName(id [16]byte) (string, bool) {
 	}
 	s.idMu.Lock()
 	defer s.idMu.Unlock()
-	for _, name := range s.b.Topics() {
+	names := s.b.Topics()
+	if len(s.idKnown) > 2*len(names)+64 {
+		// Mostly deleted topics: start again, so that topics coming and
+		// going do not grow the cache for good.
+		clear(s.idKnown)
+		s.idNames.Clear()
+	}
+	for _, name := range names {
 		if _, ok := s.idKnown[name]; !ok {
 			s.idKnown[name] = struct{}{}
 			s.idNames.Store(topicID(name), name)
