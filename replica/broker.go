@@ -226,11 +226,11 @@ func (b *Broker) WaitImage(ctx context.Context, afterVersion uint64) (*controlle
 
 // Leader returns the leader of a partition as this member knows it.
 func (b *Broker) Leader(topic string, partition int) (id int, ok bool) {
-	st, ok := b.img.Load().Partition(topic, partition)
-	if !ok || st.Leader == controller.NoLeader {
+	l, ok := b.img.Load().Leader(topic, partition)
+	if !ok || l == controller.NoLeader {
 		return 0, false
 	}
-	return st.Leader, true
+	return l, true
 }
 
 // Partition returns this member's replica of a partition.

@@ -41,17 +41,17 @@ func (b *Broker) behind(tp log.TopicPartition, err error) bool {
 // (controller's BenchmarkImageLeader).
 func (b *Broker) leaderOf(tp log.TopicPartition) (int, error) {
 	img := b.img.Load()
-	n, ok := img.PartitionCount(tp.Topic)
-	if !ok {
+	l, ok := img.Leader(tp.Topic, tp.Partition)
+	switch {
+	case ok && l != controller.NoLeader:
+		return l, nil
+	case ok:
+		return 0, fmt.Errorf("%w: %s-%d", errNoLeader, tp.Topic, tp.Partition)
+	}
+	if _, known := img.PartitionCount(tp.Topic); !known {
 		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
 	}
-	if tp.Partition < 0 || tp.Partition >= n {
-		return 0, fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, tp.Topic, tp.Partition)
-	}
-	if l, _ := img.Leader(tp.Topic, tp.Partition); l != controller.NoLeader {
-		return l, nil
-	}
-	return 0, fmt.Errorf("%w: %s-%d", errNoLeader, tp.Topic, tp.Partition)
+	return 0, fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, tp.Topic, tp.Partition)
 }
 
 // route calls fn at tp's leader until it answers with something other
