@@ -22,7 +22,10 @@ type Builder struct {
 	baseTimestamp int64
 	maxTimestamp  int64
 	n             int32
-	pos           int64 // where the batch will be written (ResetAt), or -1
+	pos           int64  // where the batch will be written (ResetAt), or -1
+	recCRC        uint32 // CRC-32C of buf[HeaderSize:crcAt] (crccombine.go),
+	crcAt         int    // as records are appended, crcChunk at a time,
+	recSummed     bool   // if every one was appended uncompressed
 
 	codec int    // compression codec, kept across Reset
 	zmem  []byte // the compressed batch's array, from its start (len 0)
@@ -79,6 +82,7 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 	b[offMagic] = Magic
 	be.PutUint64(b[offBaseTimestamp:], uint64(baseTimestamp))
 	bd.buf = b
+	bd.recCRC, bd.crcAt, bd.recSummed = 0, HeaderSize, true
 	bd.baseTimestamp = baseTimestamp
 	bd.maxTimestamp = math.MinInt64
 	bd.n = 0
@@ -206,9 +210,28 @@ func (bd *Builder) Append(timestamp int64, key, value []byte, headers []RecordHe
 		b = append(b, headers[i].Key...)
 		b = appendNullable(b, headers[i].Value)
 	}
+	if bd.codec != CompressionNone {
+		bd.recSummed = false // a compressed batch's CRC covers other bytes
+	} else if len(b)-bd.crcAt >= crcChunk {
+		bd.sumRecords(b)
+	}
 	bd.buf = b
 	bd.maxTimestamp = max(bd.maxTimestamp, timestamp)
 	bd.n++
+}
+
+// crcChunk is how many bytes of records a Builder sums at once as they are
+// appended: few enough to be still in the cache, enough that the calls cost
+// little next to the summing. A batch's CRC was a read of the whole batch
+// once finished, by then mostly out of the cache: 1 MB batches of 1 KiB
+// records summed at 9 GB/s, against 22–26 GB/s in the cache (hash/crc32,
+// this machine), for a tenth of the CPU of producing and consuming them.
+const crcChunk = 4 << 10
+
+// sumRecords adds the records of b not summed yet to the running CRC.
+func (bd *Builder) sumRecords(b []byte) {
+	bd.recCRC = crc32.Update(bd.recCRC, castagnoli, b[bd.crcAt:])
+	bd.crcAt = len(b)
 }
 
 // Len returns the number of records appended since the last Reset.
@@ -253,7 +276,15 @@ func (bd *Builder) Bytes() []byte {
 	if bd.codec != CompressionNone {
 		return bd.compressed(b)
 	}
-	SetCRC(b)
+	if bd.recSummed {
+		// The records were summed as they were appended, but for the last
+		// few: only those and the header are left to sum.
+		bd.sumRecords(b)
+		hdr := crc32.Checksum(b[offAttributes:HeaderSize], castagnoli)
+		be.PutUint32(b[offCRC:], crcCombine(hdr, bd.recCRC, len(b)-HeaderSize))
+	} else {
+		SetCRC(b)
+	}
 	return b[:len(b):len(b)] // what Grow left past the batch stays out of reach
 }
 
