@@ -218,20 +218,30 @@ func (img *Image) PartitionCount(topic string) (int, bool) {
 // Leader returns the leader of one partition, NoLeader while it has none,
 // without copying any state (false: no such topic or partition).
 func (img *Image) Leader(topic string, partition int) (int, bool) {
-	t, ok := img.topics[topic]
-	if !ok || partition < 0 || partition >= len(t.parts) {
+	p := img.partition(topic, partition)
+	if p == nil {
 		return NoLeader, false
 	}
-	return t.parts[partition].Leader, true
+	return p.Leader, true
 }
 
 // Partition returns the state of one partition.
 func (img *Image) Partition(topic string, partition int) (PartitionState, bool) {
-	t, ok := img.topics[topic]
-	if !ok || partition < 0 || partition >= len(t.parts) {
+	p := img.partition(topic, partition)
+	if p == nil {
 		return PartitionState{}, false
 	}
-	return t.parts[partition].clone(), true
+	return p.clone(), true
+}
+
+// partition returns the image's own state of one partition, not to be
+// changed; nil if there is no such topic or partition.
+func (img *Image) partition(topic string, partition int) *PartitionState {
+	t, ok := img.topics[topic]
+	if !ok || partition < 0 || partition >= len(t.parts) {
+		return nil
+	}
+	return &t.parts[partition]
 }
 
 func (t *topicState) info() TopicInfo {
