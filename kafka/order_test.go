@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,8 +23,8 @@ type orderedBackend struct {
 
 func (b *orderedBackend) Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (int64, error) {
 	base, err := b.Broker.Produce(ctx, tp, batch, log.AcksLeader)
+	b.entered <- base // before the next produce may append and say so
 	ProduceOrdered(ctx)
-	b.entered <- base
 	<-b.release
 	return base, err
 }
@@ -38,6 +39,8 @@ func TestPipelinedProducesAppendBeforeAnswered(t *testing.T) {
 	s, err := Listen("127.0.0.1:0", ob, Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	release := sync.OnceFunc(func() { close(ob.release) })
+	t.Cleanup(release) // before Close, which waits for the held produces, if the test fails first
 	c := dial(t, s.Addr())
 	var corrs []int32
 	var reqs []kmsg.Request
@@ -55,7 +58,7 @@ func TestPipelinedProducesAppendBeforeAnswered(t *testing.T) {
 			t.Fatalf("produce %d did not append while the ones before it waited", want)
 		}
 	}
-	close(ob.release)
+	release()
 	for k := range corrs {
 		resp := c.recv(reqs[k], corrs[k]).(*kmsg.ProduceResponse)
 		require.Equal(t, int64(k), resp.Topics[0].Partitions[0].BaseOffset)
