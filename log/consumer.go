@@ -188,12 +188,12 @@ type Consumer struct {
 
 	pollMu sync.Mutex // held by Poll; Close takes it to wait for a Poll to end
 	// Owned by Poll (pollMu): the fetch request, its partitions, and per
-	// partition its bytes (and whether they are a tail's), where its
-	// records end in the result and its next position.
+	// partition its bytes (and the tail's batches they are, if they are a
+	// tail's), where its records end in the result and its next position.
 	fetchReq   []FetchPartition
 	fetchParts []*partitionPosition
 	fetchRaw   [][]byte
-	fetchBuilt []bool
+	fetchTail  [][]tailBatch
 	fetchEnds  []int
 	fetchNexts []int64
 
@@ -422,19 +422,19 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 
 	// Read the batches (one copy, out of the segment files) and decode
 	// them straight into one slice sized for every record fetched.
-	total, raws, built := 0, c.fetchRaw[:0], c.fetchBuilt[:0]
-	defer func() { clear(raws); c.fetchRaw, c.fetchBuilt = raws[:0], built[:0] }()
+	total, raws, tails := 0, c.fetchRaw[:0], c.fetchTail[:0]
+	defer func() { clear(raws); clear(tails); c.fetchRaw, c.fetchTail = raws[:0], tails[:0] }()
 	for i := range resp.Partitions {
 		fp := &resp.Partitions[i]
 		var raw []byte
-		var mine bool // the tail's: built by a Producer of this process
+		var mine []tailBatch // the tail's: built by a Producer of this process
 		if fp.Err == nil {
 			if raw, mine, err = fp.Records.bytes(); err != nil {
 				return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, c.fetchReq[i].Offset, err)
 			}
 			fp.Records.Release()
 		}
-		raws, built = append(raws, raw), append(built, mine)
+		raws, tails = append(raws, raw), append(tails, mine)
 		total += countRecords(raw)
 	}
 	recs := make([]Record, 0, total)
@@ -454,7 +454,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		case fp.Err != nil:
 			return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
 		default:
-			recs, nexts[i], err = decodeBuiltFrom(recs, &hdrs, raws[i], built[i], fp.TopicPartition, from)
+			recs, nexts[i], err = decodeBuiltFrom(recs, &hdrs, raws[i], tails[i], fp.TopicPartition, from)
 			if err != nil {
 				return nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
 			}

@@ -203,7 +203,7 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 		}
 	}
 	for _, fb := range bs {
-		if err := p.writeLocked(fb.b, fb.h, false); err != nil {
+		if err := p.writeLocked(fb.b, fb.h, nil, false); err != nil {
 			p.mu.Unlock()
 			return 0, 0, err
 		}

@@ -176,7 +176,7 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 	if err != nil {
 		return 0, fmt.Errorf("log: append to %s: %w", p, err)
 	}
-	base, _, err := p.appendValid(b, h, false)
+	base, _, err := p.appendValid(b, h, nil, false)
 	return base, err
 }
 
@@ -207,13 +207,13 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if h.Transactional() || h.Control() {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, ErrTransactionsUnsupported)
 	}
-	return p.appendValid(b, h, false)
+	return p.appendValid(b, h, nil, false)
 }
 
 // appendValid appends a batch known to be valid, with header h. With keep
 // set, b is given up by the caller and may stay in the partition's tail
-// (tail.go).
-func (p *Partition) appendValid(b []byte, h batch.Header, keep bool) (base, next int64, err error) {
+// (tail.go), with spans, where its records are (nil if unknown).
+func (p *Partition) appendValid(b []byte, h batch.Header, spans []batch.Span, keep bool) (base, next int64, err error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
@@ -243,7 +243,7 @@ func (p *Partition) appendValid(b []byte, h batch.Header, keep bool) (base, next
 	epoch := p.epoch.Load()
 	batch.SetPartitionLeaderEpoch(b, epoch)
 	h.PartitionLeaderEpoch = epoch
-	if err := p.writeLocked(b, h, keep); err != nil {
+	if err := p.writeLocked(b, h, spans, keep); err != nil {
 		p.mu.Unlock()
 		return 0, 0, err
 	}
@@ -266,8 +266,8 @@ func (p *Partition) appendValid(b []byte, h batch.Header, keep bool) (base, next
 // end of the log: it records a new epoch in the cache (durably, before the
 // batch), rolls if needed, appends, and publishes the new end offset. A
 // failure makes the partition read-only. With keep, b may stay in the
-// tail (tail.go), else the tail is emptied. Holds mu.
-func (p *Partition) writeLocked(b []byte, h batch.Header, keep bool) error {
+// tail (tail.go), with spans, else the tail is emptied. Holds mu.
+func (p *Partition) writeLocked(b []byte, h batch.Header, spans []batch.Span, keep bool) error {
 	if c, changed := p.loadEpochs().assign(h.PartitionLeaderEpoch, h.BaseOffset); changed {
 		if err := p.storeEpochs(c); err != nil {
 			p.fail(err)
@@ -287,7 +287,7 @@ func (p *Partition) writeLocked(b []byte, h batch.Header, keep bool) error {
 		p.fail(err)
 		return err
 	}
-	if !keep || !p.keepTailLocked(p.active, pos, b) {
+	if !keep || !p.keepTailLocked(p.active, pos, b, spans) {
 		p.dropTailLocked()
 	}
 	next := h.NextOffset()

@@ -33,18 +33,20 @@ import (
 // validating path, which recompresses.
 //
 // With given, the caller gives raw up: it never writes to it again, and the
-// partition may keep it in its tail for readers (tail.go).
-func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte, acks Acks, given bool) (ProduceResult, error) {
+// partition may keep it in its tail for readers (tail.go), with spans, where
+// its records are (batch.Builder.Spans; nil if it has none).
+func (b *Broker) produceBuilt(ctx context.Context, tp TopicPartition, raw []byte, spans []batch.Span, acks Acks, given bool) (ProduceResult, error) {
 	return b.produceWith(ctx, tp, raw, acks, func(p *Partition, raw []byte) (int64, int64, error) {
-		return p.appendBuilt(raw, given)
+		return p.appendBuilt(raw, spans, given)
 	})
 }
 
 // appendBuilt is AppendBatch for a batch built by batch.Builder in this
 // process: the header is parsed, not the records. It falls back to
 // AppendBatch (full validation, recompression) when the topic stores another
-// codec than the batch's. With keep, b may stay in the tail (tail.go).
-func (p *Partition) appendBuilt(b []byte, keep bool) (base, next int64, err error) {
+// codec than the batch's. With keep, b may stay in the tail (tail.go), with
+// the spans of its records.
+func (p *Partition) appendBuilt(b []byte, spans []batch.Span, keep bool) (base, next int64, err error) {
 	if len(b) > p.config().MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
 	}
@@ -58,5 +60,5 @@ func (p *Partition) appendBuilt(b []byte, keep bool) (base, next int64, err erro
 	if codec, ok := p.config().Compression.codec(); ok && int(codec) != h.Compression() {
 		return p.AppendBatch(b)
 	}
-	return p.appendValid(b, h, keep)
+	return p.appendValid(b, h, spans, keep)
 }

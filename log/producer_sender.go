@@ -133,11 +133,14 @@ func (p *Producer) work(ps *partState) {
 			batch.SetBaseOffset(b.raw, 0)
 			batch.SetPartitionLeaderEpoch(b.raw, -1)
 		}
+		var spans []batch.Span
 		if p.broker != nil && len(b.raw) >= tailMinBatch {
-			// The broker may keep the bytes for its readers (tail.go).
+			// The broker may keep the bytes for its readers (tail.go),
+			// with where their records are.
 			b.given, b.detach = true, true
+			spans = b.bd.Spans()
 		}
-		res, err, expired := p.produce(ps.tp, b.raw, b.deadline, b.given)
+		res, err, expired := p.produce(ps.tp, b.raw, spans, b.deadline, b.given)
 		var recs []batch.Record
 		if errors.Is(err, ErrRecordTooLarge) && len(b.slots) > 1 {
 			var derr error
@@ -221,14 +224,15 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 	return o, time.Time{}
 }
 
-// produce sends one encoded batch, bounded by deadline; expired says the
-// deadline ended the call.
-func (p *Producer) produce(tp TopicPartition, raw []byte, deadline time.Time, given bool) (res ProduceResult, err error, expired bool) {
+// produce sends one encoded batch, with the spans of its records if given
+// to an in-process broker, bounded by deadline; expired says the deadline
+// ended the call.
+func (p *Producer) produce(tp TopicPartition, raw []byte, spans []batch.Span, deadline time.Time, given bool) (res ProduceResult, err error, expired bool) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	if p.broker != nil {
 		// An in-process broker: raw is the Builder's, valid by
 		// construction, and is not validated again (partition_trusted.go).
-		res, err = p.broker.produceBuilt(ctx, tp, raw, p.cfg.Acks, given)
+		res, err = p.broker.produceBuilt(ctx, tp, raw, spans, p.cfg.Acks, given)
 	} else {
 		res, err = p.c.ProduceBatch(ctx, tp, raw, p.cfg.Acks)
 	}
@@ -597,6 +601,7 @@ func (p *Producer) newBatchLocked() *pbatch {
 		b = new(pbatch)
 	}
 	b.bd.SetCompression(int(p.cfg.Compression)) // compressed when finished
+	b.bd.SetSpans(p.broker != nil)              // for the tail's readers (tail.go)
 	return b
 }
 

@@ -118,17 +118,17 @@ func TestProduceBuiltRefuses(t *testing.T) {
 		{"bytes after", TopicPartition{Topic: "t"}, append(append([]byte(nil), small...), 0), ErrCorrupt},
 		{"two batches", TopicPartition{Topic: "t"}, append(append([]byte(nil), small...), small...), ErrCorrupt},
 	} {
-		_, err := b.produceBuilt(ctx, tc.tp, tc.raw, AcksAll, false)
+		_, err := b.produceBuilt(ctx, tc.tp, tc.raw, nil, AcksAll, false)
 		require.ErrorIs(t, err, tc.want, tc.name)
 	}
 	require.EqualValues(t, 0, p.EndOffset(), "nothing appended")
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err := b.produceBuilt(cctx, TopicPartition{Topic: "t"}, small, AcksAll, false)
+	_, err := b.produceBuilt(cctx, TopicPartition{Topic: "t"}, small, nil, AcksAll, false)
 	require.True(t, errors.Is(err, context.Canceled))
 
-	res, err := b.produceBuilt(ctx, TopicPartition{Topic: "t"}, small, AcksAll, false)
+	res, err := b.produceBuilt(ctx, TopicPartition{Topic: "t"}, small, nil, AcksAll, false)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, res.BaseOffset)
 	require.EqualValues(t, 1, p.EndOffset())

@@ -96,23 +96,25 @@ func countRecords(raw []byte) int {
 // (batch.Decompress, which also checks its records) into a buffer of its
 // own that its records alias.
 func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
-	return decodeBuiltFrom(dst, hdrs, raw, false, tp, from)
+	return decodeBuiltFrom(dst, hdrs, raw, nil, tp, from)
 }
 
-// decodeBuiltFrom is decodeFrom; built says raw is batches this process
-// built and still holds (a partition's tail), whose CRCs it does not check
-// again (batch.CheckFraming): the Producer computed them from these very
-// bytes, which were never stored or sent since, and which nothing writes
-// to (tail.go). A check of them cost as much as the Producer's own
-// checksum (1 KiB records: 0.12 µs of the 1.1 µs of CPU a record costs to
-// produce and consume).
-func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, built bool, tp TopicPartition, from int64) ([]Record, int64, error) {
+// decodeBuiltFrom is decodeFrom; tail, if not nil, are the batches of a
+// partition's tail that raw is, in order: batches this process built and
+// still holds, whose CRCs it does not check again (batch.CheckFraming): the
+// Producer computed them from these very bytes, which were never stored or
+// sent since, and which nothing writes to (tail.go). A check of them cost
+// as much as the Producer's own checksum (1 KiB records: 0.12 µs of the
+// 1.1 µs of CPU a record costs to produce and consume). Nor are the records
+// of a tail batch with spans parsed: they are its spans (batch.Span).
+func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, tp TopicPartition, from int64) ([]Record, int64, error) {
+	built := tail != nil
 	next, prevEnd := from, int64(-1)
 	var (
 		it batch.Iter
 		r  batch.Record
 	)
-	for pos := 0; pos < len(raw); {
+	for pos, k := 0, 0; pos < len(raw); k++ {
 		h, b, err := nextBatchOf(raw[pos:], built)
 		if err != nil {
 			return dst, from, fmt.Errorf("decode records: batch at byte %d: %w", pos, err)
@@ -129,6 +131,10 @@ func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, built bool, tp To
 		if h.Control() {
 			continue
 		}
+		var spans []batch.Span // the records' spans: tail batches a Producer built uncompressed
+		if k < len(tail) && len(tail[k].b) == len(b) && h.Compression() == batch.CompressionNone {
+			spans = tail[k].spans
+		}
 		if h.Compression() != batch.CompressionNone {
 			// Decompressed into a buffer of the batch's own, which the
 			// records alias; checked in full, so a payload that does not
@@ -140,7 +146,12 @@ func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, built bool, tp To
 				return dst, from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
 			}
 		}
-		if err := it.Reset(b, h); err != nil {
+		if spans != nil {
+			err = it.ResetSpans(b, h, spans)
+		} else {
+			err = it.Reset(b, h)
+		}
+		if err != nil {
 			return dst, from, fmt.Errorf("decode records: batch at offset %d: %w", h.BaseOffset, err)
 		}
 		n := len(dst)

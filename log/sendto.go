@@ -159,18 +159,19 @@ func (b *Batches) Bytes() ([]byte, error) {
 	return buf, err
 }
 
-// bytes is Bytes, saying whether the bytes are the tail's: batches this
-// process built and checksummed, which never left its memory (tail.go).
-func (b *Batches) bytes() (buf []byte, built bool, err error) {
+// bytes is Bytes, with the tail's batches the bytes are if they are the
+// tail's (in order; nil if not): batches this process built and
+// checksummed, which never left its memory (tail.go).
+func (b *Batches) bytes() (buf []byte, tail []tailBatch, err error) {
 	if b.released {
-		return nil, false, ErrReleased
+		return nil, nil, ErrReleased
 	}
 	if b.mem != nil || b.n == 0 {
-		return b.mem, false, nil
+		return b.mem, nil, nil
 	}
 	if b.tail != nil {
-		if buf, ok := b.tail.bytesOf(b); ok {
-			return buf, true, nil
+		if buf, tail, ok := b.tail.bytesOf(b); ok {
+			return buf, tail, nil
 		}
 	}
 	buf = make([]byte, b.size)
@@ -178,11 +179,11 @@ func (b *Batches) bytes() (buf []byte, built bool, err error) {
 	for i := range b.n {
 		r := b.rangeAt(i)
 		if err := readFull(r.seg.File(), buf[at:at+r.len], r.pos); err != nil {
-			return nil, false, fmt.Errorf("log: read batches: %w", err)
+			return nil, nil, fmt.Errorf("log: read batches: %w", err)
 		}
 		at += r.len
 	}
-	return buf, false, nil
+	return buf, nil, nil
 }
 
 // readFull reads len(p) bytes of f at pos: a short read is

@@ -2,15 +2,19 @@ package log
 
 import (
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/strata-log/strata/segment"
+	"github.com/strata-log/strata/segment/batch"
 )
 
 // The tail: the last batches a Producer of this process appended to a
 // partition, kept in memory as the Producer built them, so that a consumer
 // of the same process reading the end of the log (an application tailing
 // what it writes, the commonest read there is) gets those bytes without a
-// read(2) of the segment file and without a buffer of its own.
+// read(2) of the segment file and without a buffer of its own, and, from
+// the spans its Builder recorded (batch.Span), their records without
+// parsing them.
 //
 // A batch goes into the tail only on the trusted path (partition_trusted.go),
 // when its caller gives the bytes up (batches of tailMinBatch and more): the
@@ -47,11 +51,19 @@ type tailBudget struct {
 	max  int64
 }
 
-// tailBatch is one batch of the tail: b is at pos in seg's .log.
+// tailBatch is one batch of the tail: b is at pos in seg's .log. spans,
+// if not nil, are where its records are, as its Builder wrote them
+// (batch.Span): a consumer takes them from there without parsing b.
 type tailBatch struct {
-	seg *segment.Segment
-	pos int64
-	b   []byte
+	seg   *segment.Segment
+	pos   int64
+	b     []byte
+	spans []batch.Span
+}
+
+// mem is the memory t holds: its bytes and its spans.
+func (t *tailBatch) mem() int64 {
+	return int64(len(t.b)) + int64(len(t.spans))*int64(unsafe.Sizeof(batch.Span{}))
 }
 
 // tailRing is an immutable snapshot of a partition's tail, oldest first:
@@ -59,15 +71,16 @@ type tailBatch struct {
 type tailRing struct {
 	n       int
 	batches [tailSlots]tailBatch
-	bytes   int64
+	bytes   int64 // the memory its batches hold (mem)
 }
 
-// keepTailLocked adds b, just written at pos of seg, to the tail (which
+// keepTailLocked adds b, just written at pos of seg, with the spans of its
+// records (nil if unknown), to the tail (which
 // starts anew unless b follows its newest batch), dropping the oldest batch
 // if it is full or the budget has no room, and emptying it if even b does
 // not fit. It reports whether b was kept: if so, b is the partition's now.
 // Holds mu.
-func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte) bool {
+func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte, spans []batch.Span) bool {
 	if p.tails == nil {
 		return false
 	}
@@ -79,12 +92,12 @@ func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte) bo
 		from := max(0, old.n-(tailSlots-1))
 		r.n = copy(r.batches[:], old.batches[from:old.n])
 		for _, t := range r.batches[:r.n] {
-			r.bytes += int64(len(t.b))
+			r.bytes += t.mem()
 		}
 	}
-	r.batches[r.n] = tailBatch{seg: seg, pos: pos, b: b}
+	r.batches[r.n] = tailBatch{seg: seg, pos: pos, b: b, spans: spans}
+	r.bytes += r.batches[r.n].mem()
 	r.n++
-	r.bytes += int64(len(b))
 	var had int64
 	if old != nil {
 		had = old.bytes
@@ -94,7 +107,7 @@ func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte) bo
 	// the newest too if it must.
 	drop := 0
 	for ; used > p.tails.max && drop < r.n; drop++ {
-		n := int64(len(r.batches[drop].b))
+		n := r.batches[drop].mem()
 		used = p.tails.used.Add(-n)
 		r.bytes -= n
 	}
@@ -118,10 +131,11 @@ func (p *Partition) dropTailLocked() {
 }
 
 // bytesOf returns the bytes of the file range of bs if the tail holds all
-// of it: the tail's own slice for one batch, one new slice for several.
-func (r *tailRing) bytesOf(bs *Batches) ([]byte, bool) {
+// of it, and the tail's batches they are, in order: the tail's own slice
+// for one batch, one new slice for several.
+func (r *tailRing) bytesOf(bs *Batches) ([]byte, []tailBatch, bool) {
 	if bs.n != 1 {
-		return nil, false // the ranges of another segment are not in the tail
+		return nil, nil, false // the ranges of another segment are not in the tail
 	}
 	fr := bs.first
 	for i := range r.n {
@@ -130,7 +144,7 @@ func (r *tailRing) bytesOf(bs *Batches) ([]byte, bool) {
 			continue
 		}
 		if int64(len(t.b)) == fr.len {
-			return t.b, true
+			return t.b, r.batches[i : i+1 : i+1], true
 		}
 		// Several batches: they must tile the range exactly.
 		end := fr.pos + fr.len
@@ -140,13 +154,13 @@ func (r *tailRing) bytesOf(bs *Batches) ([]byte, bool) {
 			at += int64(len(r.batches[j].b))
 		}
 		if at != end {
-			return nil, false
+			return nil, nil, false
 		}
 		out := make([]byte, 0, fr.len)
 		for _, u := range r.batches[i:j] {
 			out = append(out, u.b...)
 		}
-		return out, true
+		return out, r.batches[i:j:j], true
 	}
-	return nil, false
+	return nil, nil, false
 }

@@ -50,9 +50,9 @@ func sliceBuilt(t *testing.T, p *Partition, offset int64, maxBytes int) bool {
 	bs, err := p.Slice(offset, maxBytes, p.EndOffset())
 	require.NoError(t, err)
 	defer bs.Release()
-	_, built, err := bs.bytes()
+	_, tail, err := bs.bytes()
 	require.NoError(t, err)
-	return built
+	return tail != nil
 }
 
 // TestTailReads: the last batches a Producer of the process appended are
@@ -184,4 +184,84 @@ func TestProducerOwnsGivenBatch(t *testing.T) {
 	b.bd.Append(2, []byte("other"), []byte("bytes"), nil)
 	require.NotSame(t, &kept[0], &b.bd.Bytes()[0])
 	require.Equal(t, want, kept)
+}
+
+// TestTailSpans: a Consumer reading the tail takes the records of a batch
+// from the spans its Producer recorded (batch.Span), and gets what decoding
+// the file gives: null and empty keys and values, timestamps, offsets. A
+// batch with a record with headers has no spans, and its records are parsed.
+func TestTailSpans(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	c, err := NewConsumer(b, ConsumerConfig{Topics: []string{"t"}})
+	require.NoError(t, err)
+	defer c.Close()
+	// A long linger: the batches that fill go, the last one waits for
+	// Close (a batch below tailMinBatch would empty the tail).
+	pr, err := NewProducer(b, ProducerConfig{BatchBytes: tailMinBatch + 16<<10, Linger: time.Hour, Timeout: 2 * time.Hour})
+	require.NoError(t, err)
+	const n = 500
+	for i := range n {
+		r := Record{Topic: "t", Value: tailValue(i), Timestamp: time.UnixMilli(int64(1e12 + i*i - 40*i))}
+		switch i % 5 {
+		case 0:
+			r.Key = []byte{}
+		case 1:
+			r.Key = fmt.Appendf(nil, "k%d", i)
+		case 2:
+			r.Value = nil
+		case 3:
+			r.Value = []byte{}
+		}
+		if i >= n/2 {
+			r.Headers = []Header{{Key: "h", Value: []byte{byte(i)}}}
+		}
+		pr.SendAsync(r, func(_ Record, err error) {
+			if err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	var got []Record
+	for len(got) < 400 { // the full batches: 500 less the last one's records
+		recs, err := c.Poll(context.Background())
+		require.NoError(t, err)
+		got = append(got, recs...)
+	}
+
+	r := p.tail.Load()
+	require.NotNil(t, r)
+	with, without := 0, 0
+	for _, tb := range r.batches[:r.n] {
+		h, err := batch.ParseHeader(tb.b)
+		require.NoError(t, err)
+		if h.LastOffset() < n/2 {
+			require.Len(t, tb.spans, int(h.NumRecords), "a batch without headers has spans")
+			with++
+		} else {
+			require.Nil(t, tb.spans, "a batch with headers has none")
+			without++
+		}
+	}
+	require.Positive(t, with)
+	require.Positive(t, without)
+
+	file, err := p.ReadBatches(0, 64<<20, p.EndOffset())
+	require.NoError(t, err)
+	var hdrs []Header
+	want, _, err := decodeFrom(nil, &hdrs, file, TopicPartition{Topic: "t"}, 0)
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	for i := range got {
+		g, w := got[i], want[i]
+		require.Equal(t, w.Offset, g.Offset)
+		require.True(t, w.Timestamp.Equal(g.Timestamp), "record %d: timestamp %v, want %v", i, g.Timestamp, w.Timestamp)
+		require.Equal(t, w.Key == nil, g.Key == nil, "record %d: null key", i)
+		require.Equal(t, w.Key, g.Key, "record %d", i)
+		require.Equal(t, w.Value == nil, g.Value == nil, "record %d: null value", i)
+		require.Equal(t, w.Value, g.Value, "record %d", i)
+		require.Equal(t, w.Headers, g.Headers, "record %d", i)
+	}
+	require.NoError(t, pr.Close())
 }

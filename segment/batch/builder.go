@@ -31,6 +31,12 @@ type Builder struct {
 	crcAt     int
 	recSummed bool
 
+	// Spans (spans.go): recorded if spanning; spansOK until a record has none.
+	spanning bool
+	spansOK  bool
+	spans    []Span
+	lastN    int // the records of the last batch Detach gave up, to size spans
+
 	codec int    // compression codec, kept across Reset
 	zmem  []byte // the compressed batch's array, from its start (len 0)
 
@@ -87,6 +93,7 @@ func (bd *Builder) start(baseTimestamp, pos int64) {
 	be.PutUint64(b[offBaseTimestamp:], uint64(baseTimestamp))
 	bd.buf = b
 	bd.recCRC, bd.crcAt, bd.recSummed = 0, HeaderSize, true
+	bd.startSpans()
 	bd.baseTimestamp = baseTimestamp
 	bd.maxTimestamp = math.MinInt64
 	bd.n = 0
@@ -132,6 +139,7 @@ func (bd *Builder) Detach() {
 		return
 	}
 	bd.buf, bd.mem, bd.skew = nil, nil, 0
+	bd.spans, bd.lastN = nil, int(bd.n)
 }
 
 // SetProducer sets the producer id, epoch and base sequence of the batch (idempotent
@@ -208,6 +216,9 @@ func (bd *Builder) Append(timestamp int64, key, value []byte, headers []RecordHe
 	b = binary.AppendVarint(b, int64(bd.n))
 	b = appendNullable(b, key)
 	b = appendNullable(b, value)
+	if bd.spansOK {
+		bd.addSpan(len(b), tsDelta, key, value, headers)
+	}
 	b = binary.AppendVarint(b, int64(len(headers)))
 	for i := range headers {
 		b = binary.AppendVarint(b, int64(len(headers[i].Key)))

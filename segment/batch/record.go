@@ -296,6 +296,7 @@ type Iter struct {
 	appendTime bool
 	raw        rawRecord
 	hdrs       []RecordHeader
+	spans      []Span // ResetSpans: the records are these, not parsed
 }
 
 // Reset starts it on the batch at the start of b, whose header h was
@@ -320,6 +321,7 @@ func (it *Iter) Reset(b []byte, h Header) error {
 func (it *Iter) reset(b []byte, h Header) {
 	it.b, it.h, it.i, it.left = b[:h.Size()], h, HeaderSize, max(h.NumRecords, 0)
 	it.appendTime = h.LogAppendTime()
+	it.spans = nil
 }
 
 // Next decodes the next record into r and reports whether there was one.
@@ -331,6 +333,9 @@ func (it *Iter) reset(b []byte, h Header) {
 func (it *Iter) Next(r *Record) (bool, error) {
 	if it.left <= 0 {
 		return false, nil
+	}
+	if it.spans != nil {
+		return it.nextSpan(r)
 	}
 	i, err := parseRecord(it.b, it.i, &it.raw)
 	if err != nil {
