@@ -601,7 +601,6 @@ func (p *Producer) newBatchLocked() *pbatch {
 		b = new(pbatch)
 	}
 	b.bd.SetCompression(int(p.cfg.Compression)) // compressed when finished
-	b.bd.SetSpans(p.broker != nil)              // for the tail's readers (tail.go)
 	return b
 }
 
