@@ -44,8 +44,8 @@ func (bd *Builder) Spans() []Span {
 // startSpans begins the spans of a new batch, sized for as many records as
 // the last batch had.
 func (bd *Builder) startSpans() {
-	bd.spansOK = bd.spanning
-	if !bd.spanning {
+	bd.spansOK = bd.spanning && bd.codec == CompressionNone
+	if !bd.spansOK {
 		return
 	}
 	if bd.spans == nil && bd.lastN > 0 {
