@@ -163,9 +163,14 @@ func TestRecordsReuse(t *testing.T) {
 		}
 	})
 	t.Logf("%.0f allocations to replay 10000 records", allocs)
-	// A few per replay (the iterator, its buffers), none per record.
-	require.LessOrEqual(t, allocs/10_000, 0.001)
-	require.LessOrEqual(t, allocs, 10.0)
+	// A few per replay (the iterator, its buffers), none per record. The
+	// race detector makes sync.Pool drop items at random, so the pooled
+	// buffers are made again now and then (6-11 a replay seen, 4 without).
+	limit := 10.0
+	if raceEnabled {
+		limit = 40
+	}
+	require.LessOrEqual(t, allocs, limit)
 }
 
 // TestRecordsAllocsCompressed: a replay of compressed batches allocates
