@@ -132,14 +132,15 @@ func (bd *Builder) Grow(n int) {
 
 // Detach gives up the buffer the last Bytes returned: the caller may keep that
 // batch for as long as it likes, and the Builder never writes to it again. The next
-// batch starts in a new buffer (Reset allocates it, or Grow sizes it).
+// batch starts in a new buffer (Reset allocates it, or Grow sizes it), and its spans
+// (SetSpans) in a new slice.
 func (bd *Builder) Detach() {
+	bd.spans, bd.lastN = nil, int(bd.n) // the spans go with the batch too (Spans)
 	if bd.codec != CompressionNone {
 		bd.zmem = nil // the records stay in buf, which Bytes did not return
 		return
 	}
 	bd.buf, bd.mem, bd.skew = nil, nil, 0
-	bd.spans, bd.lastN = nil, int(bd.n)
 }
 
 // SetProducer sets the producer id, epoch and base sequence of the batch (idempotent
