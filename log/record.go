@@ -131,8 +131,8 @@ func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch,
 		if h.Control() {
 			continue
 		}
-		var spans []batch.Span // the records' spans: tail batches a Producer built uncompressed
-		if k < len(tail) && len(tail[k].b) == len(b) && h.Compression() == batch.CompressionNone {
+		var spans []batch.Span // the records' spans, if a Producer recorded them (never for a compressed batch)
+		if k < len(tail) && len(tail[k].b) == len(b) {
 			spans = tail[k].spans
 		}
 		if h.Compression() != batch.CompressionNone {

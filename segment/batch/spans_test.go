@@ -64,7 +64,7 @@ func TestBuilderSpans(t *testing.T) {
 	if len(spans) != 300 {
 		t.Fatalf("%d spans for 300 records", len(spans))
 	}
-	want := mustRecs(t, b)
+	_, want := mustDecode(t, b)
 	got, err := iterRecs(t, b, spans)
 	if err != nil {
 		t.Fatal(err)
@@ -75,12 +75,6 @@ func TestBuilderSpans(t *testing.T) {
 	if got[0].Offset != 5000 || got[299].Offset != 5299 {
 		t.Fatalf("offsets %d..%d, want 5000..5299", got[0].Offset, got[299].Offset)
 	}
-}
-
-func mustRecs(t *testing.T, b []byte) []rec {
-	t.Helper()
-	_, recs := mustDecode(t, b)
-	return recs
 }
 
 // TestBuilderSpansNone: a batch has no spans unless they are asked for,
@@ -112,7 +106,7 @@ func TestBuilderSpansNone(t *testing.T) {
 			if s := bd.Spans(); s != nil {
 				t.Fatalf("%d spans, want none", len(s))
 			}
-			mustRecs(t, b)
+			mustDecode(t, b)
 
 			bd.SetSpans(true)
 			bd.SetCompression(CompressionNone)
@@ -137,7 +131,7 @@ func TestBuilderSpansDetach(t *testing.T) {
 		bd.Append(1, nil, []byte{byte(i)}, nil)
 	}
 	first, spans := bd.Bytes(), bd.Spans()
-	want := mustRecs(t, first)
+	_, want := mustDecode(t, first)
 	bd.Detach()
 	bd.Reset(2)
 	for i := range 20 {
