@@ -1,5 +1,5 @@
 # Habits, automated. CI runs .ci/run (gofmt, vet, test, race, bench module build).
-.PHONY: test race vet lint bench fuzz soak ci
+.PHONY: test race vet lint bench fuzz soak chaos ci
 
 test:
 	go test ./...
@@ -34,6 +34,12 @@ fuzz:
 # Long randomized runs: STRATA_SOAK=1 enlarges the randomized tests.
 soak:
 	STRATA_SOAK=1 go test -count=1 -timeout 60m ./...
+
+# Three strata serve processes under SIGKILL/SIGSTOP while a kgo producer and group consumer
+# run (interop/chaos_test.go); CHAOS=10m by default. CI runs the short version (5 kills).
+CHAOS ?= 10m
+chaos:
+	cd interop && STRATA_CHAOS=$(CHAOS) go test -count=1 -run '^TestChaosProcesses$$' -timeout 0 -v .
 
 ci:
 	bash .ci/run
