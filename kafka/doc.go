@@ -93,7 +93,7 @@
 // sendfile, through the backend's handle (log.Batches), which keeps the
 // segments open, even if retention or a topic deletion removes them
 // meanwhile, until the response is written. Under TLS they are copied.
-
+//
 // # Bad input
 //
 // A frame with a negative size, a size above Config.MaxRequestBytes or too
