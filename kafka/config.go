@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"time"
 
@@ -39,6 +40,38 @@ type Config struct {
 	// MaxConnections is the most connections served at once; one more is
 	// closed as it is accepted. 0 → 10000.
 	MaxConnections int
+	// MaxConnectionsPerIP is the most connections served at once from
+	// one IP address (Kafka's max.connections.per.ip); one more is closed
+	// as it is accepted. 0 → 1000, a tenth of MaxConnections' default, so
+	// that one address cannot take every connection (Kafka's default has
+	// no limit); negative → no limit.
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides sets the limit of some IP addresses
+	// (Kafka's max.connections.per.ip.overrides; 0 refuses every
+	// connection from the address). Keys are IP addresses as net.ParseIP
+	// reads them, not host names.
+	MaxConnectionsPerIPOverrides map[string]int
+	// RequestTimeout closes a connection that began a request and did not
+	// send the rest of it within that long (slow senders), or that sent no
+	// whole request that long after it was accepted (a TLS handshake or a
+	// first request that never comes). A request of more than 1 MiB gets
+	// a second more for every MiB. 0 → 30 s.
+	RequestTimeout time.Duration
+	// AuthenticationTimeout closes a connection that must authenticate
+	// (SASL) and has not done so that long after it was accepted. 0 →
+	// 30 s.
+	AuthenticationTimeout time.Duration
+	// FailedAuthenticationDelay delays the answer to a failed
+	// authentication and the close that follows, as Kafka's
+	// connection.failed.authentication.delay.ms does, to slow down
+	// password guessing. The connection's goroutines wait, not the
+	// server's. 0 → 100 ms (Kafka's default); negative → none.
+	FailedAuthenticationDelay time.Duration
+	// FetchMaxBytes bounds the record bytes of one Fetch response
+	// (Kafka's fetch.max.bytes), whatever MaxBytes the request asks: the
+	// first partition with records returns one whole batch all the same.
+	// 0 → 55 MiB (Kafka's default, 57671680).
+	FetchMaxBytes int
 	// MaxInFlight is the most requests of one connection read but not yet
 	// answered; the connection is not read further until one is answered.
 	// 0 → 32.
@@ -76,6 +109,12 @@ const (
 	defaultMaxConnections  = 10000
 	defaultMaxInFlight     = 32
 	defaultIdleTimeout     = 10 * time.Minute
+
+	defaultMaxConnectionsPerIP       = 1000
+	defaultRequestTimeout            = 30 * time.Second
+	defaultAuthenticationTimeout     = 30 * time.Second
+	defaultFailedAuthenticationDelay = 100 * time.Millisecond
+	defaultFetchMaxBytes             = 55 << 20
 )
 
 func (c Config) withDefaults() Config {
@@ -100,6 +139,32 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = defaultMaxConnectionsPerIP
+	}
+	if c.RequestTimeout == 0 {
+		c.RequestTimeout = defaultRequestTimeout
+	}
+	if c.AuthenticationTimeout == 0 {
+		c.AuthenticationTimeout = defaultAuthenticationTimeout
+	}
+	switch {
+	case c.FailedAuthenticationDelay == 0:
+		c.FailedAuthenticationDelay = defaultFailedAuthenticationDelay
+	case c.FailedAuthenticationDelay < 0:
+		c.FailedAuthenticationDelay = 0
+	}
+	if c.FetchMaxBytes == 0 {
+		c.FetchMaxBytes = defaultFetchMaxBytes
+	}
+	if len(c.MaxConnectionsPerIPOverrides) > 0 {
+		// A copy keyed by the canonical form of each address.
+		over := make(map[string]int, len(c.MaxConnectionsPerIPOverrides))
+		for ip, n := range c.MaxConnectionsPerIPOverrides {
+			over[net.ParseIP(ip).String()] = n
+		}
+		c.MaxConnectionsPerIPOverrides = over
+	}
 	return c
 }
 
@@ -123,6 +188,20 @@ func (c Config) validate() error {
 		return bad("negative idle timeout %v", c.IdleTimeout)
 	case c.SASL != nil && c.SASL.Plain == nil && c.SASL.SCRAM256 == nil && c.SASL.SCRAM512 == nil:
 		return bad("SASL without a mechanism")
+	case c.RequestTimeout < 0:
+		return bad("negative request timeout %v", c.RequestTimeout)
+	case c.AuthenticationTimeout < 0:
+		return bad("negative authentication timeout %v", c.AuthenticationTimeout)
+	case c.FetchMaxBytes < 0 || c.FetchMaxBytes > math.MaxInt32:
+		return bad("fetch max bytes %d (0 to %d)", c.FetchMaxBytes, math.MaxInt32)
+	}
+	for ip, n := range c.MaxConnectionsPerIPOverrides {
+		switch {
+		case net.ParseIP(ip) == nil:
+			return bad("max connections per IP override for %q: not an IP address", ip)
+		case n < 0:
+			return bad("max connections per IP override for %s: negative %d", ip, n)
+		}
 	}
 	return nil
 }

@@ -54,9 +54,9 @@ type conn struct {
 
 	sasl *saslState // nil: no authentication needed (or done)
 
-	// sendfile: the connection is a TCP socket, to which record batches
-	// go from the segment files with sendfile (not under TLS: copied).
-	sendfile bool
+	// copied is the record bytes that fetch responses not yet written
+	// hold in memory (take), at most connCopyBytes.
+	copied atomic.Int64
 
 	// With Config.Metrics, when the reader read the frame it dispatches
 	// and its size (zero: a raw SASL token, no API). Reader only.
@@ -76,6 +76,7 @@ type pending struct {
 	// acks=0 produce, as Kafka does, or a failed authentication).
 	closeAfter bool
 	obs        observed // for Config.Metrics
+	copied     int64    // of conn.copied, given back once written
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -88,7 +89,6 @@ func newConn(s *Server, nc net.Conn) *conn {
 		lanes: map[log.TopicPartition]chan struct{}{},
 	}
 	c.logger = s.logger.With("remote", c.remote)
-	_, c.sendfile = nc.(*net.TCPConn)
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
 	if s.cfg.SASL != nil {
 		c.sasl = &saslState{}
@@ -384,6 +384,9 @@ func (c *conn) encode(p *pending, rep reply) {
 	switch {
 	case rep.none:
 	case rep.records != nil:
+		for i := range rep.records {
+			p.copied += rep.records[i].copied
+		}
 		p.out, p.files = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
 		c.s.heldFiles.Add(int64(len(p.files)))
 	default:
@@ -464,6 +467,8 @@ func (c *conn) release(p *pending) {
 	}
 	c.s.heldFiles.Add(-int64(len(p.files)))
 	p.files = nil
+	c.copied.Add(-p.copied)
+	p.copied = 0
 }
 
 // reply is what a handler returns.

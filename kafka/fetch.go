@@ -6,12 +6,11 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
-	"math"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/strata-log/strata/log"
-	"github.com/strata-log/strata/vfs"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -21,6 +20,7 @@ import (
 // send full fetches.
 func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.FetchRequest)
+	c.s.boundFetch(req)
 	if rep, ok := handleReplicaBatches(ctx, c, req); ok {
 		return rep
 	}
@@ -30,9 +30,6 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	s := c.s
 	byID := req.Version >= 13
 	fr := log.FetchRequest{MinBytes: int(req.MinBytes), MaxBytes: int(req.MaxBytes)}
-	if req.Version < 3 || req.MaxBytes <= 0 {
-		fr.MaxBytes = 50 << 20
-	}
 	// Kafka answers at once for MaxWait 0 or MinBytes 0; the backend
 	// treats zero as its default, so ask for the shortest wait instead.
 	fr.MaxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
@@ -70,8 +67,8 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 				fr.Partitions = append(fr.Partitions, log.FetchPartition{
 					TopicPartition: log.TopicPartition{Topic: name, Partition: int(rp.Partition)},
 					Offset:         rp.FetchOffset,
+					MaxBytes:       int(rp.PartitionMaxBytes), // ≥ 1: boundFetch
 				})
-				fr.PartitionMaxBytes = max(fr.PartitionMaxBytes, int(rp.PartitionMaxBytes))
 			}
 		}
 		resp.Topics = append(resp.Topics, t)
@@ -116,22 +113,160 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	return reply{resp: resp, records: records}
 }
 
-// take moves b into f: the handle itself when the connection's writer can
-// send it from the segment files with sendfile (b is then left empty, and
-// the writer releases the handle once sent), else a copy of its bytes (b
-// stays the caller's to release).
+// boundFetch makes a fetch request one the server serves within its
+// bounds, as Kafka does: a partition listed more than once is fetched once
+// (the last entry's offset and bytes, in the place of the first), the
+// response's bytes are at most Config.FetchMaxBytes (fetch.max.bytes; the
+// whole of it for versions below 3, which have no MaxBytes, or a MaxBytes
+// of 0 or less), and each partition's at most that too, at least 1 (the
+// first partition with records returns a whole batch all the same).
+func (s *Server) boundFetch(req *kmsg.FetchRequest) {
+	mergeDuplicates(req)
+	limit := int32(s.cfg.FetchMaxBytes)
+	if req.Version < 3 || req.MaxBytes <= 0 {
+		req.MaxBytes = limit
+	}
+	req.MaxBytes = min(req.MaxBytes, limit)
+	for i := range req.Topics {
+		for j := range req.Topics[i].Partitions {
+			p := &req.Topics[i].Partitions[j]
+			p.PartitionMaxBytes = max(1, min(p.PartitionMaxBytes, limit))
+		}
+	}
+}
+
+// fetchPartKey is a partition of a fetch request: by topic name below version
+// 13, by topic id from it.
+type fetchPartKey struct {
+	topic     string
+	id        [16]byte
+	partition int32
+}
+
+func fetchKeyOf(byID bool, t *kmsg.FetchRequestTopic, partition int32) fetchPartKey {
+	if byID {
+		return fetchPartKey{id: t.TopicID, partition: partition}
+	}
+	return fetchPartKey{topic: t.Topic, partition: partition}
+}
+
+// mergeDuplicates folds the partitions that req lists more than once into
+// one entry each, as Kafka does (its broker reads a fetch's partitions into
+// a map): the entry stays where the partition first appears and takes the
+// fields of its last one. A topic whose partitions are listed in several
+// runs keeps them; only repeats go.
+func mergeDuplicates(req *kmsg.FetchRequest) {
+	byID := req.Version >= 13
+	n := 0
+	for i := range req.Topics {
+		n += len(req.Topics[i].Partitions)
+	}
+	if n < 2 || !hasDuplicates(req, byID, n) {
+		return
+	}
+	type at struct{ t, p int }
+	where := make(map[fetchPartKey]at, n)
+	var out []kmsg.FetchRequestTopic
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for _, p := range t.Partitions {
+			k := fetchKeyOf(byID, t, p.Partition)
+			if w, ok := where[k]; ok {
+				out[w.t].Partitions[w.p] = p
+				continue
+			}
+			if len(out) == 0 || fetchKeyOf(byID, &out[len(out)-1], 0) != fetchKeyOf(byID, t, 0) {
+				nt := *t
+				nt.Partitions = nil
+				out = append(out, nt)
+			}
+			last := &out[len(out)-1]
+			last.Partitions = append(last.Partitions, p)
+			where[k] = at{len(out) - 1, len(last.Partitions) - 1}
+		}
+	}
+	req.Topics = out
+}
+
+// hasDuplicates reports whether req, of n partitions, lists one twice:
+// without a map for the few partitions of most fetches.
+func hasDuplicates(req *kmsg.FetchRequest, byID bool, n int) bool {
+	if n <= 16 {
+		var keys [16]fetchPartKey
+		k := 0
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for _, p := range t.Partitions {
+				key := fetchKeyOf(byID, t, p.Partition)
+				if slices.Contains(keys[:k], key) {
+					return true
+				}
+				keys[k] = key
+				k++
+			}
+		}
+		return false
+	}
+	seen := make(map[fetchPartKey]struct{}, n)
+	for i := range req.Topics {
+		t := &req.Topics[i]
+		for _, p := range t.Partitions {
+			key := fetchKeyOf(byID, t, p.Partition)
+			if _, ok := seen[key]; ok {
+				return true
+			}
+			seen[key] = struct{}{}
+		}
+	}
+	return false
+}
+
+// connCopyBytes bounds the record bytes that a connection's responses
+// waiting to be written hold in memory: what take copies of small
+// partitions (below sendfileMin), which one writev sends faster than a
+// sendfile each. Past it, and for larger partitions, a response holds
+// handles on the segment files, written with sendfile over TCP and in
+// chunks of copyFile's buffer over TLS: never a whole response in memory.
+const connCopyBytes = 4 << 20
+
+// take moves b into f: the handle itself (b is then left empty, and the
+// writer sends it from the segment files and releases it once sent), or,
+// for a small partition within the connection's connCopyBytes, a copy of
+// its bytes (b stays the caller's to release). Batches in memory (no file
+// ranges) are taken as they are.
 func (c *conn) take(f *fetched, b *log.Batches) error {
-	if c.sendfile && c.s.sendfileMin < math.MaxInt64 && b.Len() >= c.s.sendfileMin && inFiles(b) {
+	n := b.Len()
+	if b.NumRanges() > 0 && (n >= c.s.sendfileMin || !c.reserveCopy(n)) {
 		f.b = *b
 		*b = log.Batches{}
 		return nil
 	}
 	mem, err := b.Bytes()
 	if err != nil {
+		if b.NumRanges() > 0 {
+			c.copied.Add(-n)
+		}
 		return err
+	}
+	if b.NumRanges() > 0 {
+		f.copied = n
 	}
 	f.mem = mem
 	return nil
+}
+
+// reserveCopy reserves n bytes of the connection's connCopyBytes; false if
+// they do not fit.
+func (c *conn) reserveCopy(n int64) bool {
+	for {
+		held := c.copied.Load()
+		if held+n > connCopyBytes {
+			return false
+		}
+		if c.copied.CompareAndSwap(held, held+n) {
+			return true
+		}
+	}
 }
 
 // ReplicaBatchesBackend is a ReplicaBackend that answers followers' Fetch
@@ -192,8 +327,9 @@ func handleReplicaBatches(ctx context.Context, c *conn, req *kmsg.FetchRequest) 
 // or a handle on the segment files that the connection's writer sends with
 // sendfile and then releases.
 type fetched struct {
-	mem []byte
-	b   log.Batches
+	mem    []byte
+	b      log.Batches
+	copied int64 // bytes of mem reserved of the connection's connCopyBytes
 }
 
 func (f *fetched) len() int64 {
@@ -201,22 +337,6 @@ func (f *fetched) len() int64 {
 		return int64(len(f.mem))
 	}
 	return f.b.Len()
-}
-
-// inFiles reports whether every range of b is in an operating-system file,
-// which sendfile can send.
-func inFiles(b *log.Batches) bool {
-	if b.NumRanges() == 0 {
-		return false
-	}
-	for i := range b.NumRanges() {
-		if f, _, _ := b.FileRange(i); f == nil {
-			return false
-		} else if _, ok := f.(vfs.Fder); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // fileAt is a handle whose bytes go before out[at] in a response.
