@@ -57,6 +57,17 @@ type conn struct {
 	// copied is the record bytes that fetch responses not yet written
 	// hold in memory (take), at most connCopyBytes.
 	copied atomic.Int64
+	// reqHeld is the bytes of the requests read and not yet answered, at
+	// most MaxRequestBytes (admit); freed wakes a reader waiting for it.
+	reqHeld atomic.Int64
+	freed   chan struct{}
+
+	// The reader's: where the connection is in its requests.
+	ip         string    // the peer's IP address (Server.perIP)
+	accepted   time.Time // when the connection was accepted
+	gotRequest bool      // a whole request arrived
+	reqStart   time.Time // the first byte of the request being read
+	frameBytes int64     // of reqHeld, the frame read and not yet queued
 
 	// With Config.Metrics, when the reader read the frame it dispatches
 	// and its size (zero: a raw SASL token, no API). Reader only.
@@ -77,6 +88,10 @@ type pending struct {
 	closeAfter bool
 	obs        observed // for Config.Metrics
 	copied     int64    // of conn.copied, given back once written
+	reqBytes   int64    // of conn.reqHeld, given back once written
+	// delay holds the response, and the close after it, that long (a
+	// failed authentication: failAuth).
+	delay time.Duration
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -87,6 +102,9 @@ func newConn(s *Server, nc net.Conn) *conn {
 		// The writer holds one pending request out of the queue.
 		queue: make(chan *pending, s.cfg.MaxInFlight-1),
 		lanes: map[log.TopicPartition]chan struct{}{},
+		freed: make(chan struct{}, 1),
+
+		accepted: time.Now(),
 	}
 	c.logger = s.logger.With("remote", c.remote)
 	c.ctx, c.cancel = context.WithCancel(s.ctx)
@@ -107,14 +125,15 @@ func (c *conn) shutdown() {
 	c.mu.Unlock()
 }
 
-// setReadDeadline arms the idle timeout, unless closing; false if closing.
-func (c *conn) setReadDeadline() bool {
+// setReadDeadline sets the read deadline to t, unless closing; false if
+// closing.
+func (c *conn) setReadDeadline(t time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closing {
 		return false
 	}
-	c.nc.SetReadDeadline(time.Now().Add(c.s.cfg.IdleTimeout))
+	c.nc.SetReadDeadline(t)
 	return true
 }
 
@@ -126,6 +145,66 @@ func (c *conn) setWriteDeadline() {
 	}
 }
 
+// What a connection waiting for a request waits for at most.
+const (
+	waitIdle  = iota // IdleTimeout since the last request
+	waitFirst        // RequestTimeout since accepted, for a first request
+	waitAuth         // AuthenticationTimeout since accepted, to authenticate
+)
+
+// waitDeadline is when the reader stops waiting for the next request to
+// begin, and what for.
+func (c *conn) waitDeadline() (time.Time, int) {
+	d, why := time.Now().Add(c.s.cfg.IdleTimeout), waitIdle
+	if !c.gotRequest {
+		if t := c.accepted.Add(c.s.cfg.RequestTimeout); t.Before(d) {
+			d, why = t, waitFirst
+		}
+	}
+	if c.sasl != nil && !c.sasl.done {
+		if t := c.accepted.Add(c.s.cfg.AuthenticationTimeout); t.Before(d) {
+			d, why = t, waitAuth
+		}
+	}
+	return d, why
+}
+
+// requestDeadline is when a request of size bytes (0: not known yet) that
+// began at start must have arrived whole: RequestTimeout, a second more
+// for every MiB past the first, and no later than the authentication
+// deadline.
+func (c *conn) requestDeadline(start time.Time, size int) time.Time {
+	d := start.Add(c.s.cfg.RequestTimeout + time.Duration(size>>20)*time.Second)
+	if c.sasl != nil && !c.sasl.done {
+		if t := c.accepted.Add(c.s.cfg.AuthenticationTimeout); t.Before(d) {
+			d = t
+		}
+	}
+	return d
+}
+
+// admit is called with a request's size before its bytes are read: it
+// waits until the connection's requests not yet answered hold no more than
+// MaxRequestBytes with it (one request of any size is always admitted),
+// then sets the deadline for the rest of the request.
+func (c *conn) admit(size int) error {
+	start := c.reqStart
+	for held := c.reqHeld.Load(); held > 0 && held+int64(size) > int64(c.s.cfg.MaxRequestBytes); held = c.reqHeld.Load() {
+		select {
+		case <-c.freed:
+		case <-c.ctx.Done():
+			return net.ErrClosed
+		}
+		start = time.Now() // waiting for our answers is not the client's time
+	}
+	c.reqHeld.Add(int64(size))
+	c.frameBytes = int64(size)
+	if !c.setReadDeadline(c.requestDeadline(start, size)) {
+		return net.ErrClosed
+	}
+	return nil
+}
+
 // read is the reader goroutine.
 func (c *conn) read() {
 	defer c.s.wg.Done()
@@ -133,7 +212,21 @@ func (c *conn) read() {
 	defer c.cancel()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
-		if !c.setReadDeadline() {
+		wait, why := c.waitDeadline()
+		if !c.setReadDeadline(wait) {
+			return
+		}
+		if _, err := r.Peek(1); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) && why == waitIdle &&
+				(c.inFlight.Load() > 0 || time.Since(time.Unix(0, c.lastDone.Load())) < c.s.cfg.IdleTimeout) {
+				continue // waiting for our answers, or just answered, is not idle
+			}
+			c.readFailed(err, false, why)
+			return
+		}
+		// A request began: the rest of it must follow in time.
+		c.reqStart = time.Now()
+		if !c.setReadDeadline(c.requestDeadline(c.reqStart, 0)) {
 			return
 		}
 		// Each request gets its own buffer: handlers keep slices of it
@@ -142,36 +235,67 @@ func (c *conn) read() {
 		if c.sasl != nil && !c.sasl.done {
 			limit = min(limit, maxUnauthenticatedBytes)
 		}
-		frame, started, err := readFrame(r, nil, limit, c.s.frames)
+		frame, _, err := readFrameSized(r, nil, limit, c.s.frames, c.admit)
 		if err != nil {
-			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded) && !started &&
-				(c.inFlight.Load() > 0 || time.Since(time.Unix(0, c.lastDone.Load())) < c.s.cfg.IdleTimeout):
-				continue // waiting for our answers, or just answered, is not idle
-			case errors.Is(err, os.ErrDeadlineExceeded) && !started:
-				c.mu.Lock()
-				closing := c.closing
-				c.mu.Unlock()
-				if !closing {
-					c.logger.Info("kafka: closing idle connection", "idle", c.s.cfg.IdleTimeout)
-				}
-			case errors.Is(err, errBadFrame):
-				c.logger.Warn("kafka: closing connection", "err", err)
-			case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
-			default:
-				c.logger.Debug("kafka: read", "err", err)
-			}
+			c.readFailed(err, true, why)
+			c.unadmit()
 			return
 		}
+		c.gotRequest = true
 		if c.s.cfg.Metrics != nil {
 			c.frameAt, c.frameLen = time.Time{}, 0
 			if c.sasl == nil || !c.sasl.raw {
 				c.frameAt, c.frameLen = time.Now(), int64(len(frame))+4
 			}
 		}
-		if !c.dispatch(frame) {
+		ok := c.dispatch(frame)
+		c.unadmit() // a frame no pending took
+		if !ok {
 			return
 		}
+	}
+}
+
+// unadmit gives back the bytes of the frame just read if no pending
+// request took them.
+func (c *conn) unadmit() {
+	if c.frameBytes != 0 {
+		c.freeRequest(c.frameBytes)
+		c.frameBytes = 0
+	}
+}
+
+// freeRequest gives back n bytes of requests and wakes the reader if it
+// waits in admit.
+func (c *conn) freeRequest(n int64) {
+	c.reqHeld.Add(-n)
+	select {
+	case c.freed <- struct{}{}:
+	default:
+	}
+}
+
+// readFailed logs why reading a request failed; started: the request had
+// begun, why: what the reader waited for if not.
+func (c *conn) readFailed(err error, started bool, why int) {
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	switch {
+	case closing:
+	case errors.Is(err, os.ErrDeadlineExceeded) && started:
+		c.logger.Info("kafka: closing connection: request not received whole in time", "timeout", c.s.cfg.RequestTimeout)
+	case errors.Is(err, os.ErrDeadlineExceeded) && why == waitAuth:
+		c.logger.Info("kafka: closing connection: not authenticated in time", "timeout", c.s.cfg.AuthenticationTimeout)
+	case errors.Is(err, os.ErrDeadlineExceeded) && why == waitFirst:
+		c.logger.Info("kafka: closing connection: no request in time", "timeout", c.s.cfg.RequestTimeout)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		c.logger.Info("kafka: closing idle connection", "idle", c.s.cfg.IdleTimeout)
+	case errors.Is(err, errBadFrame):
+		c.logger.Warn("kafka: closing connection", "err", err)
+	case errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed):
+	default:
+		c.logger.Debug("kafka: read", "err", err)
 	}
 }
 
@@ -195,6 +319,7 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 			case apiVersionsKey, saslHandshakeKey, saslAuthenticateKey:
 			default:
 				c.logger.Warn("kafka: closing connection: request before authentication", "api", kmsg.NameForKey(key))
+				c.failAuth(header{key: key}, nil)
 				return false
 			}
 		}
@@ -337,6 +462,7 @@ func (c *conn) enqueue(p *pending) {
 	if c.s.cfg.Metrics != nil {
 		p.obs.start, p.obs.reqBytes = c.frameAt, c.frameLen
 	}
+	p.reqBytes, c.frameBytes = c.frameBytes, 0
 	c.inFlight.Add(1)
 	c.queue <- p
 }
@@ -406,6 +532,9 @@ func (c *conn) write() {
 	failed := false
 	for p := range c.queue {
 		<-p.done
+		if p.delay > 0 && !failed {
+			c.pause(p.delay)
+		}
 		c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
 		c.inFlight.Add(-1)
 		if failed {
@@ -439,6 +568,16 @@ func (c *conn) write() {
 	}
 }
 
+// pause waits d, or less if the server closes.
+func (c *conn) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-c.s.ctx.Done():
+	}
+}
+
 // writeOut writes p's response: its buffers with writev, the record
 // batches of its files between them with sendfile.
 func (c *conn) writeOut(p *pending) error {
@@ -469,6 +608,10 @@ func (c *conn) release(p *pending) {
 	p.files = nil
 	c.copied.Add(-p.copied)
 	p.copied = 0
+	if p.reqBytes != 0 {
+		c.freeRequest(p.reqBytes)
+		p.reqBytes = 0
+	}
 }
 
 // reply is what a handler returns.

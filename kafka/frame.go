@@ -36,6 +36,13 @@ var errBadFrame = errors.New("kafka: bad frame")
 // A frame of frameRecycleMin bytes or more that buf cannot hold is read into
 // a buffer of pool's when pool is not nil.
 func readFrame(r io.Reader, buf []byte, maxSize int, pool *framePool) (frame []byte, started bool, err error) {
+	return readFrameSized(r, buf, maxSize, pool, nil)
+}
+
+// readFrameSized is readFrame calling sized, if not nil, with the frame's
+// size once it is read and found within maxSize, before the frame's bytes
+// are: an error from it is returned as it is, the frame unread.
+func readFrameSized(r io.Reader, buf []byte, maxSize int, pool *framePool, sized func(int) error) (frame []byte, started bool, err error) {
 	var size [4]byte
 	n, err := io.ReadFull(r, size[:])
 	if err != nil {
@@ -47,6 +54,11 @@ func readFrame(r io.Reader, buf []byte, maxSize int, pool *framePool) (frame []b
 		return nil, true, fmt.Errorf("%w: negative size %d", errBadFrame, sz)
 	case int(sz) > maxSize:
 		return nil, true, fmt.Errorf("%w: size %d is larger than the maximum request size %d", errBadFrame, sz, maxSize)
+	}
+	if sized != nil {
+		if err := sized(int(sz)); err != nil {
+			return nil, true, err
+		}
 	}
 	if int(sz) <= max(cap(buf), eagerFrameBytes) {
 		switch {

@@ -87,14 +87,14 @@ func (c *conn) authenticate(h header, req kmsg.Request) bool {
 		resp.SupportedMechanisms = cfg.mechanisms()
 		if st.mech != nil {
 			resp.ErrorCode = errIllegalSaslState
-			c.enqueueDone(h, resp)
+			c.failAuth(h, resp)
 			return false
 		}
 		st.mech = cfg.start(req.Mechanism)
 		if st.mech == nil {
 			c.logger.Warn("kafka: SASL mechanism not offered", "mechanism", req.Mechanism)
 			resp.ErrorCode = errUnsupportedSaslMechanism
-			c.enqueueDone(h, resp)
+			c.failAuth(h, resp)
 			return false
 		}
 		st.raw = h.version == 0
@@ -105,7 +105,7 @@ func (c *conn) authenticate(h header, req kmsg.Request) bool {
 		if st.mech == nil || st.raw {
 			resp.ErrorCode = errIllegalSaslState
 			resp.ErrorMessage = kmsg.StringPtr("SaslAuthenticate before SaslHandshake v1")
-			c.enqueueDone(h, resp)
+			c.failAuth(h, resp)
 			return false
 		}
 		answer, done, err := st.mech.step(req.SASLAuthBytes)
@@ -113,7 +113,7 @@ func (c *conn) authenticate(h header, req kmsg.Request) bool {
 			c.logger.Warn("kafka: SASL authentication failed", "err", err)
 			resp.ErrorCode = errSaslAuthenticationFailed
 			resp.ErrorMessage = kmsg.StringPtr("authentication failed")
-			c.enqueueDone(h, resp)
+			c.failAuth(h, resp)
 			return false
 		}
 		resp.SASLAuthBytes = answer
@@ -124,7 +124,22 @@ func (c *conn) authenticate(h header, req kmsg.Request) bool {
 		return true
 	}
 	c.logger.Warn("kafka: closing connection: request before authentication", "api", kmsg.NameForKey(h.key))
+	c.failAuth(h, nil)
 	return false
+}
+
+// failAuth queues the answer to a failed authentication, resp (nil: none),
+// to be written after Config.FailedAuthenticationDelay, as Kafka does, and
+// the connection closed then: a client guessing passwords gets one guess
+// per connection and delay. The connection's writer waits, nothing else.
+func (c *conn) failAuth(h header, resp kmsg.Response) {
+	p := &pending{h: h, done: make(chan struct{}), closeAfter: true, delay: c.s.cfg.FailedAuthenticationDelay}
+	if resp != nil {
+		p.out = net.Buffers{appendResponse(nil, h, resp)}
+	}
+	p.obs.failed = true
+	close(p.done)
+	c.enqueue(p)
 }
 
 // rawToken handles one raw SASL token (after SaslHandshake v0): the
@@ -134,6 +149,7 @@ func (c *conn) rawToken(tok []byte) bool {
 	answer, done, err := c.sasl.mech.step(tok)
 	if err != nil {
 		c.logger.Warn("kafka: SASL authentication failed", "err", err)
+		c.failAuth(header{}, nil)
 		return false
 	}
 	p := &pending{done: make(chan struct{})}
@@ -183,8 +199,8 @@ func (p *plainServer) step(msg []byte) ([]byte, bool, error) {
 	}
 	want, ok := p.lookup(user)
 	// Compare even for an unknown user, so that the time taken does not
-	// tell which users exist.
-	if subtle.ConstantTimeCompare([]byte(want), pass) != 1 || !ok {
+	// tell which users exist. An empty password is never right.
+	if subtle.ConstantTimeCompare([]byte(want), pass) != 1 || !ok || want == "" {
 		return nil, false, fmt.Errorf("%w: PLAIN: bad user or password for %q", errAuthFailed, user)
 	}
 	p.name = user

@@ -42,8 +42,11 @@ const minSCRAMIterations = 4096
 
 // NewSCRAMCredential derives the credential of password for mechanism
 // ("SCRAM-SHA-256" or "SCRAM-SHA-512") with a random salt; iterations 0 →
-// 4096, Kafka's minimum.
+// 4096, Kafka's minimum. An empty password is ErrInvalidConfig.
 func NewSCRAMCredential(mechanism, password string, iterations int) (SCRAMCredential, error) {
+	if password == "" {
+		return SCRAMCredential{}, fmt.Errorf("%w: empty SCRAM password", ErrInvalidConfig)
+	}
 	salt := make([]byte, 24)
 	rand.Read(salt)
 	return newSCRAMCredential(mechanism, password, salt, iterations)

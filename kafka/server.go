@@ -43,9 +43,13 @@ type Server struct {
 	ctx    context.Context // cancelled by Close: ends parked requests
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // guards conns and closed
+	mu     sync.Mutex // guards conns, perIP and closed
 	conns  map[*conn]struct{}
+	perIP  map[string]int // connections served by remote IP address
 	closed bool
+	// refusedAt is when a refused connection was last logged (unix ns):
+	// one line a second at most, however many are refused.
+	refusedAt atomic.Int64
 
 	wg sync.WaitGroup // the accept loop and every connection's goroutines
 }
@@ -81,6 +85,7 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 		ln:      ln,
 		addr:    ln.Addr().String(),
 		conns:   map[*conn]struct{}{},
+		perIP:   map[string]int{},
 		idKnown: map[string]struct{}{},
 	}
 	if bb, ok := b.(BatchBorrower); ok && bb.BorrowsBatches() {
@@ -168,20 +173,26 @@ func (s *Server) accept() {
 			continue
 		}
 		backoff = 5 * time.Millisecond
+		ip := remoteIP(nc)
 		s.mu.Lock()
-		switch {
+		switch limit := s.ipLimit(ip); {
 		case s.closed:
 			s.mu.Unlock()
 			nc.Close()
 			return
 		case len(s.conns) >= s.cfg.MaxConnections:
 			s.mu.Unlock()
-			s.logger.Warn("kafka: too many connections: closing a new one", "remote", nc.RemoteAddr().String(), "max", s.cfg.MaxConnections)
-			nc.Close()
+			s.refused(nc, "kafka: too many connections: closing a new one", "max", s.cfg.MaxConnections)
+			continue
+		case limit >= 0 && s.perIP[ip] >= limit:
+			s.mu.Unlock()
+			s.refused(nc, "kafka: too many connections from one address: closing a new one", "max", limit)
 			continue
 		}
 		c := newConn(s, nc)
+		c.ip = ip
 		s.conns[c] = struct{}{}
+		s.perIP[ip]++
 		s.wg.Add(2)
 		s.mu.Unlock()
 		go c.read()
@@ -193,5 +204,49 @@ func (s *Server) accept() {
 func (s *Server) forget(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.ip]--; s.perIP[c.ip] <= 0 {
+		delete(s.perIP, c.ip)
+	}
 	s.mu.Unlock()
+}
+
+// ipLimit is the most connections served from ip at once; negative: no
+// limit.
+func (s *Server) ipLimit(ip string) int {
+	if n, ok := s.cfg.MaxConnectionsPerIPOverrides[ip]; ok {
+		return n
+	}
+	return s.cfg.MaxConnectionsPerIP
+}
+
+// refused closes a connection refused at accept and logs it, one line a
+// second at most: a flood of connections must not flood the log too.
+func (s *Server) refused(nc net.Conn, msg string, args ...any) {
+	nc.Close()
+	now := time.Now().UnixNano()
+	last := s.refusedAt.Load()
+	if now-last < int64(time.Second) || !s.refusedAt.CompareAndSwap(last, now) {
+		return
+	}
+	s.logger.Warn(msg, append(args, "remote", nc.RemoteAddr().String())...)
+}
+
+// remoteIP is the IP address of nc's peer, in net.IP's canonical form
+// (the whole address for a peer that is not IP).
+func remoteIP(nc net.Conn) string {
+	addr := nc.RemoteAddr()
+	if addr == nil {
+		return ""
+	}
+	if a, ok := addr.(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String()
+	}
+	return host
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	stdlog "log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -61,7 +62,9 @@ Broker and default topic settings take Kafka's server.properties names with
   log.cleanup.policy, log.retention.check.interval.ms,
   log.flush.offset.checkpoint.interval.ms, group.min.session.timeout.ms,
   group.initial.rebalance.delay.ms, socket.request.max.bytes,
-  max.connections, connections.max.idle.ms, node.id,
+  max.connections, max.connections.per.ip,
+  max.connections.per.ip.overrides (IP:N,IP:N), connections.max.idle.ms,
+  connection.failed.authentication.delay.ms, fetch.max.bytes, node.id,
   auto.create.topics.enable
 
 The common ones also have flags of their own (below).`
@@ -104,6 +107,9 @@ func runServe(e *env, args []string) error {
 	shortcut("retention-bytes", "log.retention.bytes", "`BYTES` kept per partition; -1: unlimited")
 	shortcut("flush-messages", "log.flush.interval.messages", "`N`: fsync after N records (1: every append)")
 	shortcut("flush-ms", "log.flush.interval.ms", "`MS`: fsync at least this often")
+	shortcut("max-connections-per-ip", "max.connections.per.ip", "`N` connections from one IP address at most")
+	fs.DurationVar(&c.server.RequestTimeout, "request-timeout", 0, "`DURATION` a request may take to arrive once begun, and a new connection to send its first (default 30s; +1s per MiB)")
+	fs.DurationVar(&c.server.AuthenticationTimeout, "auth-timeout", 0, "`DURATION` a new connection has to authenticate with --sasl-users (default 30s)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -231,6 +237,30 @@ func (c *serveConfig) override(kv string) error {
 		c.server.MaxConnections = int(n)
 	case "connections.max.idle.ms":
 		return msDur(&c.server.IdleTimeout)
+	case "max.connections.per.ip":
+		if err := positive(); err != nil {
+			return err
+		}
+		c.server.MaxConnectionsPerIP = int(min(n, math.MaxInt32))
+	case "max.connections.per.ip.overrides":
+		over, err := parseIPOverrides(v)
+		if err != nil {
+			return fmt.Errorf("%s: %w", k, err)
+		}
+		c.server.MaxConnectionsPerIPOverrides = over
+	case "connection.failed.authentication.delay.ms":
+		if nerr != nil || n < 0 {
+			return fmt.Errorf("%s: want a non-negative number", k)
+		}
+		c.server.FailedAuthenticationDelay = time.Duration(n) * time.Millisecond
+		if n == 0 {
+			c.server.FailedAuthenticationDelay = -1 // none, as Kafka's 0
+		}
+	case "fetch.max.bytes":
+		if nerr != nil || n < 1024 || n > math.MaxInt32 {
+			return fmt.Errorf("%s: want 1024 to %d", k, math.MaxInt32)
+		}
+		c.server.FetchMaxBytes = int(n)
 	case "node.id", "broker.id":
 		if err := positive(); err != nil {
 			return err
@@ -245,7 +275,8 @@ func (c *serveConfig) override(kv string) error {
 	default:
 		names := []string{"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
 			"log.flush.offset.checkpoint.interval.ms", "group.min.session.timeout.ms", "group.initial.rebalance.delay.ms",
-			"socket.request.max.bytes", "max.connections", "connections.max.idle.ms", "node.id", "auto.create.topics.enable"}
+			"socket.request.max.bytes", "max.connections", "connections.max.idle.ms", "node.id", "auto.create.topics.enable",
+			"max.connections.per.ip", "max.connections.per.ip.overrides", "connection.failed.authentication.delay.ms", "fetch.max.bytes"}
 		for bk := range brokerTopicKeys {
 			names = append(names, bk)
 		}
@@ -253,6 +284,32 @@ func (c *serveConfig) override(kv string) error {
 		return fmt.Errorf("unknown setting %q (known: %s)", k, strings.Join(names, ", "))
 	}
 	return nil
+}
+
+// parseIPOverrides reads Kafka's max.connections.per.ip.overrides,
+// IP:N,IP:N (an IPv6 address's colons are its own: N follows the last).
+func parseIPOverrides(v string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		i := strings.LastIndex(item, ":")
+		if i < 0 {
+			return nil, fmt.Errorf("%q: want IP:N", item)
+		}
+		ip, ns := strings.Trim(item[:i], "[]"), item[i+1:]
+		if net.ParseIP(ip) == nil {
+			return nil, fmt.Errorf("%q: %q is not an IP address", item, ip)
+		}
+		n, err := strconv.Atoi(ns)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want a non-negative count", item)
+		}
+		out[ip] = n
+	}
+	return out, nil
 }
 
 // serve runs the broker until SIGINT or SIGTERM.

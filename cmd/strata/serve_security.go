@@ -111,6 +111,9 @@ func readUsers(file string) (map[string]string, error) {
 		if !ok || u == "" {
 			return nil, fmt.Errorf("%s:%d: want user:password", file, n)
 		}
+		if pw == "" {
+			return nil, fmt.Errorf("%s:%d: user %q has an empty password", file, n, u)
+		}
 		users[u] = pw
 	}
 	if err := sc.Err(); err != nil {
