@@ -533,7 +533,9 @@ func (c *conn) write() {
 	for p := range c.queue {
 		<-p.done
 		if p.delay > 0 && !failed {
+			c.s.authDelayed.Add(1)
 			c.pause(p.delay)
+			c.s.authDelayed.Add(-1)
 		}
 		c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
 		c.inFlight.Add(-1)

@@ -39,6 +39,9 @@ type Server struct {
 	idKnown   map[string]struct{}
 	sentFiles atomic.Int64 // handles written by the writers (for tests)
 	heldFiles atomic.Int64 // handles in responses not yet released (for tests)
+	// authDelayed counts the connections waiting out a failed
+	// authentication's delay (for tests).
+	authDelayed atomic.Int64
 
 	ctx    context.Context // cancelled by Close: ends parked requests
 	cancel context.CancelFunc
@@ -222,7 +225,7 @@ func (s *Server) ipLimit(ip string) int {
 // refused closes a connection refused at accept and logs it, one line a
 // second at most: a flood of connections must not flood the log too.
 func (s *Server) refused(nc net.Conn, msg string, args ...any) {
-	nc.Close()
+	defer nc.Close()
 	now := time.Now().UnixNano()
 	last := s.refusedAt.Load()
 	if now-last < int64(time.Second) || !s.refusedAt.CompareAndSwap(last, now) {
