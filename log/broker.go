@@ -7,6 +7,7 @@ import (
 	iofs "io/fs"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/timingwheel"
+	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -140,6 +142,7 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 		Metrics:                 cfg.Metrics,
 		OnLoopStart:             b.startCleaner,
 		ephemeral:               ephemeral,
+		keepAsides:              true, // load reads them, then removes them
 	})
 	if err != nil {
 		b.wheel.Stop()
@@ -162,8 +165,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	return b, nil
 }
 
-// load reads topics.json, opens every partition of every topic and removes
-// the partition directories of no topic.
+// load reads topics.json, opens every partition of every topic, finishes
+// the deletions a crash interrupted and removes the partition directories
+// of no topic.
 func (b *Broker) load() error {
 	meta := topicsMeta{Topics: map[string]TopicConfig{}}
 	data, err := vfs.ReadFile(b.fs, b.topicsPath)
@@ -179,9 +183,18 @@ func (b *Broker) load() error {
 			return fmt.Errorf("log: %s: unknown version %d", topicsFile, meta.Version)
 		}
 	}
+	dirs, err := b.store.PartitionDirs()
+	if err != nil {
+		return err
+	}
+	var deleting []string
 	for name, cfg := range meta.Topics {
 		if ValidTopicName(name) != nil {
 			return fmt.Errorf("log: %s: %w", topicsFile, ValidTopicName(name))
+		}
+		if b.deletionInterrupted(name, cfg.Partitions, dirs) {
+			deleting = append(deleting, name)
+			continue
 		}
 		t := &Topic{name: name, cfg: cfg, overrides: meta.Overrides[name]}
 		b.topics[name] = t
@@ -194,27 +207,51 @@ func (b *Broker) load() error {
 		}
 	}
 	b.deriveMissingOverrides(meta)
-	return b.removeStrays()
+	if len(deleting) > 0 {
+		sort.Strings(deleting)
+		b.logger.Info("finishing topic deletions a crash interrupted", "topics", deleting)
+		if err := b.writeTopics(); err != nil {
+			return fmt.Errorf("log: finish deleting %v: %w", deleting, err)
+		}
+	}
+	// Their directories left are strays now, and their asides go with
+	// the others.
+	b.removeStrays(dirs)
+	return b.store.finishRemovals()
 }
 
-// removeStrays deletes partition directories of no known topic: what a crash
-// in the middle of CreateTopic or DeleteTopic leaves. The broker owns the
-// partitions of its data dir, so this is its decision, not the store's.
-func (b *Broker) removeStrays() error {
-	dirs, err := b.store.PartitionDirs()
-	if err != nil {
-		return err
+// deletionInterrupted reports whether a DeleteTopic of the named topic,
+// listed in topics.json with n partitions, was cut short by a crash: it
+// moves every partition directory aside before it rewrites topics.json, so
+// a partition whose directory is missing and whose aside is there was
+// being deleted. (A partition directory missing without an aside is
+// created empty, as a lost disk would be.)
+func (b *Broker) deletionInterrupted(name string, n int, dirs []TopicPartition) bool {
+	for i := range n {
+		k := TopicPartition{Topic: name, Partition: i}
+		if _, found := slices.BinarySearchFunc(dirs, k, tp.Compare); !found && b.store.hasAside(name, i) {
+			return true
+		}
 	}
+	return false
+}
+
+// removeStrays deletes the partition directories, among dirs, of no known
+// topic: what a crash in the middle of CreateTopic or DeleteTopic leaves.
+// The broker owns the partitions of its data dir, so this is its decision,
+// not the store's. One it cannot remove stays, with a warning: it never
+// stops the data dir from opening, and a CreateTopic of its name tries
+// again.
+func (b *Broker) removeStrays(dirs []TopicPartition) {
 	for _, tp := range dirs {
 		if t, ok := b.topics[tp.Topic]; ok && tp.Partition < len(t.parts) {
 			continue
 		}
 		b.logger.Info("removing partition directory of no topic", "topic", tp.Topic, "partition", tp.Partition)
 		if err := b.store.RemovePartition(tp.Topic, tp.Partition); err != nil {
-			return fmt.Errorf("log: remove stray: %w", err)
+			b.logger.Warn("could not remove partition directory of no topic; leaving it", "topic", tp.Topic, "partition", tp.Partition, "err", err)
 		}
 	}
-	return nil
 }
 
 // writeTopics writes topics.json atomically; an ephemeral broker writes
@@ -280,6 +317,9 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	}
 	if cfg.ReplicationFactor > 1 {
 		return nil, fmt.Errorf("%w: replication factor %d on a standalone broker", ErrInvalidReplicationFactor, cfg.ReplicationFactor)
+	}
+	if _, err := partitionDirName(name, cfg.Partitions-1); err != nil {
+		return nil, err
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -371,6 +411,15 @@ func (b *Broker) Topics() []string {
 
 // DeleteTopic deletes a topic and its data. Appends and reads in flight on
 // its partitions end with ErrClosed.
+//
+// Its partition directories are moved aside (renamed, then the data dir
+// fsynced) before topics.json is rewritten without it, and removed after:
+// a crash before the rewrite leaves the topic listed with directories
+// moved aside, and the next Open finishes the deletion; a crash after it
+// leaves asides or directories of no topic, which the next Open removes.
+// Once its partitions are closed the deletion goes on: an error moving a
+// directory or writing topics.json is returned, and the next Open
+// finishes what is left.
 func (b *Broker) DeleteTopic(name string) error {
 	if err := ValidTopicName(name); err != nil {
 		return err
@@ -388,17 +437,19 @@ func (b *Broker) DeleteTopic(name string) error {
 		return fmt.Errorf("%w: %s", ErrUnknownTopic, name)
 	}
 	delete(b.topics, name)
+	asides, moveErr := b.store.moveAsideAll(t.parts)
 	if err := b.writeTopics(); err != nil {
-		b.topics[name] = t
-		return fmt.Errorf("log: delete topic %s: %w", name, err)
+		return fmt.Errorf("log: delete topic %s: %w (the next open finishes it)", name, err)
 	}
-	var first error
-	for _, p := range t.parts {
-		if err := b.store.RemovePartition(p.topic, p.id); err != nil && first == nil {
-			first = fmt.Errorf("log: delete topic %s: %w", name, err)
+	for _, aside := range asides {
+		if err := b.store.removeAside(aside); err != nil && moveErr == nil {
+			moveErr = err
 		}
 	}
-	return first
+	if moveErr != nil {
+		return fmt.Errorf("log: delete topic %s: %w (the next open removes what is left)", name, moveErr)
+	}
+	return nil
 }
 
 // Close flushes every partition, writes the checkpoints and the clean-shutdown

@@ -138,6 +138,9 @@ func (b *Broker) CreatePartitions(ctx context.Context, topic string, count int) 
 	if count <= len(t.parts) {
 		return fmt.Errorf("%w: %s has %d partitions, asked for %d", ErrInvalidPartitions, topic, len(t.parts), count)
 	}
+	if _, err := partitionDirName(topic, count-1); err != nil {
+		return err
+	}
 	next := &Topic{name: t.name, cfg: t.cfg, overrides: t.overrides}
 	next.cfg.Partitions = count
 	next.parts = append(make([]*Partition, 0, count), t.parts...)

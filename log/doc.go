@@ -58,7 +58,8 @@
 //	<dir>/.strata_cleanshutdown              present only after a clean Close
 //	<dir>/<topic>-<partition>/               the partition's segments (package segment)
 //	<dir>/<topic>-<partition>/leader-epoch-checkpoint  (epoch, start offset) pairs
-//	<dir>/<topic>-<partition>.deleted/       a removal a crash interrupted; finished at open
+//	<dir>/<topic>-<partition>.<tag>.deleted/ a removal a crash interrupted; finished at open
+//	                                         (the topic cut short to fit 255 bytes; see DeleteTopic)
 //	<dir>/__consumer_offsets-0/              committed offsets of consumer groups (compacted)
 //	<dir>/cleaner-offset-checkpoint          per compacted partition: where its dirty part starts
 //

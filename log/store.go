@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,9 +25,53 @@ import (
 var ErrPartitionExists = errors.New("log: partition already exists")
 
 // deletedSuffix marks a partition directory that RemovePartition renamed
-// before removing it: a crash in the middle of the removal leaves it, and
-// the next OpenStore finishes the job.
+// aside (asideName) before removing it: a crash in the middle of the
+// removal leaves it, and the next open finishes the job.
 const deletedSuffix = ".deleted"
+
+// maxNameLen is the longest name of a directory entry the file systems
+// Strata runs on allow, in bytes (NAME_MAX). Every directory name derived
+// from a topic name must fit: Kafka's 249 characters leave room for
+// "-" and a partition number up to 99999.
+const maxNameLen = 255
+
+// asideTagLen is the length of the random tag of an aside name, in hex.
+const asideTagLen = 16
+
+// asideName is the name the directory of partition id of topic is renamed
+// to before RemovePartition removes it: <topic>-<id>.<tag>.deleted, tag 16
+// hex digits that keep the names of two removals apart, the topic cut
+// short if the whole would not fit in maxNameLen bytes (Kafka names its
+// <topic>-<partition>.<uuid>-delete directories the same way).
+func asideName(topic string, id int, tag uint64) string {
+	suffix := fmt.Sprintf("-%d.%0*x%s", id, asideTagLen, tag, deletedSuffix)
+	if len(topic)+len(suffix) > maxNameLen {
+		topic = topic[:maxNameLen-len(suffix)]
+	}
+	return topic + suffix
+}
+
+// isAsideOf reports whether name, an entry of the data dir, is an aside
+// name of partition id of topic (asideName with any tag).
+func isAsideOf(name, topic string, id int) bool {
+	rest, ok := strings.CutSuffix(name, deletedSuffix)
+	if !ok || len(rest) < asideTagLen+1 || rest[len(rest)-asideTagLen-1] != '.' {
+		return false
+	}
+	tag, err := strconv.ParseUint(rest[len(rest)-asideTagLen:], 16, 64)
+	return err == nil && asideName(topic, id, tag) == name
+}
+
+// partitionDirName is the name of the directory of partition id of topic,
+// or ErrInvalidPartitions if it would not fit in maxNameLen bytes (a topic
+// name of 249 characters can have 100,000 partitions).
+func partitionDirName(topic string, id int) (string, error) {
+	name := topic + "-" + strconv.Itoa(id)
+	if len(name) > maxNameLen {
+		return "", fmt.Errorf("%w: %s cannot have a partition %d: the directory name %s passes %d bytes", ErrInvalidPartitions, topic, id, name, maxNameLen)
+	}
+	return name, nil
+}
 
 // StoreConfig configures a Store. The zero value means the defaults.
 type StoreConfig struct {
@@ -69,6 +114,10 @@ type StoreConfig struct {
 	// (OpenEphemeral): partitions skip the files only a later open
 	// reads (their leader-epoch checkpoint).
 	ephemeral bool
+	// keepAsides: open leaves the directories of removals a crash
+	// interrupted (asides) for the owner, who looks at them (hasAside)
+	// and then calls finishRemovals; without it open removes them.
+	keepAsides bool
 }
 
 func (c StoreConfig) withDefaults() StoreConfig {
@@ -125,6 +174,9 @@ type Store struct {
 	// recovered by the next open.
 	unrecovered map[TopicPartition]bool
 	closed      bool
+	// asides are the entries of the data dir that removals a crash
+	// interrupted left (deletedSuffix), as open found them.
+	asides []string
 
 	tails tailBudget // the memory the partitions' tails hold (tail.go)
 
@@ -243,15 +295,17 @@ func (s *Store) load() error {
 			s.unrecovered[tp] = true
 		}
 	}
-	removed := false
 	for _, name := range names {
 		if strings.HasSuffix(name, deletedSuffix) {
-			if err := s.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
-				return fmt.Errorf("log: finish removing %s: %w", name, err)
-			}
-			removed = true
+			s.asides = append(s.asides, name)
 		}
 	}
+	if !s.cfg.keepAsides {
+		if err := s.finishRemovals(); err != nil {
+			return err
+		}
+	}
+	removed := false
 	if s.clean {
 		if err := s.fs.Remove(filepath.Join(s.dir, cleanShutdown)); err != nil {
 			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
@@ -281,6 +335,9 @@ func checkNew(topic string, id int, cfg TopicConfig) (TopicConfig, error) {
 	}
 	if id < 0 {
 		return cfg, fmt.Errorf("%w: %s has no partition %d", ErrUnknownPartition, topic, id)
+	}
+	if _, err := partitionDirName(topic, id); err != nil {
+		return cfg, err
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -436,18 +493,34 @@ func (s *Store) partitionDirsIn(names []string) []TopicPartition {
 
 // RemovePartition closes a partition (appends and reads in flight end with
 // ErrClosed) and deletes its directory, whether it was open or only on
-// disk. The directory is first renamed aside (and the data dir fsynced), so
-// a crash in the middle of the removal never leaves a partial partition:
-// the next OpenStore finishes it. A partition neither open nor on disk is
-// ErrUnknownPartition.
+// disk. The directory is first renamed aside (asideName, and the data dir
+// fsynced), so a crash in the middle of the removal never leaves a partial
+// partition: the next OpenStore finishes it. A partition neither open nor
+// on disk is ErrUnknownPartition.
 func (s *Store) RemovePartition(topic string, id int) error {
-	if err := ValidTopicName(topic); err != nil {
-		return err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	aside, err := s.moveAside(topic, id)
+	if err != nil || aside == "" {
+		return err
+	}
+	if err := s.fs.SyncDir(s.dir); err != nil {
+		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+	}
+	return s.removeAside(aside)
+}
+
+// moveAside closes partition id of topic if it is open and renames its
+// directory to a new aside name, which it returns ("" if the partition was
+// open but had no directory). The caller makes the rename durable
+// (SyncDir) and then removes the aside (removeAside); a crash in between
+// leaves it for the next open. Holds s.mu.
+func (s *Store) moveAside(topic string, id int) (string, error) {
+	if err := ValidTopicName(topic); err != nil {
+		return "", err
+	}
 	if s.closed {
-		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, ErrClosed)
+		return "", fmt.Errorf("log: remove partition %s-%d: %w", topic, id, ErrClosed)
 	}
 	tp := TopicPartition{Topic: topic, Partition: id}
 	dir := s.partitionDir(topic, id)
@@ -462,27 +535,89 @@ func (s *Store) RemovePartition(topic string, id int) error {
 	delete(s.saved, tp)
 	if _, err := s.fs.Stat(dir); isNotExist(err) {
 		if open {
-			return nil
+			return "", nil
 		}
-		return fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, id)
+		return "", fmt.Errorf("%w: %s-%d", ErrUnknownPartition, topic, id)
 	}
-	aside := dir + deletedSuffix
-	if err := s.fs.RemoveAll(aside); err != nil {
-		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+	aside := filepath.Join(s.dir, asideName(topic, id, rand.Uint64()))
+	if err := s.fs.RemoveAll(aside); err != nil { // a tag drawn twice
+		return "", fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
 	}
 	if err := s.fs.Rename(dir, aside); err != nil {
-		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
-	}
-	if err := s.fs.SyncDir(s.dir); err != nil {
-		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+		return "", fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
 	}
 	delete(s.unrecovered, tp) // the next open finishes the removal
+	return aside, nil
+}
+
+// moveAsideAll moves the directories of parts aside (moveAside) and makes
+// the renames durable with one fsync of the data dir. It goes on past a
+// partition it cannot move; the first error is returned with the asides
+// of the others, which are durable only if it is nil.
+func (s *Store) moveAsideAll(parts []*Partition) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var asides []string
+	var first error
+	for _, p := range parts {
+		aside, err := s.moveAside(p.topic, p.id)
+		if err != nil && first == nil {
+			first = err
+		}
+		if aside != "" {
+			asides = append(asides, aside)
+		}
+	}
+	if len(asides) > 0 {
+		if err := s.fs.SyncDir(s.dir); err != nil && first == nil {
+			first = fmt.Errorf("log: remove partitions: sync dir %s: %w", s.dir, err)
+		}
+	}
+	return asides, first
+}
+
+// removeAside deletes a directory moveAside renamed, once the rename is
+// durable. Files it cannot delete stay for the next open (a warning);
+// only a failed fsync of the data dir is an error.
+func (s *Store) removeAside(aside string) error {
 	if err := s.fs.RemoveAll(aside); err != nil {
 		s.logger.Warn("remove partition: files left behind (removed at next open)", "dir", aside, "err", err)
 		return nil
 	}
 	if err := s.fs.SyncDir(s.dir); err != nil {
-		return fmt.Errorf("log: remove partition %s-%d: %w", topic, id, err)
+		return fmt.Errorf("log: remove partition directory %s: %w", filepath.Base(aside), err)
+	}
+	return nil
+}
+
+// hasAside reports whether open found an aside of partition id of topic:
+// a removal of it that a crash interrupted.
+func (s *Store) hasAside(topic string, id int) bool {
+	for _, name := range s.asides {
+		if isAsideOf(name, topic, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// finishRemovals deletes the asides open found: removals a crash
+// interrupted. One it cannot delete stays where it is, out of the way of
+// every partition, with a warning: the data dir opens all the same.
+func (s *Store) finishRemovals() error {
+	removed := false
+	for _, name := range s.asides {
+		if err := s.fs.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+			s.logger.Warn("could not finish removing a partition directory; leaving it", "dir", name, "err", err)
+			continue
+		}
+		removed = true
+	}
+	s.asides = nil
+	if removed {
+		if err := s.fs.SyncDir(s.dir); err != nil {
+			return fmt.Errorf("log: sync dir %s: %w", s.dir, err)
+		}
 	}
 	return nil
 }

@@ -154,6 +154,9 @@ func (m *MemFS) walk(name string) (parent *memNode, base string, n *memNode, err
 		if i < 0 {
 			break
 		}
+		if i > maxNameLen {
+			return nil, "", nil, syscall.ENAMETOOLONG
+		}
 		next := dir.children[p[:i]]
 		if next == nil {
 			return nil, "", nil, syscall.ENOENT
@@ -163,8 +166,16 @@ func (m *MemFS) walk(name string) (parent *memNode, base string, n *memNode, err
 		}
 		dir, p = next, p[i+1:]
 	}
+	if len(p) > maxNameLen {
+		return nil, "", nil, syscall.ENAMETOOLONG
+	}
 	return dir, p, dir.children[p], nil
 }
+
+// maxNameLen is the longest name of a directory entry, in bytes: NAME_MAX
+// of Linux's file systems (and of most others). A longer one is
+// ENAMETOOLONG, as the operating system says.
+const maxNameLen = 255
 
 // lookup returns the existing node name; a missing one is ENOENT. Errors
 // are *fs.PathError with op. Holds m.mu.
@@ -266,6 +277,9 @@ func (m *MemFS) RemoveAll(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	parent, base, n, err := m.walk(name)
+	if errors.Is(err, syscall.ENAMETOOLONG) {
+		return pathErr("unlinkat", name, err) // as os.RemoveAll
+	}
 	if err != nil || n == nil {
 		return nil
 	}
@@ -331,6 +345,9 @@ func (m *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 	for rest := relPath(dir); rest != ""; {
 		var p string
 		p, rest, _ = strings.Cut(rest, string(sep))
+		if len(p) > maxNameLen {
+			return pathErr("mkdir", dir, syscall.ENAMETOOLONG)
+		}
 		next := n.children[p]
 		if next == nil {
 			next = newMemDir()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -528,4 +529,28 @@ func TestMemTruncateLeavesHole(t *testing.T) {
 	if _, err := f.ReadAt(got, 4); err != nil || string(got) != "\x00\x00\x00\x00abcd\x00\x00\x00\x00\x00\x00\x00\x00" {
 		t.Fatalf("ReadAt = %q, %v", got, err)
 	}
+}
+
+// TestNameTooLong: a name of more than 255 bytes is ENAMETOOLONG wherever
+// it is used, and 255 bytes are fine.
+func TestNameTooLong(t *testing.T) {
+	eachFS(t, func(t *testing.T, fsys FS, dir string) {
+		long := filepath.Join(dir, strings.Repeat("x", 256))
+		most := filepath.Join(dir, strings.Repeat("y", 255))
+		mustCreate(t, fsys, most, "Y")
+		for name, err := range map[string]error{
+			"create": func() error { _, err := fsys.Create(long); return err }(),
+			"mkdir":  fsys.MkdirAll(filepath.Join(long, "sub"), 0o755),
+			"stat":   func() error { _, err := fsys.Stat(long); return err }(),
+			"rename": fsys.Rename(most, long),
+			"remove": fsys.RemoveAll(long),
+		} {
+			if !errors.Is(err, syscall.ENAMETOOLONG) {
+				t.Errorf("%s of a 256-byte name: %v, want ENAMETOOLONG", name, err)
+			}
+		}
+		if got := mustRead(t, fsys, most); got != "Y" {
+			t.Fatalf("255-byte name reads %q", got)
+		}
+	})
 }
