@@ -2,14 +2,17 @@
 // generations and committed offsets, in process, in Kafka's classic group
 // protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit).
 //
-// A broker (log.Broker) owns one Coordinator, built with New from a Config
-// that says how to count a topic's partitions, where commits are made
-// durable (an OffsetStore that appends to the internal topic
-// __consumer_offsets) and which offsets were committed before (Initial,
-// read back from that topic at open). Consumers reach it through
-// log.Client's JoinGroup, SyncGroup, Heartbeat, LeaveGroup, CommitOffsets
-// and FetchOffsets, which call Join, Sync, Heartbeat, Leave, Commit and
-// Committed; a Kafka server's handlers call the same methods.
+// A broker (log.Broker) owns one Coordinator, made with Open from a Config
+// that says how to count a topic's partitions and an OffsetsLog: its
+// partition of the internal topic __consumer_offsets, which the
+// Coordinator replays at open and appends every commit and group change
+// to (a cluster member runs one per partition it leads, over its replica).
+// New makes one over any OffsetStore (or none: memory only). Consumers
+// reach it through log.Client's JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup, CommitOffsets and FetchOffsets, which call Join, Sync,
+// Heartbeat, Leave, Commit and Committed; a Kafka server's handlers call
+// the same methods, and CommitWithMetadata and CommittedWithMetadata for
+// OffsetCommit's leader epochs and metadata.
 //
 // # Joining, the leader and SyncGroup
 //
@@ -123,27 +126,30 @@
 // nothing. The commits of one group are serialized, so they take effect in
 // the order they were stored and a restart reads back what Committed showed.
 //
-// The broker stores each committed offset as a record of __consumer_offsets
-// whose key and value are Kafka's (EncodeOffsetRecord; DecodeOffsetRecord
-// reads them back, and also older value versions). All integers are
-// big-endian; a string is an int16 length and that many bytes:
+// Over an OffsetsLog (Open), each committed offset is a record of
+// __consumer_offsets whose key and value are Kafka's
+// (EncodeCommittedOffsetRecord; DecodeCommittedOffsetRecord reads them
+// back, and also older value versions), one batch per commit. All
+// integers are big-endian; a string is an int16 length and that many
+// bytes:
 //
 //	key (OffsetCommitKey, version 1)       value (OffsetCommitValue, version 3)
 //	int16  version = 1                     int16  version = 3
 //	string group                           int64  offset
-//	string topic                           int32  leader epoch = -1
-//	int32  partition                       string metadata = ""
+//	string topic                           int32  leader epoch (-1: unknown)
+//	int32  partition                       string metadata ("" for Commit)
 //	                                       int64  commit timestamp (ms since the epoch)
 //
 // A record with a null value is a tombstone: the partition's commit was
 // deleted. A key whose version is 2 or more is not a commit (Kafka's group
-// metadata) and decodes as ErrNotOffsetRecord. A broker rebuilds
-// Config.Initial by reading the topic from the start, the last record of a
-// (group, topic, partition) winning.
+// metadata) and decodes as ErrNotOffsetRecord. Open replays the
+// partition from its start, the last record of a (group, topic, partition)
+// winning, with its leader epoch and metadata, so they survive a restart
+// and a coordinator move.
 //
-// Membership is persisted too when the Store is a GroupMetadataStore: when
-// a generation completes (the leader's Sync makes the group Stable) the
-// Coordinator stores the group's metadata record — Kafka's GroupMetadataKey
+// Membership is persisted too (over an OffsetsLog, or when the Store is a
+// GroupMetadataStore): when a generation completes (the leader's Sync
+// makes the group Stable) the Coordinator stores the group's metadata record — Kafka's GroupMetadataKey
 // version 2 (EncodeGroupMetadataKey) and GroupMetadataValue version 3:
 // protocol type, generation, protocol, leader and, per member, its id,
 // group instance id, client id and host, timeouts, subscription and
@@ -151,9 +157,10 @@
 // The leader's Sync returns once the generation is stored; if the store
 // fails, the generation does not stand (as Kafka's storeGroup callback): the
 // Sync fails with ErrRebalanceInProgress and the group rebalances.
-// A broker gives each group's last value to Config.InitialGroups: the group
-// comes back Stable in its generation, each member's session restarted, so
-// its members heartbeat and commit on after a restart or failover. A static
+// Open restores each group's last value (as Config.InitialGroups does):
+// the group comes back Stable in its generation, each member's session
+// restarted, so its members heartbeat and commit on after a restart or
+// failover. A static
 // member's replacement in a stable group is stored too (the new member id
 // takes the old one's place in the record). Committed offsets never expire
 // (offsets.retention.minutes is not implemented).

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-
-	"github.com/strata-log/strata/group"
 )
 
 // Administration of existing topics (Kafka's CreatePartitions,
@@ -285,6 +283,3 @@ func (b *Broker) EndOffsetForEpoch(tp TopicPartition, epoch int32) (leaderEpoch 
 	e, off := p.EndOffsetForEpoch(epoch)
 	return e, off, nil
 }
-
-// The broker keeps commits' leader epochs and metadata in OffsetsTopic.
-var _ group.CommittedOffsetStore = offsetStore{}

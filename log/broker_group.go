@@ -2,10 +2,7 @@ package log
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/segment/batch"
@@ -22,23 +19,18 @@ const OffsetsTopic = "__consumer_offsets"
 // holds about one record per (group, topic, partition), not one per commit.
 var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1, Cleanup: CleanupCompact}
 
-// startGroups reads the committed offsets and the groups' metadata back
-// from OffsetsTopic and starts the group coordinator: a group stable at the
-// last close comes back stable, its members' sessions restarted.
+// startGroups starts the group coordinator over OffsetsTopic, which it
+// replays: the committed offsets come back with their leader epochs and
+// metadata, and a group stable at the last close comes back stable, its
+// members' sessions restarted.
 func (b *Broker) startGroups() error {
-	committed, groups, err := b.loadOffsets()
-	if err != nil {
-		return err
-	}
-	c, err := group.NewWithCommitted(group.Config{
-		Store:                 offsetStore{b},
-		InitialGroups:         groups,
+	c, err := group.Open(context.Background(), group.Config{
 		Partitions:            b.Partitions,
 		Logger:                b.logger,
 		Clock:                 b.cfg.Clock,
 		MinSessionTimeout:     b.cfg.GroupMinSessionTimeout,
 		InitialRebalanceDelay: b.cfg.GroupInitialRebalanceDelay,
-	}, committed)
+	}, offsetsLog{b})
 	if err != nil {
 		return fmt.Errorf("log: start group coordinator: %w", err)
 	}
@@ -46,95 +38,79 @@ func (b *Broker) startGroups() error {
 	return nil
 }
 
-// loadOffsets replays OffsetsTopic: the last commit of each (group, topic,
-// partition) wins, with its leader epoch and metadata; a tombstone removes
-// it. groups is the value of each group's last metadata record (a
-// tombstone removes it), which group.New decodes.
-func (b *Broker) loadOffsets() (out map[string]map[TopicPartition]group.CommittedOffset, groups map[string][]byte, err error) {
-	out, groups = map[string]map[TopicPartition]group.CommittedOffset{}, map[string][]byte{}
-	t, ok := b.topics[OffsetsTopic]
+// offsetsLog is OffsetsTopic as the group coordinator writes and replays
+// it (group.OffsetsLog).
+type offsetsLog struct{ b *Broker }
+
+var _ group.OffsetsLog = offsetsLog{}
+
+// Replay reads OffsetsTopic from its start to its end, if it exists.
+func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+	t, ok := l.b.topics[OffsetsTopic]
 	if !ok {
-		return out, groups, nil
+		return nil
 	}
 	for _, p := range t.parts {
-		for off := p.StartOffset(); off < p.EndOffset(); {
-			raw, err := p.ReadBatches(off, 1<<20, p.EndOffset())
-			if err != nil {
-				return nil, nil, fmt.Errorf("log: read %s: %w", p, err)
-			}
-			err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
-				off = h.NextOffset()
-				return batch.Records(bt, h, func(r *batch.Record) error {
-					g, tp, o, err := group.DecodeCommittedOffsetRecord(r.Key, r.Value)
-					switch {
-					case errors.Is(err, group.ErrNotOffsetRecord):
-						if g, err := group.DecodeGroupMetadataKey(r.Key); err == nil {
-							if len(r.Value) == 0 {
-								delete(groups, g)
-							} else {
-								groups[g] = slices.Clone(r.Value)
-							}
-						}
-						return nil
-					case err != nil:
-						return fmt.Errorf("offset %d: %w", r.Offset, err)
-					case out[g] == nil:
-						out[g] = map[TopicPartition]group.CommittedOffset{}
-					}
-					if o.Offset < 0 {
-						delete(out[g], tp)
-					} else {
-						out[g][tp] = o
-					}
-					return nil
-				})
+		if err := replayPartition(ctx, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// replayPartition calls fn with the key and value of each record of p,
+// from its start offset to its end.
+func replayPartition(ctx context.Context, p *Partition, fn func(key, value []byte) error) error {
+	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		raw, err := p.ReadBatches(off, 1<<20, end)
+		if err != nil {
+			return fmt.Errorf("log: read %s: %w", p, err)
+		}
+		if len(raw) == 0 {
+			return nil
+		}
+		err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
+			off = h.NextOffset()
+			return batch.Records(bt, h, func(r *batch.Record) error {
+				if err := fn(r.Key, r.Value); err != nil {
+					return fmt.Errorf("offset %d: %w", r.Offset, err)
+				}
+				return nil
 			})
-			if err != nil {
-				return nil, nil, fmt.Errorf("log: read %s: %w", p, err)
-			}
+		})
+		if err != nil {
+			return fmt.Errorf("log: read %s: %w", p, err)
 		}
 	}
-	return out, groups, nil
+	return nil
 }
 
-// offsetStore appends commits to OffsetsTopic.
-type offsetStore struct{ b *Broker }
-
-func (s offsetStore) Store(groupID string, offsets map[TopicPartition]int64) error {
-	committed := make(map[TopicPartition]group.CommittedOffset, len(offsets))
-	for tp, off := range offsets {
-		committed[tp] = group.CommittedOffset{Offset: off, LeaderEpoch: -1}
-	}
-	return s.StoreCommitted(groupID, committed)
+// PartitionOffsetsLog returns p, a partition of OffsetsTopic, as a
+// group.OffsetsLog for group.Open: Replay reads p from its start offset to
+// its end offset; Append is append (a cluster member's: an acks=all
+// produce to p).
+func PartitionOffsetsLog(p *Partition, append func(records []group.Record) error) group.OffsetsLog {
+	return partitionOffsetsLog{p, append}
 }
 
-// StoreCommitted appends commits with their leader epochs and metadata.
-func (s offsetStore) StoreCommitted(groupID string, offsets map[TopicPartition]group.CommittedOffset) error {
-	return s.append(func(bd *batch.Builder, now time.Time) {
-		for tp, c := range offsets {
-			k, v := group.EncodeCommittedOffsetRecord(groupID, tp, c, now)
-			if c.Offset < 0 {
-				v = nil // a tombstone: the group was deleted
-			}
-			bd.Append(now.UnixMilli(), k, v, nil)
-		}
-	})
+type partitionOffsetsLog struct {
+	p      *Partition
+	append func(records []group.Record) error
 }
 
-var _ group.GroupMetadataStore = offsetStore{}
+func (l partitionOffsetsLog) Append(records []group.Record) error { return l.append(records) }
 
-// StoreGroup appends a group's metadata record, or a tombstone for a nil
-// value (group.GroupMetadataStore).
-func (s offsetStore) StoreGroup(groupID string, value []byte) error {
-	return s.append(func(bd *batch.Builder, now time.Time) {
-		bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(groupID), value, nil)
-	})
+func (l partitionOffsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+	return replayPartition(ctx, l.p, fn)
 }
 
-// append appends one batch of the records fill adds, at the broker's now,
-// to OffsetsTopic.
-func (s offsetStore) append(fill func(bd *batch.Builder, now time.Time)) error {
-	p, err := s.b.offsetsPartition()
+// Append appends records as one batch, at the broker's now, to
+// OffsetsTopic, creating it on first use; the topic fsyncs every batch.
+func (l offsetsLog) Append(records []group.Record) error {
+	p, err := l.b.offsetsPartition()
 	if err != nil {
 		return err
 	}
@@ -142,9 +118,11 @@ func (s offsetStore) append(fill func(bd *batch.Builder, now time.Time)) error {
 	// none by default.
 	bd := pooledBuilder(p.config().Compression.appendCodec())
 	defer builders.Put(bd)
-	now := s.b.cfg.Clock.Now()
-	bd.Reset(now.UnixMilli())
-	fill(bd, now)
+	now := l.b.cfg.Clock.Now().UnixMilli()
+	bd.Reset(now)
+	for _, r := range records {
+		bd.Append(now, r.Key, r.Value, nil)
+	}
 	_, _, err = p.AppendBatch(bd.Bytes())
 	return err
 }

@@ -2,6 +2,8 @@ package log
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -180,4 +182,70 @@ func TestOffsetsBatchesUseTheirTopicsCodec(t *testing.T) {
 		return nil
 	}))
 	require.Equal(t, 10, n)
+}
+
+// TestGroupCommitMetadataSurvivesCrash: a member's commits keep their
+// leader epochs and metadata across a clean restart and a crash (only
+// synced data survives), and its group comes back in its generation.
+func TestGroupCommitMetadataSurvivesCrash(t *testing.T) {
+	leaktest.Check(t)
+	fs := vfs.NewMem()
+	ctx := context.Background()
+	b := openT(t, fs, "/d")
+	_, err := b.CreateTopic("t", TopicConfig{Partitions: 2})
+	require.NoError(t, err)
+	resp, err := b.JoinGroup(ctx, group.JoinRequest{Group: "g", Topics: []string{"t"}})
+	require.NoError(t, err)
+	tp0, tp1 := TopicPartition{Topic: "t"}, TopicPartition{Topic: "t", Partition: 1}
+	want := map[TopicPartition]group.CommittedOffset{
+		tp0: {Offset: 11, LeaderEpoch: 4, Metadata: "after batch 11"},
+		tp1: {Offset: 2, LeaderEpoch: 0, Metadata: ""},
+	}
+	require.NoError(t, b.GroupCoordinator().CommitWithMetadata(ctx, "g", resp.MemberID, resp.Generation, want))
+	crashed := fs.CrashClone()
+	require.NoError(t, b.Close())
+	for _, fs := range []vfs.FS{fs, crashed} {
+		b = openT(t, fs, "/d")
+		require.Equal(t, want, b.GroupCoordinator().CommittedWithMetadata("g", nil))
+		require.NoError(t, b.Heartbeat(ctx, "g", resp.MemberID, resp.Generation), "the group comes back in its generation")
+		require.NoError(t, b.Close())
+	}
+}
+
+// PartitionOffsetsLog replays a partition of OffsetsTopic record by record,
+// in order, and stops at a cancelled context; its Append is the caller's.
+func TestPartitionOffsetsLogReplay(t *testing.T) {
+	st, err := OpenStore(t.TempDir(), StoreConfig{})
+	require.NoError(t, err)
+	defer st.Close()
+	p, err := st.CreatePartition(OffsetsTopic, 0, TopicConfig{})
+	require.NoError(t, err)
+	var appended [][]group.Record
+	l := PartitionOffsetsLog(p, func(records []group.Record) error {
+		appended = append(appended, records)
+		var bd batch.Builder
+		bd.Reset(1)
+		for _, r := range records {
+			bd.Append(1, r.Key, r.Value, nil)
+		}
+		_, _, err := p.AppendBatch(bd.Bytes())
+		return err
+	})
+	want := []group.Record{{Key: []byte("k0"), Value: []byte("v0")}, {Key: []byte("k1"), Value: nil}, {Key: []byte("k2"), Value: []byte("v2")}}
+	require.NoError(t, l.Append(want[:2]))
+	require.NoError(t, l.Append(want[2:]))
+	require.Len(t, appended, 2)
+	var got []group.Record
+	require.NoError(t, l.Replay(context.Background(), func(key, value []byte) error {
+		got = append(got, group.Record{Key: slices.Clone(key), Value: slices.Clone(value)})
+		return nil
+	}))
+	require.Equal(t, want, got)
+
+	errStop := errors.New("stop")
+	err = l.Replay(context.Background(), func(key, value []byte) error { return errStop })
+	require.ErrorIs(t, err, errStop)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, l.Replay(ctx, func(key, value []byte) error { return nil }), context.Canceled)
 }

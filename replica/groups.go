@@ -212,22 +212,18 @@ func coordinatorChanges(led, want map[int]int32) (stop, start []int) {
 	return stop, start
 }
 
-// loadCoordinator starts the coordinator of partition p with the offsets
-// committed in this member's replica of it.
+// loadCoordinator starts the coordinator of partition p over this
+// member's replica of it, which it replays (group.Open): the committed
+// offsets with their leader epochs and metadata, and the groups' metadata.
 func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator, error) {
 	tp := log.TopicPartition{Topic: log.OffsetsTopic, Partition: p}
 	ps := b.part(tp)
 	if ps == nil {
 		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
 	}
-	initial, groups, err := loadOffsets(ctx, ps.p)
-	if err != nil {
-		return nil, fmt.Errorf("read committed offsets of %s-%d: %w", tp.Topic, p, err)
-	}
-	return group.New(group.Config{
-		Store: offsetStore{b, tp}, Partitions: b.Partitions, Initial: initial, InitialGroups: groups,
-		Logger: b.log.With("offsets partition", p),
-	})
+	return group.Open(ctx, group.Config{
+		Partitions: b.Partitions, Logger: b.log.With("offsets partition", p),
+	}, log.PartitionOffsetsLog(ps.p, offsetsAppend{b, tp}.append))
 }
 
 // stopCoordinator ends every load, closes every coordinator and the
@@ -329,107 +325,32 @@ func (b *Broker) Coordinators() []*group.Coordinator {
 	return out
 }
 
-// loadOffsets replays the partition's log: the last commit of each
-// (group, topic, partition) wins; a tombstone removes it. It also returns
-// the value of each group's last metadata record (a tombstone removes it;
-// group.New decodes them). It reads to the log end: the leader's log is the
-// one that will be committed.
-func loadOffsets(ctx context.Context, p *log.Partition) (map[string]map[log.TopicPartition]int64, map[string][]byte, error) {
-	out := map[string]map[log.TopicPartition]int64{}
-	groups := map[string][]byte{}
-	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		bs, err := p.Slice(off, 1<<20, end)
-		if err != nil {
-			return nil, nil, err
-		}
-		raw, err := bs.Bytes()
-		bs.Release()
-		if err != nil {
-			return nil, nil, err
-		}
-		if len(raw) == 0 {
-			break
-		}
-		recs, err := log.DecodeRecords(raw)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, r := range recs {
-			off = r.Offset + 1
-			g, tp, o, err := group.DecodeOffsetRecord(r.Key, r.Value)
-			switch {
-			case errors.Is(err, group.ErrNotOffsetRecord):
-				if g, err := group.DecodeGroupMetadataKey(r.Key); err == nil {
-					if len(r.Value) == 0 {
-						delete(groups, g)
-					} else {
-						groups[g] = slices.Clone(r.Value)
-					}
-				}
-				continue
-			case err != nil:
-				return nil, nil, fmt.Errorf("offset %d: %w", r.Offset, err)
-			case out[g] == nil:
-				out[g] = map[log.TopicPartition]int64{}
-			}
-			if o < 0 {
-				delete(out[g], tp)
-			} else {
-				out[g][tp] = o
-			}
-		}
-	}
-	return out, groups, nil
-}
-
-// offsetStore makes a coordinator's commits durable: an acks=all produce
-// to its __consumer_offsets partition on this member, its leader. A
-// produce that fails there means the coordinator is moving or cannot
-// commit now: kafka.ErrNotCoordinator, which sends the client to find it
-// again (Kafka answers NOT_COORDINATOR or COORDINATOR_NOT_AVAILABLE).
-type offsetStore struct {
+// offsetsAppend appends a coordinator's records to its partition of
+// __consumer_offsets on this member, its leader: an acks=all produce (the
+// coordinator replays the partition to its log end at load: the leader's
+// log is the one that will be committed). A produce that fails there means the coordinator is moving or
+// cannot commit now: kafka.ErrNotCoordinator, which sends the client to
+// find it again (Kafka answers NOT_COORDINATOR or
+// COORDINATOR_NOT_AVAILABLE).
+type offsetsAppend struct {
 	b  *Broker
 	tp log.TopicPartition
 }
 
-func (s offsetStore) Store(groupID string, offsets map[log.TopicPartition]int64) error {
+func (l offsetsAppend) append(records []group.Record) error {
 	var bd batch.Builder
-	now := time.Now()
-	bd.Reset(now.UnixMilli())
-	for tp, off := range offsets {
-		k, v := group.EncodeOffsetRecord(groupID, tp, max(off, 0), now)
-		if off < 0 {
-			v = nil
-		}
-		bd.Append(now.UnixMilli(), k, v, nil)
+	now := time.Now().UnixMilli()
+	bd.Reset(now)
+	for _, r := range records {
+		bd.Append(now, r.Key, r.Value, nil)
 	}
-	ctx, cancel := context.WithTimeout(s.b.ctx, s.b.cfg.ProduceTimeout)
+	ctx, cancel := context.WithTimeout(l.b.ctx, l.b.cfg.ProduceTimeout)
 	defer cancel()
-	_, err := s.b.produceLocal(ctx, s.tp, bd.Bytes(), log.AcksAll)
+	_, err := l.b.produceLocal(ctx, l.tp, bd.Bytes(), log.AcksAll)
 	if err != nil && !errors.Is(err, log.ErrRecordTooLarge) {
-		return fmt.Errorf("%w: broker %d: commit to %s-%d: %v", kafka.ErrNotCoordinator, s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
+		return fmt.Errorf("%w: broker %d: append to %s-%d: %v", kafka.ErrNotCoordinator, l.b.cfg.ID, l.tp.Topic, l.tp.Partition, err)
 	}
 	return err
-}
-
-var _ group.GroupMetadataStore = offsetStore{}
-
-// StoreGroup makes a group's metadata durable (group.GroupMetadataStore):
-// its record, or a tombstone for a nil value, produced as Store's commits.
-func (s offsetStore) StoreGroup(groupID string, value []byte) error {
-	var bd batch.Builder
-	now := time.Now()
-	bd.Reset(now.UnixMilli())
-	bd.Append(now.UnixMilli(), group.EncodeGroupMetadataKey(groupID), value, nil)
-	ctx, cancel := context.WithTimeout(s.b.ctx, s.b.cfg.ProduceTimeout)
-	defer cancel()
-	if _, err := s.b.produceLocal(ctx, s.tp, bd.Bytes(), log.AcksAll); err != nil {
-		return fmt.Errorf("%w: broker %d: group metadata to %s-%d: %v", kafka.ErrNotCoordinator, s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
-	}
-	return nil
 }
 
 // ensureOffsetsTopic creates __consumer_offsets if the metadata lacks it.

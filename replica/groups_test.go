@@ -16,6 +16,7 @@ import (
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // GroupPartition is Kafka's: Utils.abs(groupId.hashCode) % n, with Java's
@@ -367,4 +368,101 @@ func TestGroupMembershipFailover(t *testing.T) {
 	require.Equal(t, map[log.TopicPartition]int64{tp: 3}, offs)
 	require.ErrorIs(t, b.Heartbeat(ctx, g, "stranger", joined.Generation), group.ErrUnknownMember)
 	require.NoError(t, b.Leave(ctx, g, joined.MemberID))
+}
+
+// Commit metadata and leader epochs survive a coordinator move: a Kafka
+// client commits with them (OffsetCommit v8) at the group's coordinator,
+// that member is closed, and OffsetFetch answered by the new coordinator
+// returns them.
+func TestGroupCommitMetadataFailover(t *testing.T) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, "local")
+	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	createOffsetsTopic(t, c)
+	coord, g := 0, ""
+	for id, gid := range groupsOn(t, c) {
+		if id > coord {
+			coord, g = id, gid
+		}
+	}
+	other := 1
+	if coord == 1 {
+		other = 2
+	}
+	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.member(other).Addr()}})
+	require.NoError(t, err)
+	defer kc.Close()
+	// retry sends req until a member answers it as the group's coordinator
+	// (the others say NOT_COORDINATOR, a loading one
+	// COORDINATOR_LOAD_IN_PROGRESS).
+	retry := func(req kmsg.Request, code func(kmsg.Response) int16) kmsg.Response {
+		t.Helper()
+		for {
+			resp, err := kc.Request(ctx, req, req.GetVersion())
+			if err == nil {
+				switch cd := code(resp); cd {
+				case 0:
+					return resp
+				case 14, 15, 16: // COORDINATOR_LOAD_IN_PROGRESS, _NOT_AVAILABLE, NOT_COORDINATOR
+				default:
+					t.Fatalf("%T: error code %d", req, cd)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("%T: no coordinator answered: %v", req, err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+
+	commit := kmsg.NewPtrOffsetCommitRequest()
+	commit.Version, commit.Group, commit.Generation = 8, g, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	for p, m := range []string{"first checkpoint", ""} {
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset, cp.LeaderEpoch, cp.Metadata = int32(p), int64(40+p), int32(5+p), kmsg.StringPtr(m)
+		ct.Partitions = append(ct.Partitions, cp)
+	}
+	commit.Topics = append(commit.Topics, ct)
+	retry(commit, func(r kmsg.Response) int16 {
+		for _, t := range r.(*kmsg.OffsetCommitResponse).Topics {
+			for _, p := range t.Partitions {
+				if p.ErrorCode != 0 {
+					return p.ErrorCode
+				}
+			}
+		}
+		return 0
+	})
+
+	c.stop(coord)
+	next := c.waitLeaderNot(c.member(other), log.OffsetsTopic, replica.GroupPartition(g, replica.DefaultOffsetsTopicPartitions), coord)
+	require.NotEqual(t, coord, next)
+
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version, fetch.Group = 7, g
+	ft := kmsg.NewOffsetFetchRequestTopic()
+	ft.Topic, ft.Partitions = "t", []int32{0, 1}
+	fetch.Topics = append(fetch.Topics, ft)
+	resp := retry(fetch, func(r kmsg.Response) int16 { return r.(*kmsg.OffsetFetchResponse).ErrorCode }).(*kmsg.OffsetFetchResponse)
+	require.Len(t, resp.Topics, 1)
+	type got struct {
+		offset   int64
+		epoch    int32
+		metadata string
+	}
+	var gots []got
+	for _, p := range resp.Topics[0].Partitions {
+		require.Zero(t, p.ErrorCode)
+		m := ""
+		if p.Metadata != nil {
+			m = *p.Metadata
+		}
+		gots = append(gots, got{p.Offset, p.LeaderEpoch, m})
+	}
+	require.Equal(t, []got{{40, 5, "first checkpoint"}, {41, 6, ""}}, gots, "at the new coordinator, member %d", next)
 }

@@ -1,6 +1,8 @@
 // Package grouptest holds test doubles for package group: Clock, a fake
 // clock that moves only when told to, and Store, an in-memory OffsetStore
-// that keeps commits as __consumer_offsets records and can be made to fail.
+// that keeps commits as __consumer_offsets records and can be made to fail,
+// and Log, an in-memory partition of __consumer_offsets for group.Open
+// (a broker's restart is a second Open over the same Log).
 //
 // A coordinator under a fake clock, with a store that survives a "restart":
 //
