@@ -46,6 +46,11 @@ type Controller struct {
 	settled   chan struct{} // completer → loop: a proposal was answered
 	inflight  atomic.Int64  // proposals not yet answered
 
+	// lastLeader is the last other member seen as the leader (0: none):
+	// its broker's session is counted from Raft's last contact with it
+	// when this member takes over (becomeLeader).
+	lastLeader atomic.Int64
+
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced on every leader observation
 
@@ -153,7 +158,7 @@ func (c *Controller) open() (err error) {
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
 		Logger:  newHCLog(c.log, "raft-net"),
-	})}
+	}), closed: make(chan struct{}), peers: newPeerHealth(c.log, time.Now)}
 	c.trans = trans
 	cleanup = append(cleanup, func() { trans.Close() })
 
@@ -196,6 +201,7 @@ func (c *Controller) open() (err error) {
 		return fmt.Errorf("controller: start raft: %w", err)
 	}
 	c.raft = r
+	trans.raft.Store(r)
 	c.obsCh = make(chan raft.Observation, 16)
 	c.obs = raft.NewObserver(c.obsCh, false, func(o *raft.Observation) bool {
 		_, ok := o.Data.(raft.LeaderObservation)
@@ -211,6 +217,7 @@ func (c *Controller) open() (err error) {
 // quorum carries on without it; Start with the same Config resumes it.
 func (c *Controller) Close() error {
 	c.closeOnce.Do(func() {
+		c.handOver()
 		close(c.stop)
 		c.loopDone.Wait()
 		close(c.loopEnded)
@@ -234,6 +241,25 @@ func (c *Controller) Close() error {
 		c.fsm.shut()
 	})
 	return c.closeErr
+}
+
+// handOver transfers Raft leadership to another voter when this member is
+// the active controller (raft.LeadershipTransfer, bounded by Raft's
+// ElectionTimeout): the new controller is elected at once instead of
+// after the others' heartbeat timeout, and it commits, so every member
+// applies what this one committed last (a controlled shutdown's fencing)
+// without waiting for an election. A quorum that is gone makes it fail, and
+// Close goes on.
+func (c *Controller) handOver() {
+	if c.raft.State() != raft.Leader || len(c.cfg.Peers) < 2 {
+		return
+	}
+	start := time.Now()
+	if err := c.raft.LeadershipTransfer().Error(); err != nil {
+		c.log.Info("controller: leadership not handed over", "err", err, "after", time.Since(start).Round(time.Millisecond))
+		return
+	}
+	c.log.Debug("controller: leadership handed over", "after", time.Since(start).Round(time.Millisecond))
 }
 
 // ID returns this member's NodeID.
@@ -435,7 +461,12 @@ func (c *Controller) observe() {
 		select {
 		case <-c.stop:
 			return
-		case <-ch:
+		case o := <-ch:
+			if lo, ok := o.Data.(raft.LeaderObservation); ok && lo.LeaderID != "" {
+				if id, err := strconv.Atoi(string(lo.LeaderID)); err == nil && id != c.cfg.NodeID {
+					c.lastLeader.Store(int64(id))
+				}
+			}
 			c.leaderMu.Lock()
 			close(c.leaderChanged)
 			c.leaderChanged = make(chan struct{})

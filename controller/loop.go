@@ -149,9 +149,13 @@ func (c *Controller) becomeLeader(deadlines map[int]time.Time, rebalanceAt time.
 	}
 	st := &leaderState{img: c.fsm.working(), deadlines: deadlines}
 	now := c.cfg.Clock.Now()
+	prev, prevDeadline := c.previousLeaderDeadline(now)
 	for _, id := range st.img.liveBrokers() {
 		if _, ok := st.deadlines[id]; !ok {
 			st.deadlines[id] = now.Add(c.cfg.SessionTimeout)
+			if id == prev {
+				st.deadlines[id] = prevDeadline
+			}
 		}
 	}
 	c.armFence(st)
@@ -164,6 +168,30 @@ func (c *Controller) becomeLeader(deadlines map[int]time.Time, rebalanceAt time.
 	}
 	c.log.Info("controller: active", "version", st.img.Version(), "brokers", len(st.img.brokers), "topics", len(st.img.topics))
 	return st
+}
+
+// previousLeaderDeadline returns the member that led before this one and
+// the end of its broker's session counted from Raft's last contact with
+// it, not from now: when the active controller's process dies, its broker
+// dies with it, and its heartbeats (to its own controller) stopped when
+// its Raft heartbeats did. Counted from the takeover, fencing it (and so
+// moving the leadership of its partitions) waited an election plus a whole
+// session. A member that hears nothing from Raft's last leader has no
+// better sign of its broker's last heartbeat; if the broker lives, it
+// heartbeats to this controller within its session as usual. 0 when there
+// was none, or no contact is known.
+func (c *Controller) previousLeaderDeadline(now time.Time) (int, time.Time) {
+	prev := int(c.lastLeader.Load())
+	last := c.raft.LastContact()
+	if prev == 0 || last.IsZero() {
+		return 0, time.Time{}
+	}
+	// LastContact is on the wall clock; the session runs on cfg.Clock.
+	d := now.Add(c.cfg.SessionTimeout - time.Since(last))
+	if d.After(now.Add(c.cfg.SessionTimeout)) {
+		d = now.Add(c.cfg.SessionTimeout)
+	}
+	return prev, d
 }
 
 // armFence sets the fence timer to the earliest session expiry, or a full
@@ -391,9 +419,29 @@ func (c *Controller) finish(p proposal) {
 	for i, req := range p.reqs {
 		req.done <- reply{out: p.outs[i], err: err}
 	}
-	c.inflight.Add(-1)
+	if c.inflight.Add(-1) == 0 && err == nil {
+		c.nudge()
+	}
 	select {
 	case c.settled <- struct{}{}:
 	default:
 	}
+}
+
+// nudge tells the followers at once that the last proposal committed.
+// Raft tells a follower the commit index with the next append, and an idle
+// leader sends one only every CommitTimeout (50-100 ms): the members
+// learned of a committed fencing, a new partition leader or a new topic
+// that much later, and a controller that stopped right after a commit left
+// them not knowing until the next controller committed. A barrier is an
+// append that carries the commit index now (an empty entry in the log, not
+// in the metadata). Only the last of the proposals in flight nudges: the
+// appends of the others carry the index anyway.
+func (c *Controller) nudge() {
+	select {
+	case <-c.stop:
+		return
+	default:
+	}
+	_ = c.raft.Barrier(0) // not waited for: it commits or fails on its own
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -231,10 +232,20 @@ func (s *streamLayer) Dial(addr raft.ServerAddress, timeout time.Duration) (net.
 	defer cancel()
 	conn, err := s.m.dial(ctx, string(addr), streamRaft)
 	if err != nil {
-		return nil, fmt.Errorf("dial %s: %w", addr, err)
+		return nil, &dialError{addr: string(addr), err: err}
 	}
 	return conn, nil
 }
+
+// dialError is a peer that could not be reached at all: no request went
+// out, so sending it again later is safe.
+type dialError struct {
+	addr string
+	err  error
+}
+
+func (e *dialError) Error() string { return fmt.Sprintf("dial %s: %v", e.addr, e.err) }
+func (e *dialError) Unwrap() error { return e.err }
 
 // advertised is a net.Addr for an address as configured.
 type advertised string
@@ -265,6 +276,59 @@ type guardedTransport struct {
 	*raft.NetworkTransport
 	mu     sync.RWMutex
 	sealed bool
+
+	raft   atomic.Pointer[raft.Raft] // set once Raft exists (see AppendEntries)
+	peers  *peerHealth
+	closed chan struct{} // closed by Close
+	once   sync.Once
+}
+
+// redialEvery is how often an append to a peer that cannot be reached is
+// tried again while it waits (AppendEntries).
+const redialEvery = 50 * time.Millisecond
+
+// AppendEntries sends an append (or a heartbeat) to a peer. When the peer
+// cannot be reached at all (it is down), it does not fail at once: it
+// dials again every redialEvery, for as long as this member leads in the
+// request's term, and sends the request as soon as the peer listens.
+//
+// hashicorp/raft backs a failing follower off exponentially, up to 10 s
+// between attempts (maxFailureScale), and logs an ERROR for every failed
+// heartbeat: a member restarted after a minute down got no entries, so
+// knew no topics created meanwhile, for up to 10 s after it was back
+// (11 s seen), while its peers logged ERROR every 0.6 s. Waiting here
+// keeps Raft's failure count at zero for a peer that is merely down, so it
+// gets the log as soon as it listens again; its being down is logged once
+// (peerHealth). Errors after the connection was made (a timeout, a reset)
+// are returned as before.
+func (g *guardedTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	for {
+		err := g.NetworkTransport.AppendEntries(id, target, args, resp)
+		var de *dialError
+		if !errors.As(err, &de) {
+			if err == nil {
+				g.peers.reached(string(id))
+			}
+			return err
+		}
+		g.peers.unreachable(string(id), err)
+		t := time.NewTimer(redialEvery)
+		select {
+		case <-t.C:
+		case <-g.closed:
+			t.Stop()
+			return err
+		}
+		if r := g.raft.Load(); r == nil || r.State() != raft.Leader || r.CurrentTerm() != args.Term {
+			return err
+		}
+	}
+}
+
+// Close closes the transport and ends the appends waiting for a peer.
+func (g *guardedTransport) Close() error {
+	g.once.Do(func() { close(g.closed) })
+	return g.NetworkTransport.Close()
 }
 
 func (g *guardedTransport) SetHeartbeatHandler(cb func(rpc raft.RPC)) {
@@ -293,4 +357,52 @@ func (g *guardedTransport) seal() {
 	g.mu.Lock()
 	g.sealed = true
 	g.mu.Unlock()
+}
+
+// peerHealth logs peers that cannot be reached: once at WARN when one goes
+// down, then at most once every repeatEvery while it stays down, and once
+// at INFO when it is back.
+type peerHealth struct {
+	log         *slog.Logger
+	repeatEvery time.Duration
+	now         func() time.Time
+
+	mu   sync.Mutex
+	down map[string]*peerDown
+}
+
+type peerDown struct {
+	since, logged time.Time
+}
+
+func newPeerHealth(log *slog.Logger, now func() time.Time) *peerHealth {
+	return &peerHealth{log: log, repeatEvery: time.Minute, now: now, down: map[string]*peerDown{}}
+}
+
+func (h *peerHealth) unreachable(peer string, err error) {
+	now := h.now()
+	h.mu.Lock()
+	d, ok := h.down[peer]
+	if !ok {
+		d = &peerDown{since: now}
+		h.down[peer] = d
+	}
+	logIt := !ok || now.Sub(d.logged) >= h.repeatEvery
+	if logIt {
+		d.logged = now
+	}
+	h.mu.Unlock()
+	if logIt {
+		h.log.Warn("controller: peer unreachable", "peer", peer, "for", now.Sub(d.since).Round(time.Second), "err", err)
+	}
+}
+
+func (h *peerHealth) reached(peer string) {
+	h.mu.Lock()
+	d, ok := h.down[peer]
+	delete(h.down, peer)
+	h.mu.Unlock()
+	if ok {
+		h.log.Info("controller: peer reachable again", "peer", peer, "after", h.now().Sub(d.since).Round(time.Millisecond))
+	}
 }
