@@ -38,6 +38,9 @@ type Broker struct {
 
 	brokerEpoch  atomic.Int64
 	shuttingDown atomic.Bool
+	// fenced is set once the controller has acknowledged the controlled
+	// shutdown: the member leads nothing from then on.
+	fenced atomic.Bool
 
 	img       atomic.Pointer[controller.Image]
 	metaMu    sync.Mutex
@@ -305,47 +308,38 @@ func (b *Broker) Close() error {
 	return b.closeErr
 }
 
-// controlledShutdown heartbeats WantFence and waits, briefly, until the
-// metadata shows this member fenced and leading nothing.
+// controlledShutdown heartbeats WantFence: the controller fences the
+// member, which moves the leadership of its partitions to other in-sync
+// replicas and takes it out of their ISRs, and answers once that is
+// committed. From then on the member appends nothing as a leader (its
+// produces answer ErrNotLeader), though its own metadata may not show the
+// change yet. It gives up after controlledShutdownTimeout (no quorum: the
+// last member of a cluster to stop), and at once when it never registered.
 func (b *Broker) controlledShutdown() {
 	b.shuttingDown.Store(true)
 	epoch := b.brokerEpoch.Load()
 	if epoch == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*b.cfg.HeartbeatInterval+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), b.controlledShutdownTimeout())
 	defer cancel()
-	if _, err := b.ctl.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: b.cfg.ID, BrokerEpoch: epoch, WantFence: true}); err != nil {
-		b.log.Info("replica: controlled shutdown: heartbeat", "err", err)
+	start := time.Now()
+	resp, err := b.ctl.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: b.cfg.ID, BrokerEpoch: epoch, WantFence: true})
+	if err != nil {
+		b.log.Info("replica: controlled shutdown: not acknowledged, stopping anyway", "err", err, "after", time.Since(start).Round(time.Millisecond))
 		return
 	}
-	for {
-		ch := b.metaWatch()
-		if b.fencedAndLeaderless(b.img.Load()) {
-			return
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			b.log.Info("replica: controlled shutdown: leadership did not move in time")
-			return
-		}
+	if resp.Fenced {
+		b.fenced.Store(true)
 	}
+	b.log.Debug("replica: controlled shutdown acknowledged", "after", time.Since(start).Round(time.Millisecond))
 }
 
-func (b *Broker) fencedAndLeaderless(img *controller.Image) bool {
-	if bi, ok := img.Broker(b.cfg.ID); ok && !bi.Fenced {
-		return false
-	}
-	for _, name := range img.Topics() {
-		t, _ := img.Topic(name)
-		for _, p := range t.Partitions {
-			if p.Leader == b.cfg.ID && len(p.ISR) > 1 {
-				return false
-			}
-		}
-	}
-	return true
+// controlledShutdownTimeout bounds the controlled shutdown: two heartbeat
+// intervals, at least 500 ms and at most 1 s, so that a member stops
+// within about 2 s even when no controller answers.
+func (b *Broker) controlledShutdownTimeout() time.Duration {
+	return min(max(2*b.cfg.HeartbeatInterval, 500*time.Millisecond), time.Second)
 }
 
 // heartbeat registers the member and heartbeats until Close.

@@ -78,7 +78,8 @@ type Config struct {
 	LeaderImbalancePercentage    int
 
 	// HeartbeatInterval and SessionTimeout are the controller's (broker
-	// heartbeats and fencing); 0 → 2 s and 9 s.
+	// heartbeats and fencing); 0 → controller.DefaultHeartbeatInterval
+	// and DefaultSessionTimeout (500 ms and 2 s).
 	HeartbeatInterval time.Duration
 	SessionTimeout    time.Duration
 	// Raft holds the controller quorum's Raft timings; controller.LoopbackRaft
@@ -118,10 +119,10 @@ func (c Config) withDefaults() Config {
 		c.ProduceTimeout = 30 * time.Second
 	}
 	if c.HeartbeatInterval == 0 {
-		c.HeartbeatInterval = 2 * time.Second
+		c.HeartbeatInterval = controller.DefaultHeartbeatInterval
 	}
 	if c.SessionTimeout == 0 {
-		c.SessionTimeout = 9 * time.Second
+		c.SessionTimeout = controller.DefaultSessionTimeout
 	}
 	c.Peers = append([]Peer(nil), c.Peers...)
 	return c.withListenerDefaults()

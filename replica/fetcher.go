@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/strata-log/strata/clock"
 )
 
 // fetcher is Kafka's ReplicaFetcherThread: one goroutine per source
@@ -19,6 +21,12 @@ type fetcher struct {
 	mu    sync.Mutex
 	parts map[*partState]struct{}
 	wake  chan struct{}
+	// interrupt cancels the fetch in flight (nil when none), so that a
+	// partition added meanwhile goes out at once rather than after the
+	// leader has held that fetch up to FetchMaxWait: the first acks=all
+	// produce after a failover waited for it (500 ms by default).
+	interrupt   context.CancelFunc
+	interrupted bool
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -74,12 +82,26 @@ func (b *Broker) fetcherOf(leader int) *fetcher {
 
 func (f *fetcher) add(ps *partState) {
 	f.mu.Lock()
+	_, had := f.parts[ps]
 	f.parts[ps] = struct{}{}
 	f.mu.Unlock()
+	if !had {
+		f.interruptNow()
+	}
 	select {
 	case f.wake <- struct{}{}:
 	default:
 	}
+}
+
+// interruptNow cancels the fetch in flight, if any.
+func (f *fetcher) interruptNow() {
+	f.mu.Lock()
+	if f.interrupt != nil {
+		f.interrupt()
+		f.interrupt, f.interrupted = nil, true
+	}
+	f.mu.Unlock()
 }
 
 func (f *fetcher) remove(ps *partState) {
@@ -159,10 +181,32 @@ func (f *fetcher) run() {
 		}
 		var resp ReplicaFetchResponse
 		var err error
+		ctx, cancel := context.WithCancel(f.ctx)
+		f.mu.Lock()
+		f.interrupt, f.interrupted = cancel, false
+		f.mu.Unlock()
+		var backedOff clock.Stopper
+		if wait >= 0 {
+			// A partition backing off (its leader had not applied the
+			// metadata yet) is due before the leader may answer: it
+			// goes out then, not after FetchMaxWait.
+			backedOff = b.cfg.Clock.AfterFunc(wait, f.interruptNow)
+		}
 		if bf, ok := b.tr.(bufferedFetcher); ok {
-			resp, err = bf.replicaFetchInto(f.ctx, f.leader, req, &f.buf)
+			resp, err = bf.replicaFetchInto(ctx, f.leader, req, &f.buf)
 		} else {
-			resp, err = b.tr.ReplicaFetch(f.ctx, f.leader, req)
+			resp, err = b.tr.ReplicaFetch(ctx, f.leader, req)
+		}
+		if backedOff != nil {
+			backedOff.Stop()
+		}
+		f.mu.Lock()
+		interrupted := f.interrupted
+		f.interrupt, f.interrupted = nil, false
+		f.mu.Unlock()
+		cancel()
+		if err != nil && interrupted && f.ctx.Err() == nil {
+			continue // a partition was added: fetch again, with it
 		}
 		if err != nil {
 			b.log.Debug("replica: fetch", "leader", f.leader, "err", err)

@@ -117,7 +117,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		return log.ProduceResult{}, b.notHereErr(tp)
 	}
 	ps.mu.Lock()
-	if !ps.pm.Leading() {
+	if !ps.pm.Leading() || b.fenced.Load() {
 		ps.mu.Unlock()
 		return log.ProduceResult{}, fmt.Errorf("%w: %s-%d on broker %d", log.ErrNotLeader, tp.Topic, tp.Partition, b.cfg.ID)
 	}
