@@ -516,6 +516,9 @@ func (p *Partition) installCleaned(group []*segment.Segment, seg *segment.Segmen
 	list = append(list, seg)
 	list = append(list, segs[at+len(group):]...)
 	p.segs.Store(&list)
+	// group[0]'s files are about to be replaced under their names: it must
+	// never open them again (its files may be closed while idle).
+	group[0].Retire()
 	// Renames only, under the lock so that retention does not delete seg
 	// halfway through them.
 	err := seg.Install()

@@ -30,7 +30,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		id:           id,
 		dir:          s.partitionDir(topic, id),
 		fs:           s.fs,
-		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes},
+		segCfg:       segment.Config{IndexIntervalBytes: cfg.IndexIntervalBytes, MaxIndexBytes: cfg.MaxIndexBytes, Cache: s.segFiles},
 		logger:       s.logger,
 		clock:        s.cfg.Clock,
 		metrics:      s.cfg.Metrics,
@@ -142,6 +142,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	}
 	now := p.clock.Now()
 	var segs []*segment.Segment
+	lazy := map[*segment.Segment]bool{} // opened with OpenSealed
 	closeAll := func() {
 		for _, s := range segs {
 			s.Close()
@@ -195,7 +196,17 @@ func (p *Partition) load(clean bool, st partitionState) error {
 			}
 			break
 		}
-		seg, truncated, err := segment.Open(p.fs, p.dir, base, p.segCfg, recover, maxRecoverBatch, now)
+		// Sealed segments that need no recovery open lazily: their files
+		// are opened by the first read that needs them.
+		var seg *segment.Segment
+		var truncated int64
+		var err error
+		if !recover && i < len(bases)-1 {
+			seg, truncated, err = segment.OpenSealed(p.fs, p.dir, base, p.segCfg, maxRecoverBatch, now)
+			lazy[seg] = err == nil
+		} else {
+			seg, truncated, err = segment.Open(p.fs, p.dir, base, p.segCfg, recover, maxRecoverBatch, now)
+		}
 		if err != nil {
 			closeAll()
 			return fmt.Errorf("log: open %s: %w", p, err)
@@ -229,6 +240,18 @@ func (p *Partition) load(clean bool, st partitionState) error {
 				return fmt.Errorf("log: open %s: %w", p, err)
 			}
 		}
+		s.MarkSealed() // its files may be closed while no one reads it
+	}
+	if last := segs[len(segs)-1]; lazy[last] {
+		// The segments after it went (dropFrom): it is the active one.
+		last.Close()
+		seg, _, err := segment.Open(p.fs, p.dir, last.BaseOffset(), p.segCfg, false, maxRecoverBatch, now)
+		if err != nil {
+			segs = segs[:len(segs)-1]
+			closeAll()
+			return fmt.Errorf("log: open %s: %w", p, err)
+		}
+		segs[len(segs)-1] = seg
 	}
 	active := segs[len(segs)-1]
 	if err := active.ResizeIndexes(p.config().MaxIndexBytes); err != nil {

@@ -1,10 +1,12 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/strata-log/strata/clock"
@@ -270,14 +272,15 @@ func (p *Partition) appendValid(b []byte, h batch.Header, spans []batch.Span, ke
 func (p *Partition) writeLocked(b []byte, h batch.Header, spans []batch.Span, keep bool) error {
 	if c, changed := p.loadEpochs().assign(h.PartitionLeaderEpoch, h.BaseOffset); changed {
 		if err := p.storeEpochs(c); err != nil {
-			p.fail(err)
+			// The cache changes only once the file is replaced.
+			p.failUnlessOutOfFiles(err)
 			return err
 		}
 	}
 	now := p.clock.Now()
 	if p.active.ShouldRoll(len(b), h.LastOffset(), h.MaxTimestamp, p.config().SegmentBytes, p.config().SegmentTime, now) {
 		if err := p.roll(now); err != nil {
-			p.fail(err)
+			p.failUnlessOutOfFiles(err)
 			return err
 		}
 	}
@@ -299,6 +302,22 @@ func (p *Partition) writeLocked(b []byte, h batch.Header, spans []batch.Span, ke
 	return nil
 }
 
+// failUnlessOutOfFiles makes the partition read-only after a write error,
+// unless the error is the process (or the system) running out of file
+// descriptors where nothing was written yet (opening or creating a file):
+// that error goes to the caller alone, and the next write tries again once
+// descriptors are free. Holds mu.
+func (p *Partition) failUnlessOutOfFiles(err error) {
+	if !outOfFiles(err) {
+		p.fail(err)
+	}
+}
+
+// outOfFiles reports whether err is EMFILE or ENFILE: too many open files.
+func outOfFiles(err error) bool {
+	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE)
+}
+
 // fail makes the partition read-only after a write error. Holds mu.
 func (p *Partition) fail(err error) {
 	if p.err == nil {
@@ -314,15 +333,21 @@ func (p *Partition) closedErr() error { return fmt.Errorf("log: %s: %w", p, ErrC
 // disk: the sealed segment's fsyncs, the snapshot's and the directory's are
 // left to the next flush, which the background loop is woken for, and which
 // any append that needs durability waits for. Holds mu.
+//
+// The files are created first, so that running out of file descriptors
+// (or any error opening them) leaves the partition as it was: the new
+// segment's files are removed and the active segment is not sealed.
 func (p *Partition) roll(now time.Time) error {
-	if err := p.active.Seal(); err != nil {
+	seg, err := segment.Create(p.fs, p.dir, p.leo.Load(), p.segCfg, now)
+	if err != nil {
 		return err
 	}
 	if err := p.snapshotOnRoll(); err != nil {
+		seg.Delete()
 		return err
 	}
-	seg, err := segment.Create(p.fs, p.dir, p.leo.Load(), p.segCfg, now)
-	if err != nil {
+	if err := p.active.Seal(); err != nil {
+		seg.Delete()
 		return err
 	}
 	old := *p.segs.Load()
@@ -354,7 +379,7 @@ func (p *Partition) Roll() error {
 		return nil
 	}
 	if err := p.roll(p.clock.Now()); err != nil {
-		p.fail(err)
+		p.failUnlessOutOfFiles(err)
 		return err
 	}
 	return nil
@@ -410,9 +435,15 @@ func (p *Partition) flush() error {
 	rp := p.recoveryPoint.Load()
 	p.needFlush.Store(false)
 	fail := func(err error) error {
-		p.mu.Lock()
-		p.fail(err)
-		p.mu.Unlock()
+		if outOfFiles(err) {
+			// Opening the directory or a closed segment's files: nothing
+			// was synced, all is synced again by the next flush.
+			p.needFlush.Store(true)
+		} else {
+			p.mu.Lock()
+			p.fail(err)
+			p.mu.Unlock()
+		}
 		return fmt.Errorf("log: flush %s: %w", p, err)
 	}
 	// The snapshots written by rolls, before the directory names them.
@@ -421,6 +452,7 @@ func (p *Partition) flush() error {
 	}
 	if p.dirDirty.Swap(false) {
 		if err := p.fs.SyncDir(p.dir); err != nil {
+			p.dirDirty.Store(true)
 			return fail(err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/metrics"
+	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
@@ -23,6 +24,11 @@ import (
 // ErrPartitionExists is returned by Store.CreatePartition for a partition
 // that is open or whose directory exists.
 var ErrPartitionExists = errors.New("log: partition already exists")
+
+// defaultMaxOpenSegments is StoreConfig.MaxOpenSegments's default: 3000
+// descriptors at most for sealed segments, far below the limit Go raises
+// a process's soft limit to on Linux.
+const defaultMaxOpenSegments = 1000
 
 // deletedSuffix marks a partition directory that RemovePartition renamed
 // aside (asideName) before removing it: a crash in the middle of the
@@ -109,6 +115,13 @@ type StoreConfig struct {
 	// Metrics, when set, is told of every partition flush and its time
 	// (metrics.Hooks.Fsync); nil → none.
 	Metrics metrics.Hooks
+	// MaxOpenSegments bounds the sealed segments, across the store's
+	// partitions, whose files are open (three descriptors each): the files
+	// of idle ones are closed, least recently read first, and opened again
+	// by the next read. Sealed segments of a cleanly closed log are opened
+	// lazily, as Kafka's LazyIndex opens indexes. Active segments are not
+	// counted. 0 → 1000.
+	MaxOpenSegments int
 
 	// ephemeral: the owner throws the data dir away after Close
 	// (OpenEphemeral): partitions skip the files only a later open
@@ -138,6 +151,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	}
 	if c.ProducerIDExpirationCheckInterval <= 0 {
 		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
+	}
+	if c.MaxOpenSegments <= 0 {
+		c.MaxOpenSegments = defaultMaxOpenSegments
 	}
 	return c
 }
@@ -179,6 +195,8 @@ type Store struct {
 	asides []string
 
 	tails tailBudget // the memory the partitions' tails hold (tail.go)
+	// segFiles bounds the sealed segments whose files are open.
+	segFiles *segment.Cache
 
 	ckptMu sync.Mutex        // serializes checkpoint writes
 	ckpts  map[string]string // checkpoint file → contents last written
@@ -226,6 +244,7 @@ func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 		stop:   make(chan struct{}),
 	}
 	s.tails.max = defaultTailBudget
+	s.segFiles = segment.NewCache(cfg.MaxOpenSegments)
 	if err := s.load(); err != nil {
 		lock.Close()
 		return nil, err

@@ -64,7 +64,7 @@ func (c *Cleaned) Append(b []byte, h batch.Header) error {
 			return err
 		}
 	}
-	if err := s.index(h, c.pos+int64(len(c.buf))); err != nil {
+	if err := s.index(s.f.Load(), h, c.pos+int64(len(c.buf))); err != nil {
 		return err
 	}
 	if s.rollingTs < 0 {
@@ -79,7 +79,7 @@ func (c *Cleaned) flush() error {
 	if len(c.buf) == 0 {
 		return nil
 	}
-	if _, err := c.s.log.WriteAt(c.buf, c.pos); err != nil {
+	if _, err := c.s.f.Load().log.WriteAt(c.buf, c.pos); err != nil {
 		return fmt.Errorf("segment: write %s: %w", c.s.path(".log"), err)
 	}
 	c.pos += int64(len(c.buf))
@@ -112,6 +112,9 @@ func (c *Cleaned) Commit() (*Segment, error) {
 	if err == nil {
 		err = s.FlushIndexes()
 	}
+	// The renames and the new suffix change the names the files are
+	// opened by: no one opens them meanwhile.
+	s.fmu.Lock()
 	for _, ext := range []string{".index", ".timeindex", ".log"} {
 		if err != nil {
 			break
@@ -122,6 +125,11 @@ func (c *Cleaned) Commit() (*Segment, error) {
 		}
 	}
 	if err == nil {
+		sfx := SwapSuffix
+		s.suffix.Store(&sfx)
+	}
+	s.fmu.Unlock()
+	if err == nil {
 		if err = s.fs.SyncDir(s.dir); err != nil {
 			err = fmt.Errorf("segment: sync dir %s: %w", s.dir, err)
 		}
@@ -130,15 +138,12 @@ func (c *Cleaned) Commit() (*Segment, error) {
 		c.Abort()
 		return nil, err
 	}
-	sfx := SwapSuffix
-	s.suffix.Store(&sfx)
 	return s, nil
 }
 
 // Abort closes the cleaned segment and removes its files.
 func (c *Cleaned) Abort() {
-	c.s.closed.Store(true)
-	c.s.closeFiles()
+	c.s.Close()
 	for _, ext := range []string{".log", ".index", ".timeindex"} {
 		for _, sfx := range []string{CleanedSuffix, SwapSuffix} {
 			c.s.fs.Remove(filepath.Join(c.s.dir, Name(c.s.base, ext)+sfx))
@@ -155,6 +160,9 @@ func (s *Segment) Install() error {
 	if sfx := s.suffix.Load(); sfx == nil || *sfx != SwapSuffix {
 		return fmt.Errorf("segment: install %s: not a committed cleaned segment", s.path(".log"))
 	}
+	// The renames change the names the files are opened by.
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
 	for _, ext := range []string{".index", ".timeindex", ".log"} {
 		from := s.path(ext)
 		if err := s.fs.Rename(from, filepath.Join(s.dir, Name(s.base, ext))); err != nil {
@@ -171,7 +179,11 @@ func (s *Segment) Install() error {
 // batch in the segment ends at or after offset. The cleaner reads with it
 // without allocating a buffer per read.
 func (s *Segment) ReadInto(buf []byte, offset int64) ([]byte, error) {
-	pos, h, err := s.Locate(offset)
+	f, err := s.files()
+	if err != nil {
+		return buf[:0], err
+	}
+	pos, h, err := s.locate(f, offset)
 	if err != nil {
 		return buf[:0], err
 	}
@@ -181,7 +193,7 @@ func (s *Segment) ReadInto(buf []byte, offset int64) ([]byte, error) {
 		buf = make([]byte, n)
 	}
 	buf = buf[:n]
-	if _, err := s.log.ReadAt(buf, pos); err != nil {
+	if _, err := f.log.ReadAt(buf, pos); err != nil {
 		return buf[:0], fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 	}
 	k, _ := wholeBatches(buf, NoBound)

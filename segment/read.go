@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"sort"
 	"sync"
 
@@ -17,13 +18,13 @@ import (
 var headerBufs = sync.Pool{New: func() any { return new([batch.HeaderSize]byte) }}
 
 // header reads and parses the batch header at pos, which must be below end.
-func (s *Segment) header(pos, end int64) (batch.Header, error) {
+func (s *Segment) header(f *files, pos, end int64) (batch.Header, error) {
 	buf := headerBufs.Get().(*[batch.HeaderSize]byte)
 	defer headerBufs.Put(buf)
 	if end-pos < batch.HeaderSize {
 		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, batch.ErrShort)
 	}
-	if _, err := s.log.ReadAt(buf[:], pos); err != nil {
+	if _, err := f.log.ReadAt(buf[:], pos); err != nil {
 		return batch.Header{}, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 	}
 	h, err := batch.ParseHeader(buf[:])
@@ -39,11 +40,24 @@ func (s *Segment) header(pos, end int64) (batch.Header, error) {
 // Locate returns the position and header of the batch that holds offset, or
 // of the first batch after it. It returns io.EOF when no batch in the segment
 // ends at or after offset.
+//
+// The methods that read (Locate, Read, Range, File, OffsetForTime,
+// ReadInto) are called by a reader that holds the segment (Acquire); they
+// open its files if they are closed, and return that error if they cannot
+// (out of file descriptors, say), which does not stick.
 func (s *Segment) Locate(offset int64) (int64, batch.Header, error) {
+	f, err := s.files()
+	if err != nil {
+		return 0, batch.Header{}, err
+	}
+	return s.locate(f, offset)
+}
+
+func (s *Segment) locate(f *files, offset int64) (int64, batch.Header, error) {
 	end := s.size.Load()
-	pos := s.oi.Lookup(offset).Position
+	pos := f.oi.Lookup(offset).Position
 	for pos < end {
-		h, err := s.header(pos, end)
+		h, err := s.header(f, pos, end)
 		if err != nil {
 			return 0, batch.Header{}, err
 		}
@@ -68,7 +82,11 @@ const NoBound = math.MaxInt64
 // atLeastOne is false) it returns no data and next = offset. It returns
 // io.EOF when there is nothing at or after offset in this segment.
 func (s *Segment) Read(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) (data []byte, next int64, err error) {
-	pos, h, err := s.Locate(offset)
+	f, err := s.files()
+	if err != nil {
+		return nil, 0, err
+	}
+	pos, h, err := s.locate(f, offset)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -84,7 +102,7 @@ func (s *Segment) Read(offset int64, maxBytes int, maxOffset int64, atLeastOne b
 		n = int64(h.Size())
 	}
 	buf := make([]byte, n)
-	if _, err := s.log.ReadAt(buf, pos); err != nil {
+	if _, err := f.log.ReadAt(buf, pos); err != nil {
 		return nil, 0, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 	}
 	n, next = wholeBatches(buf, maxOffset)
@@ -119,7 +137,11 @@ func wholeBatches(b []byte, maxOffset int64) (n int64, next int64) {
 // ends within maxBytes and starts below maxOffset, and only the batches
 // after it (about IndexIntervalBytes of them) are walked.
 func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) (pos, length, next int64, err error) {
-	pos, h, err := s.Locate(offset)
+	f, err := s.files()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	pos, h, err := s.locate(f, offset)
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -134,13 +156,13 @@ func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne 
 	// limits: an entry is a batch's last offset and its position, so
 	// every batch before an entry's position ends at or before it, and
 	// starts below the entry's offset.
-	if e, ok := s.lastEntryWithin(p, limit, maxOffset); ok {
+	if e, ok := s.lastEntryWithin(f, p, limit, maxOffset); ok {
 		p = e.Position
 		length = p - pos
 		next = -1 // the offset after the batch before p: the walk sets it
 	}
 	for p < end {
-		h, err := s.header(p, end)
+		h, err := s.header(f, p, end)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -160,29 +182,50 @@ func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne 
 // lastEntryWithin returns the offset-index entry with the largest position
 // in (from, limit] whose batch (the one at that position) starts below
 // maxOffset and below the segment's published end; false if there is none.
-func (s *Segment) lastEntryWithin(from, limit, maxOffset int64) (index.OffsetEntry, bool) {
+func (s *Segment) lastEntryWithin(f *files, from, limit, maxOffset int64) (index.OffsetEntry, bool) {
 	end := s.size.Load()
 	ok := func(e index.OffsetEntry) bool {
 		return e.Position <= limit && e.Position < end && e.Offset < maxOffset
 	}
-	n := s.oi.Entries()
+	n := f.oi.Entries()
 	// Entries are sorted by offset and position: ok holds for a prefix.
 	i := sort.Search(n, func(i int) bool {
-		e, found := s.oi.Entry(i)
+		e, found := f.oi.Entry(i)
 		return !found || !ok(e)
 	}) - 1
 	if i < 0 {
 		return index.OffsetEntry{}, false
 	}
-	e, found := s.oi.Entry(i)
+	e, found := f.oi.Entry(i)
 	if !found || !ok(e) || e.Position <= from {
 		return index.OffsetEntry{}, false
 	}
 	return e, true
 }
 
-// File is the .log file, for zero-copy sends; callers hold a reference.
-func (s *Segment) File() vfs.File { return s.log }
+// File is the .log file, for zero-copy sends; callers hold a reference
+// (and have found the bytes to send with Range or Read, which opened it).
+// If the file cannot be opened, the returned File fails every call with
+// that error.
+func (s *Segment) File() vfs.File {
+	f, err := s.files()
+	if err != nil {
+		return errFile{err}
+	}
+	return f.log
+}
+
+// errFile is a File that fails every call.
+type errFile struct{ err error }
+
+func (e errFile) Read([]byte) (int, error)           { return 0, e.err }
+func (e errFile) ReadAt([]byte, int64) (int, error)  { return 0, e.err }
+func (e errFile) Write([]byte) (int, error)          { return 0, e.err }
+func (e errFile) WriteAt([]byte, int64) (int, error) { return 0, e.err }
+func (e errFile) Close() error                       { return e.err }
+func (e errFile) Sync() error                        { return e.err }
+func (e errFile) Truncate(int64) error               { return e.err }
+func (e errFile) Stat() (os.FileInfo, error)         { return nil, e.err }
 
 // OffsetForTime returns the first offset at or after from whose record
 // timestamp is at least ts (ms). ok is false when the segment has none.
@@ -190,21 +233,25 @@ func (s *Segment) OffsetForTime(ts, from int64) (off int64, ok bool, err error) 
 	if s.maxTs.Load() < ts {
 		return 0, false, nil
 	}
-	e := s.ti.Lookup(ts)
+	f, err := s.files()
+	if err != nil {
+		return 0, false, err
+	}
+	e := f.ti.Lookup(ts)
 	start := e.Offset
 	if from > start {
 		start = from
 	}
-	pos := s.oi.Lookup(start).Position
+	pos := f.oi.Lookup(start).Position
 	end := s.size.Load()
 	for pos < end {
-		h, err := s.header(pos, end)
+		h, err := s.header(f, pos, end)
 		if err != nil {
 			return 0, false, err
 		}
 		if h.MaxTimestamp >= ts && h.LastOffset() >= from {
 			buf := make([]byte, h.Size())
-			if _, err := s.log.ReadAt(buf, pos); err != nil {
+			if _, err := f.log.ReadAt(buf, pos); err != nil {
 				return 0, false, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 			}
 			found := int64(-1)

@@ -17,15 +17,20 @@ const recoverBufSize = 1 << 20
 // before it is kept. It returns the number of bytes truncated. Batches larger
 // than maxBatchBytes (when > 0) count as corrupt.
 func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
-	fi, err := s.log.Stat()
+	f, err := s.hold()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Release()
+	fi, err := f.log.Stat()
 	if err != nil {
 		return 0, fmt.Errorf("segment: recover %s: %w", s.path(".log"), err)
 	}
 	size := fi.Size()
-	if err := s.oi.Reset(); err != nil {
+	if err := f.oi.Reset(); err != nil {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
-	if err := s.ti.Reset(); err != nil {
+	if err := f.ti.Reset(); err != nil {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
 	s.maxTs.Store(-1)
@@ -54,7 +59,7 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		if size-pos < want {
 			want = size - pos
 		}
-		if _, err := s.log.ReadAt(buf[:want], pos); err != nil {
+		if _, err := f.log.ReadAt(buf[:want], pos); err != nil {
 			return false, err
 		}
 		bufStart, bufLen = pos, int(want)
@@ -88,7 +93,7 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		if h.BaseOffset < next || h.LastOffset()-s.base > math.MaxInt32 {
 			break
 		}
-		if err := s.index(h, pos); err != nil {
+		if err := s.index(f, h, pos); err != nil {
 			return 0, err
 		}
 		if s.rollingTs < 0 {
@@ -101,10 +106,10 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		// The cut must be durable before anything is appended after it:
 		// otherwise a second crash could bring the torn tail back in the
 		// middle of the log.
-		if err := s.log.Truncate(pos); err != nil {
+		if err := f.log.Truncate(pos); err != nil {
 			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.path(".log"), pos, err)
 		}
-		if err := s.log.Sync(); err != nil {
+		if err := f.log.Sync(); err != nil {
 			return 0, fmt.Errorf("segment: sync %s: %w", s.path(".log"), err)
 		}
 	}

@@ -3,9 +3,11 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"io"
 	iofs "io/fs"
 	"math"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -27,6 +29,10 @@ var (
 type Config struct {
 	IndexIntervalBytes int // bytes of batches between index entries; 0 → 4096
 	MaxIndexBytes      int // size each index file is preallocated to; 0 → 10 MiB
+	// Cache bounds the sealed segments whose files are open, shared by the
+	// segments given the same one; nil: a sealed segment's files, once
+	// opened, stay open until it is closed.
+	Cache *Cache
 }
 
 func (c Config) withDefaults() Config {
@@ -61,9 +67,27 @@ type Segment struct {
 	base int64
 	cfg  Config
 
-	log vfs.File
-	oi  *index.OffsetIndex
-	ti  *index.TimeIndex
+	// f holds the open files; nil while they are closed (a sealed segment
+	// opened lazily, or closed by its Cache). Readers load it after taking
+	// a reference (files); fmu serializes opening and closing them.
+	f   atomic.Pointer[files]
+	fmu sync.Mutex
+	// checked: the indexes passed their sanity check since Open (guarded
+	// by fmu). A segment opened lazily checks them when it opens them.
+	checked bool
+	// sealed: not the active segment; its files may be closed when idle.
+	sealed atomic.Bool
+	// noReopen: the files are being removed or replaced (Unlink, Retire):
+	// never open them again by name.
+	noReopen atomic.Bool
+	// unlisted: out of its partition's list (Retire): Acquire fails once
+	// its files are closed, so a reader looks the list up again.
+	unlisted atomic.Bool
+	// used is set by Acquire: the Cache's second chance.
+	used atomic.Bool
+	// cacheIdx is the segment's place in its Cache's list, -1 when not
+	// there; guarded by the Cache's mu.
+	cacheIdx int
 
 	// Published to lock-free readers after each append.
 	size atomic.Int64 // bytes of whole batches in .log
@@ -78,7 +102,9 @@ type Segment struct {
 	rollingTs       int64 // max timestamp of the first batch; -1 when empty
 	created         time.Time
 
-	// refs counts the owner's reference plus readers'; files close at zero.
+	// refs is ownerRef while the owner holds the segment, plus one per
+	// reader (and per method that uses the files of a sealed one), plus
+	// evicting while a Cache closes the files; the files close at zero.
 	refs         atomic.Int64
 	closed       atomic.Bool
 	recovered    bool        // Open rebuilt the indexes from the .log
@@ -104,18 +130,26 @@ func createSuffixed(fs vfs.FS, dir string, base int64, cfg Config, now time.Time
 	if err != nil {
 		return nil, fmt.Errorf("segment: create %s: %w", s.path(".log"), err)
 	}
-	s.log = f
+	// failed removes what was created: a roll that runs out of file
+	// descriptors leaves nothing behind, and is tried again.
+	failed := func() {
+		f.Close()
+		_ = fs.Remove(s.path(".log"))
+	}
 	// Remove stale indexes left by an earlier life of this base offset.
 	for _, ext := range []string{".index", ".timeindex"} {
 		if err := fs.Remove(s.path(ext)); err != nil && !isNotExist(err) {
-			f.Close()
+			failed()
 			return nil, fmt.Errorf("segment: remove stale %s: %w", s.path(ext), err)
 		}
 	}
-	if err := s.openIndexes(); err != nil {
-		f.Close()
+	oi, ti, err := s.openIndexes()
+	if err != nil {
+		failed()
 		return nil, err
 	}
+	s.f.Store(&files{log: f, oi: oi, ti: ti})
+	s.checked = true
 	return s, nil
 }
 
@@ -130,13 +164,15 @@ func Open(fs vfs.FS, dir string, base int64, cfg Config, recover bool, maxBatchB
 	if err != nil {
 		return nil, 0, fmt.Errorf("segment: open %s: %w", s.path(".log"), err)
 	}
-	s.log = f
-	if err := s.openIndexes(); err != nil {
+	oi, ti, err := s.openIndexes()
+	if err != nil {
 		f.Close()
 		return nil, 0, err
 	}
+	fl := &files{log: f, oi: oi, ti: ti}
+	s.f.Store(fl)
 	if !recover {
-		if err := s.load(); err != nil {
+		if err := s.load(fl); err != nil {
 			recover = true
 		}
 	}
@@ -148,14 +184,15 @@ func Open(fs vfs.FS, dir string, base int64, cfg Config, recover bool, maxBatchB
 		}
 		s.recovered = true
 	}
+	s.checked = true
 	return s, truncated, nil
 }
 
 func newSegment(fs vfs.FS, dir string, base int64, cfg Config, now time.Time) *Segment {
-	s := &Segment{fs: fs, dir: dir, base: base, cfg: cfg, created: now, rollingTs: -1, offsetOfMaxTs: base}
+	s := &Segment{fs: fs, dir: dir, base: base, cfg: cfg, created: now, rollingTs: -1, offsetOfMaxTs: base, cacheIdx: -1}
 	s.next.Store(base)
 	s.maxTs.Store(-1)
-	s.refs.Store(1)
+	s.refs.Store(ownerRef)
 	return s
 }
 
@@ -167,65 +204,47 @@ func (s *Segment) path(ext string) string {
 	return filepath.Join(s.dir, name)
 }
 
-func (s *Segment) openIndexes() error {
+func (s *Segment) openIndexes() (*index.OffsetIndex, *index.TimeIndex, error) {
 	oi, err := index.OpenOffsetIndex(s.fs, s.path(".index"), s.base, s.cfg.MaxIndexBytes)
 	if err != nil {
-		return fmt.Errorf("segment: %w", err)
+		return nil, nil, fmt.Errorf("segment: %w", err)
 	}
 	ti, err := index.OpenTimeIndex(s.fs, s.path(".timeindex"), s.base, s.cfg.MaxIndexBytes)
 	if err != nil {
 		oi.Close()
-		return fmt.Errorf("segment: %w", err)
+		return nil, nil, fmt.Errorf("segment: %w", err)
 	}
-	s.oi, s.ti = oi, ti
-	return nil
+	return oi, ti, nil
 }
 
 // load sets the segment's state from its files after a clean shutdown: the
 // size from the file, the next offset and largest timestamp from the last
 // index entries plus a walk of the batch headers after them. It fails if the
 // indexes are not sane or the tail does not parse; the caller then recovers.
-func (s *Segment) load() error {
-	fi, err := s.log.Stat()
+func (s *Segment) load(f *files) error {
+	fi, err := f.log.Stat()
 	if err != nil {
 		return err
 	}
 	size := fi.Size()
-	if err := s.oi.SanityCheck(size); err != nil {
+	if err := f.oi.SanityCheck(size); err != nil {
 		return err
 	}
-	last := s.ti.LastEntry()
-	start := s.oi.Lookup(last.Offset).Position
-	if p := s.oi.LastEntry().Position; p < start {
+	last := f.ti.LastEntry()
+	start := f.oi.Lookup(last.Offset).Position
+	if p := f.oi.LastEntry().Position; p < start {
 		start = p
 	}
-	next, maxTs, offOfMax := s.base, last.Timestamp, last.Offset
-	var hdr [batch.HeaderSize]byte
-	for pos := start; pos < size; {
-		if size-pos < batch.HeaderSize {
-			return batch.ErrShort
-		}
-		if _, err := s.log.ReadAt(hdr[:], pos); err != nil {
-			return err
-		}
-		h, err := batch.ParseHeader(hdr[:])
-		if err != nil {
-			return err
-		}
-		if pos+int64(h.Size()) > size {
-			return batch.ErrShort
-		}
-		next = h.NextOffset()
-		if h.MaxTimestamp > maxTs {
-			maxTs, offOfMax = h.MaxTimestamp, h.LastOffset()
-		}
-		pos += int64(h.Size())
+	next, maxTs, offOfMax, err := walkHeaders(f.log, start, size, s.base, last.Timestamp, last.Offset)
+	if err != nil {
+		return err
 	}
-	if err := s.ti.SanityCheck(next); err != nil {
+	if err := f.ti.SanityCheck(next); err != nil {
 		return err
 	}
 	if size > 0 {
-		if _, err := s.log.ReadAt(hdr[:], 0); err != nil {
+		var hdr [batch.HeaderSize]byte
+		if _, err := f.log.ReadAt(hdr[:], 0); err != nil {
 			return err
 		}
 		h, err := batch.ParseHeader(hdr[:])
@@ -239,6 +258,35 @@ func (s *Segment) load() error {
 	s.maxTs.Store(maxTs)
 	s.offsetOfMaxTs = offOfMax
 	return nil
+}
+
+// walkHeaders walks the batch headers of log from start to size, which must
+// end on a batch boundary, and returns the offset after the last batch (next
+// when there is none) and the largest timestamp, from maxTs (at offOfMax)
+// and the batches walked, with the offset that carries it.
+func walkHeaders(log io.ReaderAt, start, size, next, maxTs, offOfMax int64) (int64, int64, int64, error) {
+	var hdr [batch.HeaderSize]byte
+	for pos := start; pos < size; {
+		if size-pos < batch.HeaderSize {
+			return 0, 0, 0, batch.ErrShort
+		}
+		if _, err := log.ReadAt(hdr[:], pos); err != nil {
+			return 0, 0, 0, err
+		}
+		h, err := batch.ParseHeader(hdr[:])
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		if pos+int64(h.Size()) > size {
+			return 0, 0, 0, batch.ErrShort
+		}
+		next = h.NextOffset()
+		if h.MaxTimestamp > maxTs {
+			maxTs, offOfMax = h.MaxTimestamp, h.LastOffset()
+		}
+		pos += int64(h.Size())
+	}
+	return next, maxTs, offOfMax, nil
 }
 
 // Recovered reports whether Open rebuilt the indexes from the .log: a
@@ -263,13 +311,17 @@ func (s *Segment) Dir() string { return s.dir }
 // ShouldRoll reports whether a batch of batchSize bytes ending at lastOffset,
 // with largest timestamp maxTs, must go to a new segment: Kafka's rules. The
 // segment is full by size or an index is full, the segment's first batch is
-// older than segmentTime, or a relative offset would overflow.
+// older than segmentTime, or a relative offset would overflow. The caller
+// holds the writer lock and s is the active segment.
 func (s *Segment) ShouldRoll(batchSize int, lastOffset, maxTs int64, segmentBytes int64, segmentTime time.Duration, now time.Time) bool {
 	size := s.size.Load()
 	if size == 0 {
 		return false
 	}
-	if size+int64(batchSize) > segmentBytes || s.oi.IsFull() || s.ti.IsFull() {
+	if size+int64(batchSize) > segmentBytes {
+		return true
+	}
+	if f := s.f.Load(); f == nil || f.oi.IsFull() || f.ti.IsFull() {
 		return true
 	}
 	if lastOffset-s.base > math.MaxInt32 {
@@ -285,20 +337,25 @@ func (s *Segment) ShouldRoll(batchSize int, lastOffset, maxTs int64, segmentByte
 }
 
 // Append writes one whole, validated batch whose base offset is the segment's
-// next offset, and indexes it. The caller holds the writer lock. On a write
-// error the segment's published state is unchanged.
+// next offset, and indexes it. The caller holds the writer lock and s is the
+// active segment. On a write error the segment's published state is
+// unchanged.
 func (s *Segment) Append(b []byte, h batch.Header) error {
 	if s.closed.Load() {
 		return ErrClosed
+	}
+	f := s.f.Load()
+	if f == nil || s.sealed.Load() {
+		return fmt.Errorf("segment: append to %s: sealed", s.path(".log"))
 	}
 	if h.BaseOffset != s.next.Load() {
 		return fmt.Errorf("%w: batch at %d, segment next %d", ErrOffsetMismatch, h.BaseOffset, s.next.Load())
 	}
 	pos := s.size.Load()
-	if _, err := s.log.WriteAt(b, pos); err != nil {
+	if _, err := f.log.WriteAt(b, pos); err != nil {
 		return fmt.Errorf("segment: write %s: %w", s.path(".log"), err)
 	}
-	if err := s.index(h, pos); err != nil {
+	if err := s.index(f, h, pos); err != nil {
 		return err
 	}
 	if s.rollingTs < 0 {
@@ -312,7 +369,7 @@ func (s *Segment) Append(b []byte, h batch.Header) error {
 // index updates the largest timestamp and adds index entries for the batch
 // at pos, as Kafka does: when more than IndexIntervalBytes were written since
 // the last entry.
-func (s *Segment) index(h batch.Header, pos int64) error {
+func (s *Segment) index(f *files, h batch.Header, pos int64) error {
 	if h.MaxTimestamp > s.maxTs.Load() {
 		s.maxTs.Store(h.MaxTimestamp)
 		s.offsetOfMaxTs = h.LastOffset()
@@ -320,14 +377,14 @@ func (s *Segment) index(h batch.Header, pos int64) error {
 	// A full index only happens while rebuilding one (appends roll the
 	// segment first): a rebuilt index may be sparser than the original.
 	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
-		if !s.oi.IsFull() {
-			if err := s.oi.Append(h.LastOffset(), pos); err != nil {
+		if !f.oi.IsFull() {
+			if err := f.oi.Append(h.LastOffset(), pos); err != nil {
 				return fmt.Errorf("segment: %w", err)
 			}
 			s.indexesDirty.Store(true)
 		}
-		if !s.ti.IsFull() {
-			if err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
+		if !f.ti.IsFull() {
+			if err := f.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
 				return fmt.Errorf("segment: %w", err)
 			}
 		}
@@ -340,22 +397,43 @@ func (s *Segment) index(h batch.Header, pos int64) error {
 // Seal is called when the segment stops being the active one: the time
 // index gets a final entry for the largest timestamp, and both indexes are
 // trimmed to their entries. The indexes are not fsynced here (a roll must
-// not stall appends): IndexesDirty reports it until FlushIndexes.
+// not stall appends): IndexesDirty reports it until FlushIndexes. From then
+// on the segment's files may be closed while no reader holds it (its
+// Config's Cache decides), and are opened again when one needs them.
 func (s *Segment) Seal() error {
+	f, err := s.hold()
+	if err != nil {
+		return err
+	}
+	defer s.Release()
 	if s.maxTs.Load() >= 0 {
-		err := s.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true)
+		err := f.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true)
 		if err != nil && !errors.Is(err, index.ErrIndexFull) {
 			return fmt.Errorf("segment: seal: %w", err)
 		}
 	}
-	if err := s.oi.TrimToValidSize(); err != nil {
+	if err := f.oi.TrimToValidSize(); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
-	if err := s.ti.TrimToValidSize(); err != nil {
+	if err := f.ti.TrimToValidSize(); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
 	s.indexesDirty.Store(true)
+	s.MarkSealed()
 	return nil
+}
+
+// MarkSealed tells a segment that it is not the active one, without
+// changing its files (Seal does both): its files may then be closed while
+// no reader holds it. A segment opened with Open is taken for the active one
+// until then.
+func (s *Segment) MarkSealed() {
+	if s.sealed.Swap(true) || s.cfg.Cache == nil {
+		return
+	}
+	if s.f.Load() != nil {
+		s.cfg.Cache.add(s)
+	}
 }
 
 // IndexesDirty reports whether the indexes changed (an entry was added, or
@@ -365,12 +443,17 @@ func (s *Segment) IndexesDirty() bool { return s.indexesDirty.Load() }
 
 // FlushIndexes makes the indexes durable.
 func (s *Segment) FlushIndexes() error {
+	f, err := s.hold()
+	if err != nil {
+		return err
+	}
+	defer s.Release()
 	s.indexesDirty.Store(false)
-	if err := s.oi.Flush(); err != nil {
+	if err := f.oi.Flush(); err != nil {
 		s.indexesDirty.Store(true)
 		return fmt.Errorf("segment: %w", err)
 	}
-	if err := s.ti.Flush(); err != nil {
+	if err := f.ti.Flush(); err != nil {
 		s.indexesDirty.Store(true)
 		return fmt.Errorf("segment: %w", err)
 	}
@@ -380,10 +463,15 @@ func (s *Segment) FlushIndexes() error {
 // ResizeIndexes preallocates the indexes again to maxBytes: a reopened
 // active segment's indexes were trimmed at close.
 func (s *Segment) ResizeIndexes(maxBytes int) error {
-	if err := s.oi.Resize(maxBytes); err != nil {
+	f, err := s.hold()
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	if err := f.oi.Resize(maxBytes); err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}
-	if err := s.ti.Resize(maxBytes); err != nil {
+	if err := f.ti.Resize(maxBytes); err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}
 	return nil
@@ -393,7 +481,12 @@ func (s *Segment) ResizeIndexes(maxBytes int) error {
 // rebuilt from the .log by recovery, and made durable when the segment is
 // sealed or flushed.
 func (s *Segment) Sync() error {
-	if err := s.log.Sync(); err != nil {
+	f, err := s.hold()
+	if err != nil {
+		return err
+	}
+	defer s.Release()
+	if err := f.log.Sync(); err != nil {
 		return fmt.Errorf("segment: sync %s: %w", s.path(".log"), err)
 	}
 	return nil
@@ -413,52 +506,54 @@ func (s *Segment) Flush() error {
 	return s.FlushIndexes()
 }
 
-// Acquire takes a reader's reference; false if the segment is closed.
-func (s *Segment) Acquire() bool {
-	if s.closed.Load() {
-		return false
-	}
-	for {
-		n := s.refs.Load()
-		if n <= 0 {
-			return false
-		}
-		if s.refs.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-// Release drops a reference taken by Acquire.
-func (s *Segment) Release() {
-	if s.refs.Add(-1) == 0 {
-		s.closeFiles()
-	}
-}
-
-// Close drops the owner's reference: the files are closed once no reader
-// holds the segment.
-func (s *Segment) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
-	s.Release()
-	return nil
-}
-
-// Delete removes the segment's files and closes it. Readers holding a
-// reference keep reading the unlinked files until they release it. The
-// caller syncs the directory.
+// Delete removes the segment's files and closes it: the owner has taken it
+// out of its list of segments. Readers holding a reference keep reading the
+// files they have open (unlinked) until they release it; a reader that
+// acquires it later, when its files are closed, is refused (Acquire), and
+// looks the list up again. The caller syncs the directory.
 func (s *Segment) Delete() error {
-	err := s.Unlink()
+	s.Retire()
+	err := s.remove()
 	s.Close()
 	return err
 }
 
+// Retire tells the segment that its owner took it out of its list and is
+// about to remove or replace its files (a cleaned segment installed under
+// the same name): they are never opened again by name. Readers holding
+// it, and those acquiring it while its files are open, read those files;
+// Acquire refuses it once they are closed.
+func (s *Segment) Retire() {
+	s.fmu.Lock()
+	s.unlisted.Store(true)
+	s.noReopen.Store(true)
+	s.fmu.Unlock()
+}
+
 // Unlink removes the segment's files but leaves it open: it can still be
 // read (and closed) through the files it holds, while new files of the same
-// name are created. The caller syncs the directory.
+// name are created. Its files are opened first if they were closed. The
+// caller syncs the directory.
 func (s *Segment) Unlink() error {
+	s.fmu.Lock()
+	var first error
+	if s.f.Load() == nil && !s.noReopen.Load() && s.refs.Load() != 0 {
+		f, err := s.reopen()
+		if err != nil {
+			first = err // readers will get ErrClosed
+		} else {
+			s.f.Store(f)
+		}
+	}
+	s.noReopen.Store(true)
+	s.fmu.Unlock()
+	if err := s.remove(); err != nil && first == nil {
+		first = err
+	}
+	return first
+}
+
+func (s *Segment) remove() error {
 	var first error
 	for _, ext := range []string{".log", ".index", ".timeindex"} {
 		if err := s.fs.Remove(s.path(ext)); err != nil && !isNotExist(err) && first == nil {
@@ -466,12 +561,6 @@ func (s *Segment) Unlink() error {
 		}
 	}
 	return first
-}
-
-func (s *Segment) closeFiles() {
-	s.oi.Close()
-	s.ti.Close()
-	s.log.Close()
 }
 
 func isNotExist(err error) bool { return errors.Is(err, iofs.ErrNotExist) }

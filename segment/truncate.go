@@ -31,9 +31,19 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	if offset >= s.next.Load() {
 		return s.next.Load(), nil
 	}
+	f, err := s.hold()
+	if err != nil {
+		return 0, err
+	}
+	defer s.Release()
+	// It becomes the active segment: its files stay open.
+	s.sealed.Store(false)
+	if s.cfg.Cache != nil {
+		s.cfg.Cache.remove(s)
+	}
 	pos, newNext := int64(0), s.base
 	if offset > s.base {
-		p, h, err := s.Locate(offset)
+		p, h, err := s.locate(f, offset)
 		switch {
 		case errors.Is(err, io.EOF):
 			return s.next.Load(), nil
@@ -46,10 +56,10 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	s.size.Store(pos)
 	s.next.Store(newNext)
 
-	if err := s.oi.TruncateTo(newNext); err != nil {
+	if err := f.oi.TruncateTo(newNext); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".index"), err)
 	}
-	if err := s.ti.TruncateTo(newNext); err != nil {
+	if err := f.ti.TruncateTo(newNext); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".timeindex"), err)
 	}
 	if maxIndexBytes <= 0 {
@@ -61,7 +71,7 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	if err := s.FlushIndexes(); err != nil {
 		return 0, err
 	}
-	if err := s.log.Truncate(pos); err != nil {
+	if err := f.log.Truncate(pos); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.path(".log"), pos, err)
 	}
 	if err := s.Sync(); err != nil {
@@ -71,19 +81,24 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	// distance are recomputed from what is left.
 	s.maxTs.Store(-1)
 	s.offsetOfMaxTs, s.rollingTs = s.base, -1
-	if err := s.load(); err != nil {
+	if err := s.load(f); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: reload: %w", s.path(".log"), err)
 	}
-	s.bytesSinceIndex = int(pos - s.oi.LastEntry().Position)
+	s.bytesSinceIndex = int(pos - f.oi.LastEntry().Position)
 	return newNext, nil
 }
 
 // BatchHeaders calls fn with the header of every batch of the segment, in
 // order, until fn returns false. It reads the headers only.
 func (s *Segment) BatchHeaders(fn func(h batch.Header) bool) error {
+	f, err := s.hold()
+	if err != nil {
+		return err
+	}
+	defer s.Release()
 	end := s.size.Load()
 	for pos := int64(0); pos < end; {
-		h, err := s.header(pos, end)
+		h, err := s.header(f, pos, end)
 		if err != nil {
 			return err
 		}
