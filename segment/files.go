@@ -223,13 +223,13 @@ func (s *Segment) rebuildIndexes(f *files) error {
 	}
 	size := s.size.Load()
 	var (
-		since           = 0
-		maxTs           = int64(-1)
-		offOfMax        = s.base
-		next            = s.base
-		hdr             [12]byte
-		buf             []byte
-		fail            = func(pos int64, err error) error {
+		since    = 0
+		maxTs    = int64(-1)
+		offOfMax = s.base
+		next     = s.base
+		hdr      [12]byte
+		buf      []byte
+		fail     = func(pos int64, err error) error {
 			return fmt.Errorf("segment: rebuild indexes of %s at %d: %w", s.path(".log"), pos, err)
 		}
 	)
