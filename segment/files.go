@@ -213,7 +213,8 @@ func (s *Segment) evict() bool {
 // rebuildIndexes rebuilds the indexes of a sealed segment from its .log,
 // which must hold whole, valid batches up to the segment's size (nothing is
 // truncated here: a reader may be looking at the segment), trims them and
-// makes them durable. The segment's published state does not change.
+// makes them durable. The largest timestamp is set from the .log too (the
+// time index it was read from at open may have been the bad one).
 func (s *Segment) rebuildIndexes(f *files) error {
 	if err := f.oi.Reset(); err != nil {
 		return fmt.Errorf("segment: rebuild indexes: %w", err)
@@ -286,6 +287,8 @@ func (s *Segment) rebuildIndexes(f *files) error {
 			return fail(size, err)
 		}
 	}
+	s.maxTs.Store(maxTs)
+	s.offsetOfMaxTs = offOfMax
 	for _, err := range []error{f.oi.TrimToValidSize(), f.ti.TrimToValidSize(), f.oi.Flush(), f.ti.Flush()} {
 		if err != nil {
 			return fmt.Errorf("segment: rebuild indexes of %s: %w", s.path(".log"), err)

@@ -134,7 +134,7 @@ func createSuffixed(fs vfs.FS, dir string, base int64, cfg Config, now time.Time
 	// descriptors leaves nothing behind, and is tried again.
 	failed := func() {
 		f.Close()
-		_ = fs.Remove(s.path(".log"))
+		_ = s.remove()
 	}
 	// Remove stale indexes left by an earlier life of this base offset.
 	for _, ext := range []string{".index", ".timeindex"} {
@@ -526,6 +526,14 @@ func (s *Segment) Delete() error {
 func (s *Segment) Retire() {
 	s.fmu.Lock()
 	s.unlisted.Store(true)
+	// A reader that acquired it before it was unlisted reads it: open its
+	// files for it if they are closed. (One that acquires it after sees
+	// it unlisted: Acquire refuses it if the files are closed.)
+	if s.f.Load() == nil && !s.noReopen.Load() && (s.refs.Load()&^evicting)%ownerRef != 0 {
+		if f, err := s.reopen(); err == nil { // else the reader gets ErrClosed
+			s.f.Store(f)
+		}
+	}
 	s.noReopen.Store(true)
 	s.fmu.Unlock()
 }
