@@ -69,7 +69,7 @@ func (p *Partition) SetLeaderEpoch(epoch int32) error {
 	}
 	if c, changed := p.loadEpochs().assign(epoch, p.leo.Load()); changed {
 		if err := p.storeEpochs(c); err != nil {
-			p.fail(err)
+			p.failUnlessOutOfFiles(err) // the cache changes only with the file
 			return err
 		}
 	}
@@ -196,7 +196,7 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 				return 0, 0, fmt.Errorf("log: append to %s: %w: batch at %d has epoch %d, the log is at epoch %d", p, ErrInvalidEpoch, leo, e, l.Epoch)
 			}
 			if err := p.storeEpochs(trimmed); err != nil {
-				p.fail(err)
+				p.failUnlessOutOfFiles(err) // the cache changes only with the file
 				p.mu.Unlock()
 				return 0, 0, err
 			}

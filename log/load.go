@@ -212,6 +212,14 @@ func (p *Partition) load(clean bool, st partitionState) error {
 			return fmt.Errorf("log: open %s: %w", p, err)
 		}
 		segs = append(segs, seg)
+		if len(segs) > 1 {
+			// The one before is not the last: seal it now, so that its
+			// files may be closed while the others open.
+			if err := sealLoaded(segs[len(segs)-2]); err != nil {
+				closeAll()
+				return fmt.Errorf("log: open %s: %w", p, err)
+			}
+		}
 		if truncated > 0 {
 			p.logger.Warn("truncated torn or corrupt tail", "partition", p.String(), "segment", base, "bytes", truncated)
 		}
@@ -232,15 +240,6 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	for len(segs) > 1 && segs[1].BaseOffset() <= start {
 		segs[0].Delete()
 		segs = segs[1:]
-	}
-	for _, s := range segs[:len(segs)-1] {
-		if s.Recovered() {
-			if err := s.Seal(); err != nil {
-				closeAll()
-				return fmt.Errorf("log: open %s: %w", p, err)
-			}
-		}
-		s.MarkSealed() // its files may be closed while no one reads it
 	}
 	if last := segs[len(segs)-1]; lazy[last] {
 		// The segments after it went (dropFrom): it is the active one.
@@ -288,6 +287,17 @@ func (p *Partition) load(clean bool, st partitionState) error {
 		return err
 	}
 	return p.openEpochs()
+}
+
+// sealLoaded seals a segment that open found not to be the last: a
+// recovered one gets its final time-index entry and trimmed indexes again;
+// either way its files may from then on be closed while no one reads it.
+func sealLoaded(s *segment.Segment) error {
+	if s.Recovered() {
+		return s.Seal()
+	}
+	s.MarkSealed()
+	return nil
 }
 
 // openEpochs reads the partition's leader-epoch-checkpoint and fits it to

@@ -75,10 +75,10 @@ type Partition struct {
 	// reflecting the log up to the end offset. Guarded by mu.
 	ps *ProducerState
 
-	// snapUnsynced holds the producer snapshots written by rolls, open,
-	// for the next flush to fsync.
+	// snapUnsynced holds the names of the producer snapshots written by
+	// rolls, for the next flush to fsync.
 	snapMu       sync.Mutex
-	snapUnsynced []vfs.File
+	snapUnsynced []string
 	snapSyncMu   sync.Mutex // held while syncing them
 
 	// Group commit: one fsync at a time; appenders that need one wait for
@@ -541,7 +541,10 @@ func (p *Partition) close() error {
 			}
 		}
 	} else {
-		p.syncSnapshots() // only to close them: the partition failed
+		// The partition failed: its snapshots are not synced.
+		p.snapMu.Lock()
+		p.snapUnsynced = nil
+		p.snapMu.Unlock()
 	}
 	for _, s := range segs {
 		s.Close()

@@ -3,6 +3,7 @@ package log
 import (
 	"errors"
 	"fmt"
+	"github.com/strata-log/strata/vfs"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -83,37 +84,58 @@ func (p *Partition) snapshotOnRoll() error {
 	if err != nil {
 		return fmt.Errorf("log: write producer snapshot %s: %w", name, err)
 	}
-	if _, err := f.Write(encodeProducerSnapshot(p.ps)); err != nil {
-		f.Close()
+	_, err = f.Write(encodeProducerSnapshot(p.ps))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
 		return fmt.Errorf("log: write producer snapshot %s: %w", name, err)
 	}
+	// The file is closed and opened again to be fsynced: a partition that
+	// rolls thousands of times between flushes holds no descriptor for it.
 	p.snapMu.Lock()
-	p.snapUnsynced = append(p.snapUnsynced, f)
+	p.snapUnsynced = append(p.snapUnsynced, name)
 	p.snapMu.Unlock()
 	return nil
 }
 
-// syncSnapshots fsyncs and closes the snapshot files written by rolls since
-// the last flush. A file deleted since (retention, truncation) is synced
-// harmlessly. When it returns, every snapshot written before the call is
-// durable, even those a concurrent call took.
+// syncSnapshots fsyncs the snapshot files written by rolls since the last
+// flush (opening each again: fsync makes a file's data durable whichever
+// descriptor it is called on). A file deleted since (retention,
+// truncation) is skipped. When it returns without error, every snapshot
+// written before the call is durable, even those a concurrent call took;
+// on error the files not synced stay for the next call.
 func (p *Partition) syncSnapshots() error {
 	p.snapSyncMu.Lock()
 	defer p.snapSyncMu.Unlock()
 	p.snapMu.Lock()
-	fs := p.snapUnsynced
+	names := p.snapUnsynced
 	p.snapUnsynced = nil
 	p.snapMu.Unlock()
-	var first error
-	for _, f := range fs {
-		if err := f.Sync(); err != nil && first == nil {
-			first = fmt.Errorf("log: sync producer snapshot: %w", err)
-		}
-		if err := f.Close(); err != nil && first == nil {
-			first = fmt.Errorf("log: close producer snapshot: %w", err)
+	for i, name := range names {
+		if err := syncFile(p.fs, name); err != nil {
+			p.snapMu.Lock()
+			p.snapUnsynced = append(names[i:], p.snapUnsynced...)
+			p.snapMu.Unlock()
+			return fmt.Errorf("log: sync producer snapshot: %w", err)
 		}
 	}
-	return first
+	return nil
+}
+
+// syncFile fsyncs the file name; one that is gone is not an error.
+func syncFile(fs vfs.FS, name string) error {
+	f, err := fs.Open(name)
+	if isNotExist(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // snapshotOnClose writes the producer state at the end offset, durably, so
