@@ -39,6 +39,18 @@
 // offset that carries it), as Kafka does. A lookup is a binary search in the
 // index and then a short walk of batch headers in the .log.
 //
+// # Open files
+//
+// The active segment keeps its three files open (the indexes mmap'd). A
+// sealed segment may not: [OpenSealed] opens one of a cleanly closed log
+// from a stat of its .log, the last entries of its indexes and a walk of
+// the batch headers after them, keeping no file open, and a [Cache] closes
+// the files of idle sealed segments past its bound. Their files are opened
+// again, under a per-segment mutex, by the first method that needs them;
+// the first time, the indexes get their sanity check and are rebuilt from
+// the .log if they fail it. Running out of file descriptors there is an
+// error for that call only.
+//
 // # Concurrency
 //
 // One appender at a time (the partition holds its writer lock around
@@ -47,5 +59,7 @@
 // the bytes are written, and a reader only looks at bytes below the published
 // size, so it never sees half a batch. Readers hold a reference
 // ([Segment.Acquire], [Segment.Release]) so that a segment deleted by
-// retention keeps its files open (unlinked) until the last reader is done.
+// retention keeps its files open (unlinked) until the last reader is done,
+// and a Cache does not close them under it; when the files are open, taking
+// a reference is one compare-and-swap and finding them one atomic load.
 package segment
