@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -183,6 +184,10 @@ func (c *Client) anyConn(ctx context.Context) (*brokerConn, error) {
 	c.mu.Lock()
 	addrs := make([]string, 0, len(c.brokers)+len(c.cfg.Seeds))
 	for _, a := range c.brokers {
+		if bc := c.conns[connKey{a, laneControl}]; bc != nil && !bc.broken() {
+			c.mu.Unlock()
+			return bc, nil // connected already: no dial to a broker that may be gone
+		}
 		addrs = append(addrs, a)
 	}
 	c.mu.Unlock()
@@ -201,14 +206,21 @@ func (c *Client) anyConn(ctx context.Context) (*brokerConn, error) {
 	return nil, fmt.Errorf("kafka: no broker reachable: %w", errors.Join(errs...))
 }
 
-// refresh reloads the metadata of every topic.
+// refresh reloads the metadata of every topic, from any broker that
+// answers.
 func (c *Client) refresh(ctx context.Context) error {
-	bc, err := c.anyConn(ctx)
-	if err != nil {
-		return err
+	var resp kmsg.Response
+	var err error
+	for range 3 { // a connection found broken on the way: another broker
+		var bc *brokerConn
+		if bc, err = c.anyConn(ctx); err != nil {
+			return err
+		}
+		req := kmsg.NewPtrMetadataRequest()
+		if resp, err = bc.do(ctx, req, clientMetadataMax); err == nil || !errors.Is(err, errConnClosed) || ctx.Err() != nil {
+			break
+		}
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	resp, err := bc.do(ctx, req, clientMetadataMax)
 	if err != nil {
 		return fmt.Errorf("kafka: metadata: %w", err)
 	}
@@ -265,36 +277,6 @@ func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*br
 	}
 }
 
-// retriable reports whether err may go away once the metadata is
-// refreshed: a leader moved, a topic is being created, a connection broke
-// or could not be made (a broker stopped).
-func retriable(err error) bool {
-	var ke *Error
-	if errors.As(err, &ke) {
-		switch ke.Code {
-		case errNotLeaderOrFollower, errUnknownTopicOrPartition, errLeaderNotAvailable, errListenerNotFound:
-			return true
-		}
-		return false
-	}
-	return errors.Is(err, errConnClosed) || errors.Is(err, errDial)
-}
-
-// attempts is how often a request is tried when it fails retriably.
-const attempts = 3
-
-// backoff waits before attempt i (from 1), or until ctx is done.
-func backoff(ctx context.Context, i int) error {
-	t := time.NewTimer(time.Duration(i) * 50 * time.Millisecond)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // Partitions returns the number of partitions of topic.
 func (c *Client) Partitions(topic string) (int, error) {
 	c.mu.Lock()
@@ -347,23 +329,51 @@ func (c *Client) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch 
 	rp.Partition, rp.Records = int32(tp.Partition), batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	var err error
-	for i := range attempts {
-		if i > 0 {
-			if err := backoff(ctx, i); err != nil {
-				return log.ProduceResult{}, err
-			}
-			if rerr := c.refresh(ctx); rerr != nil {
-				return log.ProduceResult{}, rerr
-			}
+	idempotent := batchProducerID(batch) >= 0
+	ctx, cancel := withRequestTimeout(ctx)
+	defer cancel()
+	r := retrier{ctx: ctx}
+	for {
+		res, err := c.produceOnce(ctx, tp, req)
+		if err == nil {
+			return res, nil
 		}
-		var res log.ProduceResult
-		res, err = c.produceOnce(ctx, tp, req)
-		if err == nil || !retriable(err) {
-			return res, err
+		if !idempotent && !notSent(err) && ctx.Err() == nil {
+			// It may have been written: sent again it could be
+			// stored twice. An idempotent batch carries its producer id
+			// and sequence, and the broker appends it once.
+			return log.ProduceResult{}, err
 		}
+		if err := r.retry(err); err != nil {
+			return log.ProduceResult{}, err
+		}
+		c.refreshQuiet(ctx)
 	}
-	return log.ProduceResult{}, err
+}
+
+// withRequestTimeout bounds a request whose ctx has no deadline by Kafka's
+// request.timeout.ms.
+func withRequestTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, retryLimit)
+}
+
+// batchProducerID returns the producer id of an encoded record batch (-1:
+// none, not idempotent).
+func batchProducerID(b []byte) int64 {
+	h, err := batch.ParseHeader(b)
+	if err != nil {
+		return -1
+	}
+	return h.ProducerID
+}
+
+// refreshQuiet reloads the metadata before a retry; a failure is the next
+// attempt's to meet (its broker unreachable, say).
+func (c *Client) refreshQuiet(ctx context.Context) {
+	_ = c.refresh(ctx)
 }
 
 func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *kmsg.ProduceRequest) (log.ProduceResult, error) {
@@ -391,25 +401,19 @@ func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *km
 
 // ListOffset asks the partition's leader for an offset.
 func (c *Client) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), retryLimit)
 	defer cancel()
-	var err error
-	for i := range attempts {
-		if i > 0 {
-			if err := backoff(ctx, i); err != nil {
-				return 0, err
-			}
-			if rerr := c.refresh(ctx); rerr != nil {
-				return 0, rerr
-			}
+	r := retrier{ctx: ctx}
+	for {
+		off, err := c.listOffsetOnce(ctx, tp, at)
+		if err == nil {
+			return off, nil
 		}
-		var off int64
-		off, err = c.listOffsetOnce(ctx, tp, at)
-		if err == nil || !retriable(err) {
-			return off, err
+		if err := r.retry(err); err != nil {
+			return 0, err
 		}
+		c.refreshQuiet(ctx)
 	}
-	return 0, err
 }
 
 func (c *Client) listOffsetOnce(ctx context.Context, tp log.TopicPartition, at int64) (int64, error) {
@@ -444,7 +448,12 @@ func (c *Client) listOffsetOnce(ctx context.Context, tp log.TopicPartition, at i
 }
 
 // Fetch reads the partitions from their leaders, one request per leader,
-// in parallel; the response keeps the request's order.
+// in parallel; the response keeps the request's order. A partition that
+// fails retriably (its leader moved or died, its broker is unreachable) is
+// tried again after a backoff and a metadata refresh, for up to the
+// request's MaxWait; past it, it comes back with its error and no records,
+// and the caller polls again. Fetch fails only when ctx ends (with ctx's
+// error and the last cause).
 func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error) {
 	out := log.FetchResponse{Partitions: make([]log.FetchedPartition, len(req.Partitions))}
 	for i, fp := range req.Partitions {
@@ -454,26 +463,24 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 	for i := range todo {
 		todo[i] = i
 	}
-	for attempt := 0; len(todo) > 0; attempt++ {
-		if attempt > 0 {
-			if err := backoff(ctx, attempt); err != nil {
-				return log.FetchResponse{}, err
-			}
-			if err := c.refresh(ctx); err != nil {
-				return log.FetchResponse{}, err
-			}
-		}
-		last := attempt == attempts-1
+	wait := req.MaxWait
+	if wait <= 0 {
+		wait = 500 * time.Millisecond
+	}
+	end := time.Now().Add(wait)
+	var last error // the last retriable error
+	for n := 1; ; n++ {
 		byConn := map[*brokerConn][]int{}
 		var retry []int
 		for _, i := range todo {
 			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition, laneFetch)
 			if err != nil {
 				if ctx.Err() != nil {
-					return log.FetchResponse{}, ctx.Err()
+					out.Release()
+					return log.FetchResponse{}, retryCtxErr(ctx, err, last)
 				}
 				out.Partitions[i].Err = err
-				if retriable(err) && !last {
+				if retriable(err) {
 					retry = append(retry, i)
 				}
 				continue
@@ -493,18 +500,34 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 				if err != nil && fatal == nil && ctx.Err() != nil {
 					fatal = err
 				}
-				if !last {
-					retry = append(retry, again...)
-				}
+				retry = append(retry, again...)
 			}()
 		}
 		wg.Wait()
 		if fatal != nil {
-			return log.FetchResponse{}, fatal
+			out.Release()
+			return log.FetchResponse{}, retryCtxErr(ctx, fatal, last)
 		}
+		if len(retry) == 0 {
+			return out, nil
+		}
+		last = out.Partitions[retry[0]].Err
+		left := time.Until(end)
+		if left <= 0 {
+			return out, nil // the caller polls again
+		}
+		t := time.NewTimer(min(backoffDelay(n), left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			out.Release()
+			return log.FetchResponse{}, retryCtxErr(ctx, nil, last)
+		}
+		c.refreshQuiet(ctx)
+		req.MaxWait = max(time.Until(end), time.Millisecond)
 		todo = retry
 	}
-	return out, nil
 }
 
 // fetchFrom fetches the partitions idx of req from one broker into out and

@@ -50,8 +50,23 @@ type call struct {
 	done chan struct{}
 }
 
+// connSetupTimeout bounds connecting to a broker, its TLS handshake,
+// version negotiation and authentication (Kafka's
+// socket.connection.setup.timeout.ms): a broker that accepts connections
+// but does not answer (a stopped process) is given up on, and the next
+// metadata may name another.
+const connSetupTimeout = 10 * time.Second
+
 // dialBroker connects, negotiates versions and authenticates.
-func dialBroker(ctx context.Context, addr string, cfg DialConfig) (*brokerConn, error) {
+func dialBroker(parent context.Context, addr string, cfg DialConfig) (*brokerConn, error) {
+	ctx, cancel := context.WithTimeout(parent, connSetupTimeout)
+	defer cancel()
+	// A broker that broke the connection, or did not answer within
+	// connSetupTimeout, could not be connected to: errDial, which the
+	// next metadata may route around.
+	unreachable := func(err error) bool {
+		return errors.Is(err, errConnClosed) || parent.Err() == nil && ctx.Err() != nil
+	}
 	dial := cfg.Dial
 	if dial == nil {
 		var d net.Dialer
@@ -70,6 +85,9 @@ func dialBroker(ctx context.Context, addr string, cfg DialConfig) (*brokerConn, 
 		tc := tls.Client(nc, tcfg)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
+			if unreachable(err) {
+				return nil, fmt.Errorf("%w to %s: TLS handshake: %w", errDial, addr, err)
+			}
 			return nil, fmt.Errorf("kafka: dial %s: %w", addr, err)
 		}
 		nc = tc
@@ -88,6 +106,9 @@ func dialBroker(ctx context.Context, addr string, cfg DialConfig) (*brokerConn, 
 	go c.read()
 	if err := c.handshake(ctx, cfg); err != nil {
 		c.close()
+		if unreachable(err) {
+			return nil, fmt.Errorf("%w to %s: %w", errDial, addr, err)
+		}
 		return nil, fmt.Errorf("kafka: dial %s: %w", addr, err)
 	}
 	return c, nil
@@ -149,7 +170,7 @@ func (c *brokerConn) roundTrip(ctx context.Context, req kmsg.Request, noResponse
 			err := c.err
 			c.mu.Unlock()
 			c.wmu.Unlock()
-			return nil, err
+			return nil, &notSentError{err}
 		}
 		c.waiting[corr] = cl
 		c.mu.Unlock()
@@ -162,7 +183,7 @@ func (c *brokerConn) roundTrip(ctx context.Context, req kmsg.Request, noResponse
 	_, err := c.nc.Write(c.f.AppendRequest(nil, req, corr))
 	c.wmu.Unlock()
 	if err != nil {
-		c.fail(fmt.Errorf("%w: %s: %v", errConnClosed, c.addr, err))
+		c.fail(fmt.Errorf("%w: %s: %w", errConnClosed, c.addr, err))
 		return nil, c.stickyErr()
 	}
 	if noResponse {
@@ -189,7 +210,7 @@ func (c *brokerConn) read() {
 			err = fmt.Errorf("%w: response of %d bytes", errBadFrame, len(frame))
 		}
 		if err != nil {
-			c.fail(fmt.Errorf("%w: %s: %v", errConnClosed, c.addr, err))
+			c.fail(fmt.Errorf("%w: %s: %w", errConnClosed, c.addr, err))
 			return
 		}
 		corr := int32(binary.BigEndian.Uint32(frame))

@@ -38,10 +38,6 @@ const (
 	clientOffsetFetchMax     = 9
 )
 
-// groupAttempts is how often a group request is tried while the
-// coordinator moves or loads.
-const groupAttempts = 8
-
 // maxIdleExclusive is how many idle connections of the pool for joins and
 // syncs are kept per broker.
 const maxIdleExclusive = 2
@@ -104,43 +100,42 @@ func (c *Client) forgetCoordinator(groupID, addr string) {
 
 // groupDo sends req to the group's coordinator — on a connection of its
 // own if exclusive — and returns the response, retrying while the
-// coordinator moves. code extracts the response's error code that says so.
+// coordinator moves, loads or cannot be reached, within ctx (see
+// client_retry.go). code extracts the response's error code that says so.
 func (c *Client) groupDo(ctx context.Context, groupID string, exclusive bool, req kmsg.Request, max int16, code func(kmsg.Response) int16) (kmsg.Response, error) {
-	var err error
-	for i := range groupAttempts {
-		if i > 0 {
-			if err := backoff(ctx, i); err != nil {
-				return nil, err
+	r := retrier{ctx: ctx}
+	for {
+		addr, err := c.coordinator(ctx, groupID)
+		if err == nil {
+			var resp kmsg.Response
+			resp, err = c.doOn(ctx, addr, exclusive, req, max)
+			if err == nil && coordinatorMoved(code(resp)) {
+				err = codeError(code(resp))
+			}
+			if err == nil {
+				return resp, nil
+			}
+			if retriable(err) || isNetError(err) {
+				// Moved, loading, or its broker stopped: look the
+				// coordinator up again.
+				c.forgetCoordinator(groupID, addr)
 			}
 		}
-		var addr string
-		addr, err = c.coordinator(ctx, groupID)
-		if err != nil {
-			var ke *Error
-			if ctx.Err() == nil && (errors.Is(err, errConnClosed) || errors.As(err, &ke) && coordinatorMoved(ke.Code)) {
-				continue
-			}
+		if isNetError(err) && ctx.Err() == nil {
+			err = fmt.Errorf("%w: %w", errDial, err)
+		}
+		if err := r.retry(err); err != nil {
 			return nil, err
 		}
-		var resp kmsg.Response
-		resp, err = c.doOn(ctx, addr, exclusive, req, max)
-		var oe *net.OpError
-		switch {
-		case (errors.Is(err, errConnClosed) || errors.As(err, &oe)) && ctx.Err() == nil:
-			// Its connection broke, or it cannot be dialed (stopped):
-			// look the coordinator up again.
-			c.forgetCoordinator(groupID, addr)
-			continue
-		case err != nil:
-			return nil, err
-		case coordinatorMoved(code(resp)):
-			c.forgetCoordinator(groupID, addr)
-			err = codeError(code(resp))
-			continue
-		}
-		return resp, nil
+		c.refreshQuiet(ctx)
 	}
-	return nil, err
+}
+
+// isNetError reports whether err is a network operation's (a dial refused,
+// a connection reset).
+func isNetError(err error) bool {
+	var oe *net.OpError
+	return errors.As(err, &oe)
 }
 
 // doOn sends req to the broker at addr on the connection shared by group

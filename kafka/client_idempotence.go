@@ -14,8 +14,25 @@ import (
 const clientInitProducerIDMax = 4
 
 // InitProducerID asks any broker for a producer id and epoch, for an
-// idempotent Producer (Kafka's InitProducerId without a transactional id).
+// idempotent Producer (Kafka's InitProducerId without a transactional id),
+// retrying within ctx while no broker answers (client_retry.go).
 func (c *Client) InitProducerID(ctx context.Context) (log.ProducerID, error) {
+	ctx, cancel := withRequestTimeout(ctx)
+	defer cancel()
+	r := retrier{ctx: ctx}
+	for {
+		pid, err := c.initProducerIDOnce(ctx)
+		if err == nil {
+			return pid, nil
+		}
+		if err := r.retry(err); err != nil {
+			return log.ProducerID{}, err
+		}
+		c.refreshQuiet(ctx)
+	}
+}
+
+func (c *Client) initProducerIDOnce(ctx context.Context) (log.ProducerID, error) {
 	bc, err := c.anyConn(ctx)
 	if err != nil {
 		return log.ProducerID{}, err

@@ -114,6 +114,16 @@ var errorTable = []struct {
 	{errInvalidReplicaAssignmentErr, errInvalidReplicaAssignment},
 }
 
+// readCodes are codes that a client reads as a Strata error that the
+// server answers with another code: a leader being elected, or an epoch
+// the broker does not share, is to a client a broker that is not (yet) the
+// leader it wants, ErrNotLeader, which it retries.
+var readCodes = map[int16]error{
+	errLeaderNotAvailable: log.ErrNotLeader,
+	errFencedLeaderEpoch:  log.ErrNotLeader,
+	errUnknownLeaderEpoch: log.ErrNotLeader,
+}
+
 // errUnknownTopicIDErr is the error of a topic id that names no topic.
 var errUnknownTopicIDErr = errors.New("kafka: unknown topic id")
 
@@ -169,7 +179,7 @@ func codeError(code int16) error {
 			return &Error{Code: code, err: e.err}
 		}
 	}
-	return &Error{Code: code}
+	return &Error{Code: code, err: readCodes[code]}
 }
 
 // ErrorCode returns Kafka's error code for err, as the server answers it:

@@ -26,6 +26,10 @@ var (
 // errConsumerClosed is the error of a Poll, Commit or Seek after Close.
 var errConsumerClosed = fmt.Errorf("log: consumer: %w", ErrClosed)
 
+// errSkipped marks, within a fetch, a partition whose read failed
+// transiently.
+var errSkipped = errors.New("log: consumer: partition skipped")
+
 // errRejoin is the cause with which the heartbeat ends a parked fetch: the
 // group is rebalancing and Poll must rejoin.
 var errRejoin = errors.New("log: consumer: rejoin the group")
@@ -212,6 +216,7 @@ type Consumer struct {
 	generation int32
 	joining    bool
 	rejoin     bool // the group rebalances (or dropped us): the next Poll joins
+	failing    bool // the last fetch failed transiently (noteFetch)
 
 	stop     chan struct{} // closed by Close: the heartbeat goroutine returns
 	hbCtx    context.Context
@@ -332,6 +337,8 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	defer c.pollMu.Unlock()
 	deadline := time.Now().Add(c.cfg.MaxWait)
 	defer c.pollEnded()
+	var last error // the last transient error of a fetch: retried
+	backoff := consumerRetryBackoff
 	for {
 		pctx, cancel := context.WithCancelCause(ctx)
 		join, err := c.pollPhase(cancel)
@@ -340,10 +347,22 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 		var recs []Record
+		var soft error
+		retry := false
 		if join {
 			err = c.join(pctx)
 		} else {
-			recs, err = c.fetch(pctx, time.Until(deadline))
+			recs, soft, err = c.fetch(pctx, time.Until(deadline))
+			if soft != nil {
+				last = soft
+			}
+			if left := time.Until(deadline); err == nil && soft != nil && len(recs) == 0 && left > 0 {
+				// Every partition read failed for now (a leader moved
+				// or died): back off and read again within MaxWait.
+				err = idle(pctx, min(backoff, left))
+				backoff = min(2*backoff, maxRetryBackoff)
+				retry = true
+			}
 		}
 		c.mu.Lock()
 		c.cancelPoll, c.fetching, c.joining = nil, false, false
@@ -351,12 +370,12 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		cause := context.Cause(pctx)
 		cancel(nil)
 		switch {
-		case err == nil && join:
-			continue // joined: now fetch
+		case err == nil && (join || retry):
+			continue // joined: now fetch; or backed off: fetch again
 		case err == nil:
 			return recs, nil
 		case ctx.Err() != nil:
-			return nil, ctx.Err()
+			return nil, retryCtxErr(ctx, last)
 		case errors.Is(cause, ErrClosed):
 			return nil, errConsumerClosed
 		case errors.Is(cause, errRejoin):
@@ -386,9 +405,48 @@ func (c *Consumer) pollEnded() {
 	c.mu.Unlock()
 }
 
+// consumerRetryBackoff is the first wait before a Poll reads again
+// partitions whose reads all failed transiently (Kafka's retry.backoff.ms).
+const consumerRetryBackoff = 100 * time.Millisecond
+
+// retryCtxErr is the error of a call whose ctx ended while it retried:
+// ctx's error and, if there was one, the last transient error it met (both
+// match with errors.Is).
+func retryCtxErr(ctx context.Context, last error) error {
+	cerr := ctx.Err()
+	if last == nil || errors.Is(last, cerr) {
+		return cerr
+	}
+	return fmt.Errorf("%w while retrying; last error: %w", cerr, last)
+}
+
 // fetch reads the assigned partitions once, waiting up to wait for
-// MinBytes, and advances the positions past the records it returns.
-func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, error) {
+// MinBytes, and advances the positions past the records it returns. A
+// partition whose read failed transiently (transient: its leader moved or
+// died, its broker could not be reached) gives no records and keeps its
+// position; soft is the last such error, for Poll to retry.
+func (c *Consumer) fetch(ctx context.Context, wait time.Duration) (recs []Record, soft error, err error) {
+	recs, soft, err = c.fetchOnce(ctx, wait)
+	c.noteFetch(soft, err)
+	return recs, soft, err
+}
+
+// noteFetch logs when the consumer's reads start failing transiently, and
+// when they recover: once each, not once a Poll.
+func (c *Consumer) noteFetch(soft, err error) {
+	c.mu.Lock()
+	was := c.failing
+	c.failing = soft != nil
+	c.mu.Unlock()
+	switch {
+	case soft != nil && !was:
+		c.logger.Warn("log: consumer: reading a partition failed, retrying", "err", soft)
+	case soft == nil && err == nil && was:
+		c.logger.Info("log: consumer: reading every partition again")
+	}
+}
+
+func (c *Consumer) fetchOnce(ctx context.Context, wait time.Duration) ([]Record, error, error) {
 	c.mu.Lock()
 	epoch, n := c.epoch, len(c.parts)
 	c.fetchReq, c.fetchParts = c.fetchReq[:0], c.fetchParts[:0]
@@ -403,7 +461,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 	c.mu.Unlock()
 	wait = max(wait, time.Nanosecond) // 0 would mean the default
 	if n == 0 {
-		return nil, idle(ctx, wait) // nothing assigned: wait for a rebalance
+		return nil, nil, idle(ctx, wait) // nothing assigned: wait for a rebalance
 	}
 	resp, err := c.client.Fetch(ctx, FetchRequest{
 		Partitions:        c.fetchReq,
@@ -413,24 +471,33 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		MaxWait:           wait,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("log: consumer: fetch: %w", err)
+		if transient(err) && ctx.Err() == nil {
+			return nil, err, nil
+		}
+		return nil, nil, fmt.Errorf("log: consumer: fetch: %w", err)
 	}
 	defer resp.Release()
 	if len(resp.Partitions) != n {
-		return nil, fmt.Errorf("log: consumer: fetch of %d partitions answered %d", n, len(resp.Partitions))
+		return nil, nil, fmt.Errorf("log: consumer: fetch of %d partitions answered %d", n, len(resp.Partitions))
 	}
 
 	// Read the batches (one copy, out of the segment files) and decode
 	// them straight into one slice sized for every record fetched.
+	var soft error
 	total, raws, tails := 0, c.fetchRaw[:0], c.fetchTail[:0]
 	defer func() { clear(raws); clear(tails); c.fetchRaw, c.fetchTail = raws[:0], tails[:0] }()
 	for i := range resp.Partitions {
 		fp := &resp.Partitions[i]
 		var raw []byte
 		var mine []tailBatch // the tail's: built by a Producer of this process
+		if transient(fp.Err) {
+			soft = fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, c.fetchReq[i].Offset, fp.Err)
+			fp.Records.Release()
+			fp.Err = errSkipped
+		}
 		if fp.Err == nil {
 			if raw, mine, err = fp.Records.bytes(); err != nil {
-				return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, c.fetchReq[i].Offset, err)
+				return nil, nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, c.fetchReq[i].Offset, err)
 			}
 			fp.Records.Release()
 		}
@@ -451,12 +518,14 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		switch {
 		case errors.Is(fp.Err, ErrOffsetOutOfRange):
 			resets = append(resets, i)
+		case fp.Err == errSkipped:
+			// No records this time; its position stays.
 		case fp.Err != nil:
-			return nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
+			return nil, nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
 		default:
 			recs, nexts[i], err = decodeBuiltFrom(recs, &hdrs, raws[i], tails[i], fp.TopicPartition, from)
 			if err != nil {
-				return nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
+				return nil, nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
 			}
 		}
 		ends = append(ends, len(recs))
@@ -465,14 +534,14 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 	resetTo := make([]int64, len(resets))
 	for j, i := range resets {
 		if resetTo[j], err = c.resetOffset(c.fetchReq[i].TopicPartition); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.epoch != epoch {
-		return nil, nil // the assignment changed under the fetch: its records are not ours
+		return nil, soft, nil // the assignment changed under the fetch: its records are not ours
 	}
 	for j, i := range resets {
 		if p := c.fetchParts[i]; p.pos == c.fetchReq[i].Offset {
@@ -497,7 +566,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) ([]Record, err
 		start = end
 	}
 	clear(recs[len(out):]) // drop the references of records not returned
-	return out, nil
+	return out, soft, nil
 }
 
 // idle waits for d or for ctx.

@@ -446,8 +446,30 @@ func (p *Producer) Send(ctx context.Context, r Record) (Record, error) {
 		return out, err
 	case <-ctx.Done():
 		// The sender still holds w: leave it to the garbage collector.
-		return r, ctx.Err()
+		return r, p.sendCtxErr(ctx, &r)
 	}
+}
+
+// sendCtxErr is the error of a Send whose ctx ended before its record was
+// acknowledged: ctx's error and, if its partition's batches are being
+// retried, the last error they met, so that the error says why (both
+// match with errors.Is).
+func (p *Producer) sendCtxErr(ctx context.Context, r *Record) error {
+	cerr := ctx.Err()
+	p.mu.Lock()
+	var last error
+	if t := p.topics[r.Topic]; t != nil && r.Partition >= 0 && r.Partition < len(t.parts) {
+		for b := t.parts[r.Partition].head; b != nil; b = b.next {
+			if !b.resolved && b.lastErr != nil {
+				last = b.lastErr
+			}
+		}
+	}
+	p.mu.Unlock()
+	if last == nil {
+		return cerr
+	}
+	return fmt.Errorf("%w: record to %s-%d not acknowledged; last error: %w", cerr, r.Topic, r.Partition, last)
 }
 
 // SendAsync sends r and calls done(r, err) once r is acknowledged or has

@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"slices"
@@ -33,7 +34,7 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 		p.lastMs, p.lastTime = ms, time.UnixMilli(ms)
 	}
 	r.Timestamp = p.lastTime
-	t, err := p.topicLocked(r.Topic)
+	t, err := p.topicLocked(ctx, r.Topic)
 	if err == nil {
 		err = p.admitLocked(ctx, size)
 	}
@@ -127,8 +128,9 @@ func recordMemory(r *Record) int {
 }
 
 // topicLocked returns the state of topic, reading its partition count from
-// the Client (without holding mu) when it is not known or stale.
-func (p *Producer) topicLocked(name string) (*topicState, error) {
+// the Client (without holding mu) when it is not known or stale, waiting
+// for the topic's metadata (partitionsWait).
+func (p *Producer) topicLocked(ctx context.Context, name string) (*topicState, error) {
 	if t := p.last; t != nil && t.name == name && !t.stale {
 		return t, nil
 	}
@@ -140,7 +142,7 @@ func (p *Producer) topicLocked(name string) (*topicState, error) {
 		return nil, errProducerClosed
 	}
 	p.mu.Unlock()
-	n, err := p.c.Partitions(name)
+	n, err := p.partitionsWait(ctx, name)
 	p.mu.Lock()
 	switch {
 	case p.closed:
@@ -164,6 +166,50 @@ func (p *Producer) topicLocked(name string) (*topicState, error) {
 	}
 	p.last = t
 	return t, nil
+}
+
+// partitionsWait returns the partition count of topic. While the Client
+// does not know the topic (created a moment ago through another member, or
+// not yet) or cannot reach the cluster, it asks again, backing off from
+// RetryBackoff to 1 s, for up to Timeout (Kafka's producer waits up to
+// max.block.ms for a topic's metadata) or until ctx ends or the Producer
+// closes. Past Timeout the error matches ErrTimeout,
+// context.DeadlineExceeded and the Client's last error (ErrUnknownTopic).
+func (p *Producer) partitionsWait(ctx context.Context, name string) (int, error) {
+	n, err := p.c.Partitions(name)
+	if err == nil || !metadataPending(err) {
+		return n, err
+	}
+	start := time.Now()
+	deadline := start.Add(p.cfg.Timeout)
+	backoff := p.cfg.RetryBackoff
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return 0, fmt.Errorf("%w: topic %s not in the metadata after %v (%w): %w", ErrTimeout, name, p.cfg.Timeout, context.DeadlineExceeded, err)
+		}
+		t.Reset(min(backoff, left))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return 0, fmt.Errorf("%w while waiting for the metadata of topic %s; last error: %w", ctx.Err(), name, err)
+		case <-p.stop:
+			return 0, errProducerClosed
+		}
+		backoff = min(2*backoff, maxRetryBackoff)
+		if n, err = p.c.Partitions(name); err == nil || !metadataPending(err) {
+			return n, err
+		}
+	}
+}
+
+// metadataPending reports whether a Client's answer to Partitions may
+// change without anyone's doing but time: the topic is not known yet, or
+// the cluster cannot be reached.
+func metadataPending(err error) bool {
+	return errors.Is(err, ErrUnknownTopic) || transient(err)
 }
 
 // admitLocked waits until the buffer has room for size more bytes, up to

@@ -285,10 +285,23 @@ func (p *Producer) retriable(err error) bool {
 	if !p.cfg.Idempotent {
 		return false
 	}
+	return transient(err) ||
+		errors.Is(err, context.DeadlineExceeded) || // the Client's own timeout: ours is handled apart
+		errors.Is(err, ErrTimeout)
+}
+
+// maxRetryBackoff is Kafka's retry.backoff.max.ms: the longest wait
+// between two retries of a backoff that doubles.
+const maxRetryBackoff = time.Second
+
+// transient reports whether err may go away by itself, as the cluster
+// moves on: a leader moved or died, a connection was refused, reset or
+// closed, a network operation timed out. A Client wraps the causes of its
+// connection errors (net, syscall and io errors) so that they are seen
+// here.
+func transient(err error) bool {
 	switch {
 	case errors.Is(err, ErrNotLeader),
-		errors.Is(err, context.DeadlineExceeded), // the Client's own timeout: ours is handled apart
-		errors.Is(err, ErrTimeout),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),

@@ -575,8 +575,12 @@ func TestProducerUnknownTopic(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		b, c := prodBroker(t, TopicConfig{})
 		p := newProd(t, c, ProducerConfig{})
+		start := time.Now()
 		_, err := p.Send(t.Context(), Record{Topic: "nope", Value: val(0)})
 		require.ErrorIs(t, err, ErrUnknownTopic)
+		require.ErrorIs(t, err, ErrTimeout, "it waited for the topic's metadata up to Timeout")
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.Equal(t, defaultTimeout, time.Since(start))
 		calls := 0
 		p.SendAsync(Record{Topic: "nope"}, func(r Record, err error) {
 			require.ErrorIs(t, err, ErrUnknownTopic)
@@ -601,7 +605,7 @@ func TestProducerUnknownTopic(t *testing.T) {
 		_, err = p.Send(t.Context(), Record{Topic: "t", Value: val(2)})
 		require.ErrorIs(t, err, ErrUnknownTopic)
 		_, after := c.counts()
-		require.Equal(t, before+1, after)
+		require.Greater(t, after, before+1, "it asked again, and again while it waited")
 		// Created again, with more partitions: the producer sees them.
 		_, err = b.CreateTopic("t", TopicConfig{Partitions: 4, MaxIndexBytes: 64 << 10})
 		require.NoError(t, err)
@@ -609,6 +613,60 @@ func TestProducerUnknownTopic(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, KeyPartition([]byte("abc"), 4), r.Partition)
 		require.EqualValues(t, 0, r.Offset)
+	})
+}
+
+// A Send to a topic the Client does not know yet waits for its metadata
+// (Kafka's max.block.ms, here Timeout), asking again with a backoff: a topic
+// created meanwhile (through another member, say) takes the record. A
+// Send's ctx ends the wait, with an error that says what it waited for.
+func TestProducerWaitsForTopicMetadata(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b, c := prodBroker(t, TopicConfig{})
+		p := newProd(t, c, ProducerConfig{})
+		type result struct {
+			r   Record
+			err error
+		}
+		sent := make(chan result, 1)
+		go func() {
+			r, err := p.Send(t.Context(), Record{Topic: "later", Value: val(0)})
+			sent <- result{r, err}
+		}()
+		synctest.Wait() // Send is waiting for the topic
+		select {
+		case res := <-sent:
+			t.Fatalf("Send returned before the topic existed: %v", res.err)
+		default:
+		}
+		time.Sleep(3 * time.Second) // fake time: the Producer asks again meanwhile
+		_, asked := c.counts()
+		require.Greater(t, asked, 2)
+		_, err := b.CreateTopic("later", TopicConfig{Partitions: 2, MaxIndexBytes: 64 << 10})
+		require.NoError(t, err)
+		res := <-sent
+		require.NoError(t, res.err)
+		require.EqualValues(t, 0, res.r.Offset)
+
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		defer cancel()
+		_, err = p.Send(ctx, Record{Topic: "never", Value: val(1)})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorIs(t, err, ErrUnknownTopic, "the error says what it waited for: %v", err)
+	})
+}
+
+// A Send whose ctx ends while its batch is being retried says why: the
+// error matches ctx's and the last error of the batch.
+func TestProducerSendCtxErrorSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, c := prodBroker(t, TopicConfig{MinInSyncReplicas: 2}) // a standalone broker has 1
+		p := newProd(t, c, ProducerConfig{})
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := p.Send(ctx, Record{Topic: "t", Value: val(0)})
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorIs(t, err, ErrNotEnoughReplicas, "%v", err)
 	})
 }
 
