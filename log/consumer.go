@@ -215,8 +215,8 @@ type Consumer struct {
 	memberID   string
 	generation int32
 	joining    bool
-	rejoin     bool // the group rebalances (or dropped us): the next Poll joins
-	failing    bool // the last fetch failed transiently (noteFetch)
+	rejoin     bool  // the group rebalances (or dropped us): the next Poll joins
+	failing    error // the last fetch failed transiently, with this error (noteFetch)
 
 	stop     chan struct{} // closed by Close: the heartbeat goroutine returns
 	hbCtx    context.Context
@@ -375,6 +375,12 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		case err == nil:
 			return recs, nil
 		case ctx.Err() != nil:
+			if last == nil {
+				last = c.softErr() // an earlier Poll's: still failing
+			}
+			if last == nil && errors.Is(err, ctx.Err()) {
+				return nil, err // the Client's, which may say why
+			}
 			return nil, retryCtxErr(ctx, last)
 		case errors.Is(cause, ErrClosed):
 			return nil, errConsumerClosed
@@ -420,6 +426,14 @@ func retryCtxErr(ctx context.Context, last error) error {
 	return fmt.Errorf("%w while retrying; last error: %w", cerr, last)
 }
 
+// softErr returns the transient error of the last fetch, nil if it
+// succeeded.
+func (c *Consumer) softErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.failing
+}
+
 // fetch reads the assigned partitions once, waiting up to wait for
 // MinBytes, and advances the positions past the records it returns. A
 // partition whose read failed transiently (transient: its leader moved or
@@ -435,8 +449,10 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) (recs []Record
 // when they recover: once each, not once a Poll.
 func (c *Consumer) noteFetch(soft, err error) {
 	c.mu.Lock()
-	was := c.failing
-	c.failing = soft != nil
+	was := c.failing != nil
+	if soft != nil || err == nil {
+		c.failing = soft
+	}
 	c.mu.Unlock()
 	switch {
 	case soft != nil && !was:
