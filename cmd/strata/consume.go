@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -20,7 +21,7 @@ kcat-like --format, as kafka-console-consumer.sh does. Where to start:
   --offset N        offset N (or earliest, latest) of each partition read
   --from-time TS    the first record at or after TS (ms since the epoch, or RFC 3339)
   --group G         the group's committed offsets (else as above); the
-                    positions reached are committed on exit
+                    positions reached are committed every 5 s and on exit
 
 Over --bootstrap-server consume follows the topic, as Kafka's console
 consumer does, until --max-messages records, --timeout-ms without one, the
@@ -28,6 +29,8 @@ end offsets of the start with --exit-at-end, or SIGINT/SIGTERM (exit 130,
 after committing a group's positions). On a data dir nothing else can
 append while consume has it open, so consume exits when it reaches the end
 of every partition (as kcat -e does), or after --max-messages records.
+A partition whose leader dies is read again from its next leader: consume
+logs a warning and goes on.
 
 Format tokens (--format, -f): ` + formatTokens + `
 
@@ -146,7 +149,7 @@ func runConsume(e *env, args []string) (err error) {
 			untilEnd: *exitAtEnd || c.broker != nil,
 			idle:     time.Duration(*timeoutMs) * time.Millisecond,
 		}
-		return cs.follow(ctx, c, f)
+		return cs.follow(ctx, e, c, f)
 	}
 	top, err := c.broker.Topic(*topic)
 	if err != nil {
@@ -162,6 +165,12 @@ func runConsume(e *env, args []string) (err error) {
 		}
 	}
 	return nil
+}
+
+// warnLogger logs warnings and errors to stderr: a client command's
+// library lines (a leader that moved or died, retried).
+func warnLogger(e *env) *slog.Logger {
+	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // parseOffset parses --offset: a non-negative number, earliest or latest.
@@ -260,7 +269,8 @@ type follow struct {
 // (f.untilEnd), f.idle without records or ctx's end (errInterrupted). A
 // group's positions after the records printed are committed before it
 // returns.
-func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err error) {
+func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) (err error) {
+	logger := warnLogger(e)
 	reset := log.ResetLatest
 	if f.at == log.EarliestOffset {
 		reset = log.ResetEarliest
@@ -268,6 +278,7 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 	cons, err := log.NewConsumer(cl, log.ConsumerConfig{
 		Group: f.group, Topics: []string{f.topic}, Reset: reset,
 		MaxWait: 100 * time.Millisecond, ClientID: "strata-consume",
+		Logger: logger,
 	})
 	if err != nil {
 		return err
@@ -302,7 +313,7 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 			return fmt.Errorf("partition %d: %w", i, err)
 		}
 	}
-	last := time.Now()
+	last, committed := time.Now(), time.Now()
 	for {
 		recs, err := cons.Poll(ctx)
 		if ctx.Err() != nil {
@@ -342,6 +353,18 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 		if err := c.w.Flush(); err != nil {
 			return err
 		}
+		if f.group != "" && time.Since(committed) >= autoCommitInterval {
+			// As Kafka's consumer with enable.auto.commit: a member
+			// whose group moves (its coordinator died) loses at most
+			// this much to a rebalance. A refused commit is not fatal:
+			// the next Poll rejoins, and the exit commits again.
+			cctx, cancel := context.WithTimeout(ctx, autoCommitInterval)
+			if err := cons.Commit(cctx); err != nil && ctx.Err() == nil {
+				logger.Warn("consume: commit of the group's positions failed; retried later", "group", f.group, "err", err)
+			}
+			cancel()
+			committed = time.Now()
+		}
 		if c.full() || (f.untilEnd && caughtUp(cons, f.topic, ends)) || (f.idle > 0 && time.Since(last) >= f.idle) {
 			break
 		}
@@ -351,6 +374,10 @@ func (c *consumer) follow(ctx context.Context, cl log.Client, f follow) (err err
 	}
 	return cons.Commit(ctx)
 }
+
+// autoCommitInterval is how often consume --group commits its positions:
+// Kafka's auto.commit.interval.ms.
+const autoCommitInterval = 5 * time.Second
 
 // caughtUp reports whether every assigned partition's position has reached
 // its end offset.

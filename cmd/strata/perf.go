@@ -208,7 +208,7 @@ func runPerfProduce(e *env, args []string) (err error) {
 	// Kafka's producer defaults: idempotent with acks=all (since Kafka
 	// 3.0), so up to 5 batches in flight per partition; an acks other
 	// than all without enable.idempotence turns idempotence off, as there.
-	cfg := log.ProducerConfig{Acks: log.AcksAll, Idempotent: true}
+	cfg := log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Logger: warnLogger(e)}
 	idemSet := false
 	for _, kv := range props {
 		if strings.HasPrefix(kv, "enable.idempotence=") {
@@ -380,7 +380,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 		want = *numRecords
 	}
 	cons, err := log.NewConsumer(c, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
-		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf"})
+		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf", Logger: warnLogger(e)})
 	if err != nil {
 		return err
 	}

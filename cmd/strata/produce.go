@@ -57,10 +57,14 @@ func runProduce(e *env, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	pcfg := log.ProducerConfig{}
+	// Kafka's console producer is idempotent with acks=all (since Kafka
+	// 3.0): a batch whose leader died in flight is sent again to the next
+	// leader and written once.
+	pcfg := log.ProducerConfig{Logger: warnLogger(e)}
 	if pcfg.Acks, err = parseAcks(*acks); err != nil {
 		return err
 	}
+	pcfg.Idempotent = pcfg.Acks == log.AcksAll
 	if *partition >= 0 {
 		pcfg.Partitioner = log.PartitionerManual
 	}
