@@ -12,17 +12,30 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/log"
 )
 
 // maxResponseBytes bounds a response frame the client reads.
 const maxResponseBytes = 1 << 30
 
 // errConnClosed is the error of requests on a broken or closed connection.
-var errConnClosed = errors.New("kafka: connection closed")
+// It matches log.ErrUnreachable.
+var errConnClosed error = &unreachableError{"kafka: connection closed"}
 
 // errDial marks a broker that could not be connected to: one that stopped
-// or moved, which the next Metadata may route around.
-var errDial = errors.New("kafka: cannot connect")
+// or moved, which the next Metadata may route around. It matches
+// log.ErrUnreachable.
+var errDial error = &unreachableError{"kafka: cannot connect"}
+
+// unreachableError is an error of the client's connections: it matches
+// itself and log.ErrUnreachable with errors.Is, so that a Consumer or a
+// Producer sees it as transient whatever the cause it wraps (a refused
+// connection, or a custom Dial's error).
+type unreachableError struct{ msg string }
+
+func (e *unreachableError) Error() string        { return e.msg }
+func (e *unreachableError) Is(target error) bool { return target == log.ErrUnreachable }
 
 // brokerConn is the client's connection to one broker: requests are
 // pipelined, each waiting for its response by correlation id; one reader

@@ -115,6 +115,14 @@ type ProduceResult struct {
 	LogStartOffset int64
 }
 
+// ErrUnreachable marks a Client's error that says the broker it needed
+// could not be reached: a connection refused, reset or lost, a broker that
+// did not answer in time. It is transient: a Consumer reads the partition
+// again, an idempotent Producer sends the batch again, as they do after
+// ErrNotLeader. Clients wrap it with the cause (a kafka.Dial client's
+// connection errors match it).
+var ErrUnreachable = errors.New("log: broker unreachable")
+
 // ErrInvalidRequest is returned for a request that no broker could serve
 // as asked (Kafka's INVALID_REQUEST), such as an unknown FetchIsolation.
 var ErrInvalidRequest = errors.New("log: invalid request")

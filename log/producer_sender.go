@@ -301,7 +301,7 @@ const maxRetryBackoff = time.Second
 // here.
 func transient(err error) bool {
 	switch {
-	case errors.Is(err, ErrNotLeader),
+	case errors.Is(err, ErrNotLeader), errors.Is(err, ErrUnreachable),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, net.ErrClosed),
 		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
