@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
@@ -46,6 +47,11 @@ func TestPlaceToAMissingTopicFails(t *testing.T) {
 	svc, err := NewService(b)
 	require.NoError(t, err)
 	defer svc.Close()
-	_, _, err = svc.Place(context.Background(), Order{ID: "o1", Customer: "ada"})
+	// The producer waits for a topic it does not know (Kafka's
+	// max.block.ms): the caller's context bounds the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, _, err = svc.Place(ctx, Order{ID: "o1", Customer: "ada"})
 	require.ErrorIs(t, err, log.ErrUnknownTopic)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
