@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,4 +111,53 @@ func testClientsRideThroughLeaderLoss(t *testing.T, how, via string) {
 	committed, err := cl.FetchOffsets(ctx, "g", []log.TopicPartition{{Topic: "t"}})
 	require.NoError(t, err)
 	require.Equal(t, map[log.TopicPartition]int64{{Topic: "t"}: 100}, committed)
+}
+
+// partitionsWatch is a Client that reports its first Partitions call that
+// found no topic.
+type partitionsWatch struct {
+	log.Client
+	unknown chan struct{} // closed at the first ErrUnknownTopic
+	once    sync.Once
+}
+
+func (w *partitionsWatch) Partitions(topic string) (int, error) {
+	n, err := w.Client.Partitions(topic)
+	if errors.Is(err, log.ErrUnknownTopic) {
+		w.once.Do(func() { close(w.unknown) })
+	}
+	return n, err
+}
+
+// A Send through one member (or kafka.Dial seeded with it) to a topic that
+// does not exist yet waits for the topic's metadata: created through
+// another member after the Send began, the record goes through.
+func TestSendWaitsForTopicCreatedElsewhere(t *testing.T) {
+	for _, via := range []string{"member", "dial"} {
+		t.Run(via, func(t *testing.T) {
+			leaktest.Check(t)
+			c := startClusterOver(t, 3, "kafka")
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var cl log.Client = c.member(2)
+			if via == "dial" {
+				kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.peers[1].Addr}, Dial: c.net.Node("client").Dial})
+				require.NoError(t, err)
+				defer kc.Close()
+				cl = kc
+			}
+			w := &partitionsWatch{Client: cl, unknown: make(chan struct{})}
+			prod, err := log.NewProducer(w, log.ProducerConfig{})
+			require.NoError(t, err)
+			defer prod.Close()
+			sent := make(chan error, 1)
+			go func() {
+				_, err := prod.Send(ctx, log.Record{Topic: "late", Value: []byte("x")})
+				sent <- err
+			}()
+			<-w.unknown // the Send met no topic
+			require.NoError(t, c.member(1).CreateTopic(ctx, "late", log.TopicConfig{Partitions: 2, ReplicationFactor: 3}))
+			require.NoError(t, <-sent)
+		})
+	}
 }
