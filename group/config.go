@@ -46,6 +46,19 @@ type Config struct {
 	// is 3 s, but Strata's members usually start in-process, together, and a
 	// unit test should not wait 3 s for its first assignment.
 	InitialRebalanceDelay time.Duration
+	// MaxSize is the most members a group may have (Kafka's
+	// group.max.size): a new member's Join past it — counting the member
+	// ids handed out with ErrMemberIDRequired and not joined with yet — is
+	// refused with ErrGroupMaxSizeReached. A static member's restart and a
+	// known member's rejoin always pass. 0 → Kafka's default, 2147483647.
+	MaxSize int
+	// MaxMemberMetadataBytes bounds what a Join may make the coordinator
+	// keep for a member: the names and metadata of its protocols together
+	// (ErrInvalidRequest past it). Kafka bounds them only by the request
+	// size (socket.request.max.bytes, 100 MiB); a consumer's subscription
+	// is its topics' names and, for the sticky assignors, the partitions it
+	// owns, far below this. 0 → DefaultMaxMemberMetadataBytes (1 MiB).
+	MaxMemberMetadataBytes int
 	// Logger receives the coordinator's log lines (rebalances, removed
 	// members); nil → discard.
 	Logger *slog.Logger
@@ -84,6 +97,12 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.MaxSize == 0 {
+		c.MaxSize = DefaultMaxSize
+	}
+	if c.MaxMemberMetadataBytes == 0 {
+		c.MaxMemberMetadataBytes = DefaultMaxMemberMetadataBytes
+	}
 	if c.Initial != nil {
 		initial := make(map[string]map[TopicPartition]int64, len(c.Initial))
 		for g, offs := range c.Initial {
@@ -93,6 +112,12 @@ func (c Config) withDefaults() Config {
 	}
 	return c
 }
+
+// DefaultMaxSize is Kafka's group.max.size default.
+const DefaultMaxSize = 1<<31 - 1
+
+// DefaultMaxMemberMetadataBytes is Config.MaxMemberMetadataBytes's default.
+const DefaultMaxMemberMetadataBytes = 1 << 20
 
 // Kafka's group.min.session.timeout.ms and group.max.session.timeout.ms.
 const (
@@ -123,6 +148,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Partitions is required", ErrInvalidConfig)
 	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < 0 || c.InitialRebalanceDelay < 0:
 		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+	case c.MaxSize < 0 || c.MaxMemberMetadataBytes < 0:
+		return fmt.Errorf("%w: negative MaxSize %d or MaxMemberMetadataBytes %d", ErrInvalidConfig, c.MaxSize, c.MaxMemberMetadataBytes)
 	case lo > hi:
 		return fmt.Errorf("%w: MinSessionTimeout %v > MaxSessionTimeout %v", ErrInvalidConfig, lo, hi)
 	}

@@ -137,6 +137,7 @@ func (c *Coordinator) entry(g string) *entry {
 	e := c.groups[g]
 	if e == nil {
 		e = &entry{st: newGroupState(g, c.cfg.InitialRebalanceDelay), commitLock: make(chan struct{}, 1)}
+		e.st.maxSize = c.cfg.MaxSize
 		c.groups[g] = e
 	}
 	return e
@@ -392,11 +393,21 @@ func (c *Coordinator) joinEvent(req JoinRequest) (joinEvent, error) {
 	if ev.protocolType == "" || len(req.Protocols) == 0 {
 		return joinEvent{}, fmt.Errorf("%w: a join needs a protocol type and at least one protocol", ErrInconsistentGroupProtocol)
 	}
+	size := 0
 	for i, p := range req.Protocols {
 		if slices.ContainsFunc(req.Protocols[:i], func(q Protocol) bool { return q.Name == p.Name }) {
 			return joinEvent{}, fmt.Errorf("%w: protocol %q listed twice", ErrInvalidRequest, p.Name)
 		}
-		ev.protocols = append(ev.protocols, Protocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)})
+		size += len(p.Name) + len(p.Metadata)
+	}
+	if size > c.cfg.MaxMemberMetadataBytes {
+		return joinEvent{}, fmt.Errorf("%w: protocols of %d bytes, at most %d", ErrInvalidRequest, size, c.cfg.MaxMemberMetadataBytes)
+	}
+	// The member's one copy: the caller's bytes (a Kafka request's frame)
+	// are not kept, and nothing the coordinator answers copies them again.
+	ev.protocols = make([]Protocol, len(req.Protocols))
+	for i, p := range req.Protocols {
+		ev.protocols[i] = Protocol{Name: p.Name, Metadata: slices.Clone(p.Metadata)}
 	}
 	if ev.member == "" {
 		ev.member, ev.isNew = newMemberID(req.ClientID), true

@@ -28,6 +28,12 @@
 // the group's, or that lists none of the protocols every other member
 // supports, is refused with ErrInconsistentGroupProtocol.
 //
+// What a member costs is bounded: its protocols' names and metadata
+// together by Config.MaxMemberMetadataBytes (1 MiB; ErrInvalidRequest
+// past it), kept as one copy that the leader's answer and the group's
+// metadata record share; a group's members by Config.MaxSize (Kafka's
+// group.max.size, 2147483647 by default: ErrGroupMaxSizeReached).
+//
 // Join blocks until the rebalance it starts (or joins) has collected its
 // members, then returns the generation — a number that grows with every
 // rebalance — the protocol the members voted for (each votes for its most

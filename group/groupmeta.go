@@ -80,10 +80,31 @@ func (g *groupState) encodeMetadata(now time.Time) []byte {
 			MemberID: id, InstanceID: instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
 			RebalanceTimeoutMillis: int32(min(m.rebalanceTimeout.Milliseconds(), 1<<31-1)),
 			SessionTimeoutMillis:   int32(min(m.sessionTimeout.Milliseconds(), 1<<31-1)),
-			Subscription:           m.metadata(g.protocol), Assignment: slices.Clone(m.assignment),
+			Subscription:           m.metadataRef(g.protocol), Assignment: m.assignment, // AppendTo copies them
 		})
 	}
-	return v.AppendTo(nil)
+	return v.AppendTo(make([]byte, 0, groupMetadataSize(&v)))
+}
+
+// groupMetadataSize is the size of v encoded (version 3, not flexible), so
+// that the value is allocated once: a group's members' subscriptions make
+// it as large as their JoinGroups together.
+func groupMetadataSize(v *kmsg.GroupMetadataValue) int {
+	str := func(s string) int { return 2 + len(s) }
+	n := 2 + str(v.ProtocolType) + 4 + 2 + 2 + 8 + 4 // version, type, generation, protocol and leader lengths, timestamp, member count
+	if v.Protocol != nil {
+		n += len(*v.Protocol)
+	}
+	if v.Leader != nil {
+		n += len(*v.Leader)
+	}
+	for _, m := range v.Members {
+		n += str(m.MemberID) + 2 + str(m.ClientID) + str(m.ClientHost) + 4 + 4 + 4 + len(m.Subscription) + 4 + len(m.Assignment)
+		if m.InstanceID != nil {
+			n += len(*m.InstanceID)
+		}
+	}
+	return n
 }
 
 // decodeGroupMetadata decodes a group metadata value (versions 0 to 4).

@@ -92,6 +92,7 @@ type groupState struct {
 	rebalanceDeadline time.Time
 	delayUntil        time.Time
 	initialDelay      time.Duration
+	maxSize           int                      // members (and pending ids) at most; 0: no limit
 	offsets           map[TopicPartition]int64 // committed
 	// meta is the leader epoch and metadata of the commits in offsets that
 	// came with any (CommitWithMetadata); the others have none.
@@ -294,6 +295,9 @@ func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, 
 	if err := g.supports(ev); err != nil {
 		return out, err
 	}
+	if !known && !pending && !replaces && g.maxSize > 0 && len(g.members)+len(g.pending) >= g.maxSize {
+		return out, fmt.Errorf("%w: group %q has %d members and %d pending, at most %d", ErrGroupMaxSizeReached, g.id, len(g.members), len(g.pending), g.maxSize)
+	}
 	if replaces {
 		// KIP-345: a new instance of a static member takes the old one's
 		// place (its generation, its assignment) under the new id; the old
@@ -490,7 +494,7 @@ func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, 
 			effect{kind: effLog, msg: "assignment received", member: m.id, reason: fmt.Sprintf("generation %d", g.generation)})
 		for _, id := range slices.Sorted(maps.Keys(g.members)) {
 			o := g.members[id]
-			o.assignment = slices.Clone(ev.assignments[id])
+			o.assignment = ev.assignments[id] // the event's own copy (Sync made it)
 			if o.syncing {
 				o.deadline = now.Add(o.sessionTimeout)
 				out = append(out,
@@ -807,21 +811,28 @@ func (g *groupState) response(m *member) JoinResponse {
 	if m.id == g.leader {
 		for _, id := range slices.Sorted(maps.Keys(g.members)) {
 			o := g.members[id]
-			r.MemberMetadata = append(r.MemberMetadata, MemberMetadata{ID: id, InstanceID: o.instanceID, Metadata: o.metadata(g.protocol)})
+			// Shared, not copied: the leader's answer carries every
+			// member's metadata, and a member's bytes are never written
+			// (a rejoin replaces them).
+			r.MemberMetadata = append(r.MemberMetadata, MemberMetadata{ID: id, InstanceID: o.instanceID, Metadata: o.metadataRef(g.protocol)})
 		}
 	}
 	return r
 }
 
 func (g *groupState) syncResponse(m *member) SyncResponse {
-	return SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: slices.Clone(m.assignment)}
+	return SyncResponse{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment} // shared, as MemberMetadata
 }
 
-// metadata is m's metadata for protocol name (nil if it has none).
-func (m *member) metadata(name string) []byte {
+// metadata is a copy of m's metadata for protocol name (nil if it has
+// none).
+func (m *member) metadata(name string) []byte { return slices.Clone(m.metadataRef(name)) }
+
+// metadataRef is m's metadata for protocol name, not copied: read only.
+func (m *member) metadataRef(name string) []byte {
 	for _, p := range m.protocols {
 		if p.Name == name {
-			return slices.Clone(p.Metadata)
+			return p.Metadata
 		}
 	}
 	return nil

@@ -50,6 +50,9 @@ var (
 	// instance of the static member replaced this one), or with a member id
 	// registered under another instance id.
 	ErrFencedInstanceID = errors.New("group: fenced instance id")
+	// ErrGroupMaxSizeReached (Kafka's GROUP_MAX_SIZE_REACHED): a new
+	// member's Join to a group of Config.MaxSize members.
+	ErrGroupMaxSizeReached = errors.New("group: group max size reached")
 	// ErrNonEmptyGroup (Kafka's NON_EMPTY_GROUP): Delete of a group that
 	// has members.
 	ErrNonEmptyGroup = errors.New("group: group is not empty")
@@ -134,7 +137,9 @@ type JoinResponse struct {
 	Leader       string // the member id of the generation's leader
 	// MemberMetadata, to the leader only: every member of the generation,
 	// sorted by id, with its metadata for Protocol. The leader computes the
-	// assignment from them and sends it with its Sync.
+	// assignment from them and sends it with its Sync. The Metadata bytes
+	// are the coordinator's own, not copies (a group's may be large): read
+	// them, never write them.
 	MemberMetadata []MemberMetadata
 }
 
@@ -163,7 +168,7 @@ type SyncRequest struct {
 type SyncResponse struct {
 	ProtocolType string
 	Protocol     string
-	Assignment   []byte
+	Assignment   []byte // the coordinator's own bytes: read only
 }
 
 // OffsetStore makes commits durable. The broker appends the offsets, one

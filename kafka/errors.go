@@ -52,6 +52,7 @@ const (
 	errGroupIDNotFound                    int16 = 69
 	errUnsupportedCompressionType         int16 = 76
 	errMemberIDRequired                   int16 = 79
+	errGroupMaxSizeReached                int16 = 81
 	errFencedInstanceID                   int16 = 82
 	errListenerNotFound                   int16 = 72
 	errFencedLeaderEpoch                  int16 = 74
@@ -101,6 +102,7 @@ var errorTable = []struct {
 	{group.ErrInconsistentGroupProtocol, errInconsistentGroupProtocol},
 	{group.ErrMemberIDRequired, errMemberIDRequired},
 	{group.ErrFencedInstanceID, errFencedInstanceID},
+	{group.ErrGroupMaxSizeReached, errGroupMaxSizeReached},
 	{group.ErrNonEmptyGroup, errNonEmptyGroup},
 	{group.ErrGroupNotFound, errGroupIDNotFound},
 	{errNotCoordinatorErr, errNotCoordinator},

@@ -120,11 +120,25 @@ func (l offsetsLog) Append(records []group.Record) error {
 	defer builders.Put(bd)
 	now := l.b.cfg.Clock.Now().UnixMilli()
 	bd.Reset(now)
+	growFor(bd, now, records)
 	for _, r := range records {
 		bd.Append(now, r.Key, r.Value, nil)
 	}
 	_, _, err = p.AppendBatch(bd.Bytes())
 	return err
+}
+
+// growFor sizes bd's buffer for records, once: a group's metadata record
+// holds every member's subscription, which a record-by-record regrowth
+// would copy again and again.
+func growFor(bd *batch.Builder, now int64, records []group.Record) {
+	n := 0
+	for _, r := range records {
+		// RecordSize counts the first record's offset delta: 5 bytes more
+		// cover any later one's.
+		n += bd.RecordSize(now, r.Key, r.Value, nil) + 5
+	}
+	bd.Grow(n)
 }
 
 // offsetsPartition returns the partition of OffsetsTopic, creating the

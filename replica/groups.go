@@ -341,6 +341,11 @@ func (l offsetsAppend) append(records []group.Record) error {
 	var bd batch.Builder
 	now := time.Now().UnixMilli()
 	bd.Reset(now)
+	n := 0
+	for _, r := range records {
+		n += bd.RecordSize(now, r.Key, r.Value, nil) + 5 // (a later record's offset delta)
+	}
+	bd.Grow(n) // one allocation: a group's metadata record holds every member's subscription
 	for _, r := range records {
 		bd.Append(now, r.Key, r.Value, nil)
 	}
