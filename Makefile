@@ -25,7 +25,7 @@ bench-peers:
 # Every fuzz target for FUZZTIME each (default 30s).
 FUZZTIME ?= 30s
 fuzz:
-	@for pkg in ./segment/batch ./segment ./index ./group ./vfs; do \
+	@for pkg in ./segment/batch ./segment ./index ./group ./vfs ./kafka; do \
 	  for f in $$(go test -list 'Fuzz.*' $$pkg | grep ^Fuzz); do \
 	    echo "== $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
 	  done; \

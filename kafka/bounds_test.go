@@ -425,3 +425,25 @@ func TestEmptyPasswordRefused(t *testing.T) {
 	_, err = NewSCRAMCredential(mechSCRAM256, "", 0)
 	require.ErrorIs(t, err, ErrInvalidConfig)
 }
+
+// TestIdleConnectionsLockout reproduces issue 25's lockout with the
+// default limits: an address holding idle connections up to its limit
+// (1000) gets no more, and clients from other addresses are served.
+func TestIdleConnectionsLockout(t *testing.T) {
+	leaktest.Check(t)
+	s, _, _ := start(t, Config{})
+	limit := s.cfg.MaxConnectionsPerIP
+	for range limit {
+		nc, err := net.Dial("tcp", s.Addr())
+		require.NoError(t, err)
+		t.Cleanup(func() { nc.Close() })
+	}
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.perIP["127.0.0.1"] == limit
+	}, 30*time.Second, time.Millisecond, "all %d accepted", limit)
+	dial(t, s.Addr()).closed()
+	other := dialFrom(t, "127.0.0.2", s.Addr())
+	require.Equal(t, errNone, other.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse).ErrorCode)
+}
