@@ -92,7 +92,18 @@
 // are cheaper copied into one writev) go from the segment files with
 // sendfile, through the backend's handle (log.Batches), which keeps the
 // segments open, even if retention or a topic deletion removes them
-// meanwhile, until the response is written. Under TLS they are copied.
+// meanwhile, until the response is written. Under TLS the writer copies
+// them from the files in chunks. A response carries at most
+// Config.FetchMaxBytes of records, a partition listed twice is fetched
+// once, and a connection's responses hold at most 4 MiB of copied records.
+//
+// A connection's requests read and not yet answered hold at most
+// Config.MaxRequestBytes; a request once begun must arrive whole within
+// Config.RequestTimeout, a new connection authenticate within
+// Config.AuthenticationTimeout; one address holds at most
+// Config.MaxConnectionsPerIP connections. A failed authentication is
+// answered, and the connection closed, Config.FailedAuthenticationDelay
+// later.
 //
 // # Bad input
 //
