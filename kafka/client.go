@@ -50,7 +50,12 @@ var ErrGroupsUnsupported = errors.New("kafka: consumer groups over the Kafka pro
 // Client is a log.Client that talks to any Kafka-protocol cluster:
 // requests go to each partition's leader, learned from Metadata and
 // refreshed when a broker says it is not the leader, and group requests to
-// the group's coordinator (see client_group.go).
+// the group's coordinator (see client_group.go). A leader or coordinator
+// that moved or died, a broker that refuses or drops the connection, a
+// topic still being created, are retried within the caller's context with
+// Kafka's backoff (client_retry.go); a produce that may have been written
+// is sent again only if its batch is idempotent. Errors of connections
+// match log.ErrUnreachable.
 type Client struct {
 	cfg DialConfig
 

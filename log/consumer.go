@@ -326,9 +326,16 @@ func (c *Consumer) assign(parts []*partitionPosition) {
 // when needed, which waits for the rebalance to complete: that wait is
 // bounded by ctx and the group's rebalance timeout, not by MaxWait. A
 // rebalance that begins while Poll waits for records ends the wait, and
-// Poll rejoins and goes on waiting until MaxWait. Any other error
-// (a corrupt batch, a deleted topic) is returned with no records, and no
-// position moves. After Close, Poll returns ErrClosed.
+// Poll rejoins and goes on waiting until MaxWait. A partition whose leader
+// moved or died, or whose broker cannot be reached (ErrNotLeader,
+// ErrUnreachable, a refused or reset connection), gives no records and
+// keeps its position: Poll reads it again, backing off from 100 ms to 1 s,
+// until MaxWait, and then returns what the others gave, maybe nothing (the
+// Logger gets a warning when reads start failing, and a line when they
+// recover). A Poll whose ctx ends meanwhile returns an error matching both
+// ctx's error and the last such cause. Any other error (a corrupt batch, a
+// deleted topic) is returned with no records, and no position moves. After
+// Close, Poll returns ErrClosed.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -209,7 +209,11 @@ func (c ProducerConfig) validate() error {
 // Partition counts are read once per topic with Client.Partitions and
 // cached; a produce that fails with ErrUnknownTopic or ErrUnknownPartition
 // makes the next send read them again. Topics are never created by the
-// Producer: sending to a missing one fails with ErrUnknownTopic.
+// Producer: a send to a topic the Client does not know waits for its
+// metadata (asking again, backing off from RetryBackoff to 1 s) up to
+// Timeout, as Kafka's producer waits up to max.block.ms, or until the
+// send's ctx ends; then it fails with an error matching ErrUnknownTopic
+// (and ErrTimeout or ctx's error).
 //
 // The Producer owns a linger-timer goroutine, for each partition that has
 // batches to send up to MaxInFlight sender goroutines, and while closed
