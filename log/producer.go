@@ -490,8 +490,8 @@ func (p *Producer) sendCtxErr(ctx context.Context, r *Record) error {
 // before SendAsync returns, on the caller's goroutine. A nil done is
 // allowed: fire and forget, errors go to the Logger.
 //
-// SendAsync blocks while the producer's buffer is full (BufferBytes), up to
-// Timeout. Records of one partition sent by one goroutine are written in
+// SendAsync blocks while the producer's buffer is full (BufferBytes), or
+// while the Client does not know the record's topic, up to Timeout. Records of one partition sent by one goroutine are written in
 // the order of the calls.
 func (p *Producer) SendAsync(r Record, done func(Record, error)) {
 	if err := p.enqueue(context.Background(), &r, done, nil); err != nil && done != nil {
