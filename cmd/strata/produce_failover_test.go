@@ -17,7 +17,9 @@ import (
 // bootstrap server. The partition's leader is SIGKILLed between two
 // records: produce moves to the next leader (its record acknowledged,
 // none failed) and consume reads on from there; every record produced is
-// consumed, and the group's positions are committed at the end.
+// consumed, and the group's positions are committed at the end. strata
+// perf then produces and consumes with the dead member in its bootstrap
+// list.
 func TestProduceConsumeRideThroughLeaderKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three strata serve processes")
@@ -152,6 +154,11 @@ func TestProduceConsumeRideThroughLeaderKill(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf(" %d ", n)) && !strings.Contains(out, fmt.Sprintf("\t%d\t", n)) {
 		t.Errorf("the group's committed offset is not %d:\n%s", n, out)
 	}
+
+	// strata perf with the dead member first among the bootstrap servers.
+	withDead := ports[2*(leader-1)] + "," + bootstrap
+	ok(t, "", "", "perf", "produce", "--bootstrap-server", withDead, "--topic", "orders", "--num-records", "100", "--record-size", "10")
+	ok(t, "", "", "perf", "consume", "--bootstrap-server", withDead, "--topic", "orders", "--num-records", strconv.Itoa(n+100))
 }
 
 // missing counts the values v1..vN not seen.
