@@ -29,6 +29,8 @@ type failoverCluster struct {
 	servers [3]*Server
 	coords  [3]*group.Coordinator
 
+	refuse atomic.Bool // every node answers NOT_LEADER_OR_FOLLOWER, the leader too
+
 	mu    sync.Mutex
 	nodes []ClusterBroker
 	// onState, if set, is called on each PartitionState (a Metadata
@@ -44,7 +46,7 @@ type failoverNode struct {
 }
 
 func (n failoverNode) notLeader() error {
-	if l := n.c.leader.Load(); l != n.id {
+	if l := n.c.leader.Load(); l != n.id || n.c.refuse.Load() {
 		return log.ErrNotLeader
 	}
 	return nil
@@ -295,4 +297,40 @@ func TestClientContextErrorsSayWhy(t *testing.T) {
 	err = kc.CommitOffsets(gctx, "g", "", -1, map[log.TopicPartition]int64{tp: 1})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, syscall.ECONNREFUSED, "%v", err)
+}
+
+// A produce and a fetch that the leader keeps refusing as not its own
+// (its leadership moving) are retried until their context ends, with an
+// error that matches the context's and log.ErrNotLeader.
+func TestClientNotLeaderUntilContextEnds(t *testing.T) {
+	leaktest.Check(t)
+	c := startFailover(t)
+	c.refuse.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := Dial(ctx, DialConfig{Seeds: []string{c.servers[1].Addr()}})
+	require.NoError(t, err)
+	defer kc.Close()
+	tp := log.TopicPartition{Topic: "t"}
+	pctx, pcancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer pcancel()
+	_, err = kc.Produce(pctx, tp, oneRecord(t, "x", -1), log.AcksAll)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, log.ErrNotLeader, "%v", err)
+
+	fctx, fcancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	defer fcancel()
+	_, err = kc.Fetch(fctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: tp}}, MaxWait: time.Minute})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, log.ErrNotLeader, "%v", err)
+
+	// Within MaxWait, a fetch answers the partition's error instead.
+	resp, err := kc.Fetch(ctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: tp}}, MaxWait: 300 * time.Millisecond})
+	require.NoError(t, err)
+	require.ErrorIs(t, resp.Partitions[0].Err, log.ErrNotLeader)
+
+	c.refuse.Store(false)
+	off, err := kc.Produce(ctx, tp, oneRecord(t, "y", -1), log.AcksAll)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, off, "nothing refused was written")
 }
