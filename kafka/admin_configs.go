@@ -91,10 +91,14 @@ var topicConfigTable = []topicConfigDef{
 	{"delete.retention.ms", kmsg.ConfigTypeLong,
 		func(c log.TopicConfig) string { return msString(c.DeleteRetention) },
 		func(c *log.TopicConfig, v string) bool {
-			// 0 would be the zero field, the default (1 day): refused.
 			n, ok := parseLong(v)
 			c.DeleteRetention = time.Duration(n) * time.Millisecond
-			return ok && n > 0 && n < kafkaNever/int64(time.Millisecond)
+			if n == 0 {
+				// Kafka's "tombstones go at the next pass"; 0 is the zero
+				// field (the default, 1 day). Shown as 0 all the same.
+				c.DeleteRetention = time.Nanosecond
+			}
+			return ok && n >= 0 && n < kafkaNever/int64(time.Millisecond)
 		},
 		clearField(func(c *log.TopicConfig) *time.Duration { return &c.DeleteRetention })},
 	{"flush.messages", kmsg.ConfigTypeLong,
@@ -106,11 +110,11 @@ var topicConfigTable = []topicConfigDef{
 		},
 		func(c *log.TopicConfig, v string) bool {
 			n, ok := parseLong(v)
-			if n == kafkaNever {
-				n = 0
-			}
 			c.FlushMessages = n
-			return ok && n >= 0
+			if n == kafkaNever {
+				c.FlushMessages = 0 // never: the zero field
+			}
+			return ok && n >= 1 // Kafka's bound
 		},
 		clearField(func(c *log.TopicConfig) *int64 { return &c.FlushMessages })},
 	{"flush.ms", kmsg.ConfigTypeLong,
@@ -131,9 +135,12 @@ var topicConfigTable = []topicConfigDef{
 		clearField(func(c *log.TopicConfig) *time.Duration { return &c.FlushInterval })},
 	{"index.interval.bytes", kmsg.ConfigTypeInt,
 		func(c log.TopicConfig) string { return strconv.Itoa(c.IndexIntervalBytes) },
-		func(c *log.TopicConfig, v string) (ok bool) {
-			c.IndexIntervalBytes, ok = positiveInt(v)
-			return ok
+		func(c *log.TopicConfig, v string) bool {
+			n, ok := parseLong(v)
+			// Kafka's 0, an index entry for every batch, is 1 here: 0 is
+			// the zero field (the default, 4096).
+			c.IndexIntervalBytes = int(max(n, 1))
+			return ok && n >= 0 && n <= math.MaxInt32
 		},
 		clearField(func(c *log.TopicConfig) *int { return &c.IndexIntervalBytes })},
 	{"max.compaction.lag.ms", kmsg.ConfigTypeLong,
@@ -211,6 +218,8 @@ var topicConfigTable = []topicConfigDef{
 		func(c *log.TopicConfig, v string) bool {
 			n, ok := parseLong(v)
 			switch {
+			case n < -1: // Kafka's bound
+				return false
 			case n < 0:
 				c.RetentionTime = -1 // forever
 			case n == 0:
@@ -227,7 +236,7 @@ var topicConfigTable = []topicConfigDef{
 		func(c *log.TopicConfig, v string) bool {
 			n, ok := parseLong(v)
 			c.SegmentBytes = n
-			return ok && n > 0
+			return ok && n >= 14 && n <= math.MaxInt32 // Kafka's bounds (LegacyRecord.RECORD_OVERHEAD_V0)
 		},
 		clearField(func(c *log.TopicConfig) *int64 { return &c.SegmentBytes })},
 	{"segment.index.bytes", kmsg.ConfigTypeInt,
@@ -245,6 +254,28 @@ var topicConfigTable = []topicConfigDef{
 			return ok && n > 0 && n < kafkaNever/int64(time.Millisecond)
 		},
 		clearField(func(c *log.TopicConfig) *time.Duration { return &c.SegmentTime })},
+}
+
+// topicConfigValid says what each config takes: Kafka's bounds (its
+// LogConfig), less what Strata cannot hold (a 0 that is its default).
+var topicConfigValid = map[string]string{
+	cfgCleanupPolicy:            "a list of delete and compact",
+	"compression.type":          "producer, uncompressed, gzip, snappy, lz4 or zstd",
+	"delete.retention.ms":       "0 or more",
+	"flush.messages":            "1 or more",
+	"flush.ms":                  "0 or more",
+	"index.interval.bytes":      "0 to 2147483647",
+	"max.compaction.lag.ms":     "1 or more",
+	"max.message.bytes":         "1 to 2147483647",
+	"message.timestamp.type":    "CreateTime",
+	"min.cleanable.dirty.ratio": "a number in (0, 1]",
+	"min.compaction.lag.ms":     "0 or more",
+	"min.insync.replicas":       "1 to 2147483647 (and at most the replication factor)",
+	"retention.bytes":           "a negative number (unlimited) or more than 0",
+	cfgRetentionMs:              "-1 (forever) or more",
+	"segment.bytes":             "14 to 2147483647",
+	"segment.index.bytes":       "24 to 2147483647",
+	"segment.ms":                "1 or more",
 }
 
 // ignoredTopicConfig reports the configs Strata accepts and does not act
@@ -321,6 +352,9 @@ func SetTopicConfig(cfg *log.TopicConfig, name, value string) error {
 	}
 	c := *cfg
 	if !d.set(&c, value) {
+		if want, ok := topicConfigValid[name]; ok {
+			return fmt.Errorf("%w: %s=%q: want %s", log.ErrInvalidConfig, name, value, want)
+		}
 		return fmt.Errorf("%w: %s=%q", log.ErrInvalidConfig, name, value)
 	}
 	*cfg = c

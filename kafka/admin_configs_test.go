@@ -37,7 +37,9 @@ func TestTopicConfigTable(t *testing.T) {
 		require.True(t, d.isSetOn(o), d.name)
 		require.Equal(t, v, d.get(o.WithDefaults()), d.name)
 		require.NotEqual(t, v, d.get(defaults), "%s: the sample is the default", d.name)
-		require.NoError(t, o.WithDefaults().Validate(), d.name)
+		full := o.WithDefaults()
+		full.ReplicationFactor = 3 // room for min.insync.replicas 2
+		require.NoError(t, full.Validate(), d.name)
 		require.NoError(t, DeleteTopicConfig(&o, d.name))
 		require.Equal(t, log.TopicConfig{}, o, d.name)
 		// A bad value changes nothing.
@@ -59,7 +61,9 @@ func TestTopicConfigTable(t *testing.T) {
 		d, _ := topicConfigDefOf(c.name)
 		require.Equal(t, c.reads, d.get(o.WithDefaults()), c.name)
 	}
-	for _, bad := range [][2]string{{"segment.bytes", "0"}, {"retention.bytes", "0"}, {"min.cleanable.dirty.ratio", "1.5"},
+	for _, bad := range [][2]string{{"segment.bytes", "0"}, {"segment.bytes", "13"}, {"segment.bytes", "2147483648"},
+		{"retention.ms", "-2"}, {"flush.messages", "0"}, {"index.interval.bytes", "-1"}, {"delete.retention.ms", "-1"},
+		{"retention.bytes", "0"}, {"min.cleanable.dirty.ratio", "1.5"},
 		{"cleanup.policy", ""}, {"max.message.bytes", "-5"}, {"no.such", "1"}} {
 		require.True(t, errors.Is(SetTopicConfig(&log.TopicConfig{}, bad[0], bad[1]), log.ErrInvalidConfig), "%v", bad)
 	}

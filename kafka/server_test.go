@@ -349,7 +349,7 @@ func TestFetchMaxWaitExpires(t *testing.T) {
 
 func TestProduceErrors(t *testing.T) {
 	s, b, _ := start(t, Config{}, logtest.TopicWithConfig("t", log.TopicConfig{Partitions: 1, MaxMessageBytes: 200}),
-		logtest.TopicWithConfig("isr", log.TopicConfig{Partitions: 1, MinInSyncReplicas: 2}))
+		dataDirWithMinInSync(t, "isr", 2))
 	c := dial(t, s.Addr())
 	badCRC := records("x")
 	badCRC[len(badCRC)-1] ^= 1

@@ -3,6 +3,7 @@ package log
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"time"
 
 	"github.com/strata-log/strata/clock"
@@ -238,9 +239,59 @@ func (c TopicConfig) WithDefaults() TopicConfig {
 	})
 }
 
-// Validate reports a configuration that cannot work, wrapping
-// ErrInvalidConfig. It expects defaults to be applied.
+// Kafka's bounds on topic configs (its LogConfig) that differ from "not
+// negative", in TopicConfig's units.
+const (
+	// minSegmentBytes is segment.bytes' minimum: LegacyRecord's
+	// RECORD_OVERHEAD_V0, Kafka's bound until 4.0 raised it to 1 MiB
+	// (Strata keeps 14: small segments serve tests and embedded logs).
+	minSegmentBytes = 14
+	// maxKafkaInt bounds the configs Kafka types INT (segment.bytes,
+	// segment.index.bytes, index.interval.bytes, max.message.bytes,
+	// min.insync.replicas); an index stores positions as 32 bits.
+	maxKafkaInt = math.MaxInt32
+)
+
+// Validate reports a configuration Kafka refuses, or that cannot work,
+// wrapping ErrInvalidConfig with the reason. It expects defaults to be
+// applied. The bounds are Kafka's (LogConfig), in TopicConfig's terms
+// where a zero field is the default: SegmentBytes 14 to 2^31-1,
+// SegmentTime at least 1 ms, MaxIndexBytes at least 24 (Kafka: 4; two
+// time-index entries must fit), IndexIntervalBytes, RetentionBytes,
+// MaxMessageBytes, FlushMessages, FlushInterval, DeleteRetention and
+// MinCompactionLag not negative (Kafka's retention.bytes may be any
+// negative: unlimited, 0 here), RetentionTime negative for "forever",
+// MinCleanableDirtyRatio in (0, 1], MaxCompactionLag not below
+// MinCompactionLag, and MinInSyncReplicas from 1 to ReplicationFactor
+// (Kafka accepts more, and then refuses every acks=all produce).
 func (c TopicConfig) Validate() error {
+	if err := c.usable(); err != nil {
+		return err
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	switch {
+	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes > maxKafkaInt:
+		return bad("segment.bytes %d outside [%d, %d]", c.SegmentBytes, minSegmentBytes, maxKafkaInt)
+	case c.SegmentTime > 0 && c.SegmentTime < time.Millisecond:
+		return bad("segment.ms %v below 1 ms", c.SegmentTime)
+	case c.MaxIndexBytes > maxKafkaInt:
+		return bad("segment.index.bytes %d above %d", c.MaxIndexBytes, maxKafkaInt)
+	case c.IndexIntervalBytes > maxKafkaInt:
+		return bad("index.interval.bytes %d above %d", c.IndexIntervalBytes, maxKafkaInt)
+	case c.MaxMessageBytes > maxKafkaInt:
+		return bad("max.message.bytes %d above %d", c.MaxMessageBytes, maxKafkaInt)
+	case c.MinInSyncReplicas > c.ReplicationFactor:
+		return bad("min.insync.replicas %d above the replication factor %d: no acks=all produce could succeed", c.MinInSyncReplicas, c.ReplicationFactor)
+	}
+	return nil
+}
+
+// usable reports a configuration the log cannot run with: what a
+// partition opened from disk must satisfy (a topic created before Validate
+// took Kafka's bounds opens all the same).
+func (c TopicConfig) usable() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
@@ -250,37 +301,37 @@ func (c TopicConfig) Validate() error {
 	case c.ReplicationFactor < 1:
 		return bad("replication factor %d < 1", c.ReplicationFactor)
 	case c.MinInSyncReplicas < 1:
-		return bad("min in-sync replicas %d < 1", c.MinInSyncReplicas)
+		return bad("min.insync.replicas %d < 1", c.MinInSyncReplicas)
 	case c.SegmentBytes < 1:
-		return bad("segment bytes %d < 1", c.SegmentBytes)
+		return bad("segment.bytes %d < 1", c.SegmentBytes)
 	case c.SegmentTime < 0:
-		return bad("negative segment time %v", c.SegmentTime)
+		return bad("negative segment.ms %v", c.SegmentTime)
 	case c.IndexIntervalBytes < 0:
-		return bad("negative index interval bytes %d", c.IndexIntervalBytes)
+		return bad("negative index.interval.bytes %d", c.IndexIntervalBytes)
 	case c.MaxIndexBytes < minIndexBytes:
-		return bad("max index bytes %d < %d", c.MaxIndexBytes, minIndexBytes)
+		return bad("segment.index.bytes %d < %d", c.MaxIndexBytes, minIndexBytes)
 	case c.RetentionBytes < 0:
 		return bad("negative retention bytes %d (0 means unlimited)", c.RetentionBytes)
 	case c.Cleanup < CleanupDelete || c.Cleanup > CleanupCompactDelete:
 		return bad("unknown cleanup policy %d", int(c.Cleanup))
 	case c.MaxMessageBytes < 1:
-		return bad("max message bytes %d < 1", c.MaxMessageBytes)
+		return bad("max.message.bytes %d < 1", c.MaxMessageBytes)
 	case c.FlushMessages < 0:
-		return bad("negative flush messages %d", c.FlushMessages)
+		return bad("negative flush.messages %d", c.FlushMessages)
 	case c.FlushInterval < 0:
-		return bad("negative flush interval %v", c.FlushInterval)
+		return bad("negative flush.ms %v", c.FlushInterval)
 	case c.Compression < TopicCompressionProducer || c.Compression > TopicCompressionZstd:
 		return bad("unknown compression type %d", int(c.Compression))
 	case c.DeleteRetention < 0:
-		return bad("negative delete retention %v", c.DeleteRetention)
+		return bad("negative delete.retention.ms %v", c.DeleteRetention)
 	case !(c.MinCleanableDirtyRatio > 0 && c.MinCleanableDirtyRatio <= 1):
-		return bad("min cleanable dirty ratio %v outside (0, 1]", c.MinCleanableDirtyRatio)
+		return bad("min.cleanable.dirty.ratio %v outside (0, 1]", c.MinCleanableDirtyRatio)
 	case c.MinCompactionLag < 0:
-		return bad("negative min compaction lag %v", c.MinCompactionLag)
+		return bad("negative min.compaction.lag.ms %v", c.MinCompactionLag)
 	case c.MaxCompactionLag < 0:
-		return bad("negative max compaction lag %v (0 means unlimited)", c.MaxCompactionLag)
+		return bad("negative max.compaction.lag.ms %v (0 means unlimited)", c.MaxCompactionLag)
 	case c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.MinCompactionLag:
-		return bad("max compaction lag %v below min compaction lag %v", c.MaxCompactionLag, c.MinCompactionLag)
+		return bad("max.compaction.lag.ms %v below min.compaction.lag.ms %v", c.MaxCompactionLag, c.MinCompactionLag)
 	case c.ProducerIDExpiration < 0:
 		return bad("negative producer id expiration %v", c.ProducerIDExpiration)
 	}

@@ -55,7 +55,8 @@ func TestProduceBatchResult(t *testing.T) {
 func TestProduceBatchRefused(t *testing.T) {
 	b := openT(t, vfs.NewMem(), "/d")
 	defer b.Close()
-	p := createT(t, b, "t", TopicConfig{MinInSyncReplicas: 2, MaxMessageBytes: 1000})
+	p := createT(t, b, "t", TopicConfig{MaxMessageBytes: 1000})
+	withMinInSync(t, b, "t", 2)
 	tp := TopicPartition{Topic: "t"}
 	ctx := context.Background()
 

@@ -914,8 +914,9 @@ func TestProducerDoneMaySend(t *testing.T) {
 
 func TestProducerAcksAndFlushPolicy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b, c := prodBroker(t, TopicConfig{FlushMessages: 1, MinInSyncReplicas: 2})
+		b, c := prodBroker(t, TopicConfig{FlushMessages: 1})
 		// AcksAll needs two in-sync replicas here; a standalone broker has one.
+		withMinInSync(t, b, "t", 2)
 		all := newProd(t, c, ProducerConfig{})
 		_, err := all.Send(t.Context(), Record{Topic: "t", Value: val(0)})
 		require.ErrorIs(t, err, ErrNotEnoughReplicas)

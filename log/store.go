@@ -359,7 +359,9 @@ func checkNew(topic string, id int, cfg TopicConfig) (TopicConfig, error) {
 		return cfg, err
 	}
 	cfg = cfg.WithDefaults()
-	if err := cfg.Validate(); err != nil {
+	// Kafka's bounds are checked where a config enters (CreateTopic,
+	// AlterTopicConfig): one on disk from before them opens all the same.
+	if err := cfg.usable(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

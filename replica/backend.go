@@ -17,6 +17,9 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg log.TopicConf
 	if err := log.ValidTopicName(name); err != nil {
 		return err
 	}
+	if err := cfg.WithDefaults().Validate(); err != nil { // Kafka's bounds, as a standalone broker's
+		return err
+	}
 	t, err := b.ctl.CreateTopic(ctx, name, controller.TopicSpec{
 		Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
 		MinInSyncReplicas: cfg.MinInSyncReplicas, Configs: encodeTopicConfig(cfg),
@@ -58,7 +61,7 @@ func controllerErr(err error) error {
 	case errors.Is(err, controller.ErrInvalidTopic):
 		return fmt.Errorf("%w: %w", log.ErrInvalidTopic, err)
 	case errors.Is(err, controller.ErrInvalidReplicationFactor), errors.Is(err, controller.ErrInvalidPartitions),
-		errors.Is(err, controller.ErrInvalidRequest):
+		errors.Is(err, controller.ErrInvalidRequest), errors.Is(err, controller.ErrInvalidConfig):
 		return fmt.Errorf("%w: %w", log.ErrInvalidConfig, err)
 	}
 	return err
