@@ -217,11 +217,15 @@ type topicConfigKey struct {
 
 func parseInt(v string) (int64, error) { return strconv.ParseInt(v, 10, 64) }
 
-// kafkaMs is a Kafka millisecond setting: -1 (or any negative) → forever.
+// kafkaMs is a Kafka millisecond setting: -1 → forever; below -1 is
+// refused, as Kafka refuses it.
 func kafkaMs(v string) (time.Duration, error) {
 	n, err := parseInt(v)
 	if err != nil {
 		return 0, err
+	}
+	if n < -1 {
+		return 0, errors.New("want -1 (forever) or more")
 	}
 	if n < 0 {
 		return -1, nil
