@@ -250,6 +250,9 @@ func (b *Broker) removeStrays(dirs []TopicPartition) {
 		b.logger.Info("removing partition directory of no topic", "topic", tp.Topic, "partition", tp.Partition)
 		if err := b.store.RemovePartition(tp.Topic, tp.Partition); err != nil {
 			b.logger.Warn("could not remove partition directory of no topic; leaving it", "topic", tp.Topic, "partition", tp.Partition, "err", err)
+			// No partition opens from it: it is not to be recovered
+			// either, or no shutdown would be clean again.
+			b.store.leaveUnopened(tp)
 		}
 	}
 }

@@ -254,6 +254,7 @@ func TestOpenWithLeftovers(t *testing.T) {
 	require.NoError(t, mem.MkdirAll("/d/"+asideName("gone", 3, 1), 0o755))
 	// An aside no one can remove.
 	require.NoError(t, mem.MkdirAll("/d/"+asideName("locked", 0, 2), 0o755))
+	require.NoError(t, mem.Remove("/d/"+cleanShutdown)) // as after a crash
 	require.NoError(t, mem.SyncDir("/d"))
 
 	var logs bytes.Buffer
@@ -280,6 +281,8 @@ func TestOpenWithLeftovers(t *testing.T) {
 	p, _ := top.Partition(0)
 	require.Zero(t, p.EndOffset())
 	require.NoError(t, b.Close())
+	_, err = mem.Stat("/d/" + cleanShutdown)
+	require.NoError(t, err, "the strays left behind do not keep the shutdown from being clean")
 
 	// Without the faults, the next open clears the rest.
 	b = openT(t, mem, "/d")

@@ -253,9 +253,10 @@ func OpenStore(dir string, cfg StoreConfig) (*Store, error) {
 }
 
 // load reads the clean-shutdown marker and the checkpoints, finishes
-// removals a crash interrupted, and removes the marker: from here on a
-// crash is unclean. One listing of the data dir tells it which of those
-// files exist, so a new data dir (only the lock in it) costs one ReadDir.
+// removals a crash interrupted (or, keepAsides, notes them for the owner),
+// and removes the marker: from here on a crash is unclean. One listing of
+// the data dir tells it which of those files exist, so a new data dir
+// (only the lock in it) costs one ReadDir.
 func (s *Store) load() error {
 	names, err := s.fs.ReadDir(s.dir)
 	if err != nil {
@@ -324,14 +325,10 @@ func (s *Store) load() error {
 			return err
 		}
 	}
-	removed := false
 	if s.clean {
 		if err := s.fs.Remove(filepath.Join(s.dir, cleanShutdown)); err != nil {
 			return fmt.Errorf("log: remove clean-shutdown marker: %w", err)
 		}
-		removed = true
-	}
-	if removed {
 		if err := s.fs.SyncDir(s.dir); err != nil {
 			return fmt.Errorf("log: sync dir %s: %w", s.dir, err)
 		}
@@ -609,6 +606,14 @@ func (s *Store) removeAside(aside string) error {
 		return fmt.Errorf("log: remove partition directory %s: %w", filepath.Base(aside), err)
 	}
 	return nil
+}
+
+// leaveUnopened takes a partition directory its owner leaves behind, never
+// to open it, out of those a clean shutdown waits to see recovered.
+func (s *Store) leaveUnopened(tp TopicPartition) {
+	s.mu.Lock()
+	delete(s.unrecovered, tp)
+	s.mu.Unlock()
 }
 
 // hasAside reports whether open found an aside of partition id of topic:
