@@ -660,7 +660,8 @@ func TestProducerWaitsForTopicMetadata(t *testing.T) {
 // error matches ctx's and the last error of the batch.
 func TestProducerSendCtxErrorSaysWhy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, c := prodBroker(t, TopicConfig{MinInSyncReplicas: 2}) // a standalone broker has 1
+		b, c := prodBroker(t, TopicConfig{})
+		withMinInSync(t, b, "t", 2) // a standalone broker has 1
 		p := newProd(t, c, ProducerConfig{})
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
