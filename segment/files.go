@@ -3,22 +3,37 @@ package segment
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 )
 
-// files are a segment's open files: its .log and its two indexes.
+// files are a segment's open files: its .log and its two indexes. Of a
+// sealed segment, each index is opened by the first reader that needs it
+// (Kafka's LazyIndex): a fetch needs the offset index, a lookup by time
+// both.
 type files struct {
 	log vfs.File
-	oi  *index.OffsetIndex
-	ti  *index.TimeIndex
+	oi  atomic.Pointer[index.OffsetIndex] // nil until opened
+	ti  atomic.Pointer[index.TimeIndex]   // nil until opened
+}
+
+func newFiles(log vfs.File, oi *index.OffsetIndex, ti *index.TimeIndex) *files {
+	f := &files{log: log}
+	f.oi.Store(oi)
+	f.ti.Store(ti)
+	return f
 }
 
 func (f *files) close() {
-	f.oi.Close()
-	f.ti.Close()
+	if x := f.oi.Load(); x != nil {
+		x.Close()
+	}
+	if x := f.ti.Load(); x != nil {
+		x.Close()
+	}
 	f.log.Close()
 }
 
@@ -104,11 +119,25 @@ func (s *Segment) closeFiles() {
 	}
 }
 
-// hold takes a reference for a method of the owner's that uses the files,
-// and returns them, open; the caller releases it.
+// hold takes a reference for a method that uses the files, and returns
+// them, open; the caller releases it. Unlike Acquire, it succeeds on a
+// segment its owner closed while a reader still holds it (the flush of a
+// segment it acquired, say).
 func (s *Segment) hold() (*files, error) {
-	if !s.acquire() {
-		return nil, ErrClosed
+	for {
+		n := s.refs.Load()
+		if n&^evicting == 0 {
+			return nil, ErrClosed
+		}
+		if n&evicting != 0 {
+			s.fmu.Lock()
+			//lint:ignore SA2001 an empty critical section: it waits for the Cache
+			s.fmu.Unlock()
+			continue
+		}
+		if s.refs.CompareAndSwap(n, n+1) {
+			break
+		}
 	}
 	f, err := s.files()
 	if err != nil {
@@ -149,43 +178,159 @@ func (s *Segment) openLazily() (*files, error) {
 	return f, nil
 }
 
-// reopen opens the files of a segment whose state is known (a sealed
-// segment opened lazily, or whose files a Cache closed). The first time,
-// the indexes get the sanity check Open gives them, and are rebuilt from
-// the .log if they fail it or are missing. Holds fmu.
+// reopen opens the .log of a segment whose state is known (a sealed
+// segment opened lazily, or whose files a Cache closed); its indexes are
+// opened when needed (offsetIndex, timeIndex). Holds fmu.
 func (s *Segment) reopen() (*files, error) {
 	// OpenReadWrite would create a .log that is gone: an empty segment.
 	if _, err := s.fs.Stat(s.path(".log")); err != nil {
 		return nil, fmt.Errorf("segment: open %s: %w", s.path(".log"), err)
 	}
-	rebuild := false
-	for _, ext := range []string{".index", ".timeindex"} {
-		if _, err := s.fs.Stat(s.path(ext)); isNotExist(err) {
-			rebuild = true
-		} else if err != nil {
-			return nil, fmt.Errorf("segment: open %s: %w", s.path(ext), err)
-		}
-	}
 	log, err := s.fs.OpenReadWrite(s.path(".log"))
 	if err != nil {
 		return nil, fmt.Errorf("segment: open %s: %w", s.path(".log"), err)
 	}
-	oi, ti, err := s.openIndexes()
-	if err != nil {
-		log.Close()
-		return nil, err
+	return &files{log: log}, nil
+}
+
+// offsetIndex returns the offset index of f, opening it if need be. The
+// caller holds a reference.
+func (s *Segment) offsetIndex(f *files) (*index.OffsetIndex, error) {
+	if x := f.oi.Load(); x != nil {
+		return x, nil
 	}
-	f := &files{log: log, oi: oi, ti: ti}
-	if !s.checked {
-		if rebuild || oi.SanityCheck(s.size.Load()) != nil || ti.SanityCheck(s.next.Load()) != nil {
-			if err := s.rebuildIndexes(f); err != nil {
-				f.close()
-				return nil, err
-			}
+	s.fmu.Lock()
+	err := s.loadIndexes(f, true, false)
+	s.fmu.Unlock()
+	return f.oi.Load(), err
+}
+
+// timeIndex returns the time index of f, opening it if need be. The
+// caller holds a reference.
+func (s *Segment) timeIndex(f *files) (*index.TimeIndex, error) {
+	if x := f.ti.Load(); x != nil {
+		return x, nil
+	}
+	s.fmu.Lock()
+	err := s.loadIndexes(f, false, true)
+	s.fmu.Unlock()
+	return f.ti.Load(), err
+}
+
+// indexes returns both indexes of f, opening them if need be. The caller
+// holds a reference.
+func (s *Segment) indexes(f *files) (*index.OffsetIndex, *index.TimeIndex, error) {
+	oi, ti := f.oi.Load(), f.ti.Load()
+	if oi != nil && ti != nil {
+		return oi, ti, nil
+	}
+	s.fmu.Lock()
+	err := s.loadIndexes(f, true, true)
+	s.fmu.Unlock()
+	return f.oi.Load(), f.ti.Load(), err
+}
+
+// loadIndexes opens the indexes of f asked for that are not open. The
+// first time, an index gets the sanity check Open gives it, and is rebuilt
+// from the .log if it fails it or is missing; only then is it published to
+// readers. Holds fmu.
+func (s *Segment) loadIndexes(f *files, wantOI, wantTI bool) error {
+	wantOI = wantOI && f.oi.Load() == nil
+	wantTI = wantTI && f.ti.Load() == nil
+	if !wantOI && !wantTI {
+		return nil
+	}
+	if s.noReopen.Load() {
+		return fmt.Errorf("segment: %s: files removed: %w", s.path(".log"), ErrClosed)
+	}
+	var (
+		oi                 *index.OffsetIndex
+		ti                 *index.TimeIndex
+		rebuildOI, rebuild bool
+		err                error
+	)
+	closeNew := func() {
+		if oi != nil {
+			oi.Close()
 		}
-		s.checked = true
+		if ti != nil {
+			ti.Close()
+		}
 	}
-	return f, nil
+	if wantOI {
+		missing, serr := s.missing(".index")
+		if serr != nil {
+			return serr
+		}
+		if oi, err = index.OpenOffsetIndex(s.fs, s.path(".index"), s.base, s.cfg.MaxIndexBytes); err != nil {
+			return fmt.Errorf("segment: %w", err)
+		}
+		rebuildOI = !s.oiChecked && (missing || oi.SanityCheck(s.size.Load()) != nil)
+		rebuild = rebuildOI
+	}
+	rebuildTI := false
+	if wantTI {
+		missing, serr := s.missing(".timeindex")
+		if serr != nil {
+			closeNew()
+			return serr
+		}
+		if ti, err = index.OpenTimeIndex(s.fs, s.path(".timeindex"), s.base, s.cfg.MaxIndexBytes); err != nil {
+			closeNew()
+			return fmt.Errorf("segment: %w", err)
+		}
+		rebuildTI = !s.tiChecked && (missing || ti.SanityCheck(s.next.Load()) != nil)
+		rebuild = rebuild || rebuildTI
+	}
+	if rebuild {
+		var roi *index.OffsetIndex
+		var rti *index.TimeIndex
+		if rebuildOI {
+			roi = oi
+		}
+		if rebuildTI {
+			rti = ti
+		}
+		if err := s.rebuildIndexes(f.log, roi, rti); err != nil {
+			closeNew()
+			return err
+		}
+	}
+	if oi != nil {
+		s.oiChecked = true
+		f.oi.Store(oi)
+	}
+	if ti != nil {
+		s.tiChecked = true
+		f.ti.Store(ti)
+	}
+	return nil
+}
+
+// missing reports whether the segment file with extension ext is absent.
+func (s *Segment) missing(ext string) (bool, error) {
+	_, err := s.fs.Stat(s.path(ext))
+	if isNotExist(err) {
+		return true, nil
+	} else if err != nil {
+		return false, fmt.Errorf("segment: open %s: %w", s.path(ext), err)
+	}
+	return false, nil
+}
+
+// openAll opens the files and both indexes, if they are not open, for
+// readers of a segment whose files are about to go (Retire, Unlink); on
+// error they get it when they read. Holds fmu.
+func (s *Segment) openAll() {
+	f := s.f.Load()
+	if f == nil {
+		var err error
+		if f, err = s.reopen(); err != nil {
+			return
+		}
+		s.f.Store(f)
+	}
+	_ = s.loadIndexes(f, true, true)
 }
 
 // evict closes the files of a sealed segment that no one holds, for its
@@ -210,17 +355,22 @@ func (s *Segment) evict() bool {
 	return true
 }
 
-// rebuildIndexes rebuilds the indexes of a sealed segment from its .log,
+// rebuildIndexes rebuilds the given indexes (nil: not that one) of a sealed
+// segment from its .log,
 // which must hold whole, valid batches up to the segment's size (nothing is
 // truncated here: a reader may be looking at the segment), trims them and
 // makes them durable. The largest timestamp is set from the .log too (the
 // time index it was read from at open may have been the bad one).
-func (s *Segment) rebuildIndexes(f *files) error {
-	if err := f.oi.Reset(); err != nil {
-		return fmt.Errorf("segment: rebuild indexes: %w", err)
+func (s *Segment) rebuildIndexes(log vfs.File, oi *index.OffsetIndex, ti *index.TimeIndex) error {
+	if oi != nil {
+		if err := oi.Reset(); err != nil {
+			return fmt.Errorf("segment: rebuild indexes: %w", err)
+		}
 	}
-	if err := f.ti.Reset(); err != nil {
-		return fmt.Errorf("segment: rebuild indexes: %w", err)
+	if ti != nil {
+		if err := ti.Reset(); err != nil {
+			return fmt.Errorf("segment: rebuild indexes: %w", err)
+		}
 	}
 	size := s.size.Load()
 	var (
@@ -238,7 +388,7 @@ func (s *Segment) rebuildIndexes(f *files) error {
 		if size-pos < int64(len(hdr)) {
 			return fail(pos, batch.ErrCorrupt)
 		}
-		if _, err := f.log.ReadAt(hdr[:], pos); err != nil {
+		if _, err := log.ReadAt(hdr[:], pos); err != nil {
 			return fail(pos, err)
 		}
 		n, err := batch.PeekSize(hdr[:])
@@ -249,7 +399,7 @@ func (s *Segment) rebuildIndexes(f *files) error {
 			buf = make([]byte, n)
 		}
 		buf = buf[:n]
-		if _, err := f.log.ReadAt(buf, pos); err != nil {
+		if _, err := log.ReadAt(buf, pos); err != nil {
 			return fail(pos, err)
 		}
 		h, err := batch.Validate(buf)
@@ -263,13 +413,13 @@ func (s *Segment) rebuildIndexes(f *files) error {
 			maxTs, offOfMax = h.MaxTimestamp, h.LastOffset()
 		}
 		if since > s.cfg.IndexIntervalBytes {
-			if !f.oi.IsFull() {
-				if err := f.oi.Append(h.LastOffset(), pos); err != nil {
+			if oi != nil && !oi.IsFull() {
+				if err := oi.Append(h.LastOffset(), pos); err != nil {
 					return fail(pos, err)
 				}
 			}
-			if !f.ti.IsFull() {
-				if err := f.ti.MaybeAppend(maxTs, offOfMax, false); err != nil {
+			if ti != nil && !ti.IsFull() {
+				if err := ti.MaybeAppend(maxTs, offOfMax, false); err != nil {
 					return fail(pos, err)
 				}
 			}
@@ -282,17 +432,22 @@ func (s *Segment) rebuildIndexes(f *files) error {
 	if next != s.next.Load() {
 		return fail(size, fmt.Errorf("%w: the batches end at %d, not %d", batch.ErrCorrupt, next, s.next.Load()))
 	}
-	if maxTs >= 0 {
-		if err := f.ti.MaybeAppend(maxTs, offOfMax, true); err != nil && !errors.Is(err, index.ErrIndexFull) {
+	if ti != nil && maxTs >= 0 {
+		if err := ti.MaybeAppend(maxTs, offOfMax, true); err != nil && !errors.Is(err, index.ErrIndexFull) {
 			return fail(size, err)
 		}
 	}
 	s.maxTs.Store(maxTs)
 	s.offsetOfMaxTs = offOfMax
-	for _, err := range []error{f.oi.TrimToValidSize(), f.ti.TrimToValidSize(), f.oi.Flush(), f.ti.Flush()} {
-		if err != nil {
-			return fmt.Errorf("segment: rebuild indexes of %s: %w", s.path(".log"), err)
-		}
+	var errs []error
+	if oi != nil {
+		errs = append(errs, oi.TrimToValidSize(), oi.Flush())
+	}
+	if ti != nil {
+		errs = append(errs, ti.TrimToValidSize(), ti.Flush())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("segment: rebuild indexes of %s: %w", s.path(".log"), err)
 	}
 	return nil
 }

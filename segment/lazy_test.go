@@ -72,8 +72,9 @@ func sealedSegments(t *testing.T, fs vfs.FS, dir string, cfg Config, n int) (bas
 }
 
 // TestOpenSealedLazily: a sealed segment opened with OpenSealed has its
-// state and no open file; the first reader opens its three files and
-// reads what was written; Close closes them.
+// state and no open file; the first reader opens its .log and offset index
+// and reads what was written, a lookup by time opens the time index; Close
+// closes them.
 func TestOpenSealedLazily(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
 		bases, data, states := sealedSegments(t, fs, dir, tiny, 3)
@@ -88,7 +89,12 @@ func TestOpenSealedLazily(t *testing.T) {
 			require.Equal(t, states[i].MaxTs, s.MaxTimestamp())
 			require.True(t, s.Acquire())
 			require.Equal(t, data[i], readAll(t, s, 1<<20))
-			require.Equal(t, int64(3), cfs.open.Load())
+			require.Equal(t, int64(2), cfs.open.Load(), "a read opens the .log and the offset index")
+			off, ok, err := s.OffsetForTime(states[i].MaxTs, 0)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Less(t, off, s.NextOffset())
+			require.Equal(t, int64(3), cfs.open.Load(), "a lookup by time the time index")
 			require.Equal(t, states[i], stateOf(s))
 			s.Release()
 			require.NoError(t, s.Close())
@@ -193,7 +199,7 @@ func TestCacheBoundsOpenFiles(t *testing.T) {
 			_, _, err := s.Read(s.BaseOffset(), 1, NoBound, true)
 			require.NoError(t, err)
 		}
-		require.Equal(t, int64(3*2*bound), cfs.open.Load())
+		require.Equal(t, int64(2*2*bound), cfs.open.Load())
 		for _, s := range segs[:2*bound] {
 			s.Release()
 		}

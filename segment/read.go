@@ -54,8 +54,12 @@ func (s *Segment) Locate(offset int64) (int64, batch.Header, error) {
 }
 
 func (s *Segment) locate(f *files, offset int64) (int64, batch.Header, error) {
+	oi, err := s.offsetIndex(f)
+	if err != nil {
+		return 0, batch.Header{}, err
+	}
 	end := s.size.Load()
-	pos := f.oi.Lookup(offset).Position
+	pos := oi.Lookup(offset).Position
 	for pos < end {
 		h, err := s.header(f, pos, end)
 		if err != nil {
@@ -187,16 +191,17 @@ func (s *Segment) lastEntryWithin(f *files, from, limit, maxOffset int64) (index
 	ok := func(e index.OffsetEntry) bool {
 		return e.Position <= limit && e.Position < end && e.Offset < maxOffset
 	}
-	n := f.oi.Entries()
+	oi := f.oi.Load() // locate opened it
+	n := oi.Entries()
 	// Entries are sorted by offset and position: ok holds for a prefix.
 	i := sort.Search(n, func(i int) bool {
-		e, found := f.oi.Entry(i)
+		e, found := oi.Entry(i)
 		return !found || !ok(e)
 	}) - 1
 	if i < 0 {
 		return index.OffsetEntry{}, false
 	}
-	e, found := f.oi.Entry(i)
+	e, found := oi.Entry(i)
 	if !found || !ok(e) || e.Position <= from {
 		return index.OffsetEntry{}, false
 	}
@@ -237,12 +242,16 @@ func (s *Segment) OffsetForTime(ts, from int64) (off int64, ok bool, err error) 
 	if err != nil {
 		return 0, false, err
 	}
-	e := f.ti.Lookup(ts)
+	oi, ti, err := s.indexes(f)
+	if err != nil {
+		return 0, false, err
+	}
+	e := ti.Lookup(ts)
 	start := e.Offset
 	if from > start {
 		start = from
 	}
-	pos := f.oi.Lookup(start).Position
+	pos := oi.Lookup(start).Position
 	end := s.size.Load()
 	for pos < end {
 		h, err := s.header(f, pos, end)

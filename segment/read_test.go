@@ -44,7 +44,7 @@ func TestReadRangeBounded(t *testing.T) {
 		s := create(t, fs, dir, base, tiny)
 		defer s.Close()
 		ws := fill(t, s, rand.New(rand.NewPCG(5, 6)), 40, new(int64))
-		require.Greater(t, s.f.Load().oi.Entries(), 10)
+		require.Greater(t, s.f.Load().oi.Load().Entries(), 10)
 		var bounds []int64
 		for _, w := range ws {
 			bounds = append(bounds, w.h.BaseOffset, w.h.BaseOffset+1, w.h.LastOffset())

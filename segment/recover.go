@@ -27,10 +27,14 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		return 0, fmt.Errorf("segment: recover %s: %w", s.path(".log"), err)
 	}
 	size := fi.Size()
-	if err := f.oi.Reset(); err != nil {
+	oi, ti, err := s.indexes(f)
+	if err != nil {
+		return 0, err
+	}
+	if err := oi.Reset(); err != nil {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
-	if err := f.ti.Reset(); err != nil {
+	if err := ti.Reset(); err != nil {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
 	s.maxTs.Store(-1)

@@ -72,9 +72,10 @@ type Segment struct {
 	// a reference (files); fmu serializes opening and closing them.
 	f   atomic.Pointer[files]
 	fmu sync.Mutex
-	// checked: the indexes passed their sanity check since Open (guarded
-	// by fmu). A segment opened lazily checks them when it opens them.
-	checked bool
+	// oiChecked, tiChecked: the index passed its sanity check since Open
+	// (guarded by fmu). A segment opened lazily checks each index when it
+	// first opens it.
+	oiChecked, tiChecked bool
 	// sealed: not the active segment; its files may be closed when idle.
 	sealed atomic.Bool
 	// noReopen: the files are being removed or replaced (Unlink, Retire):
@@ -148,8 +149,8 @@ func createSuffixed(fs vfs.FS, dir string, base int64, cfg Config, now time.Time
 		failed()
 		return nil, err
 	}
-	s.f.Store(&files{log: f, oi: oi, ti: ti})
-	s.checked = true
+	s.f.Store(newFiles(f, oi, ti))
+	s.oiChecked, s.tiChecked = true, true
 	return s, nil
 }
 
@@ -169,7 +170,7 @@ func Open(fs vfs.FS, dir string, base int64, cfg Config, recover bool, maxBatchB
 		f.Close()
 		return nil, 0, err
 	}
-	fl := &files{log: f, oi: oi, ti: ti}
+	fl := newFiles(f, oi, ti)
 	s.f.Store(fl)
 	if !recover {
 		if err := s.load(fl); err != nil {
@@ -184,7 +185,7 @@ func Open(fs vfs.FS, dir string, base int64, cfg Config, recover bool, maxBatchB
 		}
 		s.recovered = true
 	}
-	s.checked = true
+	s.oiChecked, s.tiChecked = true, true
 	return s, truncated, nil
 }
 
@@ -227,19 +228,20 @@ func (s *Segment) load(f *files) error {
 		return err
 	}
 	size := fi.Size()
-	if err := f.oi.SanityCheck(size); err != nil {
+	oi, ti := f.oi.Load(), f.ti.Load()
+	if err := oi.SanityCheck(size); err != nil {
 		return err
 	}
-	last := f.ti.LastEntry()
-	start := f.oi.Lookup(last.Offset).Position
-	if p := f.oi.LastEntry().Position; p < start {
+	last := ti.LastEntry()
+	start := oi.Lookup(last.Offset).Position
+	if p := oi.LastEntry().Position; p < start {
 		start = p
 	}
 	next, maxTs, offOfMax, err := walkHeaders(f.log, start, size, s.base, last.Timestamp, last.Offset)
 	if err != nil {
 		return err
 	}
-	if err := f.ti.SanityCheck(next); err != nil {
+	if err := ti.SanityCheck(next); err != nil {
 		return err
 	}
 	if size > 0 {
@@ -321,7 +323,8 @@ func (s *Segment) ShouldRoll(batchSize int, lastOffset, maxTs int64, segmentByte
 	if size+int64(batchSize) > segmentBytes {
 		return true
 	}
-	if f := s.f.Load(); f == nil || f.oi.IsFull() || f.ti.IsFull() {
+	if f := s.f.Load(); f == nil || f.oi.Load() == nil || f.ti.Load() == nil ||
+		f.oi.Load().IsFull() || f.ti.Load().IsFull() {
 		return true
 	}
 	if lastOffset-s.base > math.MaxInt32 {
@@ -345,7 +348,7 @@ func (s *Segment) Append(b []byte, h batch.Header) error {
 		return ErrClosed
 	}
 	f := s.f.Load()
-	if f == nil || s.sealed.Load() {
+	if f == nil || s.sealed.Load() || f.oi.Load() == nil || f.ti.Load() == nil {
 		return fmt.Errorf("segment: append to %s: sealed", s.path(".log"))
 	}
 	if h.BaseOffset != s.next.Load() {
@@ -377,14 +380,17 @@ func (s *Segment) index(f *files, h batch.Header, pos int64) error {
 	// A full index only happens while rebuilding one (appends roll the
 	// segment first): a rebuilt index may be sparser than the original.
 	if s.bytesSinceIndex > s.cfg.IndexIntervalBytes {
-		if !f.oi.IsFull() {
-			if err := f.oi.Append(h.LastOffset(), pos); err != nil {
+		// The active segment's indexes (or those Recover rebuilds) are
+		// open.
+		oi, ti := f.oi.Load(), f.ti.Load()
+		if !oi.IsFull() {
+			if err := oi.Append(h.LastOffset(), pos); err != nil {
 				return fmt.Errorf("segment: %w", err)
 			}
 			s.indexesDirty.Store(true)
 		}
-		if !f.ti.IsFull() {
-			if err := f.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
+		if !ti.IsFull() {
+			if err := ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, false); err != nil {
 				return fmt.Errorf("segment: %w", err)
 			}
 		}
@@ -406,16 +412,20 @@ func (s *Segment) Seal() error {
 		return err
 	}
 	defer s.Release()
+	oi, ti, err := s.indexes(f)
+	if err != nil {
+		return err
+	}
 	if s.maxTs.Load() >= 0 {
-		err := f.ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true)
+		err := ti.MaybeAppend(s.maxTs.Load(), s.offsetOfMaxTs, true)
 		if err != nil && !errors.Is(err, index.ErrIndexFull) {
 			return fmt.Errorf("segment: seal: %w", err)
 		}
 	}
-	if err := f.oi.TrimToValidSize(); err != nil {
+	if err := oi.TrimToValidSize(); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
-	if err := f.ti.TrimToValidSize(); err != nil {
+	if err := ti.TrimToValidSize(); err != nil {
 		return fmt.Errorf("segment: seal: %w", err)
 	}
 	s.indexesDirty.Store(true)
@@ -448,12 +458,18 @@ func (s *Segment) FlushIndexes() error {
 		return err
 	}
 	defer s.Release()
+	// An index not open may have been closed with entries the file
+	// system holds but has not made durable: open it to fsync it.
+	oi, ti, err := s.indexes(f)
+	if err != nil {
+		return err
+	}
 	s.indexesDirty.Store(false)
-	if err := f.oi.Flush(); err != nil {
+	if err := oi.Flush(); err != nil {
 		s.indexesDirty.Store(true)
 		return fmt.Errorf("segment: %w", err)
 	}
-	if err := f.ti.Flush(); err != nil {
+	if err := ti.Flush(); err != nil {
 		s.indexesDirty.Store(true)
 		return fmt.Errorf("segment: %w", err)
 	}
@@ -468,10 +484,14 @@ func (s *Segment) ResizeIndexes(maxBytes int) error {
 		return err
 	}
 	defer s.Release()
-	if err := f.oi.Resize(maxBytes); err != nil {
+	oi, ti, err := s.indexes(f)
+	if err != nil {
+		return err
+	}
+	if err := oi.Resize(maxBytes); err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}
-	if err := f.ti.Resize(maxBytes); err != nil {
+	if err := ti.Resize(maxBytes); err != nil {
 		return fmt.Errorf("segment: %w", err)
 	}
 	return nil
@@ -529,10 +549,8 @@ func (s *Segment) Retire() {
 	// A reader that acquired it before it was unlisted reads it: open its
 	// files for it if they are closed. (One that acquires it after sees
 	// it unlisted: Acquire refuses it if the files are closed.)
-	if s.f.Load() == nil && !s.noReopen.Load() && (s.refs.Load()&^evicting)%ownerRef != 0 {
-		if f, err := s.reopen(); err == nil { // else the reader gets ErrClosed
-			s.f.Store(f)
-		}
+	if !s.noReopen.Load() && (s.f.Load() != nil || (s.refs.Load()&^evicting)%ownerRef != 0) {
+		s.openAll() // on error the reader gets it
 	}
 	s.noReopen.Store(true)
 	s.fmu.Unlock()
@@ -544,21 +562,12 @@ func (s *Segment) Retire() {
 // caller syncs the directory.
 func (s *Segment) Unlink() error {
 	s.fmu.Lock()
-	var first error
-	if s.f.Load() == nil && !s.noReopen.Load() && s.refs.Load() != 0 {
-		f, err := s.reopen()
-		if err != nil {
-			first = err // readers will get ErrClosed
-		} else {
-			s.f.Store(f)
-		}
+	if !s.noReopen.Load() && s.refs.Load() != 0 {
+		s.openAll() // on error readers get it
 	}
 	s.noReopen.Store(true)
 	s.fmu.Unlock()
-	if err := s.remove(); err != nil && first == nil {
-		first = err
-	}
-	return first
+	return s.remove()
 }
 
 func (s *Segment) remove() error {

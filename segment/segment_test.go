@@ -190,14 +190,17 @@ type state struct {
 
 // entries returns the segment's index entries.
 func entries(s *Segment) ([]index.OffsetEntry, []index.TimeEntry) {
+	if _, _, err := s.indexes(s.f.Load()); err != nil { // a sealed one's open lazily
+		panic(err)
+	}
 	var oes []index.OffsetEntry
-	for i := range s.f.Load().oi.Entries() {
-		e, _ := s.f.Load().oi.Entry(i)
+	for i := range s.f.Load().oi.Load().Entries() {
+		e, _ := s.f.Load().oi.Load().Entry(i)
 		oes = append(oes, e)
 	}
 	var tes []index.TimeEntry
-	for i := range s.f.Load().ti.Entries() {
-		e, _ := s.f.Load().ti.Entry(i)
+	for i := range s.f.Load().ti.Load().Entries() {
+		e, _ := s.f.Load().ti.Load().Entry(i)
 		tes = append(tes, e)
 	}
 	return oes, tes
@@ -268,13 +271,13 @@ func TestCreateRemovesStaleIndexes(t *testing.T) {
 	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
 		s := create(t, fs, dir, 0, tiny)
 		fill(t, s, rand.New(rand.NewPCG(1, 2)), 30, new(int64))
-		require.NotZero(t, s.f.Load().oi.Entries())
+		require.NotZero(t, s.f.Load().oi.Load().Entries())
 		require.NoError(t, s.Close())
 		// A new life of the same base offset starts with empty indexes.
 		s = create(t, fs, dir, 0, tiny)
 		defer s.Close()
-		require.Zero(t, s.f.Load().oi.Entries())
-		require.Zero(t, s.f.Load().ti.Entries())
+		require.Zero(t, s.f.Load().oi.Load().Entries())
+		require.Zero(t, s.f.Load().ti.Load().Entries())
 		require.Zero(t, s.Size())
 		require.Zero(t, fileSize(t, fs, filepath.Join(dir, Name(0, ".log"))))
 	})
@@ -290,7 +293,7 @@ func TestAppendReadLocate(t *testing.T) {
 		require.Equal(t, last.NextOffset(), s.NextOffset())
 		require.Equal(t, ws[len(ws)-1].pos+int64(len(ws[len(ws)-1].b)), s.Size())
 		require.Equal(t, int64(len(logBytes(ws))), fileSize(t, fs, filepath.Join(dir, Name(base, ".log"))))
-		require.Greater(t, s.f.Load().oi.Entries(), 10, "the index interval is small: many entries")
+		require.Greater(t, s.f.Load().oi.Load().Entries(), 10, "the index interval is small: many entries")
 
 		// Every offset is found in its batch, by Locate, Read and Range.
 		for i, w := range ws {
@@ -429,7 +432,7 @@ func TestOffsetForTime(t *testing.T) {
 				all = append(all, r{w.h.BaseOffset + int64(i), rc.ts})
 			}
 		}
-		require.Greater(t, s.f.Load().ti.Entries(), 5)
+		require.Greater(t, s.f.Load().ti.Load().Entries(), 5)
 		maxTs := int64(math.MinInt64)
 		for _, x := range all {
 			maxTs = max(maxTs, x.ts)
@@ -495,8 +498,8 @@ func TestShouldRoll(t *testing.T) {
 					require.False(t, never(s, w), "batch %d", i)
 				}
 			}
-			require.True(t, s.f.Load().oi.IsFull())
-			require.False(t, s.f.Load().ti.IsFull())
+			require.True(t, s.f.Load().oi.Load().IsFull())
+			require.False(t, s.f.Load().ti.Load().IsFull())
 			require.True(t, never(s, written{b: encode(0, simple(1, 5, 1)), h: batch.Header{}}))
 		})
 
@@ -510,8 +513,8 @@ func TestShouldRoll(t *testing.T) {
 					require.False(t, never(s, w), "batch %d", i)
 				}
 			}
-			require.True(t, s.f.Load().ti.IsFull())
-			require.False(t, s.f.Load().oi.IsFull())
+			require.True(t, s.f.Load().ti.Load().IsFull())
+			require.False(t, s.f.Load().oi.Load().IsFull())
 			require.True(t, never(s, w))
 		})
 
@@ -562,7 +565,7 @@ func TestShouldRoll(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, w.pos, pos)
 			require.Equal(t, w.h, h)
-			require.Equal(t, index.OffsetEntry{Offset: base + math.MaxInt32, Position: w.pos}, s.f.Load().oi.LastEntry())
+			require.Equal(t, index.OffsetEntry{Offset: base + math.MaxInt32, Position: w.pos}, s.f.Load().oi.Load().LastEntry())
 		})
 	})
 }
@@ -594,7 +597,7 @@ func TestSeal(t *testing.T) {
 		// Append until a batch gets an index entry; the next batch (small)
 		// does not: it raises the largest timestamp after the last time
 		// index entry, so only Seal puts it in the time index.
-		for n := s.f.Load().oi.Entries(); s.f.Load().oi.Entries() == n; {
+		for n := s.f.Load().oi.Load().Entries(); s.f.Load().oi.Load().Entries() == n; {
 			appendRecs(t, s, simple(1, ts, 300))
 		}
 		_, tesBefore := entries(s)
@@ -969,7 +972,7 @@ func TestRecoverIntoFullIndexes(t *testing.T) {
 			s := create(t, fs, dir, base, big)
 			ts := int64(0)
 			ws := fill(t, s, rand.New(rand.NewPCG(25, 26)), 40, &ts)
-			require.Greater(t, s.f.Load().oi.Entries(), 3)
+			require.Greater(t, s.f.Load().oi.Load().Entries(), 3)
 			require.NoError(t, s.Close())
 			check(t, base, Config{IndexIntervalBytes: 1, MaxIndexBytes: 24}, ws)
 		})

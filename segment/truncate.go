@@ -36,6 +36,10 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 		return 0, err
 	}
 	defer s.Release()
+	oi, ti, err := s.indexes(f)
+	if err != nil {
+		return 0, err
+	}
 	// It becomes the active segment: its files stay open.
 	s.sealed.Store(false)
 	if s.cfg.Cache != nil {
@@ -56,10 +60,10 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	s.size.Store(pos)
 	s.next.Store(newNext)
 
-	if err := f.oi.TruncateTo(newNext); err != nil {
+	if err := oi.TruncateTo(newNext); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".index"), err)
 	}
-	if err := f.ti.TruncateTo(newNext); err != nil {
+	if err := ti.TruncateTo(newNext); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".timeindex"), err)
 	}
 	if maxIndexBytes <= 0 {
@@ -84,7 +88,7 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	if err := s.load(f); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: reload: %w", s.path(".log"), err)
 	}
-	s.bytesSinceIndex = int(pos - f.oi.LastEntry().Position)
+	s.bytesSinceIndex = int(pos - oi.LastEntry().Position)
 	return newNext, nil
 }
 
