@@ -246,16 +246,20 @@ const (
 	// RECORD_OVERHEAD_V0, Kafka's bound until 4.0 raised it to 1 MiB
 	// (Strata keeps 14: small segments serve tests and embedded logs).
 	minSegmentBytes = 14
-	// maxKafkaInt bounds the configs Kafka types INT (segment.bytes,
-	// segment.index.bytes, index.interval.bytes, max.message.bytes,
-	// min.insync.replicas); an index stores positions as 32 bits.
+	// maxSegmentBytes is the largest segment an index can address (its
+	// positions are 32 bits, unsigned); Kafka's segment.bytes, an INT,
+	// stops at 2^31-1, and so does the Kafka protocol's parser.
+	maxSegmentBytes = math.MaxUint32
+	// maxKafkaInt bounds the configs Kafka types INT (segment.index.bytes,
+	// index.interval.bytes, max.message.bytes).
 	maxKafkaInt = math.MaxInt32
 )
 
 // Validate reports a configuration Kafka refuses, or that cannot work,
 // wrapping ErrInvalidConfig with the reason. It expects defaults to be
 // applied. The bounds are Kafka's (LogConfig), in TopicConfig's terms
-// where a zero field is the default: SegmentBytes 14 to 2^31-1,
+// where a zero field is the default: SegmentBytes from 14 to 2^32-1
+// (Kafka's INT stops at 2^31-1; an index here addresses 4 GiB),
 // SegmentTime at least 1 ms, MaxIndexBytes at least 24 (Kafka: 4; two
 // time-index entries must fit), IndexIntervalBytes, RetentionBytes,
 // MaxMessageBytes, FlushMessages, FlushInterval, DeleteRetention and
@@ -272,8 +276,8 @@ func (c TopicConfig) Validate() error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
 	switch {
-	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes > maxKafkaInt:
-		return bad("segment.bytes %d outside [%d, %d]", c.SegmentBytes, minSegmentBytes, maxKafkaInt)
+	case c.SegmentBytes < minSegmentBytes || c.SegmentBytes > maxSegmentBytes:
+		return bad("segment.bytes %d outside [%d, %d]", c.SegmentBytes, minSegmentBytes, maxSegmentBytes)
 	case c.SegmentTime > 0 && c.SegmentTime < time.Millisecond:
 		return bad("segment.ms %v below 1 ms", c.SegmentTime)
 	case c.MaxIndexBytes > maxKafkaInt:

@@ -33,7 +33,7 @@ var invalidTopicConfigs = []struct {
 	{"segment.bytes 1 (issue 25: 6,000 one-record segments)", TopicConfig{SegmentBytes: 1}},
 	{"segment.bytes 13", TopicConfig{SegmentBytes: 13}},
 	{"segment.bytes negative", TopicConfig{SegmentBytes: -1}},
-	{"segment.bytes past an int", TopicConfig{SegmentBytes: math.MaxInt32 + 1}},
+	{"segment.bytes past what an index addresses", TopicConfig{SegmentBytes: math.MaxUint32 + 1}},
 	{"segment.ms below 1 ms", TopicConfig{SegmentTime: time.Microsecond}},
 	{"segment.ms negative", TopicConfig{SegmentTime: -time.Millisecond}},
 	{"segment.index.bytes 23", TopicConfig{MaxIndexBytes: 23}},
@@ -96,7 +96,8 @@ func TestTopicConfigValidate(t *testing.T) {
 
 	for _, cfg := range []TopicConfig{
 		{SegmentBytes: minSegmentBytes},
-		{SegmentBytes: math.MaxInt32},
+		{SegmentBytes: math.MaxUint32},
+		{SegmentBytes: 2 << 30}, // bench/zerocopy.go's
 		{SegmentTime: time.Millisecond},
 		{MaxIndexBytes: minIndexBytes},
 		{RetentionTime: -1},
