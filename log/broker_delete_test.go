@@ -289,3 +289,48 @@ func TestOpenWithLeftovers(t *testing.T) {
 	defer b.Close()
 	require.ElementsMatch(t, []string{"half-0", "half-1", "kept-0", "kept-1"}, dataDirEntries(t, mem, "/d"))
 }
+
+// TestDeleteTopicFailures: once DeleteTopic has closed the partitions the
+// deletion goes on. A topics.json it cannot write is an error, the topic
+// is gone from the broker, and the next Open finishes the deletion; a
+// directory it cannot move aside is an error, and the next Open removes it.
+func TestDeleteTopicFailures(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(op vfs.Op, path string) bool
+	}{
+		{"topics.json", func(op vfs.Op, path string) bool {
+			return strings.Contains(filepath.Base(path), topicsFile) && (op == vfs.OpCreate || op == vfs.OpRename)
+		}},
+		{"rename", func(op vfs.Op, path string) bool { return op == vfs.OpRename && filepath.Base(path) == "doomed-1" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			efs, hook := injectable(mem)
+			b := openT(t, efs, "/d")
+			top, err := b.CreateTopic("doomed", TopicConfig{Partitions: 2})
+			require.NoError(t, err)
+			p, _ := top.Partition(1)
+			_, err = p.Append(rec(1))
+			require.NoError(t, err)
+			hook.set(func(op vfs.Op, path string) error {
+				if tc.fail(op, path) {
+					return vfs.ErrInjected
+				}
+				return nil
+			})
+			err = b.DeleteTopic("doomed")
+			hook.set(nil)
+			require.ErrorIs(t, err, vfs.ErrInjected)
+			require.Empty(t, b.Topics(), "the topic is gone from the broker")
+			_, err = p.Append(rec(2))
+			require.ErrorIs(t, err, ErrClosed)
+			require.NoError(t, b.Close())
+
+			b = openT(t, mem, "/d")
+			defer b.Close()
+			require.Empty(t, b.Topics(), "the next open finishes the deletion")
+			require.Empty(t, dataDirEntries(t, mem, "/d"))
+		})
+	}
+}
