@@ -252,8 +252,8 @@ func (p *Partition) ProducerLastOffsets() map[int64]int64 {
 	defer p.mu.Unlock()
 	out := make(map[int64]int64, len(p.ps.producers))
 	for id, e := range p.ps.producers {
-		if n := len(e.batches); n > 0 {
-			out[id] = e.batches[n-1].LastOffset
+		if e.n > 0 {
+			out[id] = e.last.LastOffset
 		}
 	}
 	return out

@@ -74,7 +74,7 @@ func encodeProducerSnapshot(s *ProducerState) []byte {
 	n := 0
 	for id, e := range s.producers {
 		ids = append(ids, id)
-		n += max(len(e.batches), 1)
+		n += max(int(e.n), 1)
 	}
 	slices.Sort(ids)
 	be := binary.BigEndian
@@ -93,13 +93,15 @@ func encodeProducerSnapshot(s *ProducerState) []byte {
 	}
 	for _, id := range ids {
 		e := s.producers[id]
-		x := snapshotEntry{producerID: id, epoch: e.epoch, coordinatorEpoch: e.coordinatorEpoch, txnFirstOffset: e.txnFirstOffset}
-		if len(e.batches) == 0 {
+		t := s.txnOf(id)
+		x := snapshotEntry{producerID: id, epoch: e.epoch, coordinatorEpoch: t.coordinatorEpoch, txnFirstOffset: t.txnFirstOffset}
+		if e.n == 0 {
 			x.lastSeq, x.lastOffset, x.timestamp = noSequence, -1, e.lastTimestamp
 			put(x)
 			continue
 		}
-		for _, m := range e.batches {
+		for i := range int(e.n) {
+			m := e.batch(i)
 			x.lastSeq, x.lastOffset, x.offsetDelta, x.timestamp = m.LastSeq, m.LastOffset, m.OffsetDelta, m.MaxTimestamp
 			put(x)
 		}
@@ -147,11 +149,19 @@ func decodeProducerSnapshot(b []byte, offset int64) (*ProducerState, error) {
 		// Entries of one producer follow each other, oldest first; a later
 		// entry of another epoch, or after other producers', replaces the
 		// earlier ones as in Kafka (the last entry read wins).
-		if !ok || x.producerID != prev || e.epoch != x.epoch || len(e.batches) == 0 || x.lastOffset < 0 {
-			e = &producerEntry{epoch: x.epoch, batches: make([]BatchMetadata, 0, producerBatchesKept)}
+		if !ok || x.producerID != prev || e.epoch != x.epoch || e.n == 0 || x.lastOffset < 0 {
+			e = &producerEntry{epoch: x.epoch}
 			s.producers[x.producerID] = e
 		}
-		e.coordinatorEpoch, e.txnFirstOffset, e.lastTimestamp = x.coordinatorEpoch, x.txnFirstOffset, x.timestamp
+		e.lastTimestamp = x.timestamp
+		if t := (txnFields{x.coordinatorEpoch, x.txnFirstOffset}); t != noTxn {
+			if s.txn == nil {
+				s.txn = map[int64]txnFields{}
+			}
+			s.txn[x.producerID] = t
+		} else {
+			delete(s.txn, x.producerID)
+		}
 		if x.lastOffset >= 0 && x.lastSeq >= 0 {
 			e.addBatch(x.epoch, BatchMetadata{
 				FirstSeq:     decrementSequence(x.lastSeq, x.offsetDelta),

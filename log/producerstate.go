@@ -25,6 +25,13 @@ import (
 // Every appended batch goes through Update (a non-idempotent one only moves
 // EndOffset), so EndOffset is the offset up to which the state reflects the
 // log: a snapshot is written at it, and recovery replays the log from it.
+//
+// The state is bounded: a producer costs about 100 bytes (230 with its 5
+// batches kept); producers silent for producer.id.expiration.ms by the
+// caller's clock are forgotten (Expire), and past DefaultMaxProducers a
+// new producer makes the state forget the tenth of them heard of the
+// longest ago, so that a flood of made-up producer ids cannot grow it
+// without bound for a day.
 
 // Errors of the idempotent producer. Test for them with errors.Is.
 var (
@@ -138,37 +145,69 @@ type BatchMetadata struct {
 // FirstOffset is the offset of the batch's first record.
 func (m BatchMetadata) FirstOffset() int64 { return m.LastOffset - int64(m.OffsetDelta) }
 
-// producerEntry is one producer's state.
+// producerEntry is one producer's state: 64 bytes, and 128 more once it
+// has a second batch (a producer that writes once, or a flood of made-up
+// producer ids, costs one allocation each).
 type producerEntry struct {
-	epoch int16
-	// batches holds the metadata of the producer's last batches in this
-	// epoch, oldest first, at most producerBatchesKept. It may be empty for
-	// an entry loaded from a Kafka snapshot that had no batch.
-	batches       []BatchMetadata
+	// last is the metadata of the producer's last batch in this epoch,
+	// when n > 0; older holds the ones before it, oldest first, in
+	// older[:n-1]: the last producerBatchesKept in all. n may be 0 for an
+	// entry loaded from a Kafka snapshot that had no batch.
+	last  BatchMetadata
+	older *[producerBatchesKept - 1]BatchMetadata
+	// lastTimestamp is the max timestamp of its last batch (the
+	// producer's), from which expiration counts, as in Kafka; Expire
+	// brings one ahead of its clock back to it.
 	lastTimestamp int64
-	// Kafka's transaction fields, kept only so that a snapshot read and
-	// written again is unchanged: -1 when there is no transaction.
-	coordinatorEpoch int32
-	txnFirstOffset   int64
+	// touched is the state's update count at its last batch: the order in
+	// which producers were last heard of, whatever their clocks say, for
+	// evicting the one silent the longest.
+	touched uint64
+	epoch   int16
+	n       uint8
 }
 
 func (e *producerEntry) lastSeq() int32 {
-	if len(e.batches) == 0 {
+	if e.n == 0 {
 		return noSequence
 	}
-	return e.batches[len(e.batches)-1].LastSeq
+	return e.last.LastSeq
+}
+
+// batch returns the metadata of the producer's i-th kept batch, oldest
+// first, i < n.
+func (e *producerEntry) batch(i int) BatchMetadata {
+	if i == int(e.n)-1 {
+		return e.last
+	}
+	return e.older[i]
+}
+
+// batchList returns the kept batches, oldest first, appended to dst.
+func (e *producerEntry) batchList(dst []BatchMetadata) []BatchMetadata {
+	for i := range int(e.n) {
+		dst = append(dst, e.batch(i))
+	}
+	return dst
 }
 
 func (e *producerEntry) addBatch(epoch int16, m BatchMetadata) {
 	if e.epoch != epoch {
 		e.epoch = epoch
-		e.batches = e.batches[:0]
+		e.n = 0
 	}
-	if len(e.batches) == producerBatchesKept {
-		copy(e.batches, e.batches[1:])
-		e.batches = e.batches[:producerBatchesKept-1]
+	if e.n > 0 {
+		if e.older == nil {
+			e.older = new([producerBatchesKept - 1]BatchMetadata)
+		}
+		if int(e.n) == producerBatchesKept {
+			copy(e.older[:], e.older[1:])
+			e.n--
+		}
+		e.older[e.n-1] = e.last
 	}
-	e.batches = append(e.batches, m)
+	e.last = m
+	e.n++
 	e.lastTimestamp = m.MaxTimestamp
 }
 
@@ -187,13 +226,51 @@ type ProducerInfo struct {
 type ProducerState struct {
 	producers map[int64]*producerEntry
 	endOffset int64
+	// txn holds, by producer, the transaction fields of an entry read from
+	// a Kafka snapshot with an open transaction, kept only so that the
+	// snapshot written again is unchanged (Strata writes no transactions).
+	txn map[int64]txnFields
+	// maxProducers bounds producers: a new producer past it evicts the
+	// tenth of them silent the longest (evictProducers).
+	maxProducers int
+	updates      uint64 // count of idempotent updates: producerEntry.touched
+	evicted      int64
 }
+
+// txnFields are Kafka's transaction fields of a producer's snapshot entry.
+type txnFields struct {
+	coordinatorEpoch int32
+	txnFirstOffset   int64
+}
+
+// noTxn is an entry's transaction fields when it has no transaction.
+var noTxn = txnFields{coordinatorEpoch: -1, txnFirstOffset: -1}
+
+func (s *ProducerState) txnOf(id int64) txnFields {
+	if t, ok := s.txn[id]; ok {
+		return t
+	}
+	return noTxn
+}
+
+// DefaultMaxProducers is how many producers a partition's state keeps at
+// most. Kafka keeps every producer until producer.id.expiration.ms (a
+// day); a client making up a new producer id per request would make the
+// state grow without bound for that long. Past the bound the producers
+// silent the longest are forgotten: one that writes again with a sequence
+// other than 0 is answered ErrUnknownProducerID and starts a new epoch,
+// without duplicates.
+const DefaultMaxProducers = 10_000
 
 // NewProducerState returns an empty state reflecting the log up to
 // endOffset (the log start offset of an empty or fully replayed-from log).
 func NewProducerState(endOffset int64) *ProducerState {
-	return &ProducerState{producers: map[int64]*producerEntry{}, endOffset: endOffset}
+	return &ProducerState{producers: map[int64]*producerEntry{}, endOffset: endOffset, maxProducers: DefaultMaxProducers}
 }
+
+// Evicted is how many producers were forgotten since the state was made
+// because the partition had DefaultMaxProducers of them.
+func (s *ProducerState) Evicted() int64 { return s.evicted }
 
 // EndOffset is the offset up to which the state reflects the log: the next
 // offset of the last batch passed to Update or Replay (Kafka's map end
@@ -214,7 +291,7 @@ func (s *ProducerState) Producer(id int64) (ProducerInfo, bool) {
 		Epoch:         e.epoch,
 		LastSequence:  e.lastSeq(),
 		LastTimestamp: e.lastTimestamp,
-		Batches:       append([]BatchMetadata(nil), e.batches...),
+		Batches:       e.batchList(nil),
 	}, true
 }
 
@@ -280,8 +357,8 @@ func (s *ProducerState) check(b ProducerBatch) (*producerEntry, AppendCheck, err
 	}
 	if b.Epoch == e.epoch {
 		last := b.LastSequence()
-		for _, m := range e.batches {
-			if m.FirstSeq == b.BaseSequence && m.LastSeq == last {
+		for i := range int(e.n) {
+			if m := e.batch(i); m.FirstSeq == b.BaseSequence && m.LastSeq == last {
 				return e, AppendCheck{Duplicate: true, FirstOffset: m.FirstOffset(), LastOffset: m.LastOffset, MaxTimestamp: m.MaxTimestamp}, nil
 			}
 		}
@@ -322,9 +399,14 @@ func (s *ProducerState) update(e *producerEntry, b ProducerBatch, firstOffset in
 		return
 	}
 	if e == nil {
-		e = &producerEntry{epoch: noProducerEpoch, coordinatorEpoch: -1, txnFirstOffset: -1}
+		if len(s.producers) >= s.maxProducers {
+			s.evictProducers()
+		}
+		e = &producerEntry{epoch: noProducerEpoch}
 		s.producers[b.ProducerID] = e
 	}
+	s.updates++
+	e.touched = s.updates
 	e.addBatch(b.Epoch, BatchMetadata{
 		FirstSeq:     b.BaseSequence,
 		LastSeq:      b.LastSequence(),
@@ -332,6 +414,29 @@ func (s *ProducerState) update(e *producerEntry, b ProducerBatch, firstOffset in
 		OffsetDelta:  b.LastOffsetDelta,
 		MaxTimestamp: b.MaxTimestamp,
 	})
+}
+
+// evictProducers forgets the tenth of the producers heard of the longest
+// ago (at least one), those in a transaction from a Kafka snapshot
+// excepted: DefaultMaxProducers bounds the state.
+func (s *ProducerState) evictProducers() {
+	touched := make([]uint64, 0, len(s.producers))
+	for id, e := range s.producers {
+		if _, inTxn := s.txn[id]; !inTxn {
+			touched = append(touched, e.touched)
+		}
+	}
+	if len(touched) == 0 {
+		return
+	}
+	slices.Sort(touched)
+	below := touched[min(len(touched)-1, max(1, len(touched)/10)-1)] // evict touched <= below
+	for id, e := range s.producers {
+		if _, inTxn := s.txn[id]; !inTxn && e.touched <= below {
+			delete(s.producers, id)
+			s.evicted++
+		}
+	}
 }
 
 // Replay applies a batch header read from the log, as recovery does for the
@@ -381,7 +486,10 @@ func (s *ProducerState) ReplayBatches(data []byte) (int, error) {
 
 // Expire forgets the producers whose last timestamp is expiration or more
 // before now (Kafka's removeExpiredProducers), and returns how many. An
-// expiration <= 0 means DefaultProducerIDExpiration.
+// expiration <= 0 means DefaultProducerIDExpiration. A last timestamp
+// ahead of now (a producer's clock, or a made-up timestamp) is brought
+// back to now, so that expiration follows the clock that calls Expire:
+// such a producer is forgotten once silent for expiration from then.
 func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
 	if expiration <= 0 {
 		expiration = DefaultProducerIDExpiration
@@ -389,7 +497,11 @@ func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
 	nowMs, exp := now.UnixMilli(), expiration.Milliseconds()
 	n := 0
 	for id, e := range s.producers {
-		if e.txnFirstOffset < 0 && nowMs-e.lastTimestamp >= exp {
+		if _, inTxn := s.txn[id]; inTxn {
+			continue
+		}
+		e.lastTimestamp = min(e.lastTimestamp, nowMs)
+		if nowMs-e.lastTimestamp >= exp {
 			delete(s.producers, id)
 			n++
 		}
@@ -401,10 +513,14 @@ func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
 // go back: a follower applying batches it may have to truncate, or a test
 // comparing states.
 func (s *ProducerState) Clone() *ProducerState {
-	c := &ProducerState{producers: maps.Clone(s.producers), endOffset: s.endOffset}
+	c := &ProducerState{producers: maps.Clone(s.producers), endOffset: s.endOffset, txn: maps.Clone(s.txn),
+		maxProducers: s.maxProducers, updates: s.updates, evicted: s.evicted}
 	for id, e := range c.producers {
 		ce := *e
-		ce.batches = append(make([]BatchMetadata, 0, producerBatchesKept), e.batches...)
+		if e.older != nil {
+			older := *e.older
+			ce.older = &older
+		}
 		c.producers[id] = &ce
 	}
 	return c
@@ -417,5 +533,6 @@ func (s *ProducerState) Clone() *ProducerState {
 // from its offset to T; Kafka drops nothing in place either.
 func (s *ProducerState) Reset(endOffset int64) {
 	clear(s.producers)
+	clear(s.txn)
 	s.endOffset = endOffset
 }
