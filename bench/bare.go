@@ -30,8 +30,9 @@ type childArgs struct {
 
 // childRuns are the runs that can be done bare.
 var childRuns = map[string]func(a childArgs) (sample, error){
-	"replay-strata": strataReplay,
-	"replay-wal":    walReplay,
+	"replay-strata":      strataReplay,
+	"replay-strata-read": strataReadReplay,
+	"replay-wal":         walReplay,
 }
 
 // bareRun runs childRuns[run] in a child process and returns its sample.

@@ -30,7 +30,7 @@ func compressedVariants(e *env) []variant {
 	var vs []variant
 	for _, c := range codecs {
 		vs = append(vs, variant{
-			label: "produce+consume " + sizeName(size) + " JSON, " + c.name, cpuNote: "record",
+			label: "produce+consume " + sizeName(size) + " JSON, " + c.name, cpuNote: "record", liveHeap: true,
 			limit: limitPageCache,
 			systems: []system{
 				{name: "strata Producer+Consumer, " + c.name, baseline: true,

@@ -26,7 +26,7 @@ func durableVariants(e *env) []variant {
 		vs = append(vs, variant{
 			label:   fmt.Sprintf("durable produce %s, %d senders", sizeName(size), durableSenders),
 			cpuNote: "record",
-			limit:   limitFsync,
+			limit:   limitFsync, liveHeap: true,
 			systems: []system{
 				{name: "strata FlushMessages 1", baseline: true,
 					durability: "fsync before ack (FlushMessages 1; concurrent appends share an fsync)",

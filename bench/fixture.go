@@ -120,12 +120,37 @@ func (t *fixtureTB) Fatalf(format string, args ...any) {
 	panic(fatal{})
 }
 
+// start calls f as the start of a test body and returns what failed; on
+// failure the cleanups registered so far have run, otherwise the caller
+// runs them with cleanup.
+func (t *fixtureTB) start(f func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(fatal); !ok {
+				panic(r)
+			}
+		}
+		if len(t.errs) > 0 {
+			t.cleanup()
+			err = fmt.Errorf("fixture: %v", t.errs)
+		}
+	}()
+	f()
+	return nil
+}
+
+// cleanup runs the cleanups, last first, as a test's end does.
+func (t *fixtureTB) cleanup() {
+	for _, c := range slices.Backward(t.cleanups) {
+		c()
+	}
+	t.cleanups = nil
+}
+
 // run calls f as a test body, then the cleanups, and returns what failed.
 func (t *fixtureTB) run(f func()) (err error) {
 	defer func() {
-		for _, c := range slices.Backward(t.cleanups) {
-			c()
-		}
+		t.cleanup()
 		if r := recover(); r != nil {
 			if _, ok := r.(fatal); !ok {
 				panic(r)

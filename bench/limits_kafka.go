@@ -42,9 +42,9 @@ func caseLimits() []caseLimit {
 			}},
 		{key: limitKgoConsume, short: "kgo ← null",
 			name: "kgo consuming 100 B records from a server that stores nothing",
-			what: "as the kgo consume case, against the same responder: Fetch fills each response (up to the partition's max bytes) with copies of the largest batch kgo produced to it, at consecutive offsets from the one asked for; ops = records",
+			what: "as the kgo consume case (100 k records), against the same responder: Fetch fills each response (up to the partition's max bytes) with copies of the largest batch kgo produced to it, at consecutive offsets from the one asked for; ops = records",
 			run: func(e *env) (sample, error) {
-				return kgoConsumeServer(e, nullServer, serverRecordSize, serverRecords(e))
+				return kgoConsumeServer(e, nullServer, serverRecordSize, serverConsumeRecords(e))
 			}},
 	}
 }

@@ -83,9 +83,13 @@ func (ns *natsServer) close() {
 }
 
 // startKfake starts a one-broker kfake cluster on 127.0.0.1 persisting to
-// dir, with topic seeded (one partition).
+// dir (in memory, kfake's default, if dir is ""), with topic seeded (one
+// partition).
 func startKfake(dir, topic string, syncWrites bool) (*kfake.Cluster, error) {
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, topic), kfake.DataDir(dir)}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, topic)}
+	if dir != "" {
+		opts = append(opts, kfake.DataDir(dir))
+	}
 	if syncWrites {
 		opts = append(opts, kfake.SyncWrites())
 	}

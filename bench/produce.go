@@ -25,7 +25,7 @@ func produceVariants(e *env) []variant {
 			n = e.pick(200_000, 40_000, 300)
 		}
 		vs = append(vs, variant{
-			label: "produce+consume " + sizeName(size), cpuNote: "record",
+			label: "produce+consume " + sizeName(size), cpuNote: "record", liveHeap: true,
 			limit: limitPageCache,
 			systems: []system{
 				{name: "strata Producer+Consumer", baseline: true,

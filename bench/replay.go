@@ -10,7 +10,8 @@ import (
 // replayVariants: a log of 100 B records written, closed, reopened and
 // read from the start to the end, as a program rebuilding its state at
 // start-up does — each run in a bare process (bare.go). Strata's
-// Partition.Records against tidwall/wal's Read of each index in turn.
+// Partition.Records and Partition.Read (the allocating API, 1 MiB per
+// call) against tidwall/wal's Read of each index in turn.
 func replayVariants(e *env) []variant {
 	const size = 100
 	n := e.pick(2_000_000, 1_000_000, 2_000)
@@ -21,6 +22,9 @@ func replayVariants(e *env) []variant {
 			{name: "strata Partition.Records", baseline: true,
 				durability: "– (reads page-cached segments)",
 				run:        func(e *env) (sample, error) { return bareRun(e, "replay-strata", size, n) }},
+			{name: "strata Partition.Read (1 MiB per call)",
+				durability: "– (reads page-cached segments)",
+				run:        func(e *env) (sample, error) { return bareRun(e, "replay-strata-read", size, n) }},
 			{name: "tidwall/wal Read", durability: "– (reads page-cached segments)",
 				run: func(e *env) (sample, error) { return bareRun(e, "replay-wal", size, n) }},
 		},
@@ -31,6 +35,46 @@ func replayVariants(e *env) []variant {
 // (appendBatch per Append), closes and reopens the broker, and times a
 // replay with Records.
 func strataReplay(a childArgs) (sample, error) {
+	return strataReplayWith(a, func(p *log.Partition) (n, bytes int, err error) {
+		for r, err := range p.Records(0) {
+			if err != nil {
+				return n, bytes, err
+			}
+			n++
+			bytes += len(r.Value)
+		}
+		return n, bytes, nil
+	})
+}
+
+// readMaxBytes is what the Read replay asks for per call: a fetch's
+// default per-partition maximum.
+const readMaxBytes = 1 << 20
+
+// strataReadReplay is strataReplay reading with Partition.Read, which
+// allocates the records it returns, readMaxBytes per call.
+func strataReadReplay(a childArgs) (sample, error) {
+	return strataReplayWith(a, func(p *log.Partition) (n, bytes int, err error) {
+		for off, end := int64(0), p.EndOffset(); off < end; {
+			recs, err := p.Read(off, readMaxBytes)
+			if err != nil {
+				return n, bytes, err
+			}
+			if len(recs) == 0 {
+				return n, bytes, fmt.Errorf("strata: Read(%d) returned nothing before the end offset %d", off, end)
+			}
+			for _, r := range recs {
+				bytes += len(r.Value)
+			}
+			n += len(recs)
+			off = recs[len(recs)-1].Offset + 1
+		}
+		return n, bytes, nil
+	})
+}
+
+// strataReplayWith writes the log as strataReplay does and times replay.
+func strataReplayWith(a childArgs, replay func(p *log.Partition) (n, bytes int, err error)) (sample, error) {
 	b, err := log.Open(a.Dir, log.Config{})
 	if err != nil {
 		return sample{}, err
@@ -70,13 +114,9 @@ func strataReplay(a childArgs) (sample, error) {
 	}
 	settle()
 	sw := startStopwatch()
-	n, bytes := 0, 0
-	for r, err := range p.Records(0) {
-		if err != nil {
-			return sample{}, err
-		}
-		n++
-		bytes += len(r.Value)
+	n, bytes, err := replay(p)
+	if err != nil {
+		return sample{}, err
 	}
 	smp := sw.sample(int64(n), a.Size)
 	if n != a.N || bytes != a.N*a.Size {

@@ -59,6 +59,8 @@ type row struct {
 	CPUNote       string   `json:"cpu_note,omitempty"`
 	CPUPerGB      *stat    `json:"cpu_seconds_per_gb,omitempty"`
 	CPUPerRecord  *stat    `json:"cpu_ns_per_record,omitempty"`
+	P50           *stat    `json:"p50_ns,omitempty"` // of the runs' medians of single operations
+	P99           *stat    `json:"p99_ns,omitempty"` // of the runs' 99th percentiles
 	RatioStrata   float64  `json:"ratio_to_strata,omitempty"`
 	RatioLimit    float64  `json:"ratio_to_limit,omitempty"`
 	Error         string   `json:"error,omitempty"`
@@ -68,8 +70,12 @@ type row struct {
 
 // summarize computes the row's medians and spreads from its samples.
 func (r *row) summarize() {
-	var rec, mb, perGB, perRec []float64
+	var rec, mb, perGB, perRec, p50, p99 []float64
 	for _, s := range r.Samples {
+		if s.P50 > 0 {
+			p50 = append(p50, float64(s.P50))
+			p99 = append(p99, float64(s.P99))
+		}
 		secs := s.Elapsed.Seconds()
 		if r.ByCPU {
 			secs = s.CPU.Seconds()
@@ -94,6 +100,10 @@ func (r *row) summarize() {
 	if len(perRec) > 0 {
 		st := statOf(perRec)
 		r.CPUPerRecord = &st
+	}
+	if len(p50) > 0 {
+		s50, s99 := statOf(p50), statOf(p99)
+		r.P50, r.P99 = &s50, &s99
 	}
 }
 
@@ -163,6 +173,10 @@ func writeMarkdown(w io.Writer, rep *report) {
 		if r.Unit != "" {
 			recs += " " + r.Unit
 		}
+		if r.P50 != nil {
+			recs += fmt.Sprintf("; p50 %s [%s–%s] µs, p99 %s [%s–%s] µs", us(r.P50.Median), us(r.P50.Min), us(r.P50.Max),
+				us(r.P99.Median), us(r.P99.Min), us(r.P99.Max))
+		}
 		mbs := "–"
 		if r.MBPerSec.Median > 0 {
 			mbs = fmtStat(r.MBPerSec)
@@ -173,7 +187,7 @@ func writeMarkdown(w io.Writer, rep *report) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "MB = 10⁶ bytes of record values (zero copy: bytes on the wire). × Strata: records/s over Strata's in the same case (higher is faster).")
 	fmt.Fprintln(w, "× limit: MB/s over the named limit's (records/s over its ops/s for a limit that moves no bytes). CPU: process CPU time (all goroutines and their kernel work) per record, timer or start;")
-	fmt.Fprintln(w, "zero copy: CPU time of the sending thread per GB. Medians of noisy runs: read the spread before a ratio.")
+	fmt.Fprintln(w, "zero copy: CPU time of the sending thread per GB. p50, p99: of single operations within each run (median of the runs [min–max]). Medians of noisy runs: read the spread before a ratio.")
 	fmt.Fprintln(w)
 }
 

@@ -72,6 +72,21 @@ type sample struct {
 	Bytes   int64         `json:"bytes"`      // payload bytes moved: records × value size
 	Elapsed time.Duration `json:"elapsed_ns"` // wall time of the measured part
 	CPU     time.Duration `json:"cpu_ns"`     // CPU time of the measured part, where measured (0: not)
+	// P50 and P99 are the median and 99th percentile of the run's
+	// individual operations (a round trip, a fixture's whole use), in
+	// the cases that time each one (0: not timed one by one).
+	P50 time.Duration `json:"p50_ns,omitempty"`
+	P99 time.Duration `json:"p99_ns,omitempty"`
+}
+
+// percentiles returns the median and the 99th percentile of ds (sorted
+// in place).
+func percentiles(ds []time.Duration) (p50, p99 time.Duration) {
+	if len(ds) == 0 {
+		return 0, 0
+	}
+	slices.Sort(ds)
+	return ds[len(ds)/2], ds[min(len(ds)*99/100, len(ds)-1)]
 }
 
 // system is one contender in a variant.
@@ -90,7 +105,12 @@ type variant struct {
 	unit    string // what records/s counts, when not records
 	cpuNote string // what CPU means here, when measured
 	byCPU   bool   // records/s counts per CPU-second, not per second of wall time
-	systems []system
+	// liveHeap: an application's live heap (heap.go) is kept in the
+	// process while the systems run, as in a test or an embedding program
+	// that has a Kafka client and a server in one process; the label says
+	// so.
+	liveHeap bool
+	systems  []system
 	// setup, if set, prepares what the systems share before the first
 	// run; teardown undoes it after the last.
 	setup    func(e *env) error
@@ -114,6 +134,8 @@ func allCases() []benchCase {
 		{"fixture", fixtureVariants},
 		{"replay", replayVariants},
 		{"server", serverVariants},
+		{"latency", latencyVariants},
+		{"roundtrip", roundTripVariants},
 	}
 }
 
@@ -149,9 +171,16 @@ func measureVariant(e *env, caseName string, v variant) []row {
 			systems = append(systems, s)
 		}
 	}
+	label := v.label
+	if v.liveHeap {
+		size := liveHeapBytes(e)
+		label += fmt.Sprintf(", %d MiB live heap", size>>20)
+		appHeap = newLiveHeap(size)
+		defer func() { appHeap = nil }()
+	}
 	rows := make([]row, len(systems))
 	for i, s := range systems {
-		rows[i] = row{Case: caseName, Variant: v.label, System: s.name, Durability: s.durability,
+		rows[i] = row{Case: caseName, Variant: label, System: s.name, Durability: s.durability,
 			Unit: v.unit, CPUNote: v.cpuNote, ByCPU: v.byCPU, Limit: v.limit, baseline: s.baseline}
 	}
 	if v.setup != nil {

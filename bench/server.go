@@ -13,15 +13,18 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // serverVariants: Kafka clients against Strata's Kafka-protocol server
 // (kafka.Listen over a log.Broker on a temporary data dir) and against
-// kfake: kgo producing n records of 100 B, kgo consuming them, and
+// kfake as its users run it (in memory, its default) and with DataDir:
+// kgo producing n records of 100 B, kgo consuming 100 k of them, and
 // `strata perf produce` (the command, built once) against the same server
-// as kgo, so that its figure can be read next to kgo's.
+// as kgo, so that its figure can be read next to kgo's. Client and server
+// share the process, with an application's live heap (heap.go).
 func serverVariants(e *env) []variant {
 	const size = serverRecordSize
 	n := serverRecords(e)
@@ -29,21 +32,23 @@ func serverVariants(e *env) []variant {
 	var binDir string
 	return []variant{
 		{
-			label: "kgo produce " + sizeName(size) + " to a Kafka server", cpuNote: "record (client + server)",
-			limit: limitKgoProduce,
+			label: "kgo produce " + sizeName(size) + " to a Kafka server (" + kgoProduceDefaults + ")", cpuNote: "record (client + server)",
+			limit: limitKgoProduce, liveHeap: true,
 			systems: []system{
-				{name: "strata server + kgo", baseline: true, durability: "page cache (FlushMessages 0)",
+				{name: "strata server + kgo", baseline: true, durability: strataServerDurability,
 					run: func(e *env) (sample, error) { return kgoProduceServer(e, strataServer, size, n) }},
-				{name: "kfake + kgo", durability: kfakeDurability,
+				{name: "kfake + kgo", durability: kfakeMemDurability,
+					run: func(e *env) (sample, error) { return kgoProduceServer(e, kfakeMemServer, size, n) }},
+				{name: "kfake DataDir + kgo", durability: kfakeDurability,
 					run: func(e *env) (sample, error) { return kgoProduceServer(e, kfakeServer, size, n) }},
-				{name: "strata server + kgo, no compression", durability: "page cache (FlushMessages 0)",
+				{name: "strata server + kgo, no compression", durability: strataServerDurability,
 					run: func(e *env) (sample, error) {
 						return kgoProduceServer(e, strataServer, size, n, kgo.ProducerBatchCompression(kgo.NoCompression()))
 					}},
-				{name: "strata server + strata perf produce", durability: "page cache (FlushMessages 0)",
+				{name: "strata server + strata perf produce", durability: strataServerDurability,
 					run: func(e *env) (sample, error) { return perfProduceServer(e, strataBin, size, n) }},
 				// The tool with kgo's default codec: like for like with the first row.
-				{name: "strata server + strata perf produce, snappy", durability: "page cache (FlushMessages 0)",
+				{name: "strata server + strata perf produce, snappy", durability: strataServerDurability,
 					run: func(e *env) (sample, error) {
 						return perfProduceServer(e, strataBin, size, n, "--producer-props", "compression.type=snappy")
 					}},
@@ -74,24 +79,49 @@ func serverVariants(e *env) []variant {
 			},
 		},
 		{
-			label: "kgo consume " + sizeName(size) + " from a Kafka server", cpuNote: "record (client + server)",
-			limit: limitKgoConsume,
+			label:   fmt.Sprintf("kgo consume %s × %s from a Kafka server (%s)", si(float64(serverConsumeRecords(e))), sizeName(size), kgoConsumeDefaults),
+			cpuNote: "record (client + server)",
+			limit:   limitKgoConsume, liveHeap: true,
 			systems: []system{
-				{name: "strata server + kgo", baseline: true, durability: "page cache (FlushMessages 0)",
-					run: func(e *env) (sample, error) { return kgoConsumeServer(e, strataServer, size, n) }},
-				{name: "kfake + kgo", durability: kfakeDurability,
-					run: func(e *env) (sample, error) { return kgoConsumeServer(e, kfakeServer, size, n) }},
+				{name: "strata server + kgo", baseline: true, durability: strataServerDurability,
+					run: func(e *env) (sample, error) {
+						return kgoConsumeServer(e, strataServer, size, serverConsumeRecords(e))
+					}},
+				{name: "kfake + kgo", durability: kfakeMemDurability,
+					run: func(e *env) (sample, error) {
+						return kgoConsumeServer(e, kfakeMemServer, size, serverConsumeRecords(e))
+					}},
+				{name: "kfake DataDir + kgo", durability: kfakeDurability,
+					run: func(e *env) (sample, error) {
+						return kgoConsumeServer(e, kfakeServer, size, serverConsumeRecords(e))
+					}},
 			},
 		},
 	}
 }
 
+// What the server cases' kgo clients run with: kgo's own defaults, none
+// changed.
+const (
+	kgoProduceDefaults = "kgo defaults: linger 10 ms, snappy, acks=all, idempotent"
+	kgoConsumeDefaults = "kgo defaults: fetch max 50 MiB, 1 MiB per partition, max wait 5 s"
+)
+
+const (
+	strataServerDurability = "page cache (FlushMessages 0)"
+	kfakeMemDurability     = "– (in memory: kfake's default, no DataDir)"
+)
+
 // serverRecordSize is the value size of the server cases and their limits.
 const serverRecordSize = 100
 
-// serverRecords is how many records the server cases and their limits
-// send.
+// serverRecords is how many records the server's produce case and its
+// limit send.
 func serverRecords(e *env) int { return e.pick(1_000_000, 200_000, 500) }
+
+// serverConsumeRecords is how many records the server's consume case and
+// its limit read.
+func serverConsumeRecords(e *env) int { return e.pick(100_000, 100_000, 500) }
 
 // kafkaServer is a running Kafka-protocol server with topic "bench" of one
 // partition.
@@ -127,6 +157,28 @@ func strataServer(e *env) (*kafkaServer, error) {
 		b.Close()
 		os.RemoveAll(dir)
 	}}, nil
+}
+
+// kfakeMemServer is a one-broker kfake cluster as its users start it: in
+// memory (no DataDir).
+func kfakeMemServer(*env) (*kafkaServer, error) {
+	c, err := startKfake("", "bench", false)
+	if err != nil {
+		return nil, err
+	}
+	return &kafkaServer{addr: c.ListenAddrs()[0], close: c.Close}, nil
+}
+
+// kafkatestServer is Strata's Kafka test fixture (kafkatest.New: a broker
+// on the in-memory FS behind kafka.Listen on 127.0.0.1:0), started outside
+// a test; close runs its cleanups.
+func kafkatestServer(*env) (*kafkaServer, error) {
+	tb := &fixtureTB{}
+	var addr string
+	if err := tb.start(func() { addr = kafkatest.New(tb, kafkatest.Topic("bench", 1)).Addr() }); err != nil {
+		return nil, err
+	}
+	return &kafkaServer{addr: addr, close: tb.cleanup}, nil
 }
 
 // kfakeServer is a one-broker kfake cluster persisting to a fresh dir.
