@@ -18,9 +18,14 @@ type heapNode struct {
 	vals [4]uint64
 }
 
-// liveHeapBytes is the live heap's size for the mode (the smoke tests
-// keep it small).
-func liveHeapBytes(e *env) int { return e.pick(64<<20, 64<<20, 1<<20) }
+// liveHeapBytes is the live heap's size: -liveheap MiB (default 64; the
+// smoke tests keep it at 1 MiB).
+func liveHeapBytes(e *env) int {
+	if e.mode == modeTiny {
+		return 1 << 20
+	}
+	return e.liveHeapMiB << 20
+}
 
 // newLiveHeap allocates a tree of about size bytes of heapNodes, each
 // allocated on its own, each node pointing at up to four others (a tree

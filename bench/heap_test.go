@@ -36,6 +36,13 @@ func TestLiveHeap(t *testing.T) {
 	if rows[0].Variant != "v, 1 MiB live heap" {
 		t.Errorf("label %q does not say the live heap", rows[0].Variant)
 	}
+
+	// -liveheap 0: none, and the label says nothing.
+	e = &env{mode: modeQuick, runs: 1, root: t.TempDir(), liveHeapMiB: 0}
+	during = &heapNode{}
+	if rows = measureVariant(e, "c", v); during != nil || rows[0].Variant != "v" {
+		t.Errorf("-liveheap 0: heap %v during the run, label %q", during, rows[0].Variant)
+	}
 }
 
 func TestPercentiles(t *testing.T) {

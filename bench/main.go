@@ -7,6 +7,7 @@
 //	go run . -quick                            # short version (well under 3 minutes)
 //	go run . -case append,timers -runs 5       # some cases, more runs
 //	go run . -json results.json                # where the JSON goes
+//	go run . -case latency -liveheap 0         # without the application heap (default 64 MiB)
 //	go run . -case zerocopy -system strata -cpuprofile strata.prof
 //
 // It prints a Markdown table (case, system, records/s, MB/s, ratio to Strata,
@@ -51,9 +52,13 @@ func run(args []string, out io.Writer) error {
 	runs := fl.Int("runs", 3, "runs of each measurement (at least 3)")
 	jsonPath := fl.String("json", "results.json", "write the results as JSON to this file (\"\" for none)")
 	dir := fl.String("dir", "", "parent of the temporary data directories (default the system's temp dir)")
+	liveHeap := fl.Int("liveheap", 64, "MiB of live heap kept in the process by the cases with a client and a server in one process (0: none)")
 	cpuprofile := fl.String("cpuprofile", "", "write a CPU profile of the cases (not the limits) to this file")
 	if err := fl.Parse(args); err != nil {
 		return err
+	}
+	if *liveHeap < 0 {
+		return fmt.Errorf("-liveheap %d: a size in MiB, 0 or more", *liveHeap)
 	}
 	if *runs < 3 {
 		return fmt.Errorf("-runs %d: at least 3 runs are needed for a median and a spread", *runs)
@@ -72,7 +77,7 @@ func run(args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(root)
 
-	env := &env{mode: mode, runs: *runs, root: root, systems: splitList(*systems), log: os.Stderr}
+	env := &env{mode: mode, runs: *runs, root: root, systems: splitList(*systems), liveHeapMiB: *liveHeap, log: os.Stderr}
 	start := time.Now()
 	startProfile := func() error {
 		if *cpuprofile == "" {

@@ -24,7 +24,10 @@ type env struct {
 	runs    int
 	root    string   // parent of every temporary directory; removed at the end
 	systems []string // name prefixes to run; empty: all
-	log     io.Writer
+	// liveHeapMiB is the size of the application heap kept live in the
+	// cases that ask for one (heap.go).
+	liveHeapMiB int
+	log         io.Writer
 }
 
 // pick returns the size for the mode.
@@ -172,8 +175,7 @@ func measureVariant(e *env, caseName string, v variant) []row {
 		}
 	}
 	label := v.label
-	if v.liveHeap {
-		size := liveHeapBytes(e)
+	if size := liveHeapBytes(e); v.liveHeap && size > 0 {
 		label += fmt.Sprintf(", %d MiB live heap", size>>20)
 		appHeap = newLiveHeap(size)
 		defer func() { appHeap = nil }()
