@@ -447,3 +447,36 @@ func TestIdleConnectionsLockout(t *testing.T) {
 	other := dialFrom(t, "127.0.0.2", s.Addr())
 	require.Equal(t, errNone, other.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse).ErrorCode)
 }
+
+// TestRequestBytesInFlight: a connection's requests not yet answered hold
+// at most MaxRequestBytes: past it the reader waits for answers before it
+// reads the next request, and then goes on.
+func TestRequestBytesInFlight(t *testing.T) {
+	leaktest.Check(t)
+	const limit = 8 << 10
+	s, b, _ := start(t, Config{MaxRequestBytes: limit}, logtest.Topic("t", 1))
+	c := dial(t, s.Addr())
+	c.f = kmsg.NewRequestFormatter(kmsg.FormatterClientID(strings.Repeat("c", 5<<10)))
+	parked := fetchReq(12, "t", 0, 0, 30*time.Second) // waits for a record
+	first := c.send(parked)
+	av := kmsg.NewPtrApiVersionsRequest()
+	second := c.send(av) // 5 KiB more: over the limit while the fetch waits
+	var cn *conn
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for k := range s.conns {
+			cn = k
+		}
+		return cn != nil && cn.reqHeld.Load() > 5<<10
+	}, 10*time.Second, time.Millisecond)
+	require.LessOrEqual(t, cn.reqHeld.Load(), int64(limit), "the second request is not read yet")
+	require.Equal(t, int32(1), cn.inFlight.Load(), "only the fetch is in flight")
+
+	_, err := b.Produce(t.Context(), log.TopicPartition{Topic: "t"}, records("wake"), log.AcksAll)
+	require.NoError(t, err)
+	fr := c.recv(parked, first).(*kmsg.FetchResponse)
+	require.Equal(t, []string{"wake"}, values(t, fr.Topics[0].Partitions[0].RecordBatches))
+	require.Equal(t, errNone, c.recv(av, second).(*kmsg.ApiVersionsResponse).ErrorCode)
+	require.Eventually(t, func() bool { return cn.reqHeld.Load() == 0 }, 10*time.Second, time.Millisecond)
+}

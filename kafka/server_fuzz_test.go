@@ -24,7 +24,8 @@ import (
 )
 
 // FuzzServer fuzzes a live Server, not a decoder: the input is sent over
-// one connection, either as it is (arbitrary frames) or, when its first
+// one connection (to a server that requires SASL when the first byte's
+// second bit is set), either as it is (arbitrary frames) or, when its first
 // byte is odd, as a sequence of valid requests (every served API, kmsg-
 // encoded) whose fields the input turns hostile: extreme numbers, odd
 // strings, lists repeated (a partition listed a hundred times). Each
@@ -39,11 +40,15 @@ func FuzzServer(f *testing.F) {
 	}
 	f.Add([]byte{0, 0, 0, 0, 6, 0, 18, 0, 3, 0, 0}) // a torn ApiVersions
 	f.Add([]byte{0, 0x7f, 0xff, 0xff, 0xff})        // a huge size
-	fs := startFuzzServer(f)
+	plain, sasl := startFuzzServer(f, nil), startFuzzServer(f, &SASLConfig{Plain: func(u string) (string, bool) { return "s3cret", u == "alice" }})
 	n := 0
 	f.Fuzz(func(t *testing.T, in []byte) {
 		if len(in) == 0 {
 			return
+		}
+		fs := plain
+		if in[0]&2 != 0 {
+			fs = sasl
 		}
 		fs.session(t, in)
 		fs.normalClient(t)
@@ -95,7 +100,7 @@ type fuzzServer struct {
 	check string // the normal client's topic, a name no input can guess
 }
 
-func startFuzzServer(f *testing.F) *fuzzServer {
+func startFuzzServer(f *testing.F, sasl *SASLConfig) *fuzzServer {
 	var secret [8]byte
 	rand.Read(secret[:])
 	fs := &fuzzServer{ln: newPipeListener(), logs: &logBuf{}, check: "check-" + hex.EncodeToString(secret[:])}
@@ -108,6 +113,9 @@ func startFuzzServer(f *testing.F) *fuzzServer {
 		// makes the normal client miss its first-request deadline (200 ms
 		// did); torn frames cost nothing: the client closes first.
 		RequestTimeout: 5 * time.Second,
+		SASL:           sasl,
+		// Each failed guess would cost the fuzzer 100 ms.
+		FailedAuthenticationDelay: -1,
 	})
 	if err != nil {
 		f.Fatal(err)
@@ -204,6 +212,14 @@ func (fs *fuzzServer) normalClient(t *testing.T) {
 	if av := c.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); av.ErrorCode != errNone {
 		t.Fatalf("ApiVersions: error %d", av.ErrorCode)
 	}
+	if fs.s.cfg.SASL != nil {
+		if code := handshake(c, 1, "PLAIN").ErrorCode; code != errNone {
+			t.Fatalf("SaslHandshake: error %d", code)
+		}
+		if code := authenticate(c, 1, []byte("\x00alice\x00s3cret")).ErrorCode; code != errNone {
+			t.Fatalf("SaslAuthenticate: error %d", code)
+		}
+	}
 	pr := c.do(produceReq(9, -1, fs.check, 0, records("still", "served"))).(*kmsg.ProduceResponse)
 	p := pr.Topics[0].Partitions[0]
 	if p.ErrorCode != errNone {
@@ -252,6 +268,11 @@ func (fs *fuzzServer) raw(in []byte) ([]byte, []int32) {
 			if answered {
 				want = append(want, h.correlationID)
 			}
+			if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && hs.Version == 0 && fs.s.cfg.SASL != nil {
+				// Raw SASL tokens may follow, answered without a
+				// correlation id: the rest goes as it is, unchecked.
+				return append(out, in[4+n:]...), want
+			}
 		}
 		in = in[4+n:]
 	}
@@ -281,6 +302,9 @@ func (fs *fuzzServer) hostile(in *fuzzInput) ([]byte, []int32) {
 		out = append(out, frame...)
 		if answered {
 			want = append(want, corr)
+		}
+		if hs, ok := req.(*kmsg.SASLHandshakeRequest); ok && hs.Version == 0 && fs.s.cfg.SASL != nil {
+			break // raw SASL tokens would follow, not requests
 		}
 	}
 	return out, want
