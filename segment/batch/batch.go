@@ -57,6 +57,14 @@ var (
 	// Deprecated: kept for callers that test for it; nothing returns it.
 	ErrCompressed = errors.New("batch: compressed record batches are not supported yet")
 
+	// ErrTooLarge is returned when the records of a compressed batch decompress
+	// to more than the caller's limit (DecompressLimit, RecompressLimit,
+	// ValidateProducedLimit, Filter.Limit; DefaultMaxDecompressed for the
+	// others): a decompression bomb, or a batch too large for this reader.
+	// Decompression stops as soon as the limit is passed. It is not
+	// ErrCorrupt: the batch may be intact.
+	ErrTooLarge = errors.New("batch: records decompress past the limit")
+
 	// ErrShort is returned when the bytes end before the batch does: a torn tail.
 	// errors.Is(err, io.ErrUnexpectedEOF) is also true for it.
 	ErrShort error = shortError{}

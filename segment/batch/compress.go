@@ -22,11 +22,45 @@ const (
 	CompressionZstd   = 4
 )
 
-// maxInflated bounds the decompressed records section of one batch. A batch
-// is at most 2 GiB on the wire; its records could be larger, but a payload
-// that inflates past 1 GiB is refused as corrupt rather than let it take the
-// memory (a decompression bomb).
+// maxInflated bounds the decompressed records section of one batch whatever
+// the caller's limit. A batch is at most 2 GiB on the wire; its records could
+// be larger, but a payload that inflates past 1 GiB is refused as corrupt by
+// Validate (recovery, the CLI's verify) and is the most any limit allows.
 const maxInflated = 1 << 30
+
+// DefaultMaxDecompressed is the limit on the decompressed records section of
+// one batch that Decompress, Recompress, Records, Decode and a Filter with
+// no Limit apply, and the default of a broker's (log.Config's
+// MaxDecompressedBytes): 128 MiB, 128 times Kafka's default
+// max.message.bytes. Decompression streams into the limit and stops as soon
+// as it is passed (ErrTooLarge), so a decompression bomb (a 32 KB zstd
+// payload of 1000 MiB of zeros) costs at most the limit in memory and in
+// decoding time, not what it would inflate to.
+const DefaultMaxDecompressed = 128 << 20
+
+// zstdMinWindow is the smallest window a zstd decoder accepts whatever the
+// limit: the 8 MiB every zstd decoder should support (RFC 8878), so that a
+// payload from a producer's streaming encoder, which declares its window
+// whatever the frame holds, decodes under a small limit too.
+const zstdMinWindow = 8 << 20
+
+// inflateLimit is limit as DecompressLimit and its kin apply it: 0 or less
+// is DefaultMaxDecompressed, and none is above maxInflated.
+func inflateLimit(limit int) int {
+	if limit <= 0 {
+		return DefaultMaxDecompressed
+	}
+	return min(limit, maxInflated)
+}
+
+// inflateError is the error for records of codec that decompress past
+// limit: ErrTooLarge, or ErrCorrupt past maxInflated (no batch is that large).
+func inflateError(codec, limit int) error {
+	if limit >= maxInflated {
+		return corruptf("%s payload inflates to more than %d bytes", codecName(codec), maxInflated)
+	}
+	return fmt.Errorf("%w: %s records inflate past %d bytes", ErrTooLarge, codecName(codec), limit)
+}
 
 // ValidCompression reports whether codec is one of Kafka's five codec ids.
 func ValidCompression(codec int) bool { return codec >= CompressionNone && codec <= CompressionZstd }
@@ -84,6 +118,25 @@ func compress(dst []byte, codec int, src []byte) ([]byte, error) {
 	return dst, fmt.Errorf("batch: unknown compression codec %d", codec)
 }
 
+// compressor returns a pooled writer that compresses with codec (gzip, lz4
+// or zstd) what is written to it into w, and the function that gives it
+// back to its pool once closed.
+func compressor(codec int, w io.Writer) (io.WriteCloser, func()) {
+	switch codec {
+	case CompressionGzip:
+		zw := gzipWriters.Get().(*gzip.Writer)
+		zw.Reset(w)
+		return zw, func() { gzipWriters.Put(zw) }
+	case CompressionLz4:
+		zw := lz4Writers.Get().(*lz4.Writer)
+		zw.Reset(w)
+		return zw, func() { lz4Writers.Put(zw) }
+	}
+	zw := zstdStreams.Get().(*zstd.Encoder)
+	zw.Reset(w)
+	return zw, func() { zw.Reset(nil); zstdStreams.Put(zw) }
+}
+
 // grow returns b with room for n more bytes.
 func grow(b []byte, n int) []byte {
 	if cap(b)-len(b) >= n {
@@ -124,6 +177,16 @@ var (
 		}
 		return e
 	}}
+	// zstdStreams compress streams (RecompressLimit): a window of 2 MiB,
+	// as zstd-jni's level 3 that Kafka's Java producer uses, rather than
+	// the 8 MiB a streaming encoder would otherwise keep.
+	zstdStreams = sync.Pool{New: func() any {
+		e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true), zstd.WithWindowSize(2<<20))
+		if err != nil {
+			panic("batch: zstd encoder options: " + err.Error()) // constant options: cannot fail
+		}
+		return e
+	}}
 	inflaters = sync.Pool{New: func() any { return new(inflater) }}
 )
 
@@ -135,6 +198,7 @@ type inflater struct {
 	gz    *gzip.Reader
 	lz    *lz4.Reader
 	zd    *zstd.Decoder
+	zdMax uint64 // zd's WithDecoderMaxMemory
 	xr    xerialReader
 	block []byte // snappy: the decoded raw block
 }
@@ -160,10 +224,14 @@ func (f *inflater) release() {
 	inflaters.Put(f)
 }
 
-// open starts decompressing payload with codec. It returns either a reader
-// of the decompressed bytes or, for a raw snappy block (not streamable), the
-// decoded bytes themselves. Errors wrap ErrCorrupt.
-func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
+// open starts decompressing payload with codec, for a reader that stops
+// at limit bytes (inflateLimit applied): the decoders allocate no more than
+// that for it (a zstd window, a snappy block), and a block that says it
+// holds more is ErrTooLarge (inflateError) before it is decoded. The reader
+// itself does not count: its caller stops at limit. open returns either a
+// reader of the decompressed bytes or, for a raw snappy block (not
+// streamable), the decoded bytes themselves. Other errors wrap ErrCorrupt.
+func (f *inflater) open(codec int, payload []byte, limit int) (io.Reader, []byte, error) {
 	f.src = sliceReader{b: payload}
 	switch codec {
 	case CompressionGzip:
@@ -179,7 +247,7 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 		return f.gz, nil, nil
 	case CompressionSnappy:
 		if len(payload) >= xerialHeaderLen && bytes.HasPrefix(payload, xerialMagic) {
-			f.xr.reset(payload[xerialHeaderLen:])
+			f.xr.reset(payload[xerialHeaderLen:], limit)
 			return &f.xr, nil, nil
 		}
 		n, err := s2.DecodedLen(payload)
@@ -188,6 +256,9 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 		}
 		if n > snappyMaxDecoded(len(payload)) {
 			return nil, nil, corruptf("snappy: a block of %d bytes cannot inflate to the %d it claims", len(payload), n)
+		}
+		if n > limit {
+			return nil, nil, inflateError(codec, limit)
 		}
 		if cap(f.block) < n || f.block == nil {
 			f.block = make([]byte, max(n, 64))
@@ -204,12 +275,10 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 		f.lz.Reset(lz4Lenient(&f.src, payload))
 		return f.lz, nil, nil
 	case CompressionZstd:
-		if err := f.zstdDecoder(); err != nil {
-			return nil, nil, err
-		}
 		// f.src is not a *bytes.Buffer: the decoder streams it block by
 		// block instead of decoding the whole payload into one buffer.
-		if err := f.zd.Reset(&f.src); err != nil {
+		// Streaming, the decoder's memory limit is its window's.
+		if err := f.zstdReset(&f.src, limit); err != nil {
 			return nil, nil, corruptf("zstd: %v", err)
 		}
 		return f.zd, nil, nil
@@ -217,29 +286,24 @@ func (f *inflater) open(codec int, payload []byte) (io.Reader, []byte, error) {
 	return nil, nil, corruptf("unknown compression codec %d", codec)
 }
 
-// zstdDecoder makes f's zstd decoder if it has none yet.
-func (f *inflater) zstdDecoder() error {
-	if f.zd != nil {
-		return nil
+// zstdReset makes f's zstd decoder if it has none yet and resets it to read
+// r with a window of limit bytes at most (its memory: the caller counts the
+// output), or zstdMinWindow when that is more. Options are reset only when
+// the limit changed: a reset with options allocates.
+func (f *inflater) zstdReset(r io.Reader, limit int) error {
+	mem := uint64(max(limit, zstdMinWindow))
+	if f.zd == nil {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(mem), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return fmt.Errorf("batch: zstd decoder options: %w", err)
+		}
+		f.zd, f.zdMax = d, mem
 	}
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxInflated), zstd.WithDecoderLowmem(true))
-	if err != nil {
-		return fmt.Errorf("batch: zstd decoder options: %w", err)
+	if f.zdMax != mem {
+		f.zdMax = mem
+		return f.zd.ResetWithOptions(r, zstd.WithDecoderMaxMemory(mem))
 	}
-	f.zd = d
-	return nil
-}
-
-// zstdAll appends the zstd payload decoded whole to dst.
-func (f *inflater) zstdAll(dst, payload []byte) ([]byte, error) {
-	if err := f.zstdDecoder(); err != nil {
-		return dst, err
-	}
-	out, err := f.zd.DecodeAll(payload, dst)
-	if err != nil {
-		return dst, corruptf("zstd payload: %v", err)
-	}
-	return out, nil
+	return f.zd.Reset(r)
 }
 
 // snappyMaxDecoded bounds what n bytes of snappy block can decode to: a copy

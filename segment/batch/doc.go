@@ -32,7 +32,18 @@
 // (checksums included), and that nothing follows the last record. [ValidateProduced]
 // adds the rule for a producer's batch: inner offset deltas 0 to n-1. [Records] and
 // [Decode] decompress transparently; [Decompress] turns a compressed batch into the
-// equivalent uncompressed one. A payload that inflates past 1 GiB is corrupt.
+// equivalent uncompressed one.
+//
+// # Decompression bombs
+//
+// A few KB of payload can inflate to a GiB (zstd: 1000 MiB of zeros in 32 KB). Every
+// decompression streams into a limit and stops as soon as it is passed, with
+// [ErrTooLarge]: [DecompressLimit], [RecompressLimit], [ValidateProducedLimit] and
+// [Filter.Limit] take the caller's; [Decompress], [Recompress], [ValidateProduced],
+// [Records] and [Decode] apply [DefaultMaxDecompressed] (128 MiB). Decoders allocate
+// for what the payload inflates to, up to the limit, never for what its headers
+// claim. [Validate], which recovery uses, streams through its window whatever the
+// size and calls a payload that inflates past 1 GiB corrupt.
 //
 // # Batch layout
 //

@@ -25,6 +25,11 @@ func (h Header) DeleteHorizon() (int64, bool) {
 // filtered copy before it is compressed again) and is not safe for
 // concurrent use.
 type Filter struct {
+	// Limit bounds what a compressed batch's records may decompress to
+	// (DecompressLimit): 0 → DefaultMaxDecompressed. Apply returns
+	// ErrTooLarge for a batch past it, having decompressed no more.
+	Limit int
+
 	keep  []bool
 	rec   Record // what keep sees, not allocated per call
 	plain []byte // a compressed batch, decompressed
@@ -56,8 +61,8 @@ const filterScratchMax = 4 << 20
 // keep sees the record's Offset, Timestamp, Key and Value (aliasing b or the
 // scratch buffer, valid during the call); Headers are not decoded. Apply
 // returns the extended dst and how many records the copy holds. A malformed
-// record, or a payload that does not decompress, is ErrCorrupt and dst is
-// returned as it was.
+// record, or a payload that does not decompress, is ErrCorrupt, one that
+// decompresses past f.Limit ErrTooLarge, and dst is returned as it was.
 func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Record) bool) ([]byte, int, error) {
 	if h.Size() > len(b) || h.Length < minLength {
 		return dst, 0, shortf("%d bytes, the batch needs %d", len(b), h.Size())
@@ -72,7 +77,7 @@ func (f *Filter) Apply(dst, b []byte, h Header, horizon int64, keep func(r *Reco
 		return dst, 0, corruptf("unknown compression codec %d", codec)
 	}
 	defer f.trim()
-	plain, err := Decompress(f.plain[:0], b, h)
+	plain, err := DecompressLimit(f.plain[:0], b, h, f.Limit)
 	f.plain = plain[:0]
 	if err != nil {
 		return dst, 0, err

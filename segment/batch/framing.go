@@ -12,13 +12,14 @@ import (
 // 16-byte header): each a big-endian int32 length and a raw snappy block,
 // decoded one at a time into buf.
 type xerialReader struct {
-	src []byte // the chunks not read yet
-	buf []byte // the current chunk, decoded
-	out []byte // what of buf is not read yet
+	src   []byte // the chunks not read yet
+	buf   []byte // the current chunk, decoded
+	out   []byte // what of buf is not read yet
+	limit int    // a chunk that decodes to more is not decoded
 }
 
-func (x *xerialReader) reset(chunks []byte) {
-	x.src, x.out = chunks, nil
+func (x *xerialReader) reset(chunks []byte, limit int) {
+	x.src, x.out, x.limit = chunks, nil, limit
 }
 
 func (x *xerialReader) Read(p []byte) (int, error) {
@@ -41,6 +42,9 @@ func (x *xerialReader) Read(p []byte) (int, error) {
 		}
 		if dl > snappyMaxDecoded(len(chunk)) {
 			return 0, corruptf("snappy: a xerial chunk of %d bytes cannot inflate to the %d it claims", len(chunk), dl)
+		}
+		if dl > x.limit {
+			return 0, inflateError(CompressionSnappy, x.limit)
 		}
 		if cap(x.buf) < dl {
 			x.buf = make([]byte, dl)

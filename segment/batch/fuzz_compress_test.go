@@ -115,12 +115,12 @@ func checkCompressed(t *testing.T, b []byte) {
 func scanTiny(b []byte, h Header) error {
 	f := getInflater()
 	defer f.release()
-	r, whole, err := f.open(h.Compression(), b[HeaderSize:h.Size()])
+	r, whole, err := f.open(h.Compression(), b[HeaderSize:h.Size()], maxInflated)
 	if err != nil {
 		return err
 	}
 	if whole != nil {
 		return scanRecordsIn(whole, &h)
 	}
-	return scanStream(r, h.Compression(), &h, make([]byte, 0, 16))
+	return scanStream(r, h.Compression(), &h, make([]byte, 0, 16), maxInflated)
 }

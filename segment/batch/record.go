@@ -156,26 +156,39 @@ func scanRecords(b []byte, h *Header) error {
 // or records that do not match the header (see the package documentation). A
 // compressed batch's records are checked the same way, streamed through a pooled
 // decoder: a payload that does not decompress, or that holds other records than the
-// header says, or anything after them, is ErrCorrupt. Bytes after the batch are
-// ignored.
+// header says, or anything after them, or inflates past 1 GiB, is ErrCorrupt. Bytes
+// after the batch are ignored. Its memory is a window's whatever the records' size;
+// its time grows with it (ValidateProducedLimit bounds both).
 func Validate(b []byte) (Header, error) {
+	return validate(b, maxInflated)
+}
+
+func validate(b []byte, limit int) (Header, error) {
 	h, err := Check(b)
 	if err != nil {
 		return h, err
 	}
 	if h.Compression() != CompressionNone {
-		return h, scanCompressed(b[:h.Size()], &h)
+		return h, scanCompressed(b[:h.Size()], &h, limit)
 	}
 	return h, scanRecords(b[:h.Size()], &h)
 }
 
-// ValidateProduced is Validate for a batch as a producer sends it, with the rule
-// Kafka's LogValidator adds for those: the records of a compressed batch have offset
-// deltas 0, 1, ..., n-1 (a batch with gaps can only come from compaction, never from
-// a producer). Validate accepts gaps, so that recovery and readers keep compacted
-// batches.
+// ValidateProduced is ValidateProducedLimit with limit DefaultMaxDecompressed.
 func ValidateProduced(b []byte) (Header, error) {
-	h, err := Validate(b)
+	return ValidateProducedLimit(b, DefaultMaxDecompressed)
+}
+
+// ValidateProducedLimit is Validate for a batch as a producer sends it, with the
+// rules a broker adds for those: the records of a compressed batch have offset
+// deltas 0, 1, ..., n-1 (Kafka's LogValidator: a batch with gaps can only come from
+// compaction, never from a producer), and they decompress to limit bytes at most
+// (0 or less: DefaultMaxDecompressed; at most 1 GiB), else ErrTooLarge, as soon as
+// they pass it: a decompression bomb costs the broker limit bytes of decoding, not
+// what it would inflate to. Validate accepts gaps, so that recovery and readers
+// keep compacted batches.
+func ValidateProducedLimit(b []byte, limit int) (Header, error) {
+	h, err := validate(b, inflateLimit(limit))
 	if err != nil {
 		return h, err
 	}
@@ -235,7 +248,7 @@ func check(b []byte, crc bool) (Header, error) {
 // slice (grown to the largest header count), once per call, plus a header key string
 // when it differs from the key at the same position in the previous record.
 func Decode(b []byte, fn func(r *Record) error) (Header, error) {
-	h, err := Validate(b)
+	h, err := validate(b, DefaultMaxDecompressed) // Records would refuse more
 	if err != nil {
 		return h, err
 	}
@@ -252,6 +265,8 @@ func Decode(b []byte, fn func(r *Record) error) (Header, error) {
 // into a buffer allocated for the batch, and checked as Validate checks them (a
 // corrupt payload yields no records); r's Key, Value and header Values alias that
 // buffer, so a caller may keep them as it may keep those of an uncompressed batch.
+// Records that decompress past DefaultMaxDecompressed are ErrTooLarge: a reader
+// that wants another limit decompresses with DecompressLimit first.
 //
 // Records on bytes that were not validated is memory-safe but not a validation: it
 // never panics and returns ErrCorrupt at the first malformed record, after fn has seen
@@ -387,7 +402,8 @@ func decodeHeaders(b []byte, i, n int, hdrs []RecordHeader) []RecordHeader {
 }
 
 // compressedRecords is Records for a compressed batch: decompressed (and
-// checked) into a buffer of its own, which the records alias.
+// checked) into a buffer of its own, which the records alias, up to
+// DefaultMaxDecompressed bytes (ErrTooLarge past it).
 func compressedRecords(b []byte, h Header, fn func(r *Record) error) error {
 	out, err := Decompress(nil, b, h)
 	if err != nil {

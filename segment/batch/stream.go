@@ -28,6 +28,7 @@ type recordStream struct {
 	i     int
 	eof   bool
 	total int // bytes read from r
+	limit int // more than this many bytes from r is inflateError
 	empty int // reads in a row that returned nothing
 }
 
@@ -54,8 +55,8 @@ func (s *recordStream) fill(n int) (int, error) {
 		} else {
 			s.empty = 0
 		}
-		if s.total > maxInflated {
-			return 0, corruptf("%s payload inflates to more than %d bytes", codecName(s.codec), maxInflated)
+		if s.total > s.limit {
+			return 0, inflateError(s.codec, s.limit)
 		}
 		switch {
 		case errors.Is(err, io.EOF):
@@ -169,8 +170,8 @@ func (s *recordStream) next(r *rawRecord) (ok bool, err error) {
 		return false, bad(fmt.Sprintf("length %d", length))
 	}
 	end := s.consumed() + int(length)
-	if end < 0 || end > maxInflated {
-		return false, bad(fmt.Sprintf("length %d", length))
+	if end < 0 || end > s.limit { // known before the record's bytes are inflated
+		return false, inflateError(s.codec, s.limit)
 	}
 	if ok, err := s.skip(1); err != nil || !ok { // attributes
 		return false, cmp(err, bad("cut short"))
@@ -226,12 +227,13 @@ func cmp(err, alt error) error {
 // h.Size(), CRC and header checked) as scanRecords does an uncompressed one,
 // streaming the payload through a pooled decoder and window: count, offset
 // deltas, record framing, max timestamp, and that nothing follows the last
-// record, not even in the compressed stream.
-func scanCompressed(b []byte, h *Header) error {
+// record, not even in the compressed stream. Records that inflate past limit
+// (inflateLimit applied) are inflateError, found as soon as they pass it.
+func scanCompressed(b []byte, h *Header, limit int) error {
 	codec := h.Compression()
 	f := getInflater()
 	defer f.release()
-	r, whole, err := f.open(codec, b[HeaderSize:])
+	r, whole, err := f.open(codec, b[HeaderSize:], limit)
 	if err != nil {
 		return err
 	}
@@ -240,14 +242,14 @@ func scanCompressed(b []byte, h *Header) error {
 	}
 	wp := windows.Get().(*[]byte)
 	defer windows.Put(wp)
-	return scanStream(r, codec, h, (*wp)[:0])
+	return scanStream(r, codec, h, (*wp)[:0], limit)
 }
 
 // scanStream is scanCompressed's walk over the records read from r through
 // the window buf (its capacity; tests give a tiny one, so that records
-// straddle refills).
-func scanStream(r io.Reader, codec int, h *Header, buf []byte) error {
-	s := recordStream{r: r, codec: codec, buf: buf}
+// straddle refills), reading at most limit bytes from r.
+func scanStream(r io.Reader, codec int, h *Header, buf []byte, limit int) error {
+	s := recordStream{r: r, codec: codec, buf: buf, limit: limit}
 	var raw rawRecord
 	prev, maxTS := int32(-1), int64(math.MinInt64)
 	for n := range h.NumRecords {
@@ -302,19 +304,29 @@ func scanRecordsIn(recs []byte, h *Header) error {
 	return nil
 }
 
-// Decompress appends to dst the batch at the start of b, whose header h was
-// returned by Validate, Check or a Batches callback, with its records section
-// decompressed: an uncompressed batch with the same header fields (the
-// compression bits cleared, the CRC recomputed), which Records and Decode
-// read like any other. The records are validated as Validate does. An
-// uncompressed batch is appended as it is. It returns ErrCorrupt for a
-// payload that does not decompress or holds other records than h says;
-// dst's contents are then unspecified.
+// Decompress is DecompressLimit with limit DefaultMaxDecompressed.
 //
 // Records uses it for compressed batches; a reader that decodes many batches
-// uses it directly to choose where the records go (their Key and Value alias
-// the result).
+// uses it (or DecompressLimit) directly to choose where the records go
+// (their Key and Value alias the result).
 func Decompress(dst, b []byte, h Header) ([]byte, error) {
+	return DecompressLimit(dst, b, h, DefaultMaxDecompressed)
+}
+
+// DecompressLimit appends to dst the batch at the start of b, whose header h
+// was returned by Validate, Check or a Batches callback, with its records
+// section decompressed: an uncompressed batch with the same header fields
+// (the compression bits cleared, the CRC recomputed), which Records and
+// Decode read like any other. The records are validated as Validate does.
+// An uncompressed batch is appended as it is.
+//
+// Decompression stops as soon as the records pass limit bytes (0 or less:
+// DefaultMaxDecompressed; at most 1 GiB) and returns ErrTooLarge: what it
+// allocates grows with what the payload inflates to, up to limit, never
+// with what it would inflate to. It returns ErrCorrupt for a payload that
+// does not decompress or holds other records than h says. On an error dst's
+// contents are unspecified.
+func DecompressLimit(dst, b []byte, h Header, limit int) ([]byte, error) {
 	if h.Length < minLength {
 		return dst, corruptf("batch length %d is less than the minimum %d", h.Length, minLength)
 	}
@@ -326,19 +338,15 @@ func Decompress(dst, b []byte, h Header) ([]byte, error) {
 	if codec == CompressionNone {
 		return append(dst, b...), nil
 	}
+	limit = inflateLimit(limit)
 	start := len(dst)
 	dst = append(dst, b[:HeaderSize]...)
 	f := getInflater()
 	defer f.release()
-	if codec == CompressionZstd {
-		// The whole output is wanted: zstd decodes it fastest in one call.
-		var err error
-		if dst, err = f.zstdAll(dst, b[HeaderSize:]); err != nil {
-			return dst, err
-		}
-		return finishDecompressed(dst, start, codec, h)
-	}
-	r, whole, err := f.open(codec, b[HeaderSize:])
+	// Every codec streams, zstd too: its DecodeAll (as fast, measured)
+	// grows its output 1.25 times at a time, allocating 6 times the limit
+	// before it stops a bomb, and sizes it anew for each frame.
+	r, whole, err := f.open(codec, b[HeaderSize:], limit)
 	if err != nil {
 		return dst, err
 	}
@@ -346,22 +354,31 @@ func Decompress(dst, b []byte, h Header) ([]byte, error) {
 		dst = append(dst, whole...)
 	} else {
 		// Guess a 4:1 ratio (or, for lz4, what its frames say at most,
-		// when that is less), then grow by doubling as bytes come.
-		guess := min(4*(len(b)-HeaderSize), maxInflated)
+		// when that is less), then grow by doubling as bytes come, never
+		// past the limit (and one byte, to see it passed): a bomb costs
+		// at most twice the limit in allocations.
+		guess := min(4*(len(b)-HeaderSize), limit+1)
 		if codec == CompressionLz4 {
 			if n, ok := lz4Bound(b[HeaderSize:]); ok {
 				guess = min(guess, n)
 			}
 		}
 		dst = grow(dst, guess)
+		end := start + HeaderSize + limit + 1 // the most dst may hold
 		for {
 			if len(dst) == cap(dst) {
-				dst = grow(dst, max(cap(dst)-start, windowSize))
+				c := len(dst) + max(len(dst)-start, windowSize)
+				if c > end-(c-start) { // the next doubling would pass end: go there now
+					c = end
+				}
+				g := make([]byte, len(dst), c)
+				copy(g, dst)
+				dst = g
 			}
-			m, err := r.Read(dst[len(dst):cap(dst)])
+			m, err := r.Read(dst[len(dst):min(cap(dst), end)])
 			dst = dst[:len(dst)+m]
-			if len(dst)-start-HeaderSize > maxInflated {
-				return dst, corruptf("%s payload inflates to more than %d bytes", codecName(codec), maxInflated)
+			if len(dst)-start-HeaderSize > limit {
+				return dst, inflateError(codec, limit)
 			}
 			if errors.Is(err, io.EOF) {
 				break
@@ -391,30 +408,121 @@ func finishDecompressed(dst []byte, start, codec int, h Header) ([]byte, error) 
 	return dst, nil
 }
 
-// Recompress appends to dst the batch at the start of b, whose header h was returned
-// by Validate, with its records section compressed with codec instead (uncompressed
-// for CompressionNone): the same header fields and records, a new length, codec and
-// CRC. A broker whose topic stores one codec whatever the producer sent uses it.
+// Recompress is RecompressLimit with limit DefaultMaxDecompressed.
 func Recompress(dst, b []byte, h Header, codec int) ([]byte, error) {
+	return RecompressLimit(dst, b, h, codec, DefaultMaxDecompressed)
+}
+
+// RecompressLimit appends to dst the batch at the start of b, whose header h
+// was returned by Validate, with its records section compressed with codec
+// instead (uncompressed for CompressionNone): the same header fields and
+// records, a new length, codec and CRC. A broker whose topic stores one
+// codec whatever the producer sent uses it. The records are checked as
+// Validate checks them.
+//
+// The records may decompress to limit bytes at most (0 or less:
+// DefaultMaxDecompressed), as for DecompressLimit: past it, RecompressLimit
+// stops and returns ErrTooLarge. To gzip, lz4 or zstd it streams them from
+// one codec to the other through a window, so its memory is the codecs' and
+// the result's, however large the records; to snappy (one raw block) or
+// none it holds them whole.
+func RecompressLimit(dst, b []byte, h Header, codec, limit int) ([]byte, error) {
 	if !ValidCompression(codec) {
 		return dst, fmt.Errorf("batch: unknown compression codec %d", codec)
 	}
-	plain, err := Decompress(nil, b, h)
-	if err != nil || codec == CompressionNone {
-		return append(dst, plain...), err
+	if h.Size() > len(b) || h.Length < minLength {
+		return dst, shortf("%d bytes, the batch needs %d", len(b), h.Size())
 	}
+	b = b[:h.Size()]
 	start := len(dst)
-	dst = append(dst, plain[:HeaderSize]...)
-	if dst, err = compress(dst, codec, plain[HeaderSize:]); err != nil {
-		return dst, err
+	var err error
+	switch {
+	case codec == CompressionNone:
+		return DecompressLimit(dst, b, h, limit)
+	case h.Compression() == CompressionNone: // validated already: compress its records
+		dst = append(dst, b[:HeaderSize]...)
+		dst, err = compress(dst, codec, b[HeaderSize:])
+	case codec == CompressionSnappy:
+		var plain []byte
+		if plain, err = DecompressLimit(nil, b, h, limit); err != nil {
+			return dst, err
+		}
+		dst = append(dst, plain[:HeaderSize]...)
+		dst, err = compress(dst, codec, plain[HeaderSize:])
+	default:
+		dst, err = recompressStream(dst, b, h, codec, inflateLimit(limit))
+	}
+	if err != nil {
+		return dst[:start], err
 	}
 	out := dst[start:]
 	if int64(len(out))-logOverhead > math.MaxInt32 {
-		return dst, fmt.Errorf("batch: recompressed batch larger than 2 GiB")
+		return dst[:start], fmt.Errorf("batch: recompressed batch larger than 2 GiB")
 	}
 	be := binary.BigEndian
 	be.PutUint32(out[offLength:], uint32(len(out)-logOverhead))
 	be.PutUint16(out[offAttributes:], be.Uint16(out[offAttributes:])&^attrCompression|uint16(codec))
 	SetCRC(out)
 	return dst, nil
+}
+
+// recompressStream appends to dst the header of the compressed batch b and
+// its records decompressed and compressed again with codec (gzip, lz4 or
+// zstd), validating them on the way (scanStream reads them through a
+// window, and what it reads goes on to the compressor).
+func recompressStream(dst, b []byte, h Header, codec, limit int) ([]byte, error) {
+	f := getInflater()
+	defer f.release()
+	r, whole, err := f.open(h.Compression(), b[HeaderSize:], limit)
+	if err != nil {
+		return dst, err
+	}
+	w := appendWriter{b: append(dst, b[:HeaderSize]...)}
+	zw, put := compressor(codec, &w)
+	defer put()
+	if whole != nil { // a raw snappy block, decoded already
+		if err := scanRecordsIn(whole, &h); err != nil {
+			return dst, err
+		}
+		if _, err := zw.Write(whole); err != nil {
+			return dst, fmt.Errorf("batch: %s: %w", codecName(codec), err)
+		}
+	} else {
+		wp := windows.Get().(*[]byte)
+		defer windows.Put(wp)
+		tee := teeReader{r: r, w: zw}
+		err := scanStream(&tee, h.Compression(), &h, (*wp)[:0], limit)
+		if tee.err != nil {
+			return dst, fmt.Errorf("batch: %s: %w", codecName(codec), tee.err)
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return dst, fmt.Errorf("batch: %s: %w", codecName(codec), err)
+	}
+	return w.b, nil
+}
+
+// teeReader reads r and writes what it read to w; a failed write ends the
+// reading (io.EOF) and is kept in err.
+type teeReader struct {
+	r   io.Reader
+	w   io.Writer
+	err error
+}
+
+func (t *teeReader) Read(p []byte) (int, error) {
+	if t.err != nil {
+		return 0, io.EOF
+	}
+	n, err := t.r.Read(p)
+	if n > 0 {
+		if _, werr := t.w.Write(p[:n]); werr != nil {
+			t.err = werr
+			return 0, io.EOF
+		}
+	}
+	return n, err
 }
