@@ -141,6 +141,7 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 		Notify:                  b.appended,
 		Metrics:                 cfg.Metrics,
 		OnLoopStart:             b.startCleaner,
+		MaxDecompressedBytes:    cfg.MaxDecompressedBytes,
 		ephemeral:               ephemeral,
 		keepAsides:              true, // load reads them, then removes them
 	})

@@ -34,6 +34,7 @@ type cleaner struct {
 	filter      batch.Filter         // copies batches, compressed ones too, keeping some records
 	readBuf     []byte
 	plain       []byte // a compressed batch of the dirty part, decompressed to map its keys
+	maxInflate  int    // the most plain may hold: the pass's partition's MaxDecompressedBytes
 	it          batch.Iter
 	rec         batch.Record
 	out         []byte
@@ -250,6 +251,11 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 	} else {
 		c.m.reset()
 	}
+	// A compressed batch is decompressed up to MaxDecompressedBytes: a
+	// bomb stops the pass there (ErrRecordTooLarge) and the partition is
+	// marked uncleanable (run), its segments left as they are.
+	c.maxInflate = p.maxInflate
+	c.filter.Limit = p.maxInflate
 	m := c.m
 	lastBatch := map[int64]int64{}
 	mapEnd := plan.end
@@ -357,7 +363,7 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 				out, kept, err := c.filter.Apply(c.out[:0], b, h, horizon, keep)
 				c.out = out
 				if err != nil {
-					return false, err
+					return false, inflated(err)
 				}
 				// An emptied batch is kept (Kafka's empty batch, its header
 				// only) when it is its producer's last, so that producer
@@ -404,14 +410,14 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 // batch.
 func (c *cleaner) records(b []byte, h batch.Header, fn func(r *batch.Record) error) error {
 	if h.Compression() != batch.CompressionNone {
-		plain, err := batch.Decompress(c.plain[:0], b, h)
+		plain, err := batch.DecompressLimit(c.plain[:0], b, h, c.maxInflate)
 		if cap(plain) <= cleanerReadBytes<<2 {
 			c.plain = plain[:0]
 		} else {
 			c.plain = nil // not kept after an unusually large batch
 		}
 		if err != nil {
-			return err
+			return inflated(err)
 		}
 		if h, err = batch.ParseHeader(plain); err != nil {
 			return err

@@ -1,6 +1,7 @@
 package log
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -96,27 +97,46 @@ func (c TopicCompression) appendCodec() int {
 	return int(codec)
 }
 
-// producedBatch validates a batch as a producer sent it (batch.ValidateProduced:
-// CRC, and for a compressed batch its records streamed through a pooled
-// decoder) and, when the topic stores another codec than the batch's,
-// returns it recompressed in a new buffer. Otherwise it returns b itself:
-// the batch is stored as it arrived. Errors wrap ErrCorrupt for a bad batch.
+// producedBatch validates a batch as a producer sent it
+// (batch.ValidateProducedLimit: CRC, and for a compressed batch its records
+// streamed through a pooled decoder) and, when the topic stores another
+// codec than the batch's, returns it recompressed in a new buffer.
+// Otherwise it returns b itself: the batch is stored as it arrived. Errors
+// wrap ErrCorrupt for a bad batch, ErrRecordTooLarge (and
+// batch.ErrTooLarge) for one whose records decompress past the partition's
+// MaxDecompressedBytes, or past MaxMessageBytes when the topic stores them
+// uncompressed: decompression stops there, so a decompression bomb costs
+// the broker that much decoding at most, and changes nothing.
 func (p *Partition) producedBatch(b []byte) ([]byte, batch.Header, error) {
-	h, err := batch.ValidateProduced(b)
-	if err != nil {
-		return nil, h, err
+	cfg := p.config()
+	codec, recompress := cfg.Compression.codec()
+	limit := p.maxInflate
+	if recompress && codec == CompressionNone {
+		limit = min(limit, cfg.MaxMessageBytes) // what it decompresses to is what is stored
 	}
-	codec, ok := p.config().Compression.codec()
-	if !ok || int(codec) == h.Compression() || h.Size() != len(b) {
+	h, err := batch.ValidateProducedLimit(b, limit)
+	if err != nil {
+		return nil, h, inflated(err)
+	}
+	if !recompress || int(codec) == h.Compression() || h.Size() != len(b) {
 		return b, h, nil
 	}
-	out, err := batch.Recompress(nil, b, h, int(codec))
+	out, err := batch.RecompressLimit(nil, b, h, int(codec), limit)
 	if err != nil {
-		return nil, h, err
+		return nil, h, inflated(err)
 	}
-	if len(out) > p.config().MaxMessageBytes {
-		return nil, h, &RecordTooLargeError{Size: len(out), Max: p.config().MaxMessageBytes}
+	if len(out) > cfg.MaxMessageBytes {
+		return nil, h, &RecordTooLargeError{Size: len(out), Max: cfg.MaxMessageBytes}
 	}
 	h, err = batch.ParseHeader(out)
 	return out, h, err
+}
+
+// inflated makes a batch.ErrTooLarge an ErrRecordTooLarge too (Kafka's
+// RECORD_TOO_LARGE).
+func inflated(err error) error {
+	if errors.Is(err, batch.ErrTooLarge) {
+		return fmt.Errorf("%w (%w)", ErrRecordTooLarge, err)
+	}
+	return err
 }

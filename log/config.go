@@ -57,6 +57,17 @@ type Config struct {
 	// of fetches parking in and leaving the purgatory, and of cleaner
 	// passes (see metrics.Hooks); nil → none.
 	Metrics metrics.Hooks
+	// MaxDecompressedBytes bounds what the records of one compressed batch
+	// may decompress to, wherever the broker decompresses (validating and
+	// recompressing a produced batch, the cleaner, Partition.Read and
+	// Records): decompression stops as soon as it is passed. A produced
+	// batch past it gets ErrRecordTooLarge (Kafka's RECORD_TOO_LARGE) and
+	// changes nothing; the cleaner marks the partition uncleanable. 0 →
+	// 128 MiB (batch.DefaultMaxDecompressed, 128 times the default
+	// MaxMessageBytes); at most 1 GiB. A topic whose batches are stored
+	// uncompressed (TopicCompressionNone) is also bounded by its
+	// MaxMessageBytes.
+	MaxDecompressedBytes int
 }
 
 func (c Config) withDefaults() Config {

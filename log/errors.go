@@ -16,7 +16,7 @@ var (
 	ErrInvalidTopic      = errors.New("log: invalid topic name")
 	ErrInvalidConfig     = errors.New("log: invalid config")
 	ErrOffsetOutOfRange  = errors.New("log: offset out of range")
-	ErrRecordTooLarge    = errors.New("log: record batch larger than MaxMessageBytes")
+	ErrRecordTooLarge    = errors.New("log: record batch too large") // MaxMessageBytes, or MaxDecompressedBytes decompressed
 	ErrClosed            = errors.New("log: closed")
 	ErrNotEnoughReplicas = errors.New("log: not enough in-sync replicas")
 	ErrNotLeader         = errors.New("log: not the leader for this partition")

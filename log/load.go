@@ -34,6 +34,7 @@ func (s *Store) newPartition(topic string, id int, cfg TopicConfig) *Partition {
 		logger:       s.logger,
 		clock:        s.cfg.Clock,
 		metrics:      s.cfg.Metrics,
+		maxInflate:   s.cfg.MaxDecompressedBytes,
 		wake:         s.wakeLoop,
 		appended:     s.notify,
 		hwFollowsEnd: s.cfg.HighWatermarkFollowsEnd,

@@ -36,6 +36,9 @@ type Partition struct {
 	clock  clock.Clock
 	// metrics, when set, is told of every flush (nil: none).
 	metrics metrics.Hooks
+	// maxInflate bounds a compressed batch's records decompressed
+	// (StoreConfig.MaxDecompressedBytes): compression.go.
+	maxInflate int
 	// wake asks the broker's background loop to flush sealed segments.
 	wake func()
 	// appended, when set, is told about every append and every move of the

@@ -30,6 +30,8 @@ type Header = batch.RecordHeader
 // truncated one), never records. Control batches (transaction markers) are
 // skipped. Compressed batches (any of Kafka's codecs) are decompressed; their
 // records' Key, Value and header values alias a buffer allocated for the batch.
+// A batch whose records decompress past batch.DefaultMaxDecompressed (128
+// MiB) is an error (batch.ErrTooLarge): decompression stops there.
 func DecodeRecords(raw []byte) ([]Record, error) {
 	var hdrs []Header
 	recs, _, err := decodeFrom(make([]Record, 0, countRecords(raw)), &hdrs, raw, TopicPartition{}, 0)
@@ -94,9 +96,11 @@ func countRecords(raw []byte) int {
 // bytes. A record the Iter finds malformed all the same is an error, and no
 // record of its batch is returned. A compressed batch is decompressed
 // (batch.Decompress, which also checks its records) into a buffer of its
-// own that its records alias.
+// own that its records alias, up to batch.DefaultMaxDecompressed bytes
+// (batch.ErrTooLarge past them: a reader of a broker does not know its
+// MaxDecompressedBytes; a Partition's reads apply the store's).
 func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
-	return decodeBuiltFrom(dst, hdrs, raw, nil, tp, from)
+	return decodeBatches(dst, hdrs, raw, nil, tp, from, batch.DefaultMaxDecompressed)
 }
 
 // decodeBuiltFrom is decodeFrom; tail, if not nil, are the batches of a
@@ -108,6 +112,12 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 // 1.1 µs of CPU a record costs to produce and consume). Nor are the records
 // of a tail batch with spans parsed: they are its spans (batch.Span).
 func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, tp TopicPartition, from int64) ([]Record, int64, error) {
+	return decodeBatches(dst, hdrs, raw, tail, tp, from, batch.DefaultMaxDecompressed)
+}
+
+// decodeBatches is decodeBuiltFrom decompressing a compressed batch's
+// records up to limit bytes (batch.DecompressLimit).
+func decodeBatches(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, tp TopicPartition, from int64, limit int) ([]Record, int64, error) {
 	built := tail != nil
 	next, prevEnd := from, int64(-1)
 	var (
@@ -139,7 +149,7 @@ func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch,
 			// Decompressed into a buffer of the batch's own, which the
 			// records alias; checked in full, so a payload that does not
 			// decompress or disagrees with its header yields no record.
-			if b, err = batch.Decompress(nil, b, h); err == nil {
+			if b, err = batch.DecompressLimit(nil, b, h, limit); err == nil {
 				h, err = batch.ParseHeader(b)
 			}
 			if err != nil {

@@ -109,7 +109,7 @@ func (r *replay) chunk(off, end int64) (int64, error) {
 			continue
 		}
 		if h.Compression() != batch.CompressionNone {
-			if r.dbuf, err = batch.Decompress(r.dbuf[:0], bb, h); err == nil {
+			if r.dbuf, err = batch.DecompressLimit(r.dbuf[:0], bb, h, p.maxInflate); err == nil {
 				bb = r.dbuf
 				h, err = batch.ParseHeader(bb)
 			}

@@ -17,6 +17,7 @@ import (
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/metrics"
 	"github.com/strata-log/strata/segment"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
@@ -122,6 +123,11 @@ type StoreConfig struct {
 	// lazily, as Kafka's LazyIndex opens indexes. Active segments are not
 	// counted. 0 → 1000.
 	MaxOpenSegments int
+	// MaxDecompressedBytes bounds what the records of one compressed batch
+	// may decompress to in the partitions' validation, recompression and
+	// reads (Config.MaxDecompressedBytes); 0 → 128 MiB
+	// (batch.DefaultMaxDecompressed).
+	MaxDecompressedBytes int
 
 	// ephemeral: the owner throws the data dir away after Close
 	// (OpenEphemeral): partitions skip the files only a later open
@@ -154,6 +160,9 @@ func (c StoreConfig) withDefaults() StoreConfig {
 	}
 	if c.MaxOpenSegments <= 0 {
 		c.MaxOpenSegments = defaultMaxOpenSegments
+	}
+	if c.MaxDecompressedBytes <= 0 {
+		c.MaxDecompressedBytes = batch.DefaultMaxDecompressed
 	}
 	return c
 }
