@@ -35,13 +35,18 @@ Prints what segment files hold, as kafka-dump-log.sh does:
 
 A batch that fails its checks (a CRC mismatch, a damaged header or record) is
 reported and the exit code is 1; so is an index entry that disagrees with the
-log. Files are only read, never changed.`
+log, and a compressed batch whose records decompress past
+--max-decompressed-bytes (a decompression bomb: decompression stops there; its
+records are not printed). Files are only read, never changed.`
 
 type dumpOpts struct {
 	deep      bool  // a line per record
 	data      bool  // and its key, value and headers
 	indexOnly bool  // index files: only the problems
 	maxBytes  int64 // .log files: stop after the batch that reaches it; 0: no limit
+	// maxInflate bounds a compressed batch's records decompressed for
+	// --deep-iteration (batch.DecompressLimit).
+	maxInflate int
 }
 
 func runDump(e *env, args []string) error {
@@ -52,6 +57,7 @@ func runDump(e *env, args []string) error {
 	fs.BoolVar(&o.deep, "deep-iteration", false, "print a line per record, not only per batch")
 	fs.BoolVar(&o.indexOnly, "verify-index-only", false, "for index files, print only the entries that disagree with the log")
 	fs.Int64Var(&o.maxBytes, "max-bytes", 0, "`B`: read batches of a .log only up to B bytes into the file (0: all)")
+	fs.IntVar(&o.maxInflate, "max-decompressed-bytes", batch.DefaultMaxDecompressed, "`B`: with --deep-iteration, decompress a batch's records up to B bytes (at most 1 GiB); a batch past it is a problem")
 	fs.StringVar(&files, "files", "", "`FILES`: comma-separated files to dump (Kafka's flag; or give them as arguments)")
 	paths, err := parseInterleaved(fs, args)
 	if err != nil {
@@ -190,6 +196,17 @@ func dumpBatch(w *bufio.Writer, pos int64, b []byte, o dumpOpts) bool {
 	}
 	if !o.deep {
 		return true
+	}
+	if h.Compression() != batch.CompressionNone { // decompressed up to the limit: a bomb stops there
+		plain, err := batch.DecompressLimit(nil, b, h, o.maxInflate)
+		if err == nil {
+			h, err = batch.ParseHeader(plain)
+		}
+		if err != nil {
+			fmt.Fprintf(w, "error: batch at position %d: %v\n", pos, err)
+			return false
+		}
+		b = plain
 	}
 	err := batch.Records(b, h, func(r *batch.Record) error {
 		seq := int64(-1)
