@@ -231,6 +231,16 @@ func TestOutOfFilesIsNotSticky(t *testing.T) {
 	defer s.Close()
 	p, err := s.CreatePartition("t", 0, tinySegments)
 	require.NoError(t, err)
+	// The store's loop flushes after every roll: held off until the flush
+	// below, so that the directory is still to be synced when it runs
+	// (under the race detector the loop often got there first).
+	s.roundMu.Lock()
+	held := true
+	defer func() {
+		if held { // a failed assertion: Close waits for the loop
+			s.roundMu.Unlock()
+		}
+	}()
 	appendOneByOne(t, p, 20, func() {})
 	segs := p.Segments()
 
@@ -248,6 +258,8 @@ func TestOutOfFilesIsNotSticky(t *testing.T) {
 	// A flush opens the directory.
 	err = p.Flush()
 	require.ErrorIs(t, err, syscall.EMFILE)
+	held = false
+	s.roundMu.Unlock()
 	// A read of an old segment whose files the Cache closed opens them.
 	_, err = p.Read(0, 1)
 	require.ErrorIs(t, err, syscall.EMFILE)
