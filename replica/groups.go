@@ -23,8 +23,9 @@ import (
 // GroupPartition(group, N), and its coordinator is that partition's
 // leader. Each member runs one group.Coordinator per partition it leads:
 // it loads it when it becomes the leader — the committed offsets of the
-// partition's groups read back from its replica, in the background, the
-// groups answered COORDINATOR_LOAD_IN_PROGRESS meanwhile — and closes it
+// partition's groups, with their leader epochs and metadata, read back from
+// its replica by group.Open, in the background, the groups answered
+// COORDINATOR_LOAD_IN_PROGRESS meanwhile — and closes it
 // when leadership moves (or the leader epoch changes); its commits are
 // acks=all produces to that partition, so a new leader has every
 // acknowledged one. Each group's metadata (its generation and members) is
