@@ -51,6 +51,8 @@ type Config struct {
 	// ids handed out with ErrMemberIDRequired and not joined with yet — is
 	// refused with ErrGroupMaxSizeReached. A static member's restart and a
 	// known member's rejoin always pass. 0 → Kafka's default, 2147483647.
+	// A group restored larger (InitialGroups, Open) keeps its members;
+	// Kafka would rebalance it and drop those past the bound.
 	MaxSize int
 	// MaxMemberMetadataBytes bounds what a Join may make the coordinator
 	// keep for a member: the names and metadata of its protocols together
