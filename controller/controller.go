@@ -326,8 +326,25 @@ func (c *Controller) Snapshot() error {
 // RegisterBroker registers a broker and returns its new broker epoch. The
 // broker starts fenced; its first heartbeat without WantFence unfences it.
 func (c *Controller) RegisterBroker(ctx context.Context, reg BrokerRegistration) (int64, error) {
+	r, err := c.Register(ctx, reg)
+	return r.Epoch, err
+}
+
+// Registered is a broker's registration as committed.
+type Registered struct {
+	Epoch int64 // the broker's new epoch
+	// Version is the metadata version the registration committed at: a
+	// broker whose image has reached it knows everything the cluster did
+	// before it registered (KRaft's "caught up"), and may then ask to be
+	// unfenced.
+	Version uint64
+}
+
+// Register is RegisterBroker, with the version the registration
+// committed at.
+func (c *Controller) Register(ctx context.Context, reg BrokerRegistration) (Registered, error) {
 	out, err := c.call(ctx, op{Kind: opRegister, Register: reg})
-	return out.Epoch, err
+	return Registered{Epoch: out.Epoch, Version: out.Version}, err
 }
 
 // Heartbeat renews a broker's session and fences or unfences it.

@@ -417,7 +417,11 @@ func (c *Controller) finish(p proposal) {
 		}
 	}
 	for i, req := range p.reqs {
-		req.done <- reply{out: p.outs[i], err: err}
+		out := p.outs[i]
+		if err == nil {
+			out.Version = p.future.Index()
+		}
+		req.done <- reply{out: out, err: err}
 	}
 	if c.inflight.Add(-1) == 0 && err == nil {
 		c.nudge()

@@ -58,6 +58,9 @@ type outcome struct {
 	Partition PartitionState    `json:"partition,omitzero"`
 
 	ProducerIDs ProducerIDBlock `json:"producer_ids,omitzero"`
+	// Version is the metadata version (Raft index) the op's records
+	// committed at; 0 when it had none.
+	Version uint64 `json:"version,omitzero"`
 }
 
 type rpcResponse struct {

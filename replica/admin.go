@@ -25,17 +25,5 @@ func (b *Broker) CreatePartitions(ctx context.Context, topic string, count int) 
 	if err != nil {
 		return controllerErr(err)
 	}
-	for {
-		ch := b.metaWatch()
-		if got, ok := b.img.Load().TopicByID(t.ID); ok && len(got.Partitions) >= count && allLed(got) {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("replica: %s has %d partitions, but not every one has a leader yet: %w", topic, count, ctx.Err())
-		case <-b.ctx.Done():
-			return log.ErrClosed
-		}
-	}
+	return b.awaitTopic(ctx, t, fmt.Sprintf("%s has %d partitions", topic, count))
 }

@@ -4,15 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 )
 
-// CreateTopic creates a topic through the controller and returns once its
-// metadata is committed and applied on this member and every partition
-// has a leader.
+// CreateTopic creates a topic through the controller. It returns once the
+// topic is committed, every partition has a leader and every live member
+// has applied it — its replicas exist, its leaders lead — so that a
+// Producer on any member can send to it at once.
+//
+// In a cluster that is forming, a replication factor no larger than the
+// number of voters waits, within ctx, for enough members to register (as
+// a Kafka client retries INVALID_REPLICATION_FACTOR while brokers start);
+// past ctx the error says how many of how many are registered. A factor
+// larger than the voters is log.ErrInvalidConfig at once.
 func (b *Broker) CreateTopic(ctx context.Context, name string, cfg log.TopicConfig) error {
 	if err := log.ValidTopicName(name); err != nil {
 		return err
@@ -20,26 +28,122 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg log.TopicConf
 	if err := cfg.WithDefaults().Validate(); err != nil { // Kafka's bounds, as a standalone broker's
 		return err
 	}
-	t, err := b.ctl.CreateTopic(ctx, name, controller.TopicSpec{
+	spec := controller.TopicSpec{
 		Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
 		MinInSyncReplicas: cfg.MinInSyncReplicas, Configs: encodeTopicConfig(cfg),
-	})
-	if err != nil {
-		return controllerErr(err)
 	}
+	var t controller.TopicInfo
+	backoff := 10 * time.Millisecond
 	for {
 		ch := b.metaWatch()
-		if got, ok := b.img.Load().TopicByID(t.ID); ok && allLed(got) {
-			return nil
+		var err error
+		t, err = b.ctl.CreateTopic(ctx, name, spec)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, controller.ErrInvalidReplicationFactor) || cfg.ReplicationFactor > len(b.cfg.Peers) {
+			return controllerErr(err)
+		}
+		// Not enough live brokers yet: wait for the next registration.
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ch:
+		case <-timer.C:
+			backoff = min(2*backoff, 250*time.Millisecond)
+		case <-ctx.Done():
+			timer.Stop()
+			live, registered := b.brokerCounts()
+			return fmt.Errorf("%w: topic %s: replication factor %d: %d of the %d voters registered, %d live: %w",
+				log.ErrInvalidReplicationFactor, name, cfg.ReplicationFactor, registered, len(b.cfg.Peers), live, ctx.Err())
+		case <-b.ctx.Done():
+			timer.Stop()
+			return log.ErrClosed
+		}
+		timer.Stop()
+	}
+	return b.awaitTopic(ctx, t, "topic "+name+" created")
+}
+
+// brokerCounts returns how many brokers are live (registered and
+// unfenced) and registered, as this member knows.
+func (b *Broker) brokerCounts() (live, registered int) {
+	for _, bi := range b.img.Load().Brokers() {
+		registered++
+		if !bi.Fenced {
+			live++
+		}
+	}
+	return live, registered
+}
+
+// awaitTopic waits until t (as committed) has a leader for every
+// partition in this member's metadata and every live member has applied
+// it; what says what was done, for the error when ctx ends first.
+func (b *Broker) awaitTopic(ctx context.Context, t controller.TopicInfo, what string) error {
+	for {
+		ch := b.metaWatch()
+		img := b.img.Load()
+		if got, ok := img.TopicByID(t.ID); ok && len(got.Partitions) >= len(t.Partitions) && allLed(got) {
+			break
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("replica: topic %s created, but not every partition has a leader yet: %w", name, ctx.Err())
+			return fmt.Errorf("replica: %s, but not every partition has a leader yet: %w", what, ctx.Err())
 		case <-b.ctx.Done():
 			return log.ErrClosed
 		}
 	}
+	pending := b.liveOthers()
+	backoff := 2 * time.Millisecond
+	for {
+		pending = b.notYetApplied(ctx, t, pending)
+		if len(pending) == 0 {
+			return nil
+		}
+		timer := time.NewTimer(backoff)
+		select {
+		case <-timer.C:
+			backoff = min(2*backoff, 100*time.Millisecond)
+		case <-ctx.Done():
+			timer.Stop()
+			return fmt.Errorf("replica: %s, but members %v have not applied it yet: %w", what, pending, ctx.Err())
+		case <-b.ctx.Done():
+			timer.Stop()
+			return log.ErrClosed
+		}
+	}
+}
+
+// liveOthers returns the live members other than this one.
+func (b *Broker) liveOthers() []int {
+	var ids []int
+	for _, bi := range b.img.Load().Brokers() {
+		if !bi.Fenced && bi.ID != b.cfg.ID {
+			ids = append(ids, bi.ID)
+		}
+	}
+	return ids
+}
+
+// notYetApplied returns the members of ids that do not know t's partition
+// count yet. A member applies a topic's every partition in one image, and
+// answers for the topic only after it has opened its replicas, so one
+// ListOffset tells: any answer but "unknown topic" (an offset, "not the
+// leader") means it has. A member that cannot be reached is not waited
+// for (it is down, or cut off: it fetches the metadata when back).
+func (b *Broker) notYetApplied(ctx context.Context, t controller.TopicInfo, ids []int) []int {
+	var pending []int
+	tp := log.TopicPartition{Topic: t.Name, Partition: len(t.Partitions) - 1}
+	for _, id := range ids {
+		pctx, cancel := context.WithTimeout(ctx, time.Second)
+		_, err := b.tr.ListOffset(pctx, id, tp, log.LatestOffset)
+		cancel()
+		if errors.Is(err, log.ErrUnknownTopic) || errors.Is(err, log.ErrUnknownPartition) {
+			pending = append(pending, id)
+		}
+	}
+	return pending
 }
 
 func allLed(t controller.TopicInfo) bool {
@@ -60,8 +164,11 @@ func controllerErr(err error) error {
 		return fmt.Errorf("%w: %w", log.ErrUnknownTopic, err)
 	case errors.Is(err, controller.ErrInvalidTopic):
 		return fmt.Errorf("%w: %w", log.ErrInvalidTopic, err)
-	case errors.Is(err, controller.ErrInvalidReplicationFactor), errors.Is(err, controller.ErrInvalidPartitions),
-		errors.Is(err, controller.ErrInvalidRequest), errors.Is(err, controller.ErrInvalidConfig):
+	case errors.Is(err, controller.ErrInvalidReplicationFactor):
+		return fmt.Errorf("%w: %w", log.ErrInvalidReplicationFactor, err)
+	case errors.Is(err, controller.ErrInvalidPartitions):
+		return fmt.Errorf("%w: %w", log.ErrInvalidPartitions, err)
+	case errors.Is(err, controller.ErrInvalidRequest), errors.Is(err, controller.ErrInvalidConfig):
 		return fmt.Errorf("%w: %w", log.ErrInvalidConfig, err)
 	}
 	return err

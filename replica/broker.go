@@ -42,6 +42,11 @@ type Broker struct {
 	// shutdown: the member leads nothing from then on.
 	fenced atomic.Bool
 
+	// ready is closed once the member is registered, caught up and
+	// unfenced (ready.go).
+	ready     chan struct{}
+	readyOnce sync.Once
+
 	img       atomic.Pointer[controller.Image]
 	metaMu    sync.Mutex
 	metaEvent chan struct{} // closed and replaced after each image is applied
@@ -74,9 +79,15 @@ var (
 )
 
 // Start starts a member: it opens the data in cfg.Dir, starts its
-// controller voter, the data plane on cfg.Addr, registers with the
-// controller and follows the metadata. It returns once the member runs;
-// the quorum forms in the background as the other members start.
+// controller voter, binds the data plane on cfg.Addr, registers with the
+// controller and follows the metadata. It returns once the member is
+// ready (ready.go): registered, caught up with the metadata as of its
+// registration (it knows every topic the cluster has) and unfenced, or
+// after cfg.StartTimeout with ErrNotCaughtUp. When a majority of the
+// voters cannot be reached at all — the first members of a cluster that
+// is forming, started one by one — it returns at once instead: the quorum
+// forms as the others start, and the member serves (its listeners accept,
+// its calls go through) only once it is ready; Ready tells when.
 func Start(cfg Config) (*Broker, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.validate(); err != nil {
@@ -90,6 +101,7 @@ func Start(cfg Config) (*Broker, error) {
 		cfg:       cfg,
 		log:       cfg.Logger.With("broker", cfg.ID),
 		metaEvent: make(chan struct{}),
+		ready:     make(chan struct{}),
 		parts:     map[log.TopicPartition]*partState{},
 		fetchers:  map[int]*fetcher{},
 		order:     produceOrder{clock: cfg.Clock},
@@ -155,28 +167,28 @@ func Start(cfg Config) (*Broker, error) {
 	}
 
 	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger, Metrics: cfg.Metrics}
+	viaNetwork := false
 	if b.tr == nil {
 		// The data plane carries replication too: the Kafka protocol,
 		// through the Network when one is given.
 		dial := controller.TCPNetwork{}.Dial
 		if cfg.Network != nil {
-			ln, err := cfg.Network.Listen(cfg.Addr)
-			if err != nil {
-				return fail(fmt.Errorf("replica: listen on %s: %w", cfg.Addr, err))
-			}
-			kcfg.Listener = ln
+			viaNetwork = true
 			dial = cfg.Network.Dial
 		}
 		kt := newKafkaTransport(b, tlsDial(dial, cliTLS))
 		b.tr, b.ktr = kt, kt
 		cleanup = append(cleanup, kt.close)
 	}
+	ln, err := b.listen(cfg.Addr, viaNetwork)
+	if err != nil {
+		return fail(fmt.Errorf("replica: listen on %s: %w", cfg.Addr, err))
+	}
+	kcfg.Listener = ln
 	kcfg.TLS = srvTLS
 	srv, err := kafka.Listen(cfg.Addr, b, kcfg)
 	if err != nil {
-		if kcfg.Listener != nil {
-			kcfg.Listener.Close()
-		}
+		ln.Close()
 		return fail(fmt.Errorf("replica: %w", err))
 	}
 	b.srv = srv
@@ -190,6 +202,10 @@ func Start(cfg Config) (*Broker, error) {
 	go b.heartbeat()
 	go b.tickLoop()
 	go b.alterLoop()
+	if err := b.awaitReady(); err != nil {
+		b.Close()
+		return nil, err
+	}
 	return b, nil
 }
 
@@ -342,15 +358,20 @@ func (b *Broker) controlledShutdownTimeout() time.Duration {
 	return min(max(2*b.cfg.HeartbeatInterval, 500*time.Millisecond), time.Second)
 }
 
-// heartbeat registers the member and heartbeats until Close.
+// heartbeat registers the member and heartbeats until Close. Until the
+// member has applied the metadata up to the version its registration
+// committed at, its heartbeats ask to stay fenced (KRaft's broker
+// startup); the first one after asks to be unfenced, and its answer makes
+// the member ready.
 func (b *Broker) heartbeat() {
 	defer b.wg.Done()
 	interval := b.ctl.HeartbeatInterval()
 	var epoch int64
+	var caughtUpAt uint64
 	for b.ctx.Err() == nil {
 		if epoch == 0 {
 			ctx, cancel := context.WithTimeout(b.ctx, 5*interval)
-			e, err := b.ctl.RegisterBroker(ctx, controller.BrokerRegistration{ID: b.cfg.ID, Addr: b.Addr(), Listeners: b.endpoints()})
+			r, err := b.ctl.Register(ctx, controller.BrokerRegistration{ID: b.cfg.ID, Addr: b.Addr(), Listeners: b.endpoints()})
 			cancel()
 			if err != nil {
 				b.log.Debug("replica: register", "err", err)
@@ -359,14 +380,16 @@ func (b *Broker) heartbeat() {
 				}
 				continue
 			}
-			epoch = e
-			b.brokerEpoch.Store(e)
+			epoch, caughtUpAt = r.Epoch, r.Version
+			b.brokerEpoch.Store(epoch)
 		}
 		if b.shuttingDown.Load() {
 			return
 		}
+		applied := b.metaWatch()
+		caughtUp := b.img.Load().Version() >= caughtUpAt
 		ctx, cancel := context.WithTimeout(b.ctx, 2*interval)
-		_, err := b.ctl.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: b.cfg.ID, BrokerEpoch: epoch})
+		resp, err := b.ctl.Heartbeat(ctx, controller.HeartbeatRequest{BrokerID: b.cfg.ID, BrokerEpoch: epoch, WantFence: !caughtUp})
 		cancel()
 		switch {
 		case errors.Is(err, controller.ErrStaleBrokerEpoch), errors.Is(err, controller.ErrUnknownBroker):
@@ -374,6 +397,19 @@ func (b *Broker) heartbeat() {
 			continue
 		case err != nil:
 			b.log.Debug("replica: heartbeat", "err", err)
+		case caughtUp && !resp.Fenced:
+			b.markReady()
+		}
+		if !caughtUp {
+			// Heartbeat again as soon as the next metadata is applied.
+			t := b.cfg.Clock.NewTimer(interval)
+			select {
+			case <-applied:
+			case <-t.C():
+			case <-b.ctx.Done():
+			}
+			t.Stop()
+			continue
 		}
 		if !b.sleep(interval) {
 			return

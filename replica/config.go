@@ -77,6 +77,13 @@ type Config struct {
 	LeaderImbalanceCheckInterval time.Duration
 	LeaderImbalancePercentage    int
 
+	// StartTimeout bounds how long Start waits for the member to be
+	// registered, caught up with the metadata and unfenced when a quorum
+	// of voters is reachable (ready.go); past it Start fails with
+	// ErrNotCaughtUp. 0 → DefaultStartTimeout (60 s, Kafka's
+	// initial.broker.registration.timeout.ms).
+	StartTimeout time.Duration
+
 	// HeartbeatInterval and SessionTimeout are the controller's (broker
 	// heartbeats and fencing); 0 → controller.DefaultHeartbeatInterval
 	// and DefaultSessionTimeout (500 ms and 2 s).
@@ -115,6 +122,9 @@ func (c Config) withDefaults() Config {
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = 1 << 20
 	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = DefaultStartTimeout
+	}
 	if c.ProduceTimeout == 0 {
 		c.ProduceTimeout = 30 * time.Second
 	}
@@ -141,7 +151,7 @@ func (c Config) validate() error {
 		return bad("no Addr")
 	case c.RaftAddr == "":
 		return bad("no RaftAddr")
-	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0:
+	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0 || c.StartTimeout < 0:
 		return bad("negative duration")
 	}
 	if _, _, err := c.dataPlaneTLS(); err != nil {

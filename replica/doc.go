@@ -12,6 +12,11 @@
 // Start(Config{ID, Dir, Addr, RaftAddr, Peers}) opens a log.Store in
 // Dir/data, starts a controller voter (Dir/controller, Raft on RaftAddr)
 // and a kafka.Server on Addr, registers with the controller and heartbeats.
+// It returns once the member is ready (ready.go): registered, caught up
+// with the metadata as of its registration and unfenced, as a KRaft broker
+// starts; its listeners accept connections only from then on. The first
+// members of a forming cluster, with no quorum of voters reachable, return
+// at once and become ready when the quorum forms.
 // One goroutine follows the metadata (controller Wait) and applies each
 // image: it creates or opens the replicas this member holds, steps each
 // partition's PartitionMachine with Metadata (becoming leader records the
@@ -54,8 +59,9 @@
 // the metadata names. A consumer group's coordinator is the leader of its
 // __consumer_offsets partition, GroupPartition(group, N), as in Kafka
 // (groups.go). Close is a controlled
-// shutdown: a WantFence heartbeat moves leadership off the member before it
-// stops.
+// shutdown: a WantFence heartbeat moves leadership off the member, which
+// ends when the controller acknowledges it; the active controller then
+// hands Raft leadership to another voter before it stops.
 //
 // # PartitionMachine: the leader side
 //

@@ -132,19 +132,15 @@ func (b *Broker) startListeners(viaNetwork bool) error {
 			NodeID: int32(b.cfg.ID), Logger: b.cfg.Logger, Metrics: b.cfg.Metrics,
 			AdvertisedAddr: l.AdvertisedAddr, TLS: l.TLS, SASL: l.SASL,
 		}
-		if viaNetwork {
-			ln, err := b.cfg.Network.Listen(l.Addr)
-			if err != nil {
-				b.closeListeners()
-				return fmt.Errorf("replica: listener %s: listen on %s: %w", l.Name, l.Addr, err)
-			}
-			kcfg.Listener = ln
+		ln, err := b.listen(l.Addr, viaNetwork)
+		if err != nil {
+			b.closeListeners()
+			return fmt.Errorf("replica: listener %s: listen on %s: %w", l.Name, l.Addr, err)
 		}
+		kcfg.Listener = ln
 		srv, err := kafka.Listen(l.Addr, &listenerBackend{Broker: b, name: l.Name}, kcfg)
 		if err != nil {
-			if kcfg.Listener != nil {
-				kcfg.Listener.Close()
-			}
+			ln.Close()
 			b.closeListeners()
 			return fmt.Errorf("replica: listener %s: %w", l.Name, err)
 		}

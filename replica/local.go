@@ -112,7 +112,7 @@ func (n *LocalNetwork) leave(b *Broker) {
 func (n *LocalNetwork) call(ctx context.Context, from, to int, fn func(context.Context, *Broker) error) (err error, ok bool) {
 	n.mu.Lock()
 	m := n.members[to]
-	if m == nil || n.cut[link(from, to)] || n.members[from] == nil {
+	if m == nil || n.cut[link(from, to)] || n.members[from] == nil || !m.isReady() {
 		n.mu.Unlock()
 		return fmt.Errorf("%w: %d → %d", ErrUnreachable, from, to), false
 	}

@@ -25,14 +25,15 @@ func retriable(err error) bool {
 		errors.Is(err, errNoLeader) || errors.Is(err, ErrUnreachable)
 }
 
-// behind reports whether err is a leader's "unknown topic" for a topic
-// this member knows: the leader has not applied its creation yet.
+// behind reports whether err is a leader's "unknown topic" (or
+// partition) for a partition this member knows: the leader has not
+// applied its creation yet.
 func (b *Broker) behind(tp log.TopicPartition, err error) bool {
-	if !errors.Is(err, log.ErrUnknownTopic) {
+	if !errors.Is(err, log.ErrUnknownTopic) && !errors.Is(err, log.ErrUnknownPartition) {
 		return false
 	}
-	_, ok := b.img.Load().PartitionCount(tp.Topic)
-	return ok
+	n, ok := b.img.Load().PartitionCount(tp.Topic)
+	return ok && tp.Partition < n
 }
 
 // leaderOf returns the leader of tp in the current image. It copies
@@ -57,6 +58,9 @@ func (b *Broker) leaderOf(tp log.TopicPartition) (int, error) {
 // route calls fn at tp's leader until it answers with something other
 // than a leadership error, or ctx ends.
 func (b *Broker) route(ctx context.Context, tp log.TopicPartition, fn func(leader int) error) error {
+	if err := b.waitReady(ctx); err != nil {
+		return err
+	}
 	backoff := 5 * time.Millisecond
 	for {
 		ch := b.metaWatch()
@@ -176,6 +180,9 @@ func (b *Broker) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
 func (b *Broker) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error) {
 	if len(req.Partitions) == 0 {
 		return log.FetchResponse{}, fmt.Errorf("%w: fetch of no partition", log.ErrInvalidRequest)
+	}
+	if err := b.waitReady(ctx); err != nil {
+		return log.FetchResponse{}, err
 	}
 	resp := log.FetchResponse{Partitions: make([]log.FetchedPartition, len(req.Partitions))}
 	groups := map[int][]int{} // leader → indexes into req.Partitions

@@ -192,8 +192,12 @@ func mapReplicaErr(err error) error {
 }
 
 func (b *Broker) notHereErr(tp log.TopicPartition) error {
-	if _, ok := b.img.Load().PartitionCount(tp.Topic); !ok {
+	n, ok := b.img.Load().PartitionCount(tp.Topic)
+	switch {
+	case !ok:
 		return fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
+	case tp.Partition < 0 || tp.Partition >= n:
+		return fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, tp.Topic, tp.Partition)
 	}
 	return fmt.Errorf("%w: %s-%d on broker %d", log.ErrNotLeader, tp.Topic, tp.Partition, b.cfg.ID)
 }

@@ -27,6 +27,18 @@ import (
 // config changed by tweak (nil: unchanged), from the first start on.
 func startClusterWith(t testing.TB, n int, transport string, tweak func(*replica.Config)) *memberCluster {
 	t.Helper()
+	c := newMemberCluster(t, n, transport)
+	for i := 1; i <= n; i++ {
+		c.startMemberWith(i, tweak)
+	}
+	c.waitLive(n)
+	return c
+}
+
+// newMemberCluster sets up n members (addresses, data dirs, Close at the
+// end of the test) without starting any.
+func newMemberCluster(t testing.TB, n int, transport string) *memberCluster {
+	t.Helper()
 	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
 	t.Cleanup(func() { c.net.Close() })
 	for i := 1; i <= n; i++ {
@@ -46,10 +58,6 @@ func startClusterWith(t testing.TB, n int, transport string, tweak func(*replica
 			c.stop(i + 1)
 		}
 	})
-	for i := 1; i <= n; i++ {
-		c.startMemberWith(i, tweak)
-	}
-	c.waitLive(n)
 	return c
 }
 

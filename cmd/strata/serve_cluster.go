@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/log"
@@ -24,6 +25,9 @@ type clusterFlags struct {
 	raftAddr string
 	peers    []replica.Peer
 	loopback bool
+	// Broker sessions (Kafka's broker.heartbeat.interval.ms and
+	// broker.session.timeout.ms); 0: replica's defaults.
+	heartbeat, session time.Duration
 	// Mutual TLS between members (and so on --listen too).
 	certFile, keyFile, caFile string
 	// The client listener (replica.Listener), secured by --tls-cert and
@@ -41,6 +45,8 @@ func (c *clusterFlags) register(fs *flag.FlagSet) {
 		return err
 	})
 	fs.BoolVar(&c.loopback, "raft-loopback", false, "Raft timings for members on one machine (elections in about 200 ms, not seconds)")
+	fs.DurationVar(&c.heartbeat, "broker-heartbeat-interval", controller.DefaultHeartbeatInterval, "`DURATION` between a member's heartbeats to the active controller (Kafka's broker.heartbeat.interval.ms)")
+	fs.DurationVar(&c.session, "broker-session-timeout", controller.DefaultSessionTimeout, "`DURATION` without a heartbeat after which the controller fences a member and moves the leadership\nof its partitions (Kafka's broker.session.timeout.ms; Kafka's default is 9s)")
 	fs.StringVar(&c.certFile, "cluster-tls-cert", "", "`FILE`: PEM certificate of this member, signed by --cluster-ca: mutual TLS on the Raft port and on --listen")
 	fs.StringVar(&c.keyFile, "cluster-tls-key", "", "`FILE`: PEM private key of --cluster-tls-cert")
 	fs.StringVar(&c.caFile, "cluster-ca", "", "`FILE`: PEM certificate of the cluster's CA, the only one whose certificates members and clients may present")
@@ -94,6 +100,8 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		return usagef("--tls-cert and --sasl-users secure a cluster member's client listener: give it with --client-addr (--listen takes the members' mutual TLS, --cluster-tls-cert)")
 	case cl.clientAdvertised != "" && cl.clientAddr == "":
 		return usagef("--client-advertised-addr needs --client-addr")
+	case cl.heartbeat <= 0 || cl.session <= cl.heartbeat:
+		return usagef("--broker-session-timeout (%v) must exceed --broker-heartbeat-interval (%v), which must be positive", cl.session, cl.heartbeat)
 	}
 	self := false
 	for _, p := range cl.peers {
@@ -115,6 +123,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	cfg := replica.Config{
 		ID: int(c.server.NodeID), Dir: c.dataDir, Addr: c.listen, RaftAddr: cl.raftAddr,
 		Peers: cl.peers, Logger: logger,
+		HeartbeatInterval: cl.heartbeat, SessionTimeout: cl.session,
 	}
 	if cl.loopback {
 		cfg.Raft = controller.LoopbackRaft()

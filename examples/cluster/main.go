@@ -105,9 +105,9 @@ func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
 			return err
 		}
 	}
-	if err := c.waitLive(ctx, 3); err != nil {
-		return err
-	}
+	// CreateTopic waits, within its context, for the three members to
+	// register, and returns once every member can take the topic's
+	// records.
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err := c.any(0).CreateTopic(cctx, topic, log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	cancel()
@@ -234,18 +234,6 @@ func (c *cluster) any(not int) *replica.Broker {
 		}
 	}
 	return nil
-}
-
-func (c *cluster) waitLive(ctx context.Context, n int) error {
-	return c.waitFor(ctx, func(img *controller.Image) bool {
-		live := 0
-		for _, b := range img.Brokers() {
-			if !b.Fenced {
-				live++
-			}
-		}
-		return live >= n
-	})
 }
 
 // waitFor waits (10 s at most) until cond holds for a member's metadata.
