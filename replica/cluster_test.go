@@ -49,6 +49,9 @@ func (c *memberCluster) config(id int) replica.Config {
 		ReplicaLagTime:    2 * time.Second,
 		FetchMaxWait:      200 * time.Millisecond,
 	}
+	if raceEnabled {
+		cfg.HeartbeatInterval, cfg.SessionTimeout = 100*time.Millisecond, 2*time.Second
+	}
 	if !c.kafka {
 		cfg.Local = c.local
 	}
