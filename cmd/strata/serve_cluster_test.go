@@ -1,17 +1,24 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
 )
 
 // freePorts returns n loopback addresses free a moment ago.
@@ -268,5 +275,155 @@ func TestServeClusterRestartAndStop(t *testing.T) {
 			t.Errorf("member %d took %v to stop after SIGTERM", i+1, took)
 		}
 		noErrors(fmt.Sprintf("member %d", i+1), logs)
+	}
+}
+
+// TestServeClusterKillLeader measures a crash: three strata serve
+// processes with the default timings, an idempotent acks=all Producer
+// over kafka.Dial writing one record at a time, and a SIGKILL of the
+// partition's leader; the gap is the Producer's longest time without an
+// acknowledgement from the kill until a record sent after it is
+// acknowledged (the target: 3 s; Kafka fences a broker after
+// 9 s). The killed member is restarted and the ISR waits to be whole
+// before the next kill. One kill, held to 6 s on a loaded machine;
+// STRATA_KILLS=N kills N times and prints the p50 and max:
+//
+//	STRATA_KILLS=10 go test -run TestServeClusterKillLeader -v ./cmd/strata/
+func TestServeClusterKillLeader(t *testing.T) {
+	kills := 1
+	if v := os.Getenv("STRATA_KILLS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("STRATA_KILLS=%q: want a count", v)
+		}
+		kills = n
+	}
+	ports := freePorts(t, 6)
+	tmp := t.TempDir()
+	var peers, kafkaAddrs []string
+	for i := range 3 {
+		peers = append(peers, "--peer", fmt.Sprintf("%d=%s,%s", i+1, ports[2*i], ports[2*i+1]))
+		kafkaAddrs = append(kafkaAddrs, ports[2*i])
+	}
+	start := func(i int) *server {
+		args := append([]string{"--node-id", strconv.Itoa(i + 1), "--listen", ports[2*i], "--raft-addr", ports[2*i+1]}, peers...)
+		return startServe(t, filepath.Join(tmp, fmt.Sprint(i+1)), args...)
+	}
+	members := []*server{start(0), start(1), start(2)}
+	defer func() {
+		for _, m := range members {
+			if m != nil {
+				m.kill(t)
+			}
+		}
+	}()
+	ok(t, "", "", "topics", "create", "--bootstrap-server", ports[0], "--topic", "orders", "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2")
+	waitISR := func(want int) int {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			for _, i := range []int{0, 1, 2} {
+				if members[i] == nil {
+					continue
+				}
+				leader, isr := describe(t, ports[2*i], "orders")
+				if leader > 0 && len(strings.Split(isr, ",")) == want {
+					return leader
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the ISR of orders never reached %d", want)
+			}
+			time.Sleep(100 * time.Millisecond) // polling other processes: nothing to await
+		}
+	}
+	waitISR(3)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: kafkaAddrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	prod, err := log.NewProducer(kc, log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Timeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		acks    []time.Time // acknowledgements since since
+		since   time.Time
+		sentAt  time.Time // when the last acknowledged record was sent
+		sendErr error
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			sent := time.Now()
+			_, err := prod.Send(ctx, log.Record{Topic: "orders", Value: []byte(strconv.Itoa(i))})
+			mu.Lock()
+			if err == nil {
+				sentAt = sent
+				if !since.IsZero() {
+					acks = append(acks, time.Now())
+				}
+			} else if ctx.Err() == nil && sendErr == nil {
+				sendErr = err
+			}
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		cancel()
+		<-done
+		prod.Close()
+	}()
+
+	var gaps []time.Duration
+	for range kills {
+		leader := waitISR(3)
+		mu.Lock()
+		acks, since = nil, time.Now()
+		mu.Unlock()
+		at := time.Now()
+		members[leader-1].kill(t)
+		members[leader-1] = nil
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			mu.Lock()
+			after := !sentAt.Before(at)
+			mu.Unlock()
+			if after {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no acknowledgement within 60 s of the kill of leader %d (first send error: %v)", leader, sendErr)
+			}
+			time.Sleep(time.Millisecond) // the producer's loop announces nothing
+		}
+		mu.Lock()
+		var gap time.Duration
+		prev := at
+		for _, a := range acks {
+			gap = max(gap, a.Sub(prev))
+			prev = a
+		}
+		since = time.Time{}
+		mu.Unlock()
+		t.Logf("SIGKILL of leader %d: no acknowledgement for %v", leader, gap.Round(time.Millisecond))
+		gaps = append(gaps, gap)
+		members[leader-1] = start(leader - 1)
+	}
+	mu.Lock()
+	if sendErr != nil {
+		t.Errorf("a send failed: %v", sendErr)
+	}
+	mu.Unlock()
+	slices.Sort(gaps)
+	t.Logf("%d kills: p50 %v, max %v", len(gaps), gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond))
+	if gaps[len(gaps)-1] > 6*time.Second {
+		t.Errorf("a kill left the producer without an acknowledgement for %v", gaps[len(gaps)-1])
 	}
 }
