@@ -75,13 +75,17 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 	default:
 		// Kafka's rule: no more replicas than live brokers, those of the
 		// whole cluster, with this listener or not (a cluster member that
-		// knows of none yet leaves it to its controller).
+		// knows of none yet leaves it to its controller). A cluster
+		// member checks it itself when it creates: in a cluster that is
+		// forming it waits, within the request's timeout, for the
+		// brokers to register (replica.Broker.CreateTopic).
 		brokers, _ := s.clusterBrokers()
 		live := len(brokers)
 		if lb, ok := s.b.(ListenerBackend); ok {
 			live = lb.LiveBrokers()
 		}
-		if live > 0 && int(rt.ReplicationFactor) > live {
+		_, member := s.b.(ClusterBackend)
+		if live > 0 && int(rt.ReplicationFactor) > live && (!member || validateOnly) {
 			return fmt.Errorf("%w: replication factor %d with %d brokers", errInvalidReplicationFactorErr, rt.ReplicationFactor, live)
 		}
 		cfg.ReplicationFactor = int(rt.ReplicationFactor)
