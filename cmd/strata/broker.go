@@ -115,10 +115,26 @@ func (c *client) close(err *error) {
 	}
 }
 
+// topicMetadataWait bounds how long a command connected to a cluster waits
+// for a topic it is not told of yet: one created through another member a
+// moment ago reaches the member asked a little later (Kafka's tools wait
+// max.block.ms, 60 s; a topic that is not coming should not hold a command
+// that long).
+const topicMetadataWait = 10 * time.Second
+
 // topicPartitions returns the number of partitions of topic, saying so
-// clearly when it does not exist.
+// clearly when it does not exist. Over a Kafka connection it asks again,
+// with Kafka's backoff (100 ms doubling to 1 s), for up to
+// topicMetadataWait before it says so.
 func (c *client) topicPartitions(topic string) (int, error) {
 	n, err := c.Partitions(topic)
+	if c.kafka != nil {
+		deadline := time.Now().Add(topicMetadataWait)
+		for backoff := 100 * time.Millisecond; errors.Is(err, log.ErrUnknownTopic) && time.Now().Add(backoff).Before(deadline); backoff = min(2*backoff, time.Second) {
+			time.Sleep(backoff) // a backoff between asks: nothing tells a client that a topic appeared
+			n, err = c.Partitions(topic)
+		}
+	}
 	if errors.Is(err, log.ErrUnknownTopic) {
 		return 0, fmt.Errorf("topic %s does not exist: %w", topic, err)
 	}
