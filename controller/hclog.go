@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -76,7 +77,8 @@ func (h *hclogAdapter) judge(level hclog.Level, msg string, args []any) (slog.Le
 	}
 	if closing(args) {
 		// This member's own connections closing (a clean stop), or a
-		// peer's going away: "use of closed network connection", EOF.
+		// peer's going away: "use of closed network connection", EOF,
+		// a reset. A peer that stays away is peerHealth's to log.
 		return slog.LevelDebug, true
 	}
 	switch {
@@ -92,7 +94,8 @@ func (h *hclogAdapter) judge(level hclog.Level, msg string, args []any) (slog.Le
 func closing(args []any) bool {
 	for _, a := range args {
 		if err, ok := a.(error); ok {
-			return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, raft.ErrTransportShutdown) ||
+			return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
+				errors.Is(err, syscall.EPIPE) || errors.Is(err, raft.ErrTransportShutdown) ||
 				errors.Is(err, raft.ErrRaftShutdown) || errors.Is(err, ErrClosed)
 		}
 	}
