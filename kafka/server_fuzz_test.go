@@ -113,6 +113,11 @@ func startFuzzServer(f *testing.F, sasl *SASLConfig) *fuzzServer {
 		// makes the normal client miss its first-request deadline (200 ms
 		// did); torn frames cost nothing: the client closes first.
 		RequestTimeout: 5 * time.Second,
+		// A net.Pipe's deadline is a timer that holds the pipe until it
+		// fires, even once closed (a TCP connection's close clears its
+		// timers): with the default 10 minutes a fuzzing run would hold
+		// every pipe of the last ten minutes.
+		IdleTimeout: 5 * time.Second,
 		SASL:           sasl,
 		// Each failed guess would cost the fuzzer 100 ms.
 		FailedAuthenticationDelay: -1,
@@ -164,6 +169,7 @@ func (fs *fuzzServer) session(t *testing.T, in []byte) {
 		}
 		break // closed
 	}
+	cc.SetDeadline(time.Time{}) // its timers would hold the pipe
 	cc.Close()
 	wg.Wait()
 	// The connection goes, and with it whatever it held.
@@ -180,7 +186,13 @@ func (fs *fuzzServer) session(t *testing.T, in []byte) {
 		}
 		runtime.Gosched()
 	}
-	if logs := fs.logs.String(); strings.Contains(logs, "panicked") {
+	// The session's log lines, then none kept: a fuzzing run would
+	// hold them all.
+	fs.logs.mu.Lock()
+	logs := fs.logs.b.String()
+	fs.logs.b.Reset()
+	fs.logs.mu.Unlock()
+	if strings.Contains(logs, "panicked") {
 		t.Fatalf("the server panicked:\n%s", logs)
 	}
 	if h := fs.s.heldFiles.Load(); h != 0 {
@@ -208,6 +220,7 @@ func readResponse(r *bufio.Reader) ([]byte, error) {
 func (fs *fuzzServer) normalClient(t *testing.T) {
 	cc := fs.ln.dial()
 	defer cc.Close()
+	defer cc.SetDeadline(time.Time{}) // its timers would hold the pipe
 	c := &testClient{t: t, nc: cc, r: bufio.NewReader(cc), f: kmsg.NewRequestFormatter(kmsg.FormatterClientID("normal"))}
 	if av := c.do(kmsg.NewPtrApiVersionsRequest()).(*kmsg.ApiVersionsResponse); av.ErrorCode != errNone {
 		t.Fatalf("ApiVersions: error %d", av.ErrorCode)
