@@ -118,7 +118,7 @@ func startFuzzServer(f *testing.F, sasl *SASLConfig) *fuzzServer {
 		// timers): with the default 10 minutes a fuzzing run would hold
 		// every pipe of the last ten minutes.
 		IdleTimeout: 5 * time.Second,
-		SASL:           sasl,
+		SASL:        sasl,
 		// Each failed guess would cost the fuzzer 100 ms.
 		FailedAuthenticationDelay: -1,
 	})
