@@ -84,6 +84,9 @@ func (h *hclogAdapter) judge(level hclog.Level, msg string, args []any) (slog.Le
 	switch {
 	case failoverEvents[msg]:
 		return slog.LevelInfo, true
+	case peerFailures[msg] && isDialError(args) && (msg == "failed to heartbeat to" || msg == "failed to appendEntries to"):
+		// A peer that is down: the transport says so (peerHealth).
+		return slog.LevelDebug, true
 	case peerFailures[msg]:
 		return slog.LevelWarn, h.limit.allow(msg + " " + peerOf(args))
 	}
@@ -97,6 +100,18 @@ func closing(args []any) bool {
 			return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) ||
 				errors.Is(err, syscall.EPIPE) || errors.Is(err, raft.ErrTransportShutdown) ||
 				errors.Is(err, raft.ErrRaftShutdown) || errors.Is(err, ErrClosed)
+		}
+	}
+	return false
+}
+
+// isDialError reports whether a message's error is a peer that could not
+// be reached at all.
+func isDialError(args []any) bool {
+	for _, a := range args {
+		if err, ok := a.(error); ok {
+			var de *dialError
+			return errors.As(err, &de)
 		}
 	}
 	return false
