@@ -64,6 +64,12 @@ func TestDumpBomb(t *testing.T) {
 		}
 		rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10
 		t.Logf("%v: peak RSS %d MiB", tc.args, rss>>20)
+		// The race detector's shadow memory multiplies a binary's RSS
+		// (820 and 193 MiB seen where 274 and 29 are without it): the
+		// bound holds there only scaled, as the detector documents (5-10x).
+		if raceEnabled {
+			tc.maxRSS *= 10
+		}
 		if rss > tc.maxRSS {
 			t.Errorf("%v: peak RSS %d MiB, want under %d", tc.args, rss>>20, tc.maxRSS>>20)
 		}
