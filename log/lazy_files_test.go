@@ -281,3 +281,18 @@ func TestOutOfFilesIsNotSticky(t *testing.T) {
 	require.Error(t, err)
 	require.True(t, errors.Is(err, syscall.EIO), "the sticky error names its cause: %v", err)
 }
+
+// TestDefaultMaxOpenSegments: by default sealed segments (three
+// descriptors each) take at most 30% of the process's limit on open files,
+// and at most 1000.
+func TestDefaultMaxOpenSegments(t *testing.T) {
+	var lim syscall.Rlimit
+	require.NoError(t, syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim))
+	n := StoreConfig{}.withDefaults().MaxOpenSegments
+	require.LessOrEqual(t, n, 1000)
+	require.GreaterOrEqual(t, n, 16)
+	if lim.Cur >= 160 {
+		require.LessOrEqual(t, uint64(3*n), lim.Cur*3/10)
+	}
+	require.Equal(t, 5, StoreConfig{MaxOpenSegments: 5}.withDefaults().MaxOpenSegments)
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/strata-log/strata/clock"
@@ -26,10 +27,18 @@ import (
 // that is open or whose directory exists.
 var ErrPartitionExists = errors.New("log: partition already exists")
 
-// defaultMaxOpenSegments is StoreConfig.MaxOpenSegments's default: 3000
-// descriptors at most for sealed segments, far below the limit Go raises
-// a process's soft limit to on Linux.
-const defaultMaxOpenSegments = 1000
+// defaultMaxOpenSegments is StoreConfig.MaxOpenSegments's default: 1000
+// (3000 descriptors at most for sealed segments, far below the limit Go
+// raises a process's soft limit to on Linux), or a tenth of the soft limit
+// on open files if that is less (at least 16): sealed segments then take
+// at most 30% of the descriptors.
+func defaultMaxOpenSegments() int {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err == nil && lim.Cur/10 < 1000 {
+		return max(int(lim.Cur/10), 16)
+	}
+	return 1000
+}
 
 // deletedSuffix marks a partition directory that RemovePartition renamed
 // aside (asideName) before removing it: a crash in the middle of the
@@ -121,7 +130,8 @@ type StoreConfig struct {
 	// of idle ones are closed, least recently read first, and opened again
 	// by the next read. Sealed segments of a cleanly closed log are opened
 	// lazily, as Kafka's LazyIndex opens indexes. Active segments are not
-	// counted. 0 → 1000.
+	// counted. 0 → 1000, or a tenth of the process's limit on open files
+	// if that is less.
 	MaxOpenSegments int
 	// MaxDecompressedBytes bounds what the records of one compressed batch
 	// may decompress to in the partitions' validation, recompression and
@@ -159,7 +169,7 @@ func (c StoreConfig) withDefaults() StoreConfig {
 		c.ProducerIDExpirationCheckInterval = 10 * time.Minute
 	}
 	if c.MaxOpenSegments <= 0 {
-		c.MaxOpenSegments = defaultMaxOpenSegments
+		c.MaxOpenSegments = defaultMaxOpenSegments()
 	}
 	if c.MaxDecompressedBytes <= 0 {
 		c.MaxDecompressedBytes = batch.DefaultMaxDecompressed
