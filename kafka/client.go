@@ -29,6 +29,20 @@ type DialConfig struct {
 	// Dial, when set, opens every connection (a test network's, a
 	// cluster member's own); nil → TCP.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// RequestTimeout is how long a fetch may wait for its answer beyond
+	// the MaxWait the broker may take, and a Metadata request at most
+	// (capped at 5 s), before the connection is given up on as a stopped
+	// broker's and the request retried elsewhere (Kafka's
+	// request.timeout.ms); 0 → 30 s.
+	RequestTimeout time.Duration
+}
+
+// requestTimeout is DialConfig.RequestTimeout, defaults applied.
+func (c *Client) requestTimeout() time.Duration {
+	if c.cfg.RequestTimeout > 0 {
+		return c.cfg.RequestTimeout
+	}
+	return retryLimit
 }
 
 // Versions the client speaks at most: before topic ids (Fetch and
@@ -211,6 +225,11 @@ func (c *Client) anyConn(ctx context.Context) (*brokerConn, error) {
 	return nil, fmt.Errorf("kafka: no broker reachable: %w", errors.Join(errs...))
 }
 
+// metadataTimeout bounds a Metadata request: a broker that does not
+// answer one within it (a stopped process, whose connection still looks
+// open) is given up on and another asked.
+const metadataTimeout = 5 * time.Second
+
 // refresh reloads the metadata of every topic, from any broker that
 // answers.
 func (c *Client) refresh(ctx context.Context) error {
@@ -222,7 +241,7 @@ func (c *Client) refresh(ctx context.Context) error {
 			return err
 		}
 		req := kmsg.NewPtrMetadataRequest()
-		if resp, err = bc.do(ctx, req, clientMetadataMax); err == nil || !errors.Is(err, errConnClosed) || ctx.Err() != nil {
+		if resp, err = bc.doWithin(ctx, req, clientMetadataMax, min(metadataTimeout, c.requestTimeout())); err == nil || !errors.Is(err, errConnClosed) || ctx.Err() != nil {
 			break
 		}
 	}
@@ -519,7 +538,8 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 		last = out.Partitions[retry[0]].Err
 		left := time.Until(end)
 		if left <= 0 {
-			return out, nil // the caller polls again
+			c.refreshQuiet(ctx) // for the caller's next poll
+			return out, nil
 		}
 		t := time.NewTimer(min(backoffDelay(n), left))
 		select {
@@ -571,8 +591,8 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 		fr.Topics[ti].Partitions = append(fr.Topics[ti].Partitions, rp)
 	}
 	// The broker may wait up to MaxWait: give the round trip that long
-	// and more.
-	resp, err := bc.do(ctx, fr, clientFetchMax)
+	// and Kafka's request.timeout.ms more.
+	resp, err := bc.doWithin(ctx, fr, clientFetchMax, time.Duration(fr.MaxWaitMillis)*time.Millisecond+c.requestTimeout())
 	if err != nil {
 		for _, i := range idx {
 			out.Partitions[i].Err = err

@@ -161,6 +161,21 @@ func (c *brokerConn) do(ctx context.Context, req kmsg.Request, max int16) (kmsg.
 	return c.roundTrip(ctx, req, false)
 }
 
+// doWithin is do bounded by d: a broker that has not answered by then
+// (a stopped process) is given up on — the connection is broken, as
+// Kafka's clients disconnect past request.timeout.ms — and the error is
+// retriable (errConnClosed) while ctx lives.
+func (c *brokerConn) doWithin(ctx context.Context, req kmsg.Request, max int16, d time.Duration) (kmsg.Response, error) {
+	rctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	resp, err := c.do(rctx, req, max)
+	if err != nil && ctx.Err() == nil && rctx.Err() != nil {
+		err = fmt.Errorf("%w: %s: no answer to %s within %v", errConnClosed, c.addr, kmsg.NameForKey(req.Key()), d)
+		c.fail(err)
+	}
+	return resp, err
+}
+
 // send is do for a request without a response (acks=0 produce).
 func (c *brokerConn) send(ctx context.Context, req kmsg.Request, max int16) error {
 	v, ok := c.versions[req.Key()]

@@ -29,7 +29,9 @@ type failoverCluster struct {
 	servers [3]*Server
 	coords  [3]*group.Coordinator
 
-	refuse atomic.Bool // every node answers NOT_LEADER_OR_FOLLOWER, the leader too
+	refuse atomic.Bool   // every node answers NOT_LEADER_OR_FOLLOWER, the leader too
+	hung   atomic.Int32  // a node whose fetches never answer (a stopped process), 0: none
+	stop   chan struct{} // closed at the end: hung fetches return
 
 	mu    sync.Mutex
 	nodes []ClusterBroker
@@ -60,6 +62,13 @@ func (n failoverNode) Produce(ctx context.Context, tp log.TopicPartition, b []by
 }
 
 func (n failoverNode) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error) {
+	if n.c.hung.Load() == n.id {
+		select {
+		case <-ctx.Done():
+		case <-n.c.stop:
+		}
+		return log.FetchResponse{}, ctx.Err()
+	}
 	if err := n.notLeader(); err != nil {
 		resp := log.FetchResponse{Partitions: make([]log.FetchedPartition, len(req.Partitions))}
 		for i, fp := range req.Partitions {
@@ -103,7 +112,7 @@ func (n failoverNode) Coordinators() []*group.Coordinator { return nil }
 
 func startFailover(t *testing.T) *failoverCluster {
 	t.Helper()
-	c := &failoverCluster{}
+	c := &failoverCluster{stop: make(chan struct{})}
 	c.leader.Store(1)
 	for id := int32(1); id <= 2; id++ {
 		b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
@@ -119,6 +128,7 @@ func startFailover(t *testing.T) *failoverCluster {
 		require.NoError(t, err)
 		c.nodes = append(c.nodes, ClusterBroker{ID: id, Host: host, Port: int32(p)})
 	}
+	t.Cleanup(func() { close(c.stop) }) // first: a hung fetch returns before its server closes
 	return c
 }
 
@@ -333,4 +343,33 @@ func TestClientNotLeaderUntilContextEnds(t *testing.T) {
 	off, err := kc.Produce(ctx, tp, oneRecord(t, "y", -1), log.AcksAll)
 	require.NoError(t, err)
 	require.EqualValues(t, 0, off, "nothing refused was written")
+}
+
+// A leader that stops answering (a stopped process: its connection looks
+// open) is given up on after the fetch's MaxWait and RequestTimeout, and
+// the next leader is read: a consumer does not hang on it.
+func TestClientGivesUpOnSilentLeader(t *testing.T) {
+	leaktest.Check(t)
+	c := startFailover(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	kc, err := Dial(ctx, DialConfig{Seeds: []string{c.servers[1].Addr(), c.servers[2].Addr()}, RequestTimeout: 300 * time.Millisecond})
+	require.NoError(t, err)
+	defer kc.Close()
+	tp := log.TopicPartition{Topic: "t"}
+	_, err = c.brokers[2].Produce(ctx, tp, oneRecord(t, "b", -1), log.AcksAll)
+	require.NoError(t, err)
+	cons, err := log.NewConsumer(kc, log.ConsumerConfig{Topics: []string{"t"}, MaxWait: 50 * time.Millisecond})
+	require.NoError(t, err)
+	defer cons.Close()
+
+	c.hung.Store(1) // node 1, the leader, stops answering fetches
+	c.leader.Store(2)
+	var got []log.Record
+	for len(got) == 0 {
+		recs, err := cons.Poll(ctx)
+		require.NoError(t, err)
+		got = append(got, recs...)
+	}
+	require.Equal(t, "b", string(got[0].Value), "read from the next leader")
 }
