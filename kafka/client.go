@@ -499,7 +499,7 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 		for _, i := range todo {
 			bc, err := c.leader(ctx, req.Partitions[i].TopicPartition, laneFetch)
 			if err != nil {
-				if ctx.Err() != nil {
+				if expired(ctx) {
 					out.Release()
 					return log.FetchResponse{}, retryCtxErr(ctx, err, last)
 				}
@@ -528,6 +528,9 @@ func (c *Client) Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResp
 			}()
 		}
 		wg.Wait()
+		if fatal == nil && expired(ctx) && len(retry) > 0 {
+			fatal = doneErr(ctx) // the failures may be the deadline's doing
+		}
 		if fatal != nil {
 			out.Release()
 			return log.FetchResponse{}, retryCtxErr(ctx, fatal, last)

@@ -87,6 +87,9 @@ func dialBroker(parent context.Context, addr string, cfg DialConfig) (*brokerCon
 	}
 	nc, err := dial(ctx, addr)
 	if err != nil {
+		if expired(parent) {
+			return nil, fmt.Errorf("kafka: dial %s: %w", addr, doneErr(parent)) // out of the caller's time
+		}
 		return nil, fmt.Errorf("%w to %s: %w", errDial, addr, err)
 	}
 	if cfg.TLS != nil {
@@ -212,6 +215,9 @@ func (c *brokerConn) roundTrip(ctx context.Context, req kmsg.Request, noResponse
 	c.wmu.Unlock()
 	if err != nil {
 		c.fail(fmt.Errorf("%w: %s: %w", errConnClosed, c.addr, err))
+		if expired(ctx) {
+			return nil, doneErr(ctx) // the write ran out of ctx's time: not the broker's doing
+		}
 		return nil, c.stickyErr()
 	}
 	if noResponse {

@@ -277,13 +277,13 @@ func TestClientContextErrorsSayWhy(t *testing.T) {
 	c.kill(t, 1) // the leader, for good
 
 	tp := log.TopicPartition{Topic: "t"}
-	pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer pcancel()
 	_, err = kc.Produce(pctx, tp, oneRecord(t, "x", -1), log.AcksAll)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, syscall.ECONNREFUSED, "%v", err)
 
-	fctx, fcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer fcancel()
 	_, err = kc.Fetch(fctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: tp}}, MaxWait: time.Minute})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -293,7 +293,7 @@ func TestClientContextErrorsSayWhy(t *testing.T) {
 	recs, err := cons.Poll(ctx)
 	require.NoError(t, err)
 	require.Empty(t, recs)
-	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	cctx, ccancel := context.WithTimeout(ctx, 2*time.Second)
 	defer ccancel()
 	for err == nil {
 		_, err = cons.Poll(cctx)
@@ -302,7 +302,7 @@ func TestClientContextErrorsSayWhy(t *testing.T) {
 	require.ErrorIs(t, err, syscall.ECONNREFUSED, "%v", err)
 
 	// The coordinator (node 1) too.
-	gctx, gcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	gctx, gcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer gcancel()
 	err = kc.CommitOffsets(gctx, "g", "", -1, map[log.TopicPartition]int64{tp: 1})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -322,13 +322,13 @@ func TestClientNotLeaderUntilContextEnds(t *testing.T) {
 	require.NoError(t, err)
 	defer kc.Close()
 	tp := log.TopicPartition{Topic: "t"}
-	pctx, pcancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer pcancel()
 	_, err = kc.Produce(pctx, tp, oneRecord(t, "x", -1), log.AcksAll)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.ErrorIs(t, err, log.ErrNotLeader, "%v", err)
 
-	fctx, fcancel := context.WithTimeout(ctx, 700*time.Millisecond)
+	fctx, fcancel := context.WithTimeout(ctx, 2*time.Second)
 	defer fcancel()
 	_, err = kc.Fetch(fctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: tp}}, MaxWait: time.Minute})
 	require.ErrorIs(t, err, context.DeadlineExceeded)

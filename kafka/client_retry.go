@@ -45,6 +45,26 @@ func backoffDelay(n int) time.Duration {
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }
 
+// expired reports whether ctx has ended or its deadline has passed: an
+// operation that failed on a socket deadline set from ctx's may return a
+// moment before ctx's own timer marks it done.
+func expired(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	dl, ok := ctx.Deadline()
+	return ok && !time.Now().Before(dl)
+}
+
+// doneErr is ctx's error once expired reports it: DeadlineExceeded while
+// its timer has not marked it yet.
+func doneErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return context.DeadlineExceeded
+}
+
 // retrier paces the retries of one call.
 type retrier struct {
 	ctx     context.Context
@@ -88,7 +108,7 @@ func (r *retrier) retry(err error) error {
 	case <-t.C:
 		return nil
 	case <-r.ctx.Done():
-		return r.ctxErr(err)
+		return r.ctxErr(nil)
 	}
 }
 
@@ -100,12 +120,15 @@ func (r *retrier) ctxErr(err error) error {
 }
 
 // retryCtxErr is the error of a call whose ctx ended: its last attempt
-// failed with err, an earlier retriable one with last (may be nil).
+// failed with err, an earlier retriable one with last (may be nil). The
+// earlier one is the cause when known: an attempt cut short by the
+// deadline fails for that (a write timed out, say), not for what kept the
+// call retrying.
 func retryCtxErr(ctx context.Context, err, last error) error {
-	cerr := ctx.Err()
-	cause := err
-	if cause == nil || errors.Is(cause, context.Canceled) || errors.Is(cause, context.DeadlineExceeded) {
-		cause = last
+	cerr := doneErr(ctx)
+	cause := last
+	if cause == nil && err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		cause = err
 	}
 	if cause == nil {
 		if err != nil {

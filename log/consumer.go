@@ -337,8 +337,8 @@ func (c *Consumer) assign(parts []*partitionPosition) {
 // deleted topic) is returned with no records, and no position moves. After
 // Close, Poll returns ErrClosed.
 func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	if ctx.Err() != nil {
+		return nil, retryCtxErr(ctx, c.softErr())
 	}
 	c.pollMu.Lock()
 	defer c.pollMu.Unlock()
@@ -360,7 +360,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 			err = c.join(pctx)
 		} else {
 			recs, soft, err = c.fetch(pctx, time.Until(deadline))
-			if soft != nil {
+			if soft != nil && (last == nil || !ctxCaused(soft)) {
 				last = soft
 			}
 			if left := time.Until(deadline); err == nil && soft != nil && len(recs) == 0 && left > 0 {
@@ -427,10 +427,16 @@ const consumerRetryBackoff = 100 * time.Millisecond
 // match with errors.Is).
 func retryCtxErr(ctx context.Context, last error) error {
 	cerr := ctx.Err()
-	if last == nil || errors.Is(last, cerr) {
+	if last == nil || last == cerr {
 		return cerr
 	}
 	return fmt.Errorf("%w while retrying; last error: %w", cerr, last)
+}
+
+// ctxCaused reports whether err may be a deadline's or a cancellation's
+// doing rather than the cluster's: as a cause it yields to an earlier one.
+func ctxCaused(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 // softErr returns the transient error of the last fetch, nil if it
@@ -457,7 +463,7 @@ func (c *Consumer) fetch(ctx context.Context, wait time.Duration) (recs []Record
 func (c *Consumer) noteFetch(soft, err error) {
 	c.mu.Lock()
 	was := c.failing != nil
-	if soft != nil || err == nil {
+	if soft != nil && (c.failing == nil || !ctxCaused(soft)) || soft == nil && err == nil {
 		c.failing = soft
 	}
 	c.mu.Unlock()
