@@ -320,3 +320,31 @@ func TestCreateOutOfFiles(t *testing.T) {
 	appendRecs(t, s, simple(3, 1, 10))
 	require.NoError(t, s.Close())
 }
+
+// TestUnlinkClosedFiles: Unlink opens the files of a segment a reader
+// holds, so that it reads them after they are removed, but not those of
+// one no one holds (a partition truncated fully would open all of its
+// segments' at once); a reader that comes later gets ErrClosed.
+func TestUnlinkClosedFiles(t *testing.T) {
+	fss(t, func(t *testing.T, fs vfs.FS, dir string) {
+		bases, data, _ := sealedSegments(t, fs, dir, tiny, 2)
+		cfs := &countFS{FS: fs}
+		held, _, err := OpenSealed(cfs, dir, bases[0], tiny, 0, t0)
+		require.NoError(t, err)
+		idle, _, err := OpenSealed(cfs, dir, bases[1], tiny, 0, t0)
+		require.NoError(t, err)
+		require.True(t, held.Acquire())
+		require.NoError(t, held.Unlink())
+		require.NoError(t, idle.Unlink())
+		require.Equal(t, int64(3), cfs.open.Load(), "the held segment's files only")
+		require.Equal(t, data[0], readAll(t, held, 1<<20))
+		held.Release()
+		require.True(t, idle.Acquire())
+		_, _, err = idle.Read(bases[1], 1<<20, NoBound, true)
+		require.ErrorIs(t, err, ErrClosed)
+		idle.Release()
+		require.NoError(t, held.Close())
+		require.NoError(t, idle.Close())
+		require.Zero(t, cfs.open.Load())
+	})
+}

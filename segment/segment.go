@@ -558,11 +558,15 @@ func (s *Segment) Retire() {
 
 // Unlink removes the segment's files but leaves it open: it can still be
 // read (and closed) through the files it holds, while new files of the same
-// name are created. Its files are opened first if they were closed. The
-// caller syncs the directory.
+// name are created. Its files are opened first if a reader holds it or
+// some are open; a reader that acquires it later, when they are closed,
+// gets ErrClosed from its reads. The caller syncs the directory.
 func (s *Segment) Unlink() error {
 	s.fmu.Lock()
-	if !s.noReopen.Load() && s.refs.Load() != 0 {
+	// Not every closed segment's files: a partition truncated fully would
+	// open thousands at once. A reader that acquires one whose files are
+	// closed gets ErrClosed.
+	if !s.noReopen.Load() && (s.f.Load() != nil || (s.refs.Load()&^evicting)%ownerRef != 0) {
 		s.openAll() // on error readers get it
 	}
 	s.noReopen.Store(true)
