@@ -180,7 +180,7 @@ func (s *Segment) openLazily() (*files, error) {
 
 // reopen opens the .log of a segment whose state is known (a sealed
 // segment opened lazily, or whose files a Cache closed); its indexes are
-// opened when needed (offsetIndex, timeIndex). Holds fmu.
+// opened when needed (offsetIndex, indexes). Holds fmu.
 func (s *Segment) reopen() (*files, error) {
 	// OpenReadWrite would create a .log that is gone: an empty segment.
 	if _, err := s.fs.Stat(s.path(".log")); err != nil {
@@ -203,18 +203,6 @@ func (s *Segment) offsetIndex(f *files) (*index.OffsetIndex, error) {
 	err := s.loadIndexes(f, true, false)
 	s.fmu.Unlock()
 	return f.oi.Load(), err
-}
-
-// timeIndex returns the time index of f, opening it if need be. The
-// caller holds a reference.
-func (s *Segment) timeIndex(f *files) (*index.TimeIndex, error) {
-	if x := f.ti.Load(); x != nil {
-		return x, nil
-	}
-	s.fmu.Lock()
-	err := s.loadIndexes(f, false, true)
-	s.fmu.Unlock()
-	return f.ti.Load(), err
 }
 
 // indexes returns both indexes of f, opening them if need be. The caller
