@@ -224,6 +224,11 @@ func TestChaosProcesses(t *testing.T) {
 		prodErr error
 		lastAck time.Time
 		maxGap  time.Duration // the longest time between two acknowledgements
+		// The longest time between two acknowledgements while each
+		// disturbance lasted (until the cluster was whole again), and
+		// whether it was a kill; gaps[0] is before the first.
+		gaps  = []time.Duration{0}
+		kinds = []bool{false}
 	)
 	prod, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.DefaultProduceTopic(chaosTopic),
 		kgo.MaxBufferedRecords(2000))
@@ -261,6 +266,7 @@ func TestChaosProcesses(t *testing.T) {
 				now := time.Now()
 				if !lastAck.IsZero() {
 					maxGap = max(maxGap, now.Sub(lastAck))
+					gaps[len(gaps)-1] = max(gaps[len(gaps)-1], now.Sub(lastAck))
 				}
 				lastAck = now
 			})
@@ -313,9 +319,13 @@ func TestChaosProcesses(t *testing.T) {
 			t.Fatalf("after %d kills and %d stops: %v", kills, stops, err)
 		}
 		before := ackedCount()
+		kill := rng.IntN(3) != 0
+		ackMu.Lock()
+		gaps, kinds = append(gaps, 0), append(kinds, kill)
+		ackMu.Unlock()
 		m := members[rng.IntN(len(members))]
 		pause := time.Duration(200+rng.IntN(1800)) * time.Millisecond
-		if rng.IntN(3) == 0 {
+		if !kill {
 			stops++
 			t.Logf("%v: SIGSTOP member %d for %v (%d records acknowledged)", time.Since(start).Round(time.Millisecond), m.id, pause, before)
 			if err := m.proc.Process.Signal(syscall.SIGSTOP); err != nil {
@@ -349,9 +359,19 @@ func TestChaosProcesses(t *testing.T) {
 		t.Errorf("the producer failed a record: %v", prodErr)
 	}
 	want, gap := maps.Clone(acked), maxGap
+	var killGaps, stopGaps []time.Duration
+	for i, g := range gaps[1:] {
+		if kinds[i+1] {
+			killGaps = append(killGaps, g)
+		} else {
+			stopGaps = append(stopGaps, g)
+		}
+	}
 	ackMu.Unlock()
 	t.Logf("%d kills, %d stops in %v; %d records acknowledged; the longest time without an acknowledgement %v",
 		kills, stops, time.Since(start).Round(time.Millisecond), len(want), gap.Round(time.Millisecond))
+	t.Logf("the longest time without an acknowledgement per kill: %s", gapSummary(killGaps))
+	t.Logf("the same per SIGSTOP (kgo waits out its 10 s produce request timeout on a stopped leader's open connection): %s", gapSummary(stopGaps))
 
 	// The group consumer sees every acknowledged record.
 	waitFor(ctx, t, "the group consumer to see every acknowledged record", func() bool {
@@ -432,6 +452,15 @@ func TestChaosProcesses(t *testing.T) {
 	if !t.Failed() {
 		t.Logf("chaos: %d kills, %d stops, %d records acknowledged, %d in the log, 0 lost, replicas identical", kills, stops, len(want), total)
 	}
+}
+
+// gapSummary says the median and the largest of gaps.
+func gapSummary(gaps []time.Duration) string {
+	if len(gaps) == 0 {
+		return "none"
+	}
+	slices.Sort(gaps)
+	return fmt.Sprintf("median %v, max %v over %d", gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond), len(gaps))
 }
 
 // hold pauses the chaos loop for d (a deliberate outage, not a wait for an
