@@ -344,7 +344,7 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 	defer c.pollMu.Unlock()
 	deadline := time.Now().Add(c.cfg.MaxWait)
 	defer c.pollEnded()
-	var last error // the last transient error of a fetch: retried
+	last := c.softErr() // the last transient error of a fetch: retried
 	backoff := consumerRetryBackoff
 	for {
 		pctx, cancel := context.WithCancelCause(ctx)
@@ -382,9 +382,6 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		case err == nil:
 			return recs, nil
 		case ctx.Err() != nil:
-			if last == nil {
-				last = c.softErr() // an earlier Poll's: still failing
-			}
 			if last == nil && errors.Is(err, ctx.Err()) {
 				return nil, err // the Client's, which may say why
 			}
@@ -500,7 +497,7 @@ func (c *Consumer) fetchOnce(ctx context.Context, wait time.Duration) ([]Record,
 		MaxWait:           wait,
 	})
 	if err != nil {
-		if transient(err) && ctx.Err() == nil {
+		if transient(err) && !ctxCaused(err) && ctx.Err() == nil {
 			return nil, err, nil
 		}
 		return nil, nil, fmt.Errorf("log: consumer: fetch: %w", err)
