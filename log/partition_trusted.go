@@ -19,10 +19,12 @@ import (
 // read-only partition, durability with FlushMessages) holds as on the
 // validating path.
 //
-// Nothing but the Producer reaches it, and only when its Client is a
-// *Broker of this process (not a Client that wraps one): Broker.ProduceBatch,
-// which takes bytes from anywhere (the Kafka wire server, a user's Client),
-// keeps full validation.
+// Nothing but the Producer reaches it (a BuiltBatch is made only in this
+// package), and only when its Client is a *Broker of this process or a
+// Client that passes the Broker's BuiltProducer through
+// (client_builtproducer.go), never one that only embeds a Broker.
+// Broker.ProduceBatch, which takes bytes from anywhere (the Kafka wire
+// server, a user's Client), keeps full validation.
 
 // produceBuilt is ProduceBatch for a batch that a Producer of this process
 // built with batch.Builder (and, on a retry, changed only with

@@ -222,7 +222,7 @@ func (c ProducerConfig) validate() error {
 // It is safe for concurrent use.
 type Producer struct {
 	c      Client
-	broker *Broker // c, when it is a *Broker: batches go by its trusted path (partition_trusted.go)
+	broker BuiltProducer // c's, if it has it: batches go by the trusted path (partition_trusted.go)
 	cfg    ProducerConfig
 	linger time.Duration // cfg.Linger, 0 when negative: no wait
 
@@ -398,9 +398,10 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	// Only a *Broker itself, not a Client that wraps or embeds one: a
-	// wrapper's ProduceBatch is what it means to be called.
-	broker, _ := c.(*Broker)
+	// A *Broker, or a Client that passes its capability through; not one
+	// that only embeds a Broker: its ProduceBatch is what it means to be
+	// called.
+	broker := builtProducer(c)
 	p := &Producer{
 		c:         c,
 		broker:    broker,

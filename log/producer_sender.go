@@ -232,7 +232,7 @@ func (p *Producer) produce(tp TopicPartition, raw []byte, spans []batch.Span, de
 	if p.broker != nil {
 		// An in-process broker: raw is the Builder's, valid by
 		// construction, and is not validated again (partition_trusted.go).
-		res, err = p.broker.produceBuilt(ctx, tp, raw, spans, p.cfg.Acks, given)
+		res, err = p.broker.ProduceBuilt(ctx, tp, BuiltBatch{raw: raw, spans: spans, given: given}, p.cfg.Acks)
 	} else {
 		res, err = p.c.ProduceBatch(ctx, tp, raw, p.cfg.Acks)
 	}

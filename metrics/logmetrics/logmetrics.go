@@ -89,7 +89,10 @@ func Handler(b *log.Broker, r *metrics.Recorder) http.Handler {
 
 // Backend is a *log.Broker for kafka.Listen that reports its produce and
 // fetch traffic to Hooks. Every method of the broker is promoted, so the
-// server sees the same broker with two methods counted.
+// server sees the same broker with two methods counted. As a log.Client it
+// passes the broker's log.BuiltProducer through, so a log.Producer on a
+// Backend sends its batches by the broker's trusted path, uncounted as
+// ProduceBatch is.
 type Backend struct {
 	*log.Broker
 	hooks    metrics.Hooks
@@ -120,6 +123,18 @@ func (b *Backend) Produce(ctx context.Context, tp log.TopicPartition, batch []by
 	}
 	return base, err
 }
+
+var _ log.BuiltProducer = (*Backend)(nil)
+
+// ProduceBuilt appends a batch a log.Producer built through the broker's
+// trusted path (see log.BuiltProducer).
+func (b *Backend) ProduceBuilt(ctx context.Context, tp log.TopicPartition, bb log.BuiltBatch, acks log.Acks) (log.ProduceResult, error) {
+	return b.Broker.ProduceBuilt(ctx, tp, bb, acks)
+}
+
+// BuiltProducerOf returns b: the capability is the Backend's, not only
+// its broker's.
+func (b *Backend) BuiltProducerOf() log.Client { return b }
 
 // batchRecords is the records count of a Kafka record batch header (bytes
 // 57-60), or 0 for bytes too short to be one.

@@ -155,3 +155,35 @@ func TestWorkloadMovesMetrics(t *testing.T) {
 		}
 	}
 }
+
+// TestBackendPassesBuiltProducer: a Backend has its broker's
+// log.BuiltProducer as its own, so a log.Producer on it takes the broker's
+// trusted path, and its records are stored.
+func TestBackendPassesBuiltProducer(t *testing.T) {
+	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
+	be := NewBackend(b, metrics.NewRecorder())
+	var c log.Client = be
+	bp, ok := c.(log.BuiltProducer)
+	if !ok || bp.BuiltProducerOf() != c {
+		t.Fatalf("Backend does not pass log.BuiltProducer through: %v", ok)
+	}
+	pr, err := log.NewProducer(be, log.ProducerConfig{Linger: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		if _, err := pr.Send(context.Background(), log.Record{Topic: "t", Value: []byte{byte(i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pr.Close(); err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Partition("t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.EndOffset(); got != 5 {
+		t.Fatalf("end offset %d, want 5", got)
+	}
+}
