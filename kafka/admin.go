@@ -81,10 +81,10 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		// brokers to register (replica.Broker.CreateTopic).
 		brokers, _ := s.clusterBrokers()
 		live := len(brokers)
-		if lb, ok := s.b.(ListenerBackend); ok {
-			live = lb.LiveBrokers()
+		if s.caps.listener != nil {
+			live = s.caps.listener.LiveBrokers()
 		}
-		_, member := s.b.(ClusterBackend)
+		member := s.caps.cluster != nil
 		if live > 0 && int(rt.ReplicationFactor) > live && (!member || validateOnly) {
 			return fmt.Errorf("%w: replication factor %d with %d brokers", errInvalidReplicationFactorErr, rt.ReplicationFactor, live)
 		}

@@ -76,23 +76,3 @@ var (
 	// v4 is flexible.
 	epochAPIs = []api{{key: offsetForLeaderEpochKey, min: 0, max: 4, handle: handleStandaloneOffsetForLeaderEpoch}}
 )
-
-// adminAPIs are the administrative APIs this server's backend supports.
-func (s *Server) adminAPIs() []api {
-	var out []api
-	if _, ok := s.b.(PartitionCreator); ok {
-		out = append(out, createPartitionsAPIs...)
-	}
-	if _, ok := s.b.(TopicConfigAlterer); ok {
-		out = append(out, alterConfigsAPIs...)
-	}
-	if _, ok := s.b.(RecordsDeleter); ok {
-		out = append(out, deleteRecordsAPIs...)
-	}
-	if _, ok := s.b.(EpochEndOffsetter); ok {
-		if _, replica := s.b.(ReplicaBackend); !replica {
-			out = append(out, epochAPIs...)
-		}
-	}
-	return out
-}

@@ -387,8 +387,8 @@ func setTopicConfig(cfg *log.TopicConfig, name string, value *string) error {
 // topicOverrides returns what is set on a topic, if the backend knows;
 // ok false if it does not (every config is then described as a default).
 func (s *Server) topicOverrides(topic string) (overrides log.TopicConfig, ok bool) {
-	a, ok := s.b.(TopicConfigAlterer)
-	if !ok {
+	a := s.caps.configs
+	if a == nil {
 		return log.TopicConfig{}, false
 	}
 	o, err := a.TopicOverrides(topic)
@@ -426,7 +426,7 @@ func handleDescribeConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DescribeConfigsRequest)
 	s := c.s
 	resp := req.ResponseKind().(*kmsg.DescribeConfigsResponse)
-	_, alterable := s.b.(TopicConfigAlterer)
+	alterable := s.caps.configs != nil
 	for _, rr := range req.Resources {
 		res := kmsg.NewDescribeConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
@@ -487,7 +487,7 @@ const (
 func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
-	a := c.s.b.(TopicConfigAlterer)
+	a := c.s.caps.configs
 	type key struct {
 		typ  kmsg.ConfigResourceType
 		name string

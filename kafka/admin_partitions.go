@@ -18,7 +18,7 @@ import (
 func handleCreatePartitions(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.CreatePartitionsRequest)
 	resp := req.ResponseKind().(*kmsg.CreatePartitionsResponse)
-	pc := c.s.b.(PartitionCreator)
+	pc := c.s.caps.partitions
 	if req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
@@ -76,7 +76,7 @@ func (s *Server) createPartitions(ctx context.Context, pc PartitionCreator, rt k
 func handleDeleteRecords(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DeleteRecordsRequest)
 	resp := req.ResponseKind().(*kmsg.DeleteRecordsResponse)
-	rd := c.s.b.(RecordsDeleter)
+	rd := c.s.caps.records
 	if req.TimeoutMillis > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
@@ -117,7 +117,7 @@ func handleDeleteRecords(ctx context.Context, c *conn, r kmsg.Request) reply {
 func handleStandaloneOffsetForLeaderEpoch(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.OffsetForLeaderEpochRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
-	eo := c.s.b.(EpochEndOffsetter)
+	eo := c.s.caps.epochs
 	for _, rt := range req.Topics {
 		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		t.Topic = rt.Topic

@@ -105,18 +105,10 @@ func (s *Server) apiTable() *apiSet {
 		}
 	}
 	add(dataAPIs)
-	add(s.replicaAPIs())
-	add(s.adminAPIs()) // what the backend supports of them
-	if s.groupsServed() {
-		add(groupAPIs)
-	}
-	// A cluster member allocates producer ids through its controller
-	// (blocks recorded in the metadata), unique cluster-wide.
-	if _, ok := s.b.(ProducerIDBackend); ok {
-		add(idempotenceAPIs)
-	}
-	if s.cfg.SASL != nil {
-		add(saslAPIs)
+	for _, o := range optionalAPIs {
+		if o.served(s) {
+			add(o.apis)
+		}
 	}
 	return t
 }

@@ -31,15 +31,14 @@ type GroupRouter interface {
 
 // groupsServed reports whether the server serves the group APIs.
 func (s *Server) groupsServed() bool {
-	_, ok := s.b.(GroupRouter)
-	return ok || s.groups != nil
+	return s.caps.groupRouter != nil || s.groups != nil
 }
 
 // coordinatorFor returns this server's coordinator of groupID, or the
 // Kafka error code that sends the client to look for it again.
 func (s *Server) coordinatorFor(ctx context.Context, groupID string) (*group.Coordinator, int16) {
-	r, ok := s.b.(GroupRouter)
-	if !ok {
+	r := s.caps.groupRouter
+	if r == nil {
 		if s.groups == nil {
 			return nil, errCoordinatorNotAvailable
 		}
@@ -68,7 +67,7 @@ func (s *Server) localCoordinator(groupID string) *group.Coordinator {
 
 // coordinators returns every coordinator this server runs.
 func (s *Server) coordinators() []*group.Coordinator {
-	if r, ok := s.b.(GroupRouter); ok {
+	if r := s.caps.groupRouter; r != nil {
 		return r.Coordinators()
 	}
 	if s.groups == nil {
@@ -80,12 +79,12 @@ func (s *Server) coordinators() []*group.Coordinator {
 // findCoordinator answers FindCoordinator for one group: the node that
 // coordinates it and its address.
 func (s *Server) findCoordinator(ctx context.Context, groupID string) (node int32, host string, port int32, code int16) {
-	r, ok := s.b.(GroupRouter)
-	if !ok {
+	r := s.caps.groupRouter
+	if r == nil {
 		host, port := s.advertised()
 		return s.cfg.NodeID, host, port, errNone
 	}
-	_, node, ok = r.CoordinatorFor(ctx, groupID)
+	_, node, ok := r.CoordinatorFor(ctx, groupID)
 	if !ok {
 		return -1, "", -1, errCoordinatorNotAvailable
 	}
@@ -93,7 +92,7 @@ func (s *Server) findCoordinator(ctx context.Context, groupID string) (node int3
 		host, port := s.advertised()
 		return node, host, port, errNone
 	}
-	if cb, ok := s.b.(ClusterBackend); ok {
+	if cb := s.caps.cluster; cb != nil {
 		for _, b := range cb.ClusterBrokers() {
 			if b.ID == node {
 				return node, b.Host, b.Port, errNone

@@ -288,8 +288,8 @@ type ReplicaBatchesBackend interface {
 // ReplicaBatchesBackend; ok false when the request is not one (a
 // consumer's, or no such backend).
 func handleReplicaBatches(ctx context.Context, c *conn, req *kmsg.FetchRequest) (reply, bool) {
-	rb, ok := c.s.b.(ReplicaBatchesBackend)
-	if !ok || req.ReplicaID < 0 || req.Version > 12 {
+	rb := c.s.caps.replicaBatches
+	if rb == nil || req.ReplicaID < 0 || req.Version > 12 {
 		return reply{}, false
 	}
 	resp, batches, err := rb.FetchReplicaBatches(ctx, req)

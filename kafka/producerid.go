@@ -32,7 +32,7 @@ func handleInitProducerID(ctx context.Context, c *conn, r kmsg.Request) reply {
 		resp.ErrorCode = errTransactionalIDAuthorizationFailed
 		return reply{resp: resp}
 	}
-	pid, err := c.s.b.(ProducerIDBackend).InitProducerID(ctx)
+	pid, err := c.s.caps.producerIDs.InitProducerID(ctx)
 	if err != nil {
 		resp.ErrorCode = errorCode(err)
 		return reply{resp: resp}

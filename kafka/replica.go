@@ -24,18 +24,13 @@ type ReplicaBackend interface {
 const offsetForLeaderEpochKey int16 = 23
 
 // replicaAPIs are the APIs the server adds for a ReplicaBackend.
-func (s *Server) replicaAPIs() []api {
-	if _, ok := s.b.(ReplicaBackend); !ok {
-		return nil
-	}
-	return []api{{key: offsetForLeaderEpochKey, min: 3, max: 4, handle: handleOffsetForLeaderEpoch}}
-}
+var replicaAPIs = []api{{key: offsetForLeaderEpochKey, min: 3, max: 4, handle: handleOffsetForLeaderEpoch}}
 
 // handleReplicaFetch serves a follower's Fetch through the ReplicaBackend;
 // ok false when the request is not one (a consumer's, or no such backend).
 func handleReplicaFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (reply, bool) {
-	rb, ok := c.s.b.(ReplicaBackend)
-	if !ok || req.ReplicaID < 0 || req.Version > 12 {
+	rb := c.s.caps.replica
+	if rb == nil || req.ReplicaID < 0 || req.Version > 12 {
 		return reply{}, false
 	}
 	resp, err := rb.FetchReplica(ctx, req)
@@ -51,7 +46,7 @@ func handleReplicaFetch(ctx context.Context, c *conn, req *kmsg.FetchRequest) (r
 
 func handleOffsetForLeaderEpoch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.OffsetForLeaderEpochRequest)
-	resp, err := c.s.b.(ReplicaBackend).OffsetForLeaderEpoch(ctx, req)
+	resp, err := c.s.caps.replica.OffsetForLeaderEpoch(ctx, req)
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 		for _, t := range req.Topics {
@@ -106,8 +101,8 @@ type ClusterBroker struct {
 // clusterBrokers returns the brokers Metadata lists: the cluster's, or
 // this server alone.
 func (s *Server) clusterBrokers() ([]kmsg.MetadataResponseBroker, int32) {
-	cb, ok := s.b.(ClusterBackend)
-	if !ok {
+	cb := s.caps.cluster
+	if cb == nil {
 		host, port := s.advertised()
 		br := kmsg.NewMetadataResponseBroker()
 		br.NodeID, br.Host, br.Port = s.cfg.NodeID, host, port
@@ -126,8 +121,8 @@ func (s *Server) clusterBrokers() ([]kmsg.MetadataResponseBroker, int32) {
 // from a ClusterBackend, for a Metadata request of version; false when the
 // backend is not one.
 func (s *Server) clusterPartition(topic string, p *kmsg.MetadataResponseTopicPartition, version int16) bool {
-	cb, ok := s.b.(ClusterBackend)
-	if !ok {
+	cb := s.caps.cluster
+	if cb == nil {
 		return false
 	}
 	leader, epoch, replicas, isr, ok := cb.PartitionState(topic, int(p.Partition))
@@ -138,7 +133,7 @@ func (s *Server) clusterPartition(topic string, p *kmsg.MetadataResponseTopicPar
 	p.Leader, p.LeaderEpoch, p.Replicas, p.ISR = leader, epoch, replicas, isr
 	if leader < 0 {
 		p.ErrorCode = errLeaderNotAvailable
-		if lb, ok := s.b.(ListenerBackend); ok && version >= 6 && lb.LeaderOffListener(topic, int(p.Partition)) {
+		if lb := s.caps.listener; lb != nil && version >= 6 && lb.LeaderOffListener(topic, int(p.Partition)) {
 			p.ErrorCode = errListenerNotFound
 		}
 	}

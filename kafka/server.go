@@ -17,6 +17,7 @@ import (
 // Server serves a Backend to Kafka clients over TCP.
 type Server struct {
 	b      Backend
+	caps   capabilities // b's optional interfaces, resolved by Listen
 	cfg    Config
 	logger *slog.Logger
 	ln     net.Listener
@@ -83,6 +84,7 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		b:       b,
+		caps:    resolveCapabilities(b),
 		cfg:     cfg,
 		logger:  cfg.Logger,
 		ln:      ln,
@@ -91,7 +93,7 @@ func Listen(addr string, b Backend, cfg Config) (*Server, error) {
 		perIP:   map[string]int{},
 		idKnown: map[string]struct{}{},
 	}
-	if bb, ok := b.(BatchBorrower); ok && bb.BorrowsBatches() {
+	if s.caps.borrower != nil && s.caps.borrower.BorrowsBatches() {
 		s.frames = &framePool{}
 	}
 	s.groups = b.GroupCoordinator()

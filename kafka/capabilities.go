@@ -1,0 +1,61 @@
+package kafka
+
+// capabilities are the optional interfaces a Server's backend implements,
+// resolved once by Listen: a nil field is a capability the backend does
+// not have. Handlers use these fields, never a type assertion on the
+// backend, and an API is advertised in ApiVersions exactly when the
+// capability it needs is here (optionalAPIs). Adding an API is a field
+// here, a line in resolveCapabilities and optionalAPIs, and its handler
+// file. A backend that wraps another by embedding it (logmetrics.Backend
+// embeds *log.Broker) has the capabilities of what it embeds: method
+// promotion makes the wrapper implement the same interfaces.
+type capabilities struct {
+	replica        ReplicaBackend        // follower Fetch, OffsetForLeaderEpoch v3+
+	replicaBatches ReplicaBatchesBackend // follower Fetch answered with handles
+	cluster        ClusterBackend        // brokers, leaders and ISRs of a cluster
+	listener       ListenerBackend       // one of several listeners
+	groupRouter    GroupRouter           // groups coordinated across nodes
+	producerIDs    ProducerIDBackend     // InitProducerId
+	partitions     PartitionCreator      // CreatePartitions
+	configs        TopicConfigAlterer    // IncrementalAlterConfigs, config sources
+	records        RecordsDeleter        // DeleteRecords
+	epochs         EpochEndOffsetter     // OffsetForLeaderEpoch of a standalone node
+	borrower       BatchBorrower         // produce frames may be recycled
+}
+
+// resolveCapabilities finds b's optional interfaces.
+func resolveCapabilities(b Backend) capabilities {
+	var c capabilities
+	c.replica, _ = b.(ReplicaBackend)
+	c.replicaBatches, _ = b.(ReplicaBatchesBackend)
+	c.cluster, _ = b.(ClusterBackend)
+	c.listener, _ = b.(ListenerBackend)
+	c.groupRouter, _ = b.(GroupRouter)
+	c.producerIDs, _ = b.(ProducerIDBackend)
+	c.partitions, _ = b.(PartitionCreator)
+	c.configs, _ = b.(TopicConfigAlterer)
+	c.records, _ = b.(RecordsDeleter)
+	c.epochs, _ = b.(EpochEndOffsetter)
+	c.borrower, _ = b.(BatchBorrower)
+	return c
+}
+
+// optionalAPIs are the APIs served (and advertised) only when the server
+// has what they need, in the order they are added to its table (a later
+// entry's key replaces an earlier one's: none do today).
+var optionalAPIs = []struct {
+	served func(*Server) bool
+	apis   []api
+}{
+	{func(s *Server) bool { return s.caps.replica != nil }, replicaAPIs},
+	{func(s *Server) bool { return s.caps.partitions != nil }, createPartitionsAPIs},
+	{func(s *Server) bool { return s.caps.configs != nil }, alterConfigsAPIs},
+	{func(s *Server) bool { return s.caps.records != nil }, deleteRecordsAPIs},
+	// A ReplicaBackend answers OffsetForLeaderEpoch whole (replicaAPIs).
+	{func(s *Server) bool { return s.caps.epochs != nil && s.caps.replica == nil }, epochAPIs},
+	{(*Server).groupsServed, groupAPIs},
+	// A cluster member allocates producer ids through its controller
+	// (blocks recorded in the metadata), unique cluster-wide.
+	{func(s *Server) bool { return s.caps.producerIDs != nil }, idempotenceAPIs},
+	{func(s *Server) bool { return s.cfg.SASL != nil }, saslAPIs},
+}
