@@ -471,7 +471,9 @@ func TestRequestBytesInFlight(t *testing.T) {
 		for k := range s.conns {
 			cn = k
 		}
-		return cn != nil && cn.reqHeld.Load() > 5<<10
+		// The fetch's bytes are held as its frame is read, and it is in
+		// flight a moment later, once dispatched.
+		return cn != nil && cn.reqHeld.Load() > 5<<10 && cn.inFlight.Load() >= 1
 	}, 10*time.Second, time.Millisecond)
 	require.LessOrEqual(t, cn.reqHeld.Load(), int64(limit), "the second request is not read yet")
 	require.Equal(t, int32(1), cn.inFlight.Load(), "only the fetch is in flight")
