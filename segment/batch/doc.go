@@ -11,6 +11,14 @@
 // [SetPartitionLeaderEpoch] rewrite the two fields outside the CRC in place, so a broker
 // can encode a batch first and assign its offsets later under its lock.
 //
+// # Control batches
+//
+// A control batch (attribute bit 5) holds one control record whose key names its type;
+// the transaction markers, COMMIT and ABORT, are control batches that are also
+// transactional (bit 4). [AppendMarker] writes one as Kafka does and [ParseMarker] reads
+// it back (control.go has the layout of its key and value); [ParseControlKey] reads the
+// type of any control record. Consumers skip control batches.
+//
 // # Compression
 //
 // A batch's records section (everything after the 61-byte header) may be compressed
