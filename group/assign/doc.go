@@ -17,4 +17,15 @@
 // SyncGroup; each member reads its own with DecodeAssignment. Because these
 // are Kafka's bytes and Kafka's RangeAssignor, a Strata consumer and a Kafka
 // client (kgo, sarama, kafka-go) speaking "range" can share one group.
+//
+// # Server-side assignors (KIP-848)
+//
+// In the consumer group protocol the coordinator computes the assignment
+// itself, with the assignor the members name: Uniform ("uniform", the
+// default) spreads the partitions evenly and keeps what it can of each
+// member's previous target; RangeServer ("range") gives each member
+// contiguous ranges of every topic it subscribes to. Both take a Spec —
+// the members with their subscriptions, racks and current assignments, and
+// the topics' partition counts and replica racks — and return a
+// Partitions (topic → sorted partitions) per member.
 package assign
