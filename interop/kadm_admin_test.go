@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"testing"
@@ -31,7 +32,7 @@ func TestKadmCreatePartitions(t *testing.T) {
 	if err != nil || resp["t"].Err != nil {
 		t.Fatalf("add 1: %v, %+v", err, resp)
 	}
-	if n, err := c.Broker().Partitions("t"); err != nil || n != 4 {
+	if n, err := c.Broker().Partitions(context.Background(), "t"); err != nil || n != 4 {
 		t.Fatalf("Strata's partitions of t: %d, %v", n, err)
 	}
 	resp, err = adm.UpdatePartitions(ctx, 2, "t")

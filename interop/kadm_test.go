@@ -359,7 +359,7 @@ func TestKadmCreateTopicErrors(t *testing.T) {
 	if got := c.Broker().Topics(); !slices.Equal(got, []string{"defaults"}) {
 		t.Fatalf("Strata's topics: %v", got)
 	}
-	if n, err := c.Broker().Partitions("defaults"); err != nil || n != 1 {
+	if n, err := c.Broker().Partitions(context.Background(), "defaults"); err != nil || n != 1 {
 		t.Errorf("partitions of a topic created with -1: %d, %v", n, err)
 	}
 }

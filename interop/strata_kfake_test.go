@@ -169,12 +169,12 @@ func TestStrataClientKfakeOffsets(t *testing.T) {
 		{want[7].ts.UnixMilli(), 7},
 		{want[19].ts.UnixMilli() + 1, 20}, // none that recent: the end offset, as log.Broker answers
 	} {
-		got, err := cl.ListOffset(tp, c.at)
+		got, err := cl.ListOffset(context.Background(), tp, c.at)
 		if err != nil || got != c.want {
 			t.Errorf("ListOffset(%d) = %d, %v; want %d", c.at, got, err, c.want)
 		}
 	}
-	if n, err := cl.Partitions(topic); err != nil || n != 1 {
+	if n, err := cl.Partitions(context.Background(), topic); err != nil || n != 1 {
 		t.Errorf("Partitions = %d, %v", n, err)
 	}
 }
@@ -187,7 +187,7 @@ func TestStrataClientKfakeErrors(t *testing.T) {
 	kc, cl := dialKfake(ctx, t, 1, topic, 1)
 	kgoProduce(ctx, t, kc.ListenAddrs()[0], topic, makeRecs("e", 5), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 
-	if _, err := cl.Partitions("nope"); !errors.Is(err, log.ErrUnknownTopic) {
+	if _, err := cl.Partitions(context.Background(), "nope"); !errors.Is(err, log.ErrUnknownTopic) {
 		t.Errorf("Partitions of an unknown topic: %v, want ErrUnknownTopic", err)
 	}
 	p, err := log.NewProducer(cl, log.ProducerConfig{Timeout: 2 * time.Second})

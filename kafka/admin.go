@@ -99,7 +99,7 @@ func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTop
 		if err := cfg.WithDefaults().Validate(); err != nil {
 			return err
 		}
-		if _, err := s.b.Partitions(rt.Topic); err == nil {
+		if _, err := s.b.Partitions(ctx, rt.Topic); err == nil {
 			return fmt.Errorf("%w: %s", log.ErrTopicExists, rt.Topic)
 		}
 		return nil

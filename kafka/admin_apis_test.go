@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"crypto/rand"
 	"testing"
 
@@ -101,13 +102,13 @@ func TestCreatePartitions(t *testing.T) {
 	manual := growTo("m", 9)
 	manual.Assignment = []kmsg.CreatePartitionsRequestTopicAssignment{{Replicas: []int32{0}}}
 	for v := int16(0); v <= 3; v++ {
-		n, err := b.Partitions("t")
+		n, err := b.Partitions(context.Background(), "t")
 		require.NoError(t, err)
 		// Validate only: checked, nothing created.
 		resp := c.do(createPartitionsReq(v, true, growTo("t", int32(n+5)), growTo("t2", 1))).(*kmsg.CreatePartitionsResponse)
 		require.Equal(t, errNone, resp.Topics[0].ErrorCode, "v%d", v)
 		require.Equal(t, errUnknownTopicOrPartition, resp.Topics[1].ErrorCode)
-		got, _ := b.Partitions("t")
+		got, _ := b.Partitions(context.Background(), "t")
 		require.Equal(t, n, got, "validate only changes nothing")
 
 		resp = c.do(createPartitionsReq(v, false,
@@ -125,7 +126,7 @@ func TestCreatePartitions(t *testing.T) {
 			"t": {errNone}, "missing": {errUnknownTopicOrPartition}, "bad/name": {errInvalidTopicException},
 			"m": {errInvalidReplicaAssignment}, "dup": {errInvalidRequest, errInvalidRequest},
 		}, codes, "v%d", v)
-		got, _ = b.Partitions("t")
+		got, _ = b.Partitions(context.Background(), "t")
 		require.Equal(t, n+2, got)
 
 		// Not larger: INVALID_PARTITIONS, as for a count out of range.
@@ -138,7 +139,7 @@ func TestCreatePartitions(t *testing.T) {
 		}
 	}
 	// Producers see the new partitions.
-	n, _ := b.Partitions("t")
+	n, _ := b.Partitions(context.Background(), "t")
 	require.Equal(t, 9, n)
 	pr := kmsg.NewPtrProduceRequest()
 	pr.SetVersion(9)

@@ -59,7 +59,7 @@ func (s *Server) createPartitions(ctx context.Context, pc PartitionCreator, rt k
 	if !validateOnly {
 		return pc.CreatePartitions(ctx, rt.Topic, int(rt.Count))
 	}
-	n, err := s.b.Partitions(rt.Topic)
+	n, err := s.b.Partitions(ctx, rt.Topic)
 	if err != nil {
 		return err
 	}

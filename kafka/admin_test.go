@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"testing"
 
 	"github.com/strata-log/strata/log/logtest"
@@ -77,7 +78,7 @@ func TestCreateDeleteTopics(t *testing.T) {
 	resp = c.do(createReq(4, true, newTopic("dry", 2, 1), newTopic("old", 1, 1))).(*kmsg.CreateTopicsResponse)
 	require.Equal(t, errNone, resp.Topics[0].ErrorCode)
 	require.Equal(t, errTopicAlreadyExists, resp.Topics[1].ErrorCode)
-	_, err := b.Partitions("dry")
+	_, err := b.Partitions(context.Background(), "dry")
 	require.Error(t, err)
 
 	for v := int16(0); v <= 6; v++ {

@@ -17,7 +17,7 @@ type Backend interface {
 	// Topics returns the names of the topics clients may see, sorted.
 	Topics() []string
 	// Partitions returns the number of partitions of a topic.
-	Partitions(topic string) (int, error)
+	Partitions(ctx context.Context, topic string) (int, error)
 	// TopicConfig returns a topic's configuration, defaults applied.
 	TopicConfig(topic string) (log.TopicConfig, error)
 	// CreateTopicContext creates a topic (log.ErrTopicExists,
@@ -33,7 +33,7 @@ type Backend interface {
 	Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error)
 	// ListOffset returns log.EarliestOffset, log.LatestOffset or the first
 	// offset at or after a timestamp in ms.
-	ListOffset(tp log.TopicPartition, at int64) (int64, error)
+	ListOffset(ctx context.Context, tp log.TopicPartition, at int64) (int64, error)
 	// GroupCoordinator returns the coordinator of the consumer groups this
 	// node coordinates (every group, on a standalone broker); nil: the
 	// group APIs are not served. Commits go to its OffsetStore.

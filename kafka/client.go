@@ -301,15 +301,17 @@ func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*br
 	}
 }
 
-// Partitions returns the number of partitions of topic.
-func (c *Client) Partitions(topic string) (int, error) {
+// Partitions returns the number of partitions of topic, asking the cluster
+// for its metadata when the Client does not know the topic yet: within ctx
+// and at most 30 s.
+func (c *Client) Partitions(ctx context.Context, topic string) (int, error) {
 	c.mu.Lock()
 	ls, ok := c.leaders[topic]
 	c.mu.Unlock()
 	if ok {
 		return len(ls), nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if err := c.refresh(ctx); err != nil {
 		return 0, err
@@ -423,9 +425,10 @@ func (c *Client) produceOnce(ctx context.Context, tp log.TopicPartition, req *km
 	return log.ProduceResult{BaseOffset: p.BaseOffset, LogAppendTime: p.LogAppendTime, LogStartOffset: p.LogStartOffset}, nil
 }
 
-// ListOffset asks the partition's leader for an offset.
-func (c *Client) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), retryLimit)
+// ListOffset asks the partition's leader for an offset, retrying as Produce
+// does within ctx and at most the retry limit (30 s).
+func (c *Client) ListOffset(ctx context.Context, tp log.TopicPartition, at int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, retryLimit)
 	defer cancel()
 	r := retrier{ctx: ctx}
 	for {

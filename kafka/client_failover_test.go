@@ -191,7 +191,7 @@ func TestClientFollowsLeaderAfterKill(t *testing.T) {
 	require.NoError(t, err, "the produce rode through the leader's death")
 	<-moved
 	require.EqualValues(t, 0, off, "written at the new leader")
-	end, err := c.brokers[2].ListOffset(tp, log.LatestOffset)
+	end, err := c.brokers[2].ListOffset(context.Background(), tp, log.LatestOffset)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, end)
 
@@ -202,7 +202,7 @@ func TestClientFollowsLeaderAfterKill(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, off)
 
-	got, err := kc.ListOffset(tp, log.LatestOffset)
+	got, err := kc.ListOffset(context.Background(), tp, log.LatestOffset)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, got)
 	resp, err := kc.Fetch(ctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: tp}}, MaxWait: time.Millisecond})

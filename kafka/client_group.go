@@ -326,7 +326,7 @@ func (c *Client) joinAndSync(ctx context.Context, req group.JoinRequest) (group.
 				if _, ok := partitions[t]; ok {
 					continue
 				}
-				if n, err := c.Partitions(t); err == nil {
+				if n, err := c.Partitions(ctx, t); err == nil {
 					partitions[t] = n
 				}
 			}

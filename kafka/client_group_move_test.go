@@ -51,7 +51,7 @@ func startMoving(t *testing.T, route func(call int32) (*group.Coordinator, int32
 
 func newCoordinator(t *testing.T, b *log.Broker) *group.Coordinator {
 	t.Helper()
-	gc, err := group.New(group.Config{Partitions: b.Partitions})
+	gc, err := group.New(group.Config{Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, gc.Close()) })
 	return gc

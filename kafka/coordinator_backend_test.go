@@ -55,7 +55,7 @@ var (
 func startRouted(t *testing.T) (*Server, routed) {
 	t.Helper()
 	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 2))
-	gc, err := group.New(group.Config{Partitions: b.Partitions})
+	gc, err := group.New(group.Config{Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, gc.Close()) })
 	s, err := Listen("127.0.0.1:0", routed{b, gc}, Config{NodeID: 1})

@@ -24,10 +24,10 @@ func TestClientProducerConsumer(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 
-	n, err := c.Partitions("orders")
+	n, err := c.Partitions(context.Background(), "orders")
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
-	_, err = c.Partitions("nope")
+	_, err = c.Partitions(context.Background(), "nope")
 	require.ErrorIs(t, err, log.ErrUnknownTopic)
 
 	p, err := log.NewProducer(c, log.ProducerConfig{Linger: time.Millisecond})
@@ -63,11 +63,11 @@ func TestClientProducerConsumer(t *testing.T) {
 		}
 	}
 
-	end, err := c.ListOffset(log.TopicPartition{Topic: "orders", Partition: 0}, log.LatestOffset)
+	end, err := c.ListOffset(context.Background(), log.TopicPartition{Topic: "orders", Partition: 0}, log.LatestOffset)
 	require.NoError(t, err)
 	part, _ := b.Partition("orders", 0)
 	require.Equal(t, part.EndOffset(), end)
-	_, err = c.ListOffset(log.TopicPartition{Topic: "orders", Partition: 9}, log.LatestOffset)
+	_, err = c.ListOffset(context.Background(), log.TopicPartition{Topic: "orders", Partition: 9}, log.LatestOffset)
 	require.ErrorIs(t, err, log.ErrUnknownPartition)
 
 	// Errors come back as Strata's.

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"sort"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func (b shortSessions) GroupCoordinator() *group.Coordinator { return b.groups }
 func startGroups(t *testing.T, opts ...logtest.Option) (*Server, shortSessions) {
 	t.Helper()
 	b := logtest.New(t, append([]logtest.Option{logtest.InMemory()}, opts...)...)
-	gc, err := group.New(group.Config{Partitions: b.Partitions, MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute})
+	gc, err := group.New(group.Config{Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }, MinSessionTimeout: 10 * time.Millisecond, MaxSessionTimeout: time.Minute})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, gc.Close()) })
 	s, err := Listen("127.0.0.1:0", shortSessions{b, gc}, Config{})

@@ -10,7 +10,7 @@ import (
 // handleListOffsets answers earliest (-2), latest (-1) and by timestamp
 // (the first offset whose record is at least that recent, through the time
 // index; -1 when no record is).
-func handleListOffsets(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleListOffsets(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.ListOffsetsRequest)
 	s := c.s
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -27,11 +27,11 @@ func handleListOffsets(_ context.Context, c *conn, r kmsg.Request) reply {
 			case rp.Timestamp < log.EarliestOffset:
 				p.ErrorCode = errInvalidRequest // special timestamps of later versions
 			default:
-				off, err := s.b.ListOffset(tp, rp.Timestamp)
+				off, err := s.b.ListOffset(ctx, tp, rp.Timestamp)
 				p.ErrorCode = errorCode(err)
 				if err == nil && rp.Timestamp >= 0 {
 					// Kafka's answer when no record is that recent.
-					if end, err := s.b.ListOffset(tp, log.LatestOffset); err == nil && off >= end {
+					if end, err := s.b.ListOffset(ctx, tp, log.LatestOffset); err == nil && off >= end {
 						off = -1
 					} else {
 						p.Timestamp = rp.Timestamp

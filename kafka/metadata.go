@@ -20,7 +20,7 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 	// v0: an empty list means every topic; v1+: a null list does.
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		for _, name := range s.b.Topics() {
-			resp.Topics = append(resp.Topics, s.topicMetadata(name, [16]byte{}, req.Version))
+			resp.Topics = append(resp.Topics, s.topicMetadata(ctx, name, [16]byte{}, req.Version))
 		}
 		return reply{resp: resp}
 	}
@@ -32,7 +32,7 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 		case t.Topic != nil:
 			name = *t.Topic
 			if autoCreate && log.ValidTopicName(name) == nil {
-				if _, err := s.b.Partitions(name); errors.Is(err, log.ErrUnknownTopic) {
+				if _, err := s.b.Partitions(ctx, name); errors.Is(err, log.ErrUnknownTopic) {
 					err := s.b.CreateTopicContext(ctx, name, log.TopicConfig{})
 					if err != nil && !errors.Is(err, log.ErrTopicExists) {
 						c.logger.Warn("kafka: auto-create topic", "topic", name, "err", err)
@@ -42,14 +42,14 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 		default: // v10+: by id
 			name, _ = s.topicName(t.TopicID)
 		}
-		resp.Topics = append(resp.Topics, s.topicMetadata(name, t.TopicID, req.Version))
+		resp.Topics = append(resp.Topics, s.topicMetadata(ctx, name, t.TopicID, req.Version))
 	}
 	return reply{resp: resp}
 }
 
 // topicMetadata describes one topic, at the request's version; id is the
 // id it was asked by, if any.
-func (s *Server) topicMetadata(name string, id [16]byte, version int16) kmsg.MetadataResponseTopic {
+func (s *Server) topicMetadata(ctx context.Context, name string, id [16]byte, version int16) kmsg.MetadataResponseTopic {
 	t := kmsg.NewMetadataResponseTopic()
 	if name == "" && id != ([16]byte{}) {
 		t.TopicID, t.ErrorCode = id, errUnknownTopicID
@@ -60,7 +60,7 @@ func (s *Server) topicMetadata(name string, id [16]byte, version int16) kmsg.Met
 		t.ErrorCode = errorCode(err)
 		return t
 	}
-	n, err := s.b.Partitions(name)
+	n, err := s.b.Partitions(ctx, name)
 	if err != nil {
 		t.ErrorCode = errorCode(err)
 		return t
@@ -93,7 +93,7 @@ func (s *Server) topicMetadata(name string, id [16]byte, version int16) kmsg.Met
 func (s *Server) topicName(id [16]byte) (string, bool) {
 	if v, ok := s.idNames.Load(id); ok {
 		name := v.(string)
-		if _, err := s.b.Partitions(name); err == nil {
+		if _, err := s.b.Partitions(context.Background(), name); err == nil { // the backend answers from its metadata
 			return name, true
 		}
 		return "", false // deleted (an id is its name's: it comes back with it)

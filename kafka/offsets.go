@@ -25,7 +25,7 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 	offsets := map[log.TopicPartition]group.CommittedOffset{}
 	codes := make([][]int16, len(req.Topics))
 	for i, t := range req.Topics {
-		n, err := c.s.b.Partitions(t.Topic)
+		n, err := c.s.b.Partitions(ctx, t.Topic)
 		codes[i] = make([]int16, len(t.Partitions))
 		for j, p := range t.Partitions {
 			switch {

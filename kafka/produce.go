@@ -149,7 +149,7 @@ func (s *Server) produce(ctx context.Context, tp log.TopicPartition, records []b
 	if s.cfg.Metrics != nil {
 		s.cfg.Metrics.Produced(tp.Topic, batchRecords(records), int64(len(records)))
 	}
-	start, err = s.b.ListOffset(tp, log.EarliestOffset)
+	start, err = s.b.ListOffset(ctx, tp, log.EarliestOffset)
 	if err != nil {
 		start = -1
 	}

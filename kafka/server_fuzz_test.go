@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bufio"
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
@@ -79,7 +80,7 @@ const (
 func (fs *fuzzServer) stored() int64 {
 	var n int64
 	for _, topic := range append(fs.b.Topics(), "__consumer_offsets") {
-		parts, err := fs.b.Partitions(topic)
+		parts, err := fs.b.Partitions(context.Background(), topic)
 		if err != nil {
 			continue
 		}

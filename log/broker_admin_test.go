@@ -29,12 +29,12 @@ func TestCreatePartitionsPersists(t *testing.T) {
 		require.ErrorIs(t, b.CreatePartitions(ctx, "nope", 3), ErrUnknownTopic)
 		require.ErrorIs(t, b.CreatePartitions(ctx, "bad/name", 3), ErrInvalidTopic)
 		require.ErrorIs(t, b.CreatePartitions(ctx, OffsetsTopic, 3), ErrInvalidTopic)
-		n, err := b.Partitions("t")
+		n, err := b.Partitions(context.Background(), "t")
 		require.NoError(t, err)
 		require.Equal(t, 2, n, "a refused call changes nothing")
 
 		require.NoError(t, b.CreatePartitions(ctx, "t", 4))
-		n, err = b.Partitions("t")
+		n, err = b.Partitions(context.Background(), "t")
 		require.NoError(t, err)
 		require.Equal(t, 4, n)
 		cfg, err := b.TopicConfig("t")
@@ -49,7 +49,7 @@ func TestCreatePartitionsPersists(t *testing.T) {
 
 		b = openT(t, fs, dir)
 		defer b.Close()
-		n, err = b.Partitions("t")
+		n, err = b.Partitions(context.Background(), "t")
 		require.NoError(t, err)
 		require.Equal(t, 4, n, "the new count survives a restart")
 		p3, err = b.Partition("t", 3)

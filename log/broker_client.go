@@ -11,8 +11,9 @@ import (
 
 var _ Client = (*Broker)(nil)
 
-// Partitions returns the number of partitions of topic.
-func (b *Broker) Partitions(topic string) (int, error) {
+// Partitions returns the number of partitions of topic. A standalone broker
+// answers from memory: ctx is not waited on.
+func (b *Broker) Partitions(_ context.Context, topic string) (int, error) {
 	t, err := b.Topic(topic)
 	if err != nil {
 		return 0, err
@@ -64,7 +65,8 @@ func (b *Broker) produceWith(ctx context.Context, tp TopicPartition, batch []byt
 
 // ListOffset returns the log start offset (EarliestOffset), the high
 // watermark (LatestOffset) or the first offset at or after a timestamp (ms).
-func (b *Broker) ListOffset(tp TopicPartition, at int64) (int64, error) {
+// A standalone broker answers from its own partitions: ctx is not waited on.
+func (b *Broker) ListOffset(_ context.Context, tp TopicPartition, at int64) (int64, error) {
 	p, err := b.Partition(tp.Topic, tp.Partition)
 	if err != nil {
 		return 0, err

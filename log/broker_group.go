@@ -25,7 +25,7 @@ var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionT
 // members' sessions restarted.
 func (b *Broker) startGroups() error {
 	c, err := group.Open(context.Background(), group.Config{
-		Partitions:            b.Partitions,
+		Partitions:            func(t string) (int, error) { return b.Partitions(context.Background(), t) },
 		Logger:                b.logger,
 		Clock:                 b.cfg.Clock,
 		MinSessionTimeout:     b.cfg.GroupMinSessionTimeout,

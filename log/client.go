@@ -65,7 +65,7 @@ type Client interface {
 type DataClient interface {
 	// Partitions returns the number of partitions of topic
 	// (ErrUnknownTopic).
-	Partitions(topic string) (int, error)
+	Partitions(ctx context.Context, topic string) (int, error)
 	// ProduceBatch appends one record batch, encoded by
 	// segment/batch.Builder with base offset 0 (as a Kafka client sends
 	// it), to a partition and answers what Kafka's Produce answers. The
@@ -85,7 +85,7 @@ type DataClient interface {
 	Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error)
 	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
 	// in ms the first offset whose record is at least that recent.
-	ListOffset(tp TopicPartition, at int64) (int64, error)
+	ListOffset(ctx context.Context, tp TopicPartition, at int64) (int64, error)
 	// InitProducerID gives an idempotent producer its identity, as Kafka's
 	// InitProducerId without a transactional id: a producer id never given
 	// before by this broker or cluster (across restarts and crashes too),

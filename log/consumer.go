@@ -241,9 +241,12 @@ func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// NewConsumer takes no context (DESIGN.md): its metadata calls are bounded
+	// by the Client (a kafka.Dial client gives up after its retry limit).
+	ctx := context.Background()
 	counts := make([]int, len(cfg.Topics))
 	for i, t := range cfg.Topics {
-		n, err := c.Partitions(t)
+		n, err := c.Partitions(ctx, t)
 		if err != nil {
 			return nil, fmt.Errorf("log: consumer: topic %q: %w", t, err)
 		}
@@ -263,7 +266,7 @@ func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
 				tps = append(tps, TopicPartition{Topic: t, Partition: p})
 			}
 		}
-		parts, err := cons.positions(tps, nil)
+		parts, err := cons.positions(ctx, tps, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -280,7 +283,7 @@ func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
 
 // positions returns the positions of tps: the committed offset if any, else
 // where Reset says.
-func (c *Consumer) positions(tps []TopicPartition, committed map[TopicPartition]int64) ([]*partitionPosition, error) {
+func (c *Consumer) positions(ctx context.Context, tps []TopicPartition, committed map[TopicPartition]int64) ([]*partitionPosition, error) {
 	parts := make([]*partitionPosition, len(tps))
 	for i, tp := range tps {
 		p := &partitionPosition{tp: tp, committed: -1}
@@ -288,7 +291,7 @@ func (c *Consumer) positions(tps []TopicPartition, committed map[TopicPartition]
 			p.pos, p.committed = off, off
 		} else {
 			var err error
-			if p.pos, err = c.resetOffset(tp); err != nil {
+			if p.pos, err = c.resetOffset(ctx, tp); err != nil {
 				return nil, err
 			}
 		}
@@ -559,7 +562,7 @@ func (c *Consumer) fetchOnce(ctx context.Context, wait time.Duration) ([]Record,
 	c.fetchEnds, c.fetchNexts = ends, nexts // kept for the next Poll
 	resetTo := make([]int64, len(resets))
 	for j, i := range resets {
-		if resetTo[j], err = c.resetOffset(c.fetchReq[i].TopicPartition); err != nil {
+		if resetTo[j], err = c.resetOffset(ctx, c.fetchReq[i].TopicPartition); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -608,12 +611,12 @@ func idle(ctx context.Context, d time.Duration) error {
 }
 
 // resetOffset is where Reset moves a partition.
-func (c *Consumer) resetOffset(tp TopicPartition) (int64, error) {
+func (c *Consumer) resetOffset(ctx context.Context, tp TopicPartition) (int64, error) {
 	at := EarliestOffset
 	if c.cfg.Reset == ResetLatest {
 		at = LatestOffset
 	}
-	off, err := c.client.ListOffset(tp, at)
+	off, err := c.client.ListOffset(ctx, tp, at)
 	if err != nil {
 		return 0, fmt.Errorf("log: consumer: reset %s-%d to %s: %w", tp.Topic, tp.Partition, c.cfg.Reset, err)
 	}
@@ -637,11 +640,12 @@ func (c *Consumer) Seek(topic string, partition int, offset int64) error {
 	case p == nil:
 		return fmt.Errorf("%w: %s-%d", ErrNotAssigned, topic, partition)
 	}
-	start, err := c.client.ListOffset(tp, EarliestOffset)
+	ctx := context.Background() // Seek takes none (DESIGN.md); the Client bounds its calls
+	start, err := c.client.ListOffset(ctx, tp, EarliestOffset)
 	if err != nil {
 		return fmt.Errorf("log: seek %s-%d: %w", topic, partition, err)
 	}
-	end, err := c.client.ListOffset(tp, LatestOffset)
+	end, err := c.client.ListOffset(ctx, tp, LatestOffset)
 	if err != nil {
 		return fmt.Errorf("log: seek %s-%d: %w", topic, partition, err)
 	}

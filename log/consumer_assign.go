@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -15,7 +16,7 @@ import (
 // A topic unknown to the leader is assigned to no one; a member whose
 // metadata does not decode is an error (the leader cannot assign for it),
 // and the SyncGroup is not sent.
-func (c *Consumer) assignRange(members []group.MemberMetadata) (map[string][]byte, error) {
+func (c *Consumer) assignRange(ctx context.Context, members []group.MemberMetadata) (map[string][]byte, error) {
 	subs := make(map[string][]string, len(members))
 	counts := map[string]int{}
 	for _, m := range members {
@@ -28,7 +29,7 @@ func (c *Consumer) assignRange(members []group.MemberMetadata) (map[string][]byt
 			if _, seen := counts[t]; seen {
 				continue
 			}
-			n, err := c.client.Partitions(t)
+			n, err := c.client.Partitions(ctx, t)
 			switch {
 			case errors.Is(err, ErrUnknownTopic):
 				n = 0

@@ -86,7 +86,7 @@ func (c *Consumer) join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("log: consumer: fetch committed offsets of group %q: %w", c.cfg.Group, err)
 	}
-	parts, err := c.positions(tps, committed)
+	parts, err := c.positions(ctx, tps, committed)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func (c *Consumer) sync(ctx context.Context, resp group.JoinResponse) ([]TopicPa
 	var assignments map[string][]byte
 	if resp.Leader == resp.MemberID {
 		var err error
-		if assignments, err = c.assignRange(resp.MemberMetadata); err != nil {
+		if assignments, err = c.assignRange(ctx, resp.MemberMetadata); err != nil {
 			return nil, err
 		}
 	}

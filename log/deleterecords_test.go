@@ -1,6 +1,7 @@
 package log
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -41,7 +42,7 @@ func TestDeleteRecordsBefore(t *testing.T) {
 		require.NoError(t, err)
 		require.NotEmpty(t, recs)
 		require.EqualValues(t, cut, recs[0].Offset)
-		off, err := b.ListOffset(TopicPartition{Topic: "t"}, EarliestOffset)
+		off, err := b.ListOffset(context.Background(), TopicPartition{Topic: "t"}, EarliestOffset)
 		require.NoError(t, err)
 		require.EqualValues(t, cut, off)
 

@@ -28,7 +28,7 @@ func ExampleBroker_AlterTopicConfig() {
 	if err := b.CreatePartitions(ctx, "orders", 3); err != nil {
 		panic(err)
 	}
-	n, _ := b.Partitions("orders")
+	n, _ := b.Partitions(context.Background(), "orders")
 	fmt.Println("partitions:", n)
 
 	// Keep records forever, and refuse batches over 1 KiB: what is set on

@@ -176,7 +176,7 @@ func (p *Producer) topicLocked(ctx context.Context, name string) (*topicState, e
 // closes. Past Timeout the error matches ErrTimeout,
 // context.DeadlineExceeded and the Client's last error (ErrUnknownTopic).
 func (p *Producer) partitionsWait(ctx context.Context, name string) (int, error) {
-	n, err := p.c.Partitions(name)
+	n, err := p.c.Partitions(ctx, name)
 	if err == nil || !metadataPending(err) {
 		return n, err
 	}
@@ -199,7 +199,7 @@ func (p *Producer) partitionsWait(ctx context.Context, name string) (int, error)
 			return 0, errProducerClosed
 		}
 		backoff = min(2*backoff, maxRetryBackoff)
-		if n, err = p.c.Partitions(name); err == nil || !metadataPending(err) {
+		if n, err = p.c.Partitions(ctx, name); err == nil || !metadataPending(err) {
 			return n, err
 		}
 	}

@@ -40,11 +40,11 @@ type prodCall struct {
 	err     error
 }
 
-func (c *prodClient) Partitions(topic string) (int, error) {
+func (c *prodClient) Partitions(ctx context.Context, topic string) (int, error) {
 	c.mu.Lock()
 	c.partitionCalls++
 	c.mu.Unlock()
-	return c.Broker.Partitions(topic)
+	return c.Broker.Partitions(ctx, topic)
 }
 
 func (c *prodClient) ProduceBatch(ctx context.Context, tp TopicPartition, b []byte, acks Acks) (ProduceResult, error) {

@@ -29,7 +29,7 @@ func testCreatePartitions(t *testing.T, tr string) {
 	defer cancel()
 
 	require.NoError(t, c.member(2).CreatePartitions(ctx, "t", 4))
-	n, err := c.member(2).Partitions("t")
+	n, err := c.member(2).Partitions(context.Background(), "t")
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	for id := 1; id <= 3; id++ {
@@ -72,15 +72,15 @@ func testCreatePartitions(t *testing.T, tr string) {
 	require.ErrorIs(t, c.member(1).CreatePartitions(ctx, "nope", 5), log.ErrUnknownTopic)
 	require.ErrorIs(t, c.member(1).CreatePartitions(ctx, "bad/name", 5), log.ErrInvalidTopic)
 	// Routed calls past the topic's partitions, or to no topic, say which.
-	_, err = c.member(1).ListOffset(log.TopicPartition{Topic: "t", Partition: 4}, log.LatestOffset)
+	_, err = c.member(1).ListOffset(context.Background(), log.TopicPartition{Topic: "t", Partition: 4}, log.LatestOffset)
 	require.ErrorIs(t, err, log.ErrUnknownPartition)
-	_, err = c.member(1).ListOffset(log.TopicPartition{Topic: "nope", Partition: 0}, log.LatestOffset)
+	_, err = c.member(1).ListOffset(context.Background(), log.TopicPartition{Topic: "nope", Partition: 0}, log.LatestOffset)
 	require.ErrorIs(t, err, log.ErrUnknownTopic)
 	_, ok := c.member(1).Leader("t", 4)
 	require.False(t, ok)
 	_, ok = c.member(1).Leader("t", 3)
 	require.True(t, ok)
-	n, err = c.member(1).Partitions("t")
+	n, err = c.member(1).Partitions(context.Background(), "t")
 	require.NoError(t, err)
 	require.Equal(t, 4, n)
 	require.Equal(t, before, c.member(1).Image().Version(), "a refused request changed the metadata")

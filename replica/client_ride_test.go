@@ -121,8 +121,8 @@ type partitionsWatch struct {
 	once    sync.Once
 }
 
-func (w *partitionsWatch) Partitions(topic string) (int, error) {
-	n, err := w.Client.Partitions(topic)
+func (w *partitionsWatch) Partitions(ctx context.Context, topic string) (int, error) {
+	n, err := w.Client.Partitions(ctx, topic)
 	if errors.Is(err, log.ErrUnknownTopic) {
 		w.once.Do(func() { close(w.unknown) })
 	}

@@ -223,7 +223,7 @@ func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator
 		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
 	}
 	return group.Open(ctx, group.Config{
-		Partitions: b.Partitions, Logger: b.log.With("offsets partition", p),
+		Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }, Logger: b.log.With("offsets partition", p),
 	}, log.PartitionOffsetsLog(ps.p, offsetsAppend{b, tp}.append))
 }
 

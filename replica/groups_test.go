@@ -118,7 +118,7 @@ func testGroupsSpreadOverLeaders(t *testing.T, tr string) {
 	// The first group call creates __consumer_offsets, with Kafka's 50
 	// partitions.
 	createOffsetsTopic(t, c)
-	n, err := c.member(2).Partitions(log.OffsetsTopic)
+	n, err := c.member(2).Partitions(context.Background(), log.OffsetsTopic)
 	require.NoError(t, err)
 	require.Equal(t, replica.DefaultOffsetsTopicPartitions, n)
 	cfg, err := c.member(3).TopicConfig(log.OffsetsTopic)

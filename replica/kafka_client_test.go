@@ -26,7 +26,7 @@ func TestKafkaClientAgainstCluster(t *testing.T) {
 	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{seed}})
 	require.NoError(t, err)
 	defer kc.Close()
-	n, err := kc.Partitions("t")
+	n, err := kc.Partitions(context.Background(), "t")
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 

@@ -167,7 +167,7 @@ func TestClientListenerTLSAndSCRAM(t *testing.T) {
 		noSASL.SASL = nil
 		nc, err := kafka.Dial(ctx, noSASL) // ApiVersions is allowed, Metadata is not
 		if err == nil {
-			_, err = nc.Partitions("t")
+			_, err = nc.Partitions(context.Background(), "t")
 			nc.Close()
 		}
 		require.Error(t, err, "no SASL")

@@ -136,7 +136,9 @@ type switchingClient struct {
 	to         atomic.Pointer[replica.Broker]
 }
 
-func (s *switchingClient) Partitions(topic string) (int, error) { return s.to.Load().Partitions(topic) }
+func (s *switchingClient) Partitions(ctx context.Context, topic string) (int, error) {
+	return s.to.Load().Partitions(ctx, topic)
+}
 
 func (s *switchingClient) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error) {
 	return s.to.Load().ProduceBatch(ctx, tp, batch, acks)

@@ -40,7 +40,7 @@ func TestStartReturnsCaughtUp(t *testing.T) {
 	require.True(t, ready(b), "Start returned before the member was ready")
 	require.Equal(t, []string{"early", "late-1", "late-2"}, b.Topics())
 	for _, name := range []string{"late-1", "late-2"} {
-		n, err := b.Partitions(name)
+		n, err := b.Partitions(context.Background(), name)
 		require.NoError(t, err)
 		require.Equal(t, 3, n)
 	}
@@ -50,7 +50,7 @@ func TestStartReturnsCaughtUp(t *testing.T) {
 	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{b.Addr()}})
 	require.NoError(t, err)
 	defer kc.Close()
-	n, err := kc.Partitions("late-2")
+	n, err := kc.Partitions(context.Background(), "late-2")
 	require.NoError(t, err)
 	require.Equal(t, 3, n)
 }
@@ -101,7 +101,7 @@ func TestFormingClusterOneByOne(t *testing.T) {
 
 	// Every member knows the topic: a produce through the third, at once.
 	for _, b := range []*replica.Broker{b1, b2, b3} {
-		n, err := b.Partitions("t")
+		n, err := b.Partitions(context.Background(), "t")
 		require.NoError(t, err, "member %d", b.ID())
 		require.Equal(t, 2, n)
 	}

@@ -95,8 +95,9 @@ func (b *Broker) retryWait(ctx context.Context, ch <-chan struct{}, backoff *tim
 	return nil
 }
 
-// Partitions returns the number of partitions of topic.
-func (b *Broker) Partitions(topic string) (int, error) {
+// Partitions returns the number of partitions of topic, as this member's
+// metadata image has it: ctx is not waited on.
+func (b *Broker) Partitions(_ context.Context, topic string) (int, error) {
 	n, ok := b.img.Load().PartitionCount(topic)
 	if !ok {
 		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
@@ -157,10 +158,12 @@ func (b *Broker) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch 
 	return res, err
 }
 
-// ListOffset answers at the partition's leader.
-func (b *Broker) ListOffset(tp log.TopicPartition, at int64) (int64, error) {
-	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProduceTimeout)
+// ListOffset answers at the partition's leader, within ctx and at most
+// Config.ProduceTimeout, and until the member closes.
+func (b *Broker) ListOffset(ctx context.Context, tp log.TopicPartition, at int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ProduceTimeout)
 	defer cancel()
+	defer context.AfterFunc(b.ctx, cancel)()
 	var off int64
 	err := b.route(ctx, tp, func(leader int) (err error) {
 		if leader == b.cfg.ID {

@@ -127,12 +127,12 @@ const topicMetadataWait = 10 * time.Second
 // with Kafka's backoff (100 ms doubling to 1 s), for up to
 // topicMetadataWait before it says so.
 func (c *client) topicPartitions(topic string) (int, error) {
-	n, err := c.Partitions(topic)
+	n, err := c.Partitions(context.Background(), topic)
 	if c.kafka != nil {
 		deadline := time.Now().Add(topicMetadataWait)
 		for backoff := 100 * time.Millisecond; errors.Is(err, log.ErrUnknownTopic) && time.Now().Add(backoff).Before(deadline); backoff = min(2*backoff, time.Second) {
 			time.Sleep(backoff) // a backoff between asks: nothing tells a client that a topic appeared
-			n, err = c.Partitions(topic)
+			n, err = c.Partitions(context.Background(), topic)
 		}
 	}
 	if errors.Is(err, log.ErrUnknownTopic) {
@@ -145,7 +145,7 @@ func (c *client) topicPartitions(topic string) (int, error) {
 func endOffsets(c log.Client, topic string, n int) (map[int]int64, error) {
 	ends := make(map[int]int64, n)
 	for i := range n {
-		end, err := c.ListOffset(log.TopicPartition{Topic: topic, Partition: i}, log.LatestOffset)
+		end, err := c.ListOffset(context.Background(), log.TopicPartition{Topic: topic, Partition: i}, log.LatestOffset)
 		if err != nil {
 			return nil, fmt.Errorf("partition %d: %w", i, err)
 		}

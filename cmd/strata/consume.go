@@ -217,7 +217,7 @@ func (c *consumer) partition(b *log.Broker, p *log.Partition, at int64, byTime b
 	tp := log.TopicPartition{Topic: p.Topic(), Partition: p.ID()}
 	off := at
 	if at < 0 || byTime {
-		if off, err = b.ListOffset(tp, at); err != nil {
+		if off, err = b.ListOffset(context.Background(), tp, at); err != nil {
 			return false, err
 		}
 	}
@@ -295,7 +295,7 @@ func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) 
 	ends := map[int]int64{}
 	for _, i := range f.parts {
 		tp := log.TopicPartition{Topic: f.topic, Partition: i}
-		end, err := cl.ListOffset(tp, log.LatestOffset)
+		end, err := cl.ListOffset(ctx, tp, log.LatestOffset)
 		if err != nil {
 			return fmt.Errorf("partition %d: %w", i, err)
 		}
@@ -305,7 +305,7 @@ func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) 
 		}
 		off := f.at
 		if f.at < 0 || f.byTime {
-			if off, err = cl.ListOffset(tp, f.at); err != nil {
+			if off, err = cl.ListOffset(ctx, tp, f.at); err != nil {
 				return fmt.Errorf("partition %d: %w", i, err)
 			}
 		}

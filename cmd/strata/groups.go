@@ -97,7 +97,7 @@ func runGroups(e *env, args []string) (err error) {
 	}
 	var tps []log.TopicPartition
 	for _, name := range topics {
-		n, err := c.Partitions(name)
+		n, err := c.Partitions(context.Background(), name)
 		if err != nil {
 			return err
 		}
@@ -119,7 +119,7 @@ func runGroups(e *env, args []string) (err error) {
 		if !ok {
 			continue
 		}
-		end, err := c.ListOffset(tp, log.LatestOffset)
+		end, err := c.ListOffset(context.Background(), tp, log.LatestOffset)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -366,7 +367,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 		return err
 	}
 	for i := range n {
-		start, err := c.ListOffset(log.TopicPartition{Topic: *topic, Partition: i}, log.EarliestOffset)
+		start, err := c.ListOffset(context.Background(), log.TopicPartition{Topic: *topic, Partition: i}, log.EarliestOffset)
 		if err != nil {
 			return err
 		}

@@ -132,7 +132,7 @@ func TestServeRestart(t *testing.T) {
 		t.Errorf("after restart:\n%v\nbefore:\n%v", after, before)
 	}
 	tp := log.TopicPartition{Topic: "events", Partition: 0}
-	end, err := c.ListOffset(tp, log.LatestOffset)
+	end, err := c.ListOffset(context.Background(), tp, log.LatestOffset)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func run(ctx context.Context, dir string) error {
 	fmt.Printf("opened %s (topics: %v)\n", dir, b.Topics())
 
 	if _, err := b.CreateTopic("greetings", log.TopicConfig{Partitions: 3}); errors.Is(err, log.ErrTopicExists) {
-		n, _ := b.Partitions("greetings")
+		n, _ := b.Partitions(context.Background(), "greetings")
 		fmt.Printf("topic \"greetings\" exists: %d partitions\n", n)
 	} else if err != nil {
 		return err

@@ -40,7 +40,7 @@ func Collect(b *log.Broker, r *metrics.Recorder) {
 	var tps []log.TopicPartition
 	ends := map[log.TopicPartition]int64{}
 	for _, name := range b.Topics() {
-		n, err := b.Partitions(name)
+		n, err := b.Partitions(context.Background(), name)
 		if err != nil {
 			continue
 		}
