@@ -79,7 +79,7 @@ func (p *Partition) producerStateEnd() {
 // Holds mu.
 func (p *Partition) snapshotOnRoll() error {
 	p.producerStateEnd()
-	name := ProducerSnapshotName(p.dir, p.ps.EndOffset())
+	name := producerSnapshotName(p.dir, p.ps.EndOffset())
 	f, err := p.fs.Create(name)
 	if err != nil {
 		return fmt.Errorf("log: write producer snapshot %s: %w", name, err)
@@ -157,7 +157,7 @@ func (p *Partition) snapshotOnClose() error {
 // after it (Kafka's loadProducerState); the snapshots above end are
 // deleted. It does not expire producers. At open, or holding mu.
 func (p *Partition) loadProducerState(end int64) (*ProducerState, error) {
-	ps, err := LoadProducerState(p.fs, p.dir, p.start.Load(), end)
+	ps, err := loadProducerStateDir(p.fs, p.dir, p.start.Load(), end)
 	if err != nil {
 		return nil, fmt.Errorf("log: %s: load producer state: %w", p, err)
 	}
@@ -211,7 +211,7 @@ func (p *Partition) removeSnapshotsBelow(offset int64) error {
 	if err := p.syncSnapshots(); err != nil {
 		return err
 	}
-	offs, err := ListProducerSnapshots(p.fs, p.dir)
+	offs, err := listProducerSnapshots(p.fs, p.dir)
 	if err != nil {
 		return err
 	}
@@ -219,7 +219,7 @@ func (p *Partition) removeSnapshotsBelow(offset int64) error {
 		if off >= offset {
 			break
 		}
-		if err := p.fs.Remove(ProducerSnapshotName(p.dir, off)); err != nil && !isNotExist(err) {
+		if err := p.fs.Remove(producerSnapshotName(p.dir, off)); err != nil && !isNotExist(err) {
 			return fmt.Errorf("log: delete producer snapshot: %w", err)
 		}
 	}

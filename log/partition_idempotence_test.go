@@ -343,7 +343,7 @@ func TestProducerSnapshotOnCloseAndRoll(t *testing.T) {
 	}
 	require.Greater(t, p.Segments(), 3)
 	live, end := p.producers(), p.EndOffset()
-	offs, err := ListProducerSnapshots(mem, p.dir)
+	offs, err := listProducerSnapshots(mem, p.dir)
 	require.NoError(t, err)
 	var bases []int64
 	for _, s := range (*p.segs.Load())[1:] {
@@ -354,7 +354,7 @@ func TestProducerSnapshotOnCloseAndRoll(t *testing.T) {
 	for _, off := range offs {
 		// Each is what the state was at its offset: the log before it,
 		// replayed.
-		s, err := ReadProducerSnapshot(mem, ProducerSnapshotName(p.dir, off))
+		s, err := ReadProducerSnapshot(mem, producerSnapshotName(p.dir, off))
 		require.NoError(t, err)
 		want := NewProducerState(0)
 		raw, err := p.ReadBatches(0, 1<<30, off)
@@ -364,7 +364,7 @@ func TestProducerSnapshotOnCloseAndRoll(t *testing.T) {
 		requireSameState(t, want, s, "snapshot %d", off)
 	}
 	require.NoError(t, b.Close())
-	offs, err = ListProducerSnapshots(mem, p.dir)
+	offs, err = listProducerSnapshots(mem, p.dir)
 	require.NoError(t, err)
 	require.Equal(t, end, offs[len(offs)-1], "the close snapshot is at the end offset")
 
@@ -387,9 +387,9 @@ func TestProducerSnapshotOnCloseAndRoll(t *testing.T) {
 	// half-written one: open falls back to the roll snapshots and the log,
 	// and cleans up.
 	dir := p.dir
-	require.NoError(t, vfs.WriteFileAtomic(mem, ProducerSnapshotName(dir, end), []byte("torn")))
-	require.NoError(t, vfs.WriteFileAtomic(mem, ProducerSnapshotName(dir, end+100), encodeProducerSnapshot(NewProducerState(end+100))))
-	require.NoError(t, vfs.WriteFileAtomic(mem, ProducerSnapshotName(dir, end-1)+".tmp", []byte("half")))
+	require.NoError(t, vfs.WriteFileAtomic(mem, producerSnapshotName(dir, end), []byte("torn")))
+	require.NoError(t, vfs.WriteFileAtomic(mem, producerSnapshotName(dir, end+100), encodeProducerSnapshot(NewProducerState(end+100))))
+	require.NoError(t, vfs.WriteFileAtomic(mem, producerSnapshotName(dir, end-1)+".tmp", []byte("half")))
 	b, err = Open("/d", Config{FS: mem})
 	require.NoError(t, err)
 	p, _ = b.Partition("t", 0)
@@ -398,7 +398,7 @@ func TestProducerSnapshotOnCloseAndRoll(t *testing.T) {
 	require.NoError(t, err)
 	for _, n := range names {
 		require.NotContains(t, n, ".tmp")
-		require.NotEqual(t, ProducerSnapshotName("", end+100), n, "snapshot past the end deleted")
+		require.NotEqual(t, producerSnapshotName("", end+100), n, "snapshot past the end deleted")
 	}
 	require.NoError(t, b.Close())
 
@@ -525,7 +525,7 @@ func TestTruncateToReloadsProducerState(t *testing.T) {
 		off := rng.Int64N(f.EndOffset() + 1)
 		require.NoError(t, f.TruncateTo(off))
 		requireSameState(t, replayedState(t, f), f.producers(), "round %d: truncated to %d", round, off)
-		offs, err := ListProducerSnapshots(mem, f.dir)
+		offs, err := listProducerSnapshots(mem, f.dir)
 		require.NoError(t, err)
 		for _, o := range offs {
 			require.LessOrEqual(t, o, f.EndOffset(), "round %d: snapshot above the end", round)
@@ -536,7 +536,7 @@ func TestTruncateToReloadsProducerState(t *testing.T) {
 	require.NoError(t, f.TruncateFullyAndStartAt(500))
 	require.Zero(t, f.producers().Len())
 	require.EqualValues(t, 500, f.producers().EndOffset())
-	offs, err := ListProducerSnapshots(mem, f.dir)
+	offs, err := listProducerSnapshots(mem, f.dir)
 	require.NoError(t, err)
 	require.Empty(t, offs)
 }
@@ -561,7 +561,7 @@ func TestRetentionKeepsProducers(t *testing.T) {
 	require.Positive(t, n)
 	start := p.StartOffset()
 	require.Greater(t, start, int64(20), "the producer's records are gone")
-	offs, err := ListProducerSnapshots(mem, p.dir)
+	offs, err := listProducerSnapshots(mem, p.dir)
 	require.NoError(t, err)
 	require.Equal(t, start, offs[0], "snapshots below the start deleted, the one at it kept")
 	require.NoError(t, b.Close())

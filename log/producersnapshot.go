@@ -37,7 +37,7 @@ import (
 // id, which is the one it would have written. A torn file, a bad CRC, a
 // version other than 1 or a length that does not match the count is
 // ErrCorruptSnapshot: the caller falls back to an older snapshot or to a
-// replay of the whole log (LoadProducerState does).
+// replay of the whole log (loadProducerStateDir does).
 
 const (
 	producerSnapshotExt     = ".snapshot"
@@ -51,8 +51,8 @@ const (
 // matches ErrCorrupt too.
 var ErrCorruptSnapshot = fmt.Errorf("log: corrupt producer snapshot: %w", ErrCorrupt)
 
-// ProducerSnapshotName is the path of the snapshot at offset in dir.
-func ProducerSnapshotName(dir string, offset int64) string {
+// producerSnapshotName is the path of the snapshot at offset in dir.
+func producerSnapshotName(dir string, offset int64) string {
 	return filepath.Join(dir, fmt.Sprintf("%020d%s", offset, producerSnapshotExt))
 }
 
@@ -180,7 +180,7 @@ func decodeProducerSnapshot(b []byte, offset int64) (*ProducerState, error) {
 // atomically and durably (vfs.WriteFileAtomic: a crash leaves the old file or
 // the new, and the name survives), and returns its path.
 func WriteProducerSnapshot(fs vfs.FS, dir string, s *ProducerState) (string, error) {
-	name := ProducerSnapshotName(dir, s.EndOffset())
+	name := producerSnapshotName(dir, s.EndOffset())
 	if err := vfs.WriteFileAtomic(fs, name, encodeProducerSnapshot(s)); err != nil {
 		return "", fmt.Errorf("log: write producer snapshot %s: %w", name, err)
 	}
@@ -216,9 +216,9 @@ func parseProducerSnapshotName(base string) (int64, bool) {
 	return off, err == nil
 }
 
-// ListProducerSnapshots returns the offsets of the snapshot files in dir,
+// listProducerSnapshots returns the offsets of the snapshot files in dir,
 // ascending. Other files (segments, a snapshot's leftover .tmp) are ignored.
-func ListProducerSnapshots(fs vfs.FS, dir string) ([]int64, error) {
+func listProducerSnapshots(fs vfs.FS, dir string) ([]int64, error) {
 	names, err := fs.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("log: list producer snapshots in %s: %w", dir, err)
@@ -233,20 +233,20 @@ func ListProducerSnapshots(fs vfs.FS, dir string) ([]int64, error) {
 	return offs, nil
 }
 
-// DeleteProducerSnapshotsAbove removes the snapshots at offsets above offset
+// deleteProducerSnapshotsAbove removes the snapshots at offsets above offset
 // (for a log truncated to offset) and syncs dir.
-func DeleteProducerSnapshotsAbove(fs vfs.FS, dir string, offset int64) error {
+func deleteProducerSnapshotsAbove(fs vfs.FS, dir string, offset int64) error {
 	return deleteProducerSnapshots(fs, dir, func(off int64) bool { return off > offset })
 }
 
-// DeleteProducerSnapshotsBelow removes the snapshots at offsets below offset
+// deleteProducerSnapshotsBelow removes the snapshots at offsets below offset
 // (Kafka's deleteSnapshotsBefore, for retention) and syncs dir.
-func DeleteProducerSnapshotsBelow(fs vfs.FS, dir string, offset int64) error {
+func deleteProducerSnapshotsBelow(fs vfs.FS, dir string, offset int64) error {
 	return deleteProducerSnapshots(fs, dir, func(off int64) bool { return off < offset })
 }
 
 func deleteProducerSnapshots(fs vfs.FS, dir string, drop func(int64) bool) error {
-	offs, err := ListProducerSnapshots(fs, dir)
+	offs, err := listProducerSnapshots(fs, dir)
 	if err != nil {
 		return err
 	}
@@ -255,7 +255,7 @@ func deleteProducerSnapshots(fs vfs.FS, dir string, drop func(int64) bool) error
 		if !drop(off) {
 			continue
 		}
-		if err := fs.Remove(ProducerSnapshotName(dir, off)); err != nil && !isNotExist(err) {
+		if err := fs.Remove(producerSnapshotName(dir, off)); err != nil && !isNotExist(err) {
 			return fmt.Errorf("log: delete producer snapshot: %w", err)
 		}
 		removed = true
@@ -268,7 +268,7 @@ func deleteProducerSnapshots(fs vfs.FS, dir string, drop func(int64) bool) error
 	return nil
 }
 
-// LoadProducerState returns the state from the newest snapshot in dir at or
+// loadProducerStateDir returns the state from the newest snapshot in dir at or
 // below logEnd, for a log of offsets [logStart, logEnd) (Kafka's
 // loadFromSnapshot). It deletes the snapshots above logEnd and the corrupt
 // ones it meets, trying older ones. Without a usable snapshot the state is
@@ -278,16 +278,16 @@ func deleteProducerSnapshots(fs vfs.FS, dir string, drop func(int64) bool) error
 // The caller then replays the log from the state's EndOffset to logEnd
 // (ProducerState.ReplayBatches) and expires the producers silent too long
 // (ProducerState.Expire).
-func LoadProducerState(fs vfs.FS, dir string, logStart, logEnd int64) (*ProducerState, error) {
-	if err := DeleteProducerSnapshotsAbove(fs, dir, logEnd); err != nil {
+func loadProducerStateDir(fs vfs.FS, dir string, logStart, logEnd int64) (*ProducerState, error) {
+	if err := deleteProducerSnapshotsAbove(fs, dir, logEnd); err != nil {
 		return nil, err
 	}
-	offs, err := ListProducerSnapshots(fs, dir)
+	offs, err := listProducerSnapshots(fs, dir)
 	if err != nil {
 		return nil, err
 	}
 	for _, off := range slices.Backward(offs) {
-		name := ProducerSnapshotName(dir, off)
+		name := producerSnapshotName(dir, off)
 		s, err := ReadProducerSnapshot(fs, name)
 		if errors.Is(err, ErrCorruptSnapshot) {
 			if err := fs.Remove(name); err != nil && !isNotExist(err) {

@@ -214,7 +214,7 @@ func TestProducerSnapshotCorrupt(t *testing.T) {
 	// Through the file system, and a file torn by a crash: the CRC tells.
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll("/d", 0o755))
-	name := ProducerSnapshotName("/d", 7)
+	name := producerSnapshotName("/d", 7)
 	f, err := fs.Create(name)
 	require.NoError(t, err)
 	_, err = f.Write(good)
@@ -246,21 +246,21 @@ func TestProducerSnapshotFiles(t *testing.T) {
 	for _, other := range []string{"00000000000000000010.log", "00000000000000000040.snapshot.tmp", "10.snapshot", "leader-epoch-checkpoint"} {
 		require.NoError(t, vfs.WriteFileAtomic(fs, filepath.Join(dir, other), []byte("x")))
 	}
-	offs, err := ListProducerSnapshots(fs, dir)
+	offs, err := listProducerSnapshots(fs, dir)
 	require.NoError(t, err)
 	require.Equal(t, []int64{0, 10, 20, 30}, offs)
 
-	require.NoError(t, DeleteProducerSnapshotsAbove(fs, dir, 20))
-	require.NoError(t, DeleteProducerSnapshotsBelow(fs, dir, 10))
-	offs, err = ListProducerSnapshots(fs, dir)
+	require.NoError(t, deleteProducerSnapshotsAbove(fs, dir, 20))
+	require.NoError(t, deleteProducerSnapshotsBelow(fs, dir, 10))
+	offs, err = listProducerSnapshots(fs, dir)
 	require.NoError(t, err)
 	require.Equal(t, []int64{10, 20}, offs)
 	// The deletions are durable.
-	offs, err = ListProducerSnapshots(fs.CrashClone(), dir)
+	offs, err = listProducerSnapshots(fs.CrashClone(), dir)
 	require.NoError(t, err)
 	require.Equal(t, []int64{10, 20}, offs)
 	// Nothing to delete is not an error.
-	require.NoError(t, DeleteProducerSnapshotsAbove(fs, dir, 100))
+	require.NoError(t, deleteProducerSnapshotsAbove(fs, dir, 100))
 	_, err = fs.Stat(filepath.Join(dir, "00000000000000000010.log"))
 	require.NoError(t, err)
 }
@@ -296,10 +296,10 @@ func TestLoadProducerState(t *testing.T) {
 		{"corrupt: deleted, the older one used", func(fs vfs.FS) {
 			write(fs, s10)
 			write(fs, s20)
-			require.NoError(t, vfs.WriteFileAtomic(fs, ProducerSnapshotName("/d", 20), []byte{0, 1, 2}))
+			require.NoError(t, vfs.WriteFileAtomic(fs, producerSnapshotName("/d", 20), []byte{0, 1, 2}))
 		}, 0, 30, s10, []int64{10}},
 		{"all corrupt", func(fs vfs.FS) {
-			require.NoError(t, vfs.WriteFileAtomic(fs, ProducerSnapshotName("/d", 20), nil))
+			require.NoError(t, vfs.WriteFileAtomic(fs, producerSnapshotName("/d", 20), nil))
 		}, 3, 30, NewProducerState(3), nil},
 		{"below the log start: producers kept", func(fs vfs.FS) { write(fs, s10) }, 15, 30, func() *ProducerState {
 			s := s10.Clone()
@@ -312,10 +312,10 @@ func TestLoadProducerState(t *testing.T) {
 			fs := vfs.NewMem()
 			require.NoError(t, fs.MkdirAll("/d", 0o755))
 			c.setup(fs)
-			got, err := LoadProducerState(fs, "/d", c.logStart, c.logEnd)
+			got, err := loadProducerStateDir(fs, "/d", c.logStart, c.logEnd)
 			require.NoError(t, err)
 			requireSameState(t, c.want, got)
-			offs, err := ListProducerSnapshots(fs, "/d")
+			offs, err := listProducerSnapshots(fs, "/d")
 			require.NoError(t, err)
 			require.Equal(t, c.left, offs)
 		})
@@ -353,7 +353,7 @@ func TestProducerStateRecovery(t *testing.T) {
 		}
 	}
 	data := producerLog(t, 0, batches)
-	got, err := LoadProducerState(fs, "/d", 0, next)
+	got, err := loadProducerStateDir(fs, "/d", 0, next)
 	require.NoError(t, err)
 	require.Less(t, got.EndOffset(), next)
 	// The driver reads the log from got.EndOffset(); here it replays it all
@@ -433,7 +433,7 @@ func TestProducerSnapshotCrash(t *testing.T) {
 			require.NoError(t, werr)
 			after = mem.CrashCloneWithTornWrites(rng)
 		}
-		got, err := LoadProducerState(after, dir, 0, next)
+		got, err := loadProducerStateDir(after, dir, 0, next)
 		require.NoError(t, err, "crash at op %d", crashAt)
 		if done {
 			require.Equal(t, stateView(newer), stateView(got), "the write returned: the new snapshot is durable")

@@ -529,7 +529,7 @@ func (s *ProducerState) Clone() *ProducerState {
 // Reset forgets every producer and sets EndOffset to endOffset (Kafka's
 // truncateFullyAndStartAt): for a log deleted or truncated below its
 // snapshots. The state after a truncation to offset T is rebuilt from the
-// newest snapshot at or below T (LoadProducerState) and a replay of the log
+// newest snapshot at or below T (loadProducerStateDir) and a replay of the log
 // from its offset to T; Kafka drops nothing in place either.
 func (s *ProducerState) Reset(endOffset int64) {
 	clear(s.producers)

@@ -44,11 +44,11 @@ func ExampleProducerState() {
 	produce(9, 1) // a gap
 
 	// On roll (and on close): a snapshot at the state's end offset.
-	_, _ = log.WriteProducerSnapshot(fs, dir, ps)
+	name, _ := log.WriteProducerSnapshot(fs, dir, ps)
 
-	// On open: the newest usable snapshot, then the log after it, then
-	// expiration.
-	ps, _ = log.LoadProducerState(fs, dir, 0, next)
+	// On open: the newest usable snapshot (a partition loads it with the
+	// others in its directory), then the log after it, then expiration.
+	ps, _ = log.ReadProducerSnapshot(fs, name)
 	// ... ps.ReplayBatches(segment bytes from ps.EndOffset()) ...
 	ps.Expire(time.UnixMilli(1000).Add(time.Hour), 0)
 	produce(3, 2)

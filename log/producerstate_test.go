@@ -487,7 +487,7 @@ func producerStateRandom(t *testing.T, seed uint64, steps int) (seen map[string]
 					fail("%v", err)
 				}
 			}
-			got, err := LoadProducerState(fs, dir, 0, next)
+			got, err := loadProducerStateDir(fs, dir, 0, next)
 			if err != nil {
 				fail("%v", err)
 			}
