@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/replica/internal/machine"
 )
 
 // alterQueue holds the ISR proposals of the partitions this member leads,
@@ -20,7 +21,7 @@ type alterQueue struct {
 
 type alterItem struct {
 	ps   *partState
-	prop ProposeISR
+	prop machine.ProposeISR
 }
 
 func newAlterQueue() *alterQueue { return &alterQueue{wake: make(chan struct{}, 1)} }
@@ -72,7 +73,7 @@ func (b *Broker) alterLoop() {
 		if b.ctx.Err() != nil {
 			return
 		}
-		ans, known := AlterResultOf(it.prop, st, err)
+		ans, known := machine.AlterResultOf(it.prop, st, err)
 		if !known {
 			b.log.Debug("replica: alter partition: retrying", "partition", it.ps.tp, "err", err)
 			if !b.sleep(fetchBackoff) {
@@ -85,7 +86,7 @@ func (b *Broker) alterLoop() {
 		ps.mu.Lock()
 		if !ps.removed {
 			b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), ans, nil))
-			if m := b.cfg.Metrics; m != nil && ans.Result == AlterAccepted && len(ans.ISR) != before {
+			if m := b.cfg.Metrics; m != nil && ans.Result == machine.AlterAccepted && len(ans.ISR) != before {
 				m.ISRChanged(ps.tp.Topic, ps.tp.Partition, len(ans.ISR), len(ans.ISR) < before)
 			}
 		}

@@ -13,6 +13,8 @@ import (
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/transport"
 	"github.com/strata-log/strata/timingwheel"
 )
 
@@ -29,7 +31,7 @@ type Broker struct {
 	// listeners are the client listeners' servers (listeners.go), set
 	// before the member registers and closed with srv.
 	listeners []clientListener
-	tr        Transport
+	tr        transport.Transport
 	ktr       *kafkaTransport // tr, when it is the Kafka-protocol one
 
 	wheel     *timingwheel.TimingWheel
@@ -155,15 +157,12 @@ func Start(cfg Config) (*Broker, error) {
 	cleanup = append(cleanup, func() { ctl.Close() })
 	b.img.Store(ctl.Image())
 
-	b.tr = cfg.Transport
 	if cfg.Local != nil {
-		if err := cfg.Local.join(b); err != nil {
-			return fail(err)
+		if !cfg.Local.Join((*localMember)(b)) {
+			return fail(fmt.Errorf("%w: member %d is already on the local network", ErrInvalidConfig, cfg.ID))
 		}
-		cleanup = append(cleanup, func() { cfg.Local.leave(b) })
-		if b.tr == nil {
-			b.tr = cfg.Local.Endpoint(cfg.ID)
-		}
+		cleanup = append(cleanup, func() { cfg.Local.Leave((*localMember)(b)) })
+		b.tr = cfg.Local.Endpoint(cfg.ID)
 	}
 
 	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger, Metrics: cfg.Metrics}
@@ -293,7 +292,7 @@ func (b *Broker) Close() error {
 		b.controlledShutdown()
 		b.cancel()
 		if b.cfg.Local != nil {
-			b.cfg.Local.leave(b)
+			b.cfg.Local.Leave((*localMember)(b))
 		}
 		b.wg.Wait()
 		b.stopCoordinator()
@@ -444,7 +443,7 @@ func (b *Broker) tickLoop() {
 		for _, ps := range parts {
 			ps.mu.Lock()
 			if ps.pm.Leading() {
-				b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), Tick{}, nil))
+				b.runLeader(ps, ps.pm.Step(b.cfg.Clock.Now(), machine.Tick{}, nil))
 			}
 			ps.mu.Unlock()
 		}

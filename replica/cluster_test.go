@@ -13,6 +13,7 @@ import (
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/replica/replicatest"
 	"github.com/strata-log/strata/testnet"
 )
 
@@ -21,7 +22,7 @@ import (
 type memberCluster struct {
 	t       testing.TB
 	net     *testnet.Network
-	local   *replica.LocalNetwork
+	local   *replicatest.LocalNetwork
 	peers   []replica.Peer
 	dirs    []string
 	members []*replica.Broker // index id-1; nil while stopped

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metrics"
+	"github.com/strata-log/strata/replica/internal/transport"
 )
 
 // Peer is one member of the cluster as every member's Config lists it: the
@@ -33,13 +34,10 @@ type Config struct {
 	Clock  clock.Clock  // ISR lag and ticks; nil → the system clock
 
 	// Network carries the controller's Raft and forwarding traffic on
-	// RaftAddr and, unless Local or Transport is set, the data plane on
-	// Addr (Kafka clients, replication, forwarded calls); nil → TCP. Tests
-	// pass a testnet node, with both addresses reserved on it.
+	// RaftAddr and, unless Local is set, the data plane on Addr (Kafka
+	// clients, replication, forwarded calls); nil → TCP. Tests pass a
+	// testnet node, with both addresses reserved on it.
 	Network controller.Network
-	// Transport carries replication and forwarded client calls between
-	// members. Nil → the Kafka protocol on the data plane (or Local's).
-	Transport Transport
 	// TLS, when set, is mutual TLS between members, with certificates of
 	// the cluster's CA only (see tls.go): on RaftAddr (Raft, forwarded
 	// controller requests) and on the data plane (replication, forwarded
@@ -54,8 +52,10 @@ type Config struct {
 	// listen through Network when the data plane on Addr does.
 	Listeners []Listener
 	// Local, when set, joins this member to an in-process network of
-	// members (tests, examples): its Endpoint becomes the Transport.
-	Local *LocalNetwork
+	// members (tests, examples; replicatest.NewLocalNetwork makes one),
+	// which then carries replication and forwarded client calls between
+	// members instead of the Kafka protocol on the data plane.
+	Local *transport.LocalNetwork
 
 	// ReplicaLagTime: a follower not caught up for this long leaves the
 	// ISR (Kafka's replica.lag.time.max.ms); 0 → 30 s.

@@ -3,169 +3,76 @@
 // set (ISR) kept with the controller, a high watermark (HW) below which
 // records are committed, and acks=all produces that wait for it.
 //
-// The rules are state machines without IO (the shape of etcd's raft:
-// (state, event) → (state, actions)); Broker, the cluster member, drives
-// them and does the IO.
+// # Using it
 //
-// # Broker: the cluster member
+// Start(Config{ID, Dir, Addr, RaftAddr, Peers}) starts a cluster member, a
+// *Broker: the same Peers on every member, the initial controller voters.
+// A Broker is what an application calls:
 //
-// Start(Config{ID, Dir, Addr, RaftAddr, Peers}) opens a log.Store in
-// Dir/data, starts a controller voter (Dir/controller, Raft on RaftAddr)
-// and a kafka.Server on Addr, registers with the controller and heartbeats.
-// It returns once the member is ready (ready.go): registered, caught up
-// with the metadata as of its registration and unfenced, as a KRaft broker
-// starts; its listeners accept connections only from then on. The first
-// members of a forming cluster, with no quorum of voters reachable, return
-// at once and become ready when the quorum forms.
-// One goroutine follows the metadata (controller Wait) and applies each
-// image: it creates or opens the replicas this member holds, steps each
-// partition's PartitionMachine with Metadata (becoming leader records the
-// epoch with SetLeaderEpoch) and, where another broker leads, its
-// FollowerMachine with BecomeFollower; it removes the replicas of deleted
-// topics. Goroutines do not grow with partitions: one metadata follower, one
-// heartbeat, one ticker (Tick to every led partition each ReplicaLagTime/4),
-// one AlterPartition sender (one proposal in flight per partition; answers
-// through AlterResultOf) and one fetcher per source broker, which sends one
-// Fetch for all the partitions it follows there and steps each
-// FollowerMachine with its part of the answer.
+//   - topics: CreateTopic (returns once every partition has a leader and
+//     every live member has applied it), DeleteTopic, CreatePartitions,
+//     Topics, TopicConfig, Partitions;
+//   - records: it is a log.Client, so log.NewProducer and log.NewConsumer
+//     work on any member; each call goes to the partition's current leader
+//     (or the group's coordinator) and follows it across failovers;
+//   - the cluster as this member knows it: ID, Addr (the Kafka-protocol
+//     data plane), ListenerAddr, Controller, Leader, Partition (this
+//     member's replica), Image and WaitImage (the metadata);
+//   - Ready, closed once the member is registered, caught up and unfenced;
+//     Close, a controlled shutdown that moves leadership off first.
 //
-// The leader steps FollowerFetch for each partition of a follower's fetch,
-// answers with the records from the fetch offset below its log end (a
-// Partition.Slice), the HW, log start and any diverging epoch, and holds a
-// fetch that finds nothing new in the purgatory until an append (the
-// Store's Notify) or FetchMaxWait: as in Kafka, a follower learns a HW move
-// with its next answer (a consumer's fetch also wakes on HW moves). A
-// produce is appended under the
-// partition's lock (CheckProduce first for acks=all, ErrNotEnoughReplicas),
-// stepped as Appended, and with acks=all waits for its CompleteProduce
-// (AwaitProduce) or the produce timeout.
+// Kafka clients connect to Addr, or to the client Listeners, each with its
+// own TLS and SASL. Errors are log's sentinels (log.ErrNotLeader,
+// log.ErrUnknownTopic, ...) and this package's, all testable with errors.Is.
 //
-// The Transport carries follower fetches, OffsetForLeaderEpoch and
-// forwarded client calls. By default it is the Kafka protocol on the data
-// plane: Fetch v12 with the replica id, CurrentLeaderEpoch and
-// LastFetchedEpoch, OffsetForLeaderEpoch v4, Produce, Fetch and ListOffsets,
-// on pooled connections to the leader's registered address; the leader's
-// kafka.Server hands follower fetches to the member
-// (kafka.ReplicaBatchesBackend), which answers with handles on its segment
-// files that the server sends with sendfile, as to consumers; a fetcher
-// reads each answer into a buffer of its own and appends the batches from
-// it (AppendAsFollower) without another copy. The server answers Metadata
-// with the cluster's brokers, leaders and ISRs (kafka.ClusterBackend). LocalNetwork is the in-process twin, whose links
-// tests cut. Config.Network (a testnet node in tests) carries Raft and,
-// with the Kafka transport, the data plane.
+// # How a member works
 //
-// As a log.Client a member sends each call to the partition's leader —
-// itself, or another over the Transport — and retries at the next leader
-// the metadata names. A consumer group's coordinator is the leader of its
-// __consumer_offsets partition, GroupPartition(group, N), as in Kafka
-// (groups.go). Close is a controlled
-// shutdown: a WantFence heartbeat moves leadership off the member, which
-// ends when the controller acknowledges it; the active controller then
-// hands Raft leadership to another voter before it stops.
+// Start opens a log.Store in Dir/data, starts a controller voter
+// (Dir/controller, Raft on RaftAddr) and a kafka.Server on Addr, registers
+// with the controller and heartbeats. It returns once the member is ready
+// (ready.go): registered, caught up with the metadata as of its
+// registration and unfenced, as a KRaft broker starts; its listeners accept
+// connections only from then on. The first members of a forming cluster,
+// with no quorum of voters reachable, return at once and become ready when
+// the quorum forms.
 //
-// # PartitionMachine: the leader side
+// The replication rules are state machines without IO (internal/machine,
+// the shape of etcd's raft: (state, event) → (state, actions)); the member
+// drives them and does the IO. One goroutine follows the metadata
+// (controller Wait) and applies each image: it creates or opens the
+// replicas this member holds, steps each partition's leader machine with
+// the partition's metadata and, where another broker leads, its follower
+// machine; it removes the replicas of deleted topics. Goroutines do not
+// grow with partitions: one metadata follower, one heartbeat, one ticker,
+// one AlterPartition sender (one proposal in flight per partition) and one
+// fetcher per source broker, which sends one Fetch for all the partitions
+// it follows there.
 //
-// One per partition on every broker. NewPartitionMachine(id, cache, cfg)
-// starts passive; a Metadata event naming this broker the leader (from the
-// controller's image: leader, leader epoch, partition epoch, replicas, ISR,
-// min ISR, plus the local log's end, HW and start) makes it lead. The driver
-// steps it with every event for the partition, in order, from one goroutine,
-// with the time of the event:
+// The leader answers a follower's fetch with the records from the fetch
+// offset below its log end, the HW, log start and any diverging epoch, and
+// holds a fetch that finds nothing new until an append or FetchMaxWait: as
+// in Kafka, a follower learns a HW move with its next answer. A produce is
+// appended under the partition's lock and with acks=all waits until the HW
+// covers it, or the produce timeout.
 //
-//	Metadata              the partition changed in the metadata image
-//	Appended              the leader appended; the log ends at LogEnd
-//	LogStartMoved         retention moved the log start
-//	FollowerFetch         a follower's Fetch (offset, last fetched epoch, epoch)
-//	Tick                  time passed (every ReplicaLagTime/2 at least)
-//	AlterPartitionAnswer  the controller answered a ProposeISR
-//	AwaitProduce          an acks=all produce was appended; wait for the HW
-//	CancelProduce         its timeout ended the wait
+// Replication and forwarded client calls between members go over the Kafka
+// protocol on the data plane: Fetch v12 with the replica id,
+// CurrentLeaderEpoch and LastFetchedEpoch, OffsetForLeaderEpoch v4,
+// Produce, Fetch and ListOffsets, on pooled connections to the leader's
+// registered address. The leader's kafka.Server hands follower fetches to
+// the member, which answers with handles on its segment files that the
+// server sends with sendfile, as to consumers; a fetcher reads each answer
+// into a buffer of its own and appends the batches from it
+// (AppendAsFollower) without another copy. Config.Local (a
+// replicatest.LocalNetwork) is the in-process twin, whose links tests cut.
+// Config.Network (a testnet node in tests) carries Raft and, without Local,
+// the data plane.
 //
-// and carries out the actions each Step returns, in order, before the next
-// Step:
-//
-//	StartEpoch       record (epoch, start offset) in the log's epoch cache
-//	SetHW            set the log's HW (consumers read below it)
-//	ProposeISR       send controller.AlterPartition with the ISR and epochs;
-//	                 answer with AlterPartitionAnswer (AlterResultOf maps the
-//	                 controller's errors); retry transient failures as is
-//	CompleteProduce  answer the waiting produce Token with Err
-//	FetchAnswer      answer the follower: records from its offset with HW and
-//	                 log start, or the diverging epoch, or the error
-//
-// Before appending an acks=all produce the driver asks CheckProduce, which
-// refuses with ErrNotEnoughReplicas when the ISR is below MinInSyncReplicas.
-//
-// The rules are Kafka's (Partition.scala):
-//
-//   - A fetch at or past the leader's LEO makes the follower caught up now; a
-//     fetch at or past the leader's LEO as of the follower's previous fetch
-//     makes it caught up as of that previous fetch. A follower in the ISR that
-//     has not caught up for ReplicaLagTime is proposed out (on a Tick).
-//   - A follower outside the ISR whose LEO is at least the HW and the start
-//     offset of the leader's epoch is proposed in (on its fetch), unless the
-//     metadata lists it Ineligible (fenced or shutting down). The driver
-//     sends a Metadata event when a replica's fencing changes too.
-//   - At most one AlterPartition is in flight. While it is, the HW is computed
-//     over the maximal ISR (the committed ISR plus the proposal's members,
-//     KIP-497): during an expansion it waits for the new member, during a
-//     shrink for the members leaving. An accepted answer commits the new ISR
-//     and partition epoch; a rejected one reverts to the committed ISR; a
-//     stale one keeps the change in flight until newer metadata replaces it.
-//   - HW = the least LEO over the leader, the maximal ISR and the followers
-//     outside it that are caught up within the lag time (they are about to
-//     join). It never moves back while leading, and does not move while the
-//     ISR is smaller than MinInSyncReplicas (KIP-966).
-//   - A waiting acks=all produce completes when the HW reaches it: with nil if
-//     the maximal ISR still has MinInSyncReplicas members, else with
-//     ErrNotEnoughReplicasAfterAppend; with ErrNotLeader if leadership goes.
-//   - A fetch whose last fetched epoch is unknown to the leader's epoch cache,
-//     or ends before the fetch offset, is answered with the diverging epoch
-//     (KIP-320) and does not count as progress.
-//
-// # FollowerMachine: the follower side
-//
-// One per partition this broker follows. BecomeFollower (leader, leader
-// epoch and the local log's end, HW, start and latest epoch) decides how to
-// start: fetch from the log end with the latest epoch (KIP-320), or ask the
-// leader's OffsetForLeaderEpoch first (KIP-101/KIP-279, when the leader does
-// not truncate on fetch), or, with no epochs in the log, truncate to the HW.
-// Each answer of the leader is an event (FetchResponse,
-// EpochEndResponse); the driver reports the outcome of each truncation or
-// append it was asked for (Truncated, FollowerAppended) before any other
-// event. Its actions are Truncate, TruncateFully, AppendRecords,
-// SetFollowerHW, SetLogStart, Fetch and FetchEpochEnd.
-//
-// A diverging epoch (e, end) from the leader truncates the log to
-// min(end, the follower's own end of e) when the follower knows e; when it
-// does not, to the end of its own largest epoch below e, and it asks again
-// with that epoch. The epochs the machine sends are the cache's latest
-// (Kafka's latestEpoch), which may be an epoch this broker led without
-// appending; such an entry is dropped by a truncation at the log end before
-// older records are appended after it. The leader's HW (at most the
-// follower's LEO) and log start are adopted from every fetch answer.
-//
-// # What the driver does with each action
-//
-//	StartEpoch       log: assign (Epoch, StartOffset) in the epoch cache
-//	SetHW            log: set the HW; wake consumers waiting below it
-//	ProposeISR       controller.AlterPartition{LeaderEpoch, PartitionEpoch,
-//	                 ISR}; step AlterResultOf's answer, or retry if unknown
-//	CompleteProduce  answer the produce request (nil: acknowledged)
-//	FetchAnswer      read records from the fetch offset (sendfile) unless
-//	                 Err or Diverging; send them with HW, LogStart, LogEnd
-//	Fetch            add the partition to the next Fetch to Leader
-//	FetchEpochEnd    send OffsetForLeaderEpoch to Leader
-//	Truncate         log: TruncateTo(To), then step Truncated
-//	TruncateFully    log: empty it, start at StartAt, then step Truncated
-//	AppendRecords    log: AppendAsFollower(the records), then step
-//	                 FollowerAppended (on error: BecomeFollower again)
-//	SetFollowerHW    log: set the HW
-//	SetLogStart      log: move the log start up
-//
-// On an error answer to Fetch or FetchEpochEnd the machine does nothing:
-// the driver sends the same request again after a backoff, unless new
-// metadata comes first.
+// A consumer group's coordinator is the leader of its __consumer_offsets
+// partition, GroupPartition(group, N), as in Kafka (groups.go). Close is a
+// controlled shutdown: a WantFence heartbeat moves leadership off the
+// member, which ends when the controller acknowledges it; the active
+// controller then hands Raft leadership to another voter before it stops.
 //
 // # Tests
 //
@@ -175,11 +82,8 @@
 // MinInSyncReplicas, a cut-off leader acknowledging nothing, a lagging
 // follower leaving and rejoining the ISR, groups across members, and a loop
 // of 50 leader failures (STRATA_SOAK=1: 500) with no acknowledged record
-// lost. The machines are tested with scripts after Kafka's PartitionTest and
-// AbstractFetcherThread cases, and with randomized runs replayable from a
-// seed (STRATA_SEED): one leader and 2–4 followers with crashes, restarts
-// and AlterPartition answers delayed, rejected or lost; and 3–5 brokers with
-// failovers, zombie leaders, late metadata and unclean elections, checked
-// for lost acknowledged records and diverging logs. Package replicatest has
-// an in-memory epoch cache with Kafka's semantics.
+// lost. The state machines (internal/machine) are tested with scripts after
+// Kafka's PartitionTest and AbstractFetcherThread cases and with randomized
+// runs replayable from a seed (STRATA_SEED). Package replicatest has the
+// in-process network (LocalNetwork) whose links tests cut.
 package replica

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/transport"
 )
 
 // fetcher is Kafka's ReplicaFetcherThread: one goroutine per source
@@ -40,7 +42,7 @@ type fetcher struct {
 // bufferedFetcher is a Transport that can read a fetch answer into a
 // buffer of the caller's (kafkaTransport).
 type bufferedFetcher interface {
-	replicaFetchInto(ctx context.Context, leader int, req ReplicaFetchRequest, buf *[]byte) (ReplicaFetchResponse, error)
+	replicaFetchInto(ctx context.Context, leader int, req transport.ReplicaFetchRequest, buf *[]byte) (transport.ReplicaFetchResponse, error)
 }
 
 // fetchBackoff is how long a fetcher waits after its leader could not be
@@ -117,7 +119,7 @@ func (f *fetcher) stop() {
 
 type sentFetch struct {
 	ps *partState
-	f  Fetch
+	f  machine.Fetch
 }
 
 func (f *fetcher) run() {
@@ -127,7 +129,7 @@ func (f *fetcher) run() {
 	// fetch for its own bookkeeping.
 	var parts, asks []*partState
 	var sent []sentFetch
-	var reqParts []ReplicaFetchPartition
+	var reqParts []transport.ReplicaFetchPartition
 	for f.ctx.Err() == nil {
 		clear(parts)
 		parts = parts[:0]
@@ -168,9 +170,9 @@ func (f *fetcher) run() {
 			continue
 		}
 		reqParts = slices.Grow(reqParts[:0], len(sent))[:len(sent)]
-		req := ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: reqParts}
+		req := transport.ReplicaFetchRequest{ReplicaID: b.cfg.ID, MaxWait: b.cfg.FetchMaxWait.Milliseconds(), Partitions: reqParts}
 		for i, s := range sent {
-			req.Partitions[i] = ReplicaFetchPartition{
+			req.Partitions[i] = transport.ReplicaFetchPartition{
 				TopicPartition:     s.ps.tp,
 				CurrentLeaderEpoch: s.f.LeaderEpoch,
 				FetchOffset:        s.f.Offset,
@@ -179,7 +181,7 @@ func (f *fetcher) run() {
 				MaxBytes:           b.cfg.FetchMaxBytes,
 			}
 		}
-		var resp ReplicaFetchResponse
+		var resp transport.ReplicaFetchResponse
 		var err error
 		ctx, cancel := context.WithCancel(f.ctx)
 		f.mu.Lock()
@@ -245,7 +247,7 @@ func (f *fetcher) idle(d time.Duration) {
 	}
 }
 
-func (f *fetcher) handle(s sentFetch, r *ReplicaFetchedPartition) {
+func (f *fetcher) handle(s sentFetch, r *transport.ReplicaFetchedPartition) {
 	b, ps := f.b, s.ps
 	var raw []byte
 	var readErr error
@@ -257,7 +259,7 @@ func (f *fetcher) handle(s sentFetch, r *ReplicaFetchedPartition) {
 	if ps.removed || ps.following != f.leader || ps.fetch == nil || *ps.fetch != s.f {
 		return // the partition moved on meanwhile
 	}
-	fr := FetchResponse{
+	fr := machine.FetchResponse{
 		LeaderEpoch: s.f.LeaderEpoch, Err: r.Err, Diverging: r.Diverging,
 		HW: r.HighWatermark, LogStart: r.LogStartOffset, LogEnd: r.LogEndOffset,
 		Records: len(raw) > 0,
@@ -284,7 +286,7 @@ func (f *fetcher) askEpochEnd(ps *partState) {
 	if q == nil {
 		return
 	}
-	ans, err := b.tr.EpochEnd(f.ctx, f.leader, EpochEndRequest{
+	ans, err := b.tr.EpochEnd(f.ctx, f.leader, transport.EpochEndRequest{
 		TopicPartition: ps.tp, CurrentLeaderEpoch: q.LeaderEpoch, Epoch: q.Epoch,
 	})
 	if err == nil {
@@ -300,5 +302,5 @@ func (f *fetcher) askEpochEnd(ps *partState) {
 	} else {
 		ps.backoffStep = 0
 	}
-	b.runFollower(ps, ps.fm.Step(EpochEndResponse{LeaderEpoch: q.LeaderEpoch, Err: err, End: ans.End}, nil))
+	b.runFollower(ps, ps.fm.Step(machine.EpochEndResponse{LeaderEpoch: q.LeaderEpoch, Err: err, End: ans.End}, nil))
 }

@@ -6,19 +6,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/replica"
-	"github.com/strata-log/strata/replica/replicatest"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/machine/machinetest"
 )
 
 // testLog is a log as the tests see it: the epoch of every record (offsets
 // from 0) and its leader-epoch cache, kept in step.
 type testLog struct {
 	epochs []int32
-	cache  replicatest.Epochs
+	cache  machinetest.Epochs
 }
 
 // logOf builds a log of end records whose epochs start at the given
 // (epoch, start offset) pairs.
-func logOf(end int64, starts ...replica.EpochEnd) *testLog {
+func logOf(end int64, starts ...machine.EpochEnd) *testLog {
 	l := &testLog{}
 	for i, s := range starts {
 		next := end
@@ -30,8 +31,8 @@ func logOf(end int64, starts ...replica.EpochEnd) *testLog {
 	return l
 }
 
-func ep(epoch int32, start int64) replica.EpochEnd {
-	return replica.EpochEnd{Epoch: epoch, EndOffset: start}
+func ep(epoch int32, start int64) machine.EpochEnd {
+	return machine.EpochEnd{Epoch: epoch, EndOffset: start}
 }
 
 func (l *testLog) end() int64 { return int64(len(l.epochs)) }
@@ -56,19 +57,19 @@ func (l *testLog) lastEpoch() int32 { return l.cache.Latest() }
 
 // divergence is what a leader with log l answers a Fetch at off with last
 // fetched epoch e (nil: no divergence).
-func (l *testLog) divergence(off int64, e int32) *replica.EpochEnd {
-	if e == replica.NoEpoch {
+func (l *testLog) divergence(off int64, e int32) *machine.EpochEnd {
+	if e == machine.NoEpoch {
 		return nil
 	}
 	le, end := l.cache.EndOffsetFor(e)
 	if le < e || end < off {
-		return &replica.EpochEnd{Epoch: le, EndOffset: end}
+		return &machine.EpochEnd{Epoch: le, EndOffset: end}
 	}
 	return nil
 }
 
-func becomeFrom(l *testLog, hw int64, kip320 bool) replica.BecomeFollower {
-	return replica.BecomeFollower{Leader: 2, LeaderEpoch: 7, TruncateOnFetch: kip320, LogEnd: l.end(), LastEpoch: l.lastEpoch(), HW: hw}
+func becomeFrom(l *testLog, hw int64, kip320 bool) machine.BecomeFollower {
+	return machine.BecomeFollower{Leader: 2, LeaderEpoch: 7, TruncateOnFetch: kip320, LogEnd: l.end(), LastEpoch: l.lastEpoch(), HW: hw}
 }
 
 // reconcile plays a follower with log f against a leader with log ld until
@@ -76,28 +77,28 @@ func becomeFrom(l *testLog, hw int64, kip320 bool) replica.BecomeFollower {
 // returns the offset of that fetch and the truncations done.
 func reconcile(t *testing.T, f, ld *testLog, hw int64, kip320 bool) (int64, []int64) {
 	t.Helper()
-	m := replica.NewFollowerMachine(&f.cache)
+	m := machine.NewFollowerMachine(&f.cache)
 	acts := m.Step(becomeFrom(f, hw, kip320), nil)
 	var truncs []int64
 	for range 20 {
 		require.Len(t, acts, 1, "one action at a time: %v", acts)
 		switch a := acts[0].(type) {
-		case replica.Truncate:
+		case machine.Truncate:
 			require.LessOrEqual(t, a.To, f.end())
 			truncs = append(truncs, a.To)
 			f.truncate(a.To)
-			acts = m.Step(replica.Truncated{LogEnd: f.end(), LastEpoch: f.lastEpoch()}, nil)
-		case replica.FetchEpochEnd:
+			acts = m.Step(machine.Truncated{LogEnd: f.end(), LastEpoch: f.lastEpoch()}, nil)
+		case machine.FetchEpochEnd:
 			require.Equal(t, int32(7), a.LeaderEpoch)
 			e, end := ld.cache.EndOffsetFor(a.Epoch)
-			acts = m.Step(replica.EpochEndResponse{LeaderEpoch: 7, End: replica.EpochEnd{Epoch: e, EndOffset: end}}, nil)
-		case replica.Fetch:
-			require.Equal(t, replica.Fetch{Leader: 2, LeaderEpoch: 7, Offset: f.end(), LastFetchedEpoch: a.LastFetchedEpoch}, a)
+			acts = m.Step(machine.EpochEndResponse{LeaderEpoch: 7, End: machine.EpochEnd{Epoch: e, EndOffset: end}}, nil)
+		case machine.Fetch:
+			require.Equal(t, machine.Fetch{Leader: 2, LeaderEpoch: 7, Offset: f.end(), LastFetchedEpoch: a.LastFetchedEpoch}, a)
 			d := ld.divergence(a.Offset, a.LastFetchedEpoch)
 			if d == nil || !kip320 {
 				return a.Offset, truncs
 			}
-			acts = m.Step(replica.FetchResponse{LeaderEpoch: 7, Diverging: d, HW: hw, LogEnd: ld.end()}, nil)
+			acts = m.Step(machine.FetchResponse{LeaderEpoch: 7, Diverging: d, HW: hw, LogEnd: ld.end()}, nil)
 		default:
 			t.Fatalf("unexpected action %#v", a)
 		}
@@ -144,7 +145,7 @@ func TestFollowerTruncation(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				f := logOf(0)
 				f.epochs = append(f.epochs, c.follower.epochs...)
-				f.cache = replicatest.Epochs{Entries: append([]replica.EpochEnd(nil), c.follower.cache.Entries...), End: c.follower.cache.End}
+				f.cache = machinetest.Epochs{Entries: append([]machine.EpochEnd(nil), c.follower.cache.Entries...), End: c.follower.cache.End}
 				at, truncs := reconcile(t, f, c.leader, c.hw, kip320)
 				require.Equal(t, c.wantAt, at)
 				require.Equal(t, c.truncs, truncs)
@@ -155,79 +156,79 @@ func TestFollowerTruncation(t *testing.T) {
 }
 
 func TestFollowerWithoutEpochsTruncatesToHW(t *testing.T) {
-	m := replica.NewFollowerMachine(&replicatest.Epochs{})
-	acts := m.Step(replica.BecomeFollower{Leader: 2, LeaderEpoch: 7, TruncateOnFetch: true, LogEnd: 100, LastEpoch: replica.NoEpoch, HW: 60}, nil)
-	require.Equal(t, []replica.Action{replica.Truncate{To: 60}}, acts)
-	acts = m.Step(replica.Truncated{LogEnd: 60, LastEpoch: replica.NoEpoch}, nil)
-	require.Equal(t, []replica.Action{replica.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 60, LastFetchedEpoch: replica.NoEpoch}}, acts)
+	m := machine.NewFollowerMachine(&machinetest.Epochs{})
+	acts := m.Step(machine.BecomeFollower{Leader: 2, LeaderEpoch: 7, TruncateOnFetch: true, LogEnd: 100, LastEpoch: machine.NoEpoch, HW: 60}, nil)
+	require.Equal(t, []machine.Action{machine.Truncate{To: 60}}, acts)
+	acts = m.Step(machine.Truncated{LogEnd: 60, LastEpoch: machine.NoEpoch}, nil)
+	require.Equal(t, []machine.Action{machine.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 60, LastFetchedEpoch: machine.NoEpoch}}, acts)
 }
 
 func TestFollowerLeaderWithoutOurEpochFallsBackToHW(t *testing.T) {
 	f := logOf(100, ep(1, 0), ep(9, 50))
-	m := replica.NewFollowerMachine(&f.cache)
+	m := machine.NewFollowerMachine(&f.cache)
 	acts := m.Step(becomeFrom(f, 60, true), nil)
-	require.Equal(t, []replica.Action{replica.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 100, LastFetchedEpoch: 9}}, acts)
-	acts = m.Step(replica.FetchResponse{LeaderEpoch: 7, Diverging: &replica.EpochEnd{Epoch: replica.NoEpoch, EndOffset: replica.NoOffset}, HW: 60, LogEnd: 100}, nil)
-	require.Equal(t, []replica.Action{replica.Truncate{To: 60}}, acts)
+	require.Equal(t, []machine.Action{machine.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 100, LastFetchedEpoch: 9}}, acts)
+	acts = m.Step(machine.FetchResponse{LeaderEpoch: 7, Diverging: &machine.EpochEnd{Epoch: machine.NoEpoch, EndOffset: machine.NoOffset}, HW: 60, LogEnd: 100}, nil)
+	require.Equal(t, []machine.Action{machine.Truncate{To: 60}}, acts)
 	f.truncate(60)
-	acts = m.Step(replica.Truncated{LogEnd: 60, LastEpoch: f.lastEpoch()}, nil)
-	require.Equal(t, []replica.Action{replica.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 60, LastFetchedEpoch: replica.NoEpoch}}, acts)
+	acts = m.Step(machine.Truncated{LogEnd: 60, LastEpoch: f.lastEpoch()}, nil)
+	require.Equal(t, []machine.Action{machine.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 60, LastFetchedEpoch: machine.NoEpoch}}, acts)
 }
 
 func TestFollowerAdoptsHWAndLogStart(t *testing.T) {
 	f := logOf(100, ep(1, 0))
-	m := replica.NewFollowerMachine(&f.cache)
+	m := machine.NewFollowerMachine(&f.cache)
 	m.Step(becomeFrom(f, 40, true), nil)
-	fetchAt := func(off int64) replica.Action {
-		return replica.Fetch{Leader: 2, LeaderEpoch: 7, Offset: off, LastFetchedEpoch: 1}
+	fetchAt := func(off int64) machine.Action {
+		return machine.Fetch{Leader: 2, LeaderEpoch: 7, Offset: off, LastFetchedEpoch: 1}
 	}
 	// No records: the HW is the leader's, at most our LEO.
-	acts := m.Step(replica.FetchResponse{LeaderEpoch: 7, HW: 120, LogStart: 10, LogEnd: 130}, nil)
-	require.Equal(t, []replica.Action{replica.SetFollowerHW{HW: 100}, replica.SetLogStart{Offset: 10}, fetchAt(100)}, acts)
+	acts := m.Step(machine.FetchResponse{LeaderEpoch: 7, HW: 120, LogStart: 10, LogEnd: 130}, nil)
+	require.Equal(t, []machine.Action{machine.SetFollowerHW{HW: 100}, machine.SetLogStart{Offset: 10}, fetchAt(100)}, acts)
 	// Records: appended first, then the HW and the next fetch.
-	acts = m.Step(replica.FetchResponse{LeaderEpoch: 7, HW: 125, LogStart: 10, LogEnd: 130, Records: true}, nil)
-	require.Equal(t, []replica.Action{replica.AppendRecords{}}, acts)
-	require.Empty(t, m.Step(replica.FetchResponse{LeaderEpoch: 7, HW: 130}, nil), "no fetch is out while appending")
-	acts = m.Step(replica.FollowerAppended{LogEnd: 130, LastEpoch: 1}, nil)
-	require.Equal(t, []replica.Action{replica.SetFollowerHW{HW: 125}, fetchAt(130)}, acts)
+	acts = m.Step(machine.FetchResponse{LeaderEpoch: 7, HW: 125, LogStart: 10, LogEnd: 130, Records: true}, nil)
+	require.Equal(t, []machine.Action{machine.AppendRecords{}}, acts)
+	require.Empty(t, m.Step(machine.FetchResponse{LeaderEpoch: 7, HW: 130}, nil), "no fetch is out while appending")
+	acts = m.Step(machine.FollowerAppended{LogEnd: 130, LastEpoch: 1}, nil)
+	require.Equal(t, []machine.Action{machine.SetFollowerHW{HW: 125}, fetchAt(130)}, acts)
 	require.Equal(t, int64(125), m.HW())
 	// The log start moves only up; the HW may move down (a new leader).
-	acts = m.Step(replica.FetchResponse{LeaderEpoch: 7, HW: 110, LogStart: 5, LogEnd: 130}, nil)
-	require.Equal(t, []replica.Action{replica.SetFollowerHW{HW: 110}, fetchAt(130)}, acts)
+	acts = m.Step(machine.FetchResponse{LeaderEpoch: 7, HW: 110, LogStart: 5, LogEnd: 130}, nil)
+	require.Equal(t, []machine.Action{machine.SetFollowerHW{HW: 110}, fetchAt(130)}, acts)
 	// An answer of another epoch is ignored; errors wait for a retry.
-	require.Empty(t, m.Step(replica.FetchResponse{LeaderEpoch: 6, HW: 130, LogEnd: 130}, nil))
-	require.Empty(t, m.Step(replica.FetchResponse{LeaderEpoch: 7, Err: replica.ErrUnknownLeaderEpoch}, nil))
+	require.Empty(t, m.Step(machine.FetchResponse{LeaderEpoch: 6, HW: 130, LogEnd: 130}, nil))
+	require.Empty(t, m.Step(machine.FetchResponse{LeaderEpoch: 7, Err: replica.ErrUnknownLeaderEpoch}, nil))
 	require.Equal(t, int64(110), m.HW())
 }
 
 func TestFollowerOutOfRange(t *testing.T) {
 	t.Run("below the leader's log start", func(t *testing.T) {
 		f := logOf(100, ep(1, 0))
-		m := replica.NewFollowerMachine(&f.cache)
+		m := machine.NewFollowerMachine(&f.cache)
 		m.Step(becomeFrom(f, 90, true), nil)
-		acts := m.Step(replica.FetchResponse{LeaderEpoch: 7, Err: replica.ErrOffsetOutOfRange, LogStart: 500, LogEnd: 800}, nil)
-		require.Equal(t, []replica.Action{replica.TruncateFully{StartAt: 500}}, acts)
-		acts = m.Step(replica.Truncated{LogEnd: 500, LastEpoch: replica.NoEpoch}, nil)
-		require.Equal(t, []replica.Action{replica.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 500, LastFetchedEpoch: replica.NoEpoch}}, acts)
+		acts := m.Step(machine.FetchResponse{LeaderEpoch: 7, Err: replica.ErrOffsetOutOfRange, LogStart: 500, LogEnd: 800}, nil)
+		require.Equal(t, []machine.Action{machine.TruncateFully{StartAt: 500}}, acts)
+		acts = m.Step(machine.Truncated{LogEnd: 500, LastEpoch: machine.NoEpoch}, nil)
+		require.Equal(t, []machine.Action{machine.Fetch{Leader: 2, LeaderEpoch: 7, Offset: 500, LastFetchedEpoch: machine.NoEpoch}}, acts)
 		require.Equal(t, int64(500), m.LogStart())
 		require.Equal(t, int64(500), m.HW())
 	})
 	t.Run("past the leader's end", func(t *testing.T) {
 		f := logOf(100, ep(1, 0))
-		m := replica.NewFollowerMachine(&f.cache)
+		m := machine.NewFollowerMachine(&f.cache)
 		m.Step(becomeFrom(f, 90, true), nil)
-		acts := m.Step(replica.FetchResponse{LeaderEpoch: 7, Err: replica.ErrOffsetOutOfRange, LogStart: 0, LogEnd: 95}, nil)
-		require.Equal(t, []replica.Action{replica.Truncate{To: 95}}, acts)
+		acts := m.Step(machine.FetchResponse{LeaderEpoch: 7, Err: replica.ErrOffsetOutOfRange, LogStart: 0, LogEnd: 95}, nil)
+		require.Equal(t, []machine.Action{machine.Truncate{To: 95}}, acts)
 	})
 }
 
 func TestFollowerIgnoresStaleEvents(t *testing.T) {
 	f := logOf(100, ep(1, 0))
-	m := replica.NewFollowerMachine(&f.cache)
-	require.Empty(t, m.Step(replica.Truncated{LogEnd: 3}, nil), "idle")
+	m := machine.NewFollowerMachine(&f.cache)
+	require.Empty(t, m.Step(machine.Truncated{LogEnd: 3}, nil), "idle")
 	m.Step(becomeFrom(f, 90, false), nil) // asks OffsetForLeaderEpoch
-	require.Empty(t, m.Step(replica.FetchResponse{LeaderEpoch: 7, HW: 100}, nil), "no fetch is out")
-	require.Empty(t, m.Step(replica.EpochEndResponse{LeaderEpoch: 6, End: ep(1, 50)}, nil), "older epoch")
+	require.Empty(t, m.Step(machine.FetchResponse{LeaderEpoch: 7, HW: 100}, nil), "no fetch is out")
+	require.Empty(t, m.Step(machine.EpochEndResponse{LeaderEpoch: 6, End: ep(1, 50)}, nil), "older epoch")
 	old := becomeFrom(f, 90, true)
 	old.LeaderEpoch = 6
 	require.Empty(t, m.Step(old, nil), "older metadata")
@@ -237,9 +238,9 @@ func TestFollowerIgnoresStaleEvents(t *testing.T) {
 	// A new epoch starts over, even mid-request.
 	newer := becomeFrom(f, 90, true)
 	newer.LeaderEpoch, newer.Leader = 8, 3
-	require.Equal(t, []replica.Action{replica.Fetch{Leader: 3, LeaderEpoch: 8, Offset: 100, LastFetchedEpoch: 1}}, m.Step(newer, nil))
+	require.Equal(t, []machine.Action{machine.Fetch{Leader: 3, LeaderEpoch: 8, Offset: 100, LastFetchedEpoch: 1}}, m.Step(newer, nil))
 	m.Stop()
-	require.Empty(t, m.Step(replica.FetchResponse{LeaderEpoch: 8, HW: 100}, nil))
+	require.Empty(t, m.Step(machine.FetchResponse{LeaderEpoch: 8, HW: 100}, nil))
 }
 
 // A broker that led epoch 7 without appending has (7, 57) at the end of its

@@ -3,12 +3,13 @@ package replica
 import (
 	"context"
 	"errors"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/transport"
 )
 
 // The leader's side of the Kafka-protocol transport: *Broker is a
@@ -86,13 +87,6 @@ func errOf(code int16) error {
 	return kafka.CodeError(code) // the Kafka server's table for the rest
 }
 
-// CodeError is a Kafka error code the replication path has no error for.
-// Codes now come back as kafka.CodeError gives them (matching log's
-// errors); no call returns a CodeError any more.
-type CodeError struct{ Code int16 }
-
-func (e *CodeError) Error() string { return "replica: kafka error code " + strconv.Itoa(int(e.Code)) }
-
 // FetchReplica answers a follower's Fetch (kafka.ReplicaBackend) with the
 // record bytes in the response. The server prefers FetchReplicaBatches,
 // which lets it send them from the segment files.
@@ -136,10 +130,10 @@ func (b *Broker) FetchReplicaBatches(ctx context.Context, req *kmsg.FetchRequest
 // and each partition's records in response order (the caller releases
 // them).
 func (b *Broker) fetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []log.Batches, error) {
-	rr := ReplicaFetchRequest{ReplicaID: int(req.ReplicaID), MaxWait: int64(req.MaxWaitMillis)}
+	rr := transport.ReplicaFetchRequest{ReplicaID: int(req.ReplicaID), MaxWait: int64(req.MaxWaitMillis)}
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			rr.Partitions = append(rr.Partitions, ReplicaFetchPartition{
+			rr.Partitions = append(rr.Partitions, transport.ReplicaFetchPartition{
 				TopicPartition:     log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)},
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch,
 				FetchOffset:        p.FetchOffset,
@@ -189,7 +183,7 @@ func (b *Broker) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLead
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
 		rt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			ans := b.serveEpochEnd(EpochEndRequest{
+			ans := b.serveEpochEnd(transport.EpochEndRequest{
 				TopicPartition:     log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)},
 				CurrentLeaderEpoch: p.CurrentLeaderEpoch, Epoch: p.LeaderEpoch,
 			})
@@ -197,7 +191,7 @@ func (b *Broker) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLead
 			rp.Partition, rp.ErrorCode = p.Partition, codeOf(ans.Err)
 			rp.LeaderEpoch, rp.EndOffset = ans.End.Epoch, ans.End.EndOffset
 			if ans.Err != nil {
-				rp.LeaderEpoch, rp.EndOffset = NoEpoch, NoOffset
+				rp.LeaderEpoch, rp.EndOffset = machine.NoEpoch, machine.NoOffset
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}

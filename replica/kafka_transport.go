@@ -14,6 +14,8 @@ import (
 
 	"github.com/strata-log/strata/internal/wire"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/transport"
 )
 
 // kafkaTransport is the Transport over the Kafka protocol: each call is a
@@ -210,7 +212,7 @@ func indexTopics(tps []log.TopicPartition) topicIndex {
 	return ix
 }
 
-func (t *kafkaTransport) ReplicaFetch(ctx context.Context, leader int, req ReplicaFetchRequest) (ReplicaFetchResponse, error) {
+func (t *kafkaTransport) ReplicaFetch(ctx context.Context, leader int, req transport.ReplicaFetchRequest) (transport.ReplicaFetchResponse, error) {
 	return t.replicaFetchInto(ctx, leader, req, nil)
 }
 
@@ -219,7 +221,7 @@ func (t *kafkaTransport) ReplicaFetch(ctx context.Context, leader int, req Repli
 // into it again. A fetcher fetches into a buffer of its own, so that the
 // bytes it appends to its logs are read from the socket once and never
 // copied in between, and it allocates nothing per response.
-func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req ReplicaFetchRequest, buf *[]byte) (ReplicaFetchResponse, error) {
+func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req transport.ReplicaFetchRequest, buf *[]byte) (transport.ReplicaFetchResponse, error) {
 	tps := make([]log.TopicPartition, len(req.Partitions))
 	for i, p := range req.Partitions {
 		tps[i] = p.TopicPartition
@@ -243,13 +245,13 @@ func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req R
 	}
 	r, err := t.doInto(ctx, leader, kr, buf)
 	if err != nil {
-		return ReplicaFetchResponse{}, err
+		return transport.ReplicaFetchResponse{}, err
 	}
 	kresp := r.(*kmsg.FetchResponse)
 	if kresp.ErrorCode != codeNone {
-		return ReplicaFetchResponse{}, errOf(kresp.ErrorCode)
+		return transport.ReplicaFetchResponse{}, errOf(kresp.ErrorCode)
 	}
-	out := ReplicaFetchResponse{Partitions: make([]ReplicaFetchedPartition, len(req.Partitions))}
+	out := transport.ReplicaFetchResponse{Partitions: make([]transport.ReplicaFetchedPartition, len(req.Partitions))}
 	for i := range out.Partitions {
 		out.Partitions[i].TopicPartition = tps[i]
 		out.Partitions[i].Err = fmt.Errorf("%w: missing from the leader's answer", ErrNotLeader)
@@ -271,7 +273,7 @@ func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req R
 			o.HighWatermark, o.LogStartOffset = rp.HighWatermark, rp.LogStartOffset
 			o.LogEndOffset = rp.HighWatermark // not on the wire; only used with OffsetOutOfRange, see below
 			if d := rp.DivergingEpoch; d.Epoch >= 0 || d.EndOffset >= 0 {
-				o.Diverging = &EpochEnd{Epoch: d.Epoch, EndOffset: d.EndOffset}
+				o.Diverging = &machine.EpochEnd{Epoch: d.Epoch, EndOffset: d.EndOffset}
 			}
 			if len(rp.RecordBatches) > 0 {
 				o.Records = log.BatchesOf(rp.RecordBatches)
@@ -281,7 +283,7 @@ func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req R
 	return out, nil
 }
 
-func (t *kafkaTransport) EpochEnd(ctx context.Context, leader int, req EpochEndRequest) (EpochEndAnswer, error) {
+func (t *kafkaTransport) EpochEnd(ctx context.Context, leader int, req transport.EpochEndRequest) (transport.EpochEndAnswer, error) {
 	kr := kmsg.NewPtrOffsetForLeaderEpochRequest()
 	kr.SetVersion(4)
 	kr.ReplicaID = int32(t.b.cfg.ID)
@@ -293,14 +295,14 @@ func (t *kafkaTransport) EpochEnd(ctx context.Context, leader int, req EpochEndR
 	kr.Topics = append(kr.Topics, rt)
 	r, err := t.do(ctx, leader, kr)
 	if err != nil {
-		return EpochEndAnswer{}, err
+		return transport.EpochEndAnswer{}, err
 	}
 	resp := r.(*kmsg.OffsetForLeaderEpochResponse)
 	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-		return EpochEndAnswer{}, fmt.Errorf("%w: malformed OffsetForLeaderEpoch answer", ErrUnreachable)
+		return transport.EpochEndAnswer{}, fmt.Errorf("%w: malformed OffsetForLeaderEpoch answer", ErrUnreachable)
 	}
 	p := resp.Topics[0].Partitions[0]
-	return EpochEndAnswer{Err: errOf(p.ErrorCode), End: EpochEnd{Epoch: p.LeaderEpoch, EndOffset: p.EndOffset}}, nil
+	return transport.EpochEndAnswer{Err: errOf(p.ErrorCode), End: machine.EpochEnd{Epoch: p.LeaderEpoch, EndOffset: p.EndOffset}}, nil
 }
 
 func (t *kafkaTransport) Produce(ctx context.Context, leader int, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error) {

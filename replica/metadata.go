@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
 )
 
 // topicConfigKey is the key of TopicSpec.Configs under which a topic's
@@ -121,8 +122,8 @@ func (b *Broker) openPart(tp log.TopicPartition, id controller.TopicID, cfg log.
 	}
 	ps := &partState{
 		tp: tp, topicID: id, p: p,
-		pm:      NewPartitionMachine(b.cfg.ID, logEpochs{p}, PartitionConfig{ReplicaLagTime: b.cfg.ReplicaLagTime}),
-		fm:      NewFollowerMachine(logEpochs{p}),
+		pm:      machine.NewPartitionMachine(b.cfg.ID, logEpochs{p}, machine.PartitionConfig{ReplicaLagTime: b.cfg.ReplicaLagTime}),
+		fm:      machine.NewFollowerMachine(logEpochs{p}),
 		waiters: map[uint64]chan error{},
 	}
 	b.mu.Lock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
 )
 
 // partState is one partition this member holds a replica of: the local
@@ -22,12 +23,12 @@ type partState struct {
 
 	mu      sync.Mutex
 	removed bool
-	pm      *PartitionMachine
-	fm      *FollowerMachine
+	pm      *machine.PartitionMachine
+	fm      *machine.FollowerMachine
 	// follower side: the fetcher of following sends fetch (or epochReq)
 	following   int // the leader fetched from; 0 none
-	fetch       *Fetch
-	epochReq    *FetchEpochEnd
+	fetch       *machine.Fetch
+	epochReq    *machine.FetchEpochEnd
 	backoff     time.Time     // no fetch before
 	backoffStep time.Duration // the last backoff of the errors in a row (fetcher.go)
 	pending     []byte        // the records of the fetch answer being appended
@@ -44,7 +45,7 @@ func (e logEpochs) EndOffsetFor(epoch int32) (int32, int64) { return e.p.EndOffs
 func lastEpoch(p *log.Partition) int32 {
 	es := p.EpochEntries()
 	if len(es) == 0 {
-		return NoEpoch
+		return machine.NoEpoch
 	}
 	return es[len(es)-1].Epoch
 }
@@ -64,7 +65,7 @@ func (b *Broker) applyPartition(ps *partState, st controller.PartitionState, min
 		}
 	}
 	p := ps.p
-	md := Metadata{
+	md := machine.Metadata{
 		Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,
 		Replicas: st.Replicas, ISR: st.ISR, MinInSyncReplicas: minISR, Ineligible: inel,
 		LogEnd: p.EndOffset(), HW: p.HighWatermark(), LogStart: p.StartOffset(),
@@ -93,7 +94,7 @@ func (b *Broker) applyPartition(ps *partState, st controller.PartitionState, min
 func (b *Broker) becomeFollower(ps *partState, leader int, epoch int32) {
 	p := ps.p
 	ps.fm.Stop()
-	b.runFollower(ps, ps.fm.Step(BecomeFollower{
+	b.runFollower(ps, ps.fm.Step(machine.BecomeFollower{
 		Leader: leader, LeaderEpoch: epoch, TruncateOnFetch: true,
 		LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p), HW: p.HighWatermark(), LogStart: p.StartOffset(),
 	}, nil))
@@ -101,26 +102,26 @@ func (b *Broker) becomeFollower(ps *partState, leader int, epoch int32) {
 
 // runLeader carries out the leader machine's actions; it returns the
 // FetchAnswer among them, if any. ps.mu is held.
-func (b *Broker) runLeader(ps *partState, acts []Action) *FetchAnswer {
-	var ans *FetchAnswer
+func (b *Broker) runLeader(ps *partState, acts []machine.Action) *machine.FetchAnswer {
+	var ans *machine.FetchAnswer
 	for _, a := range acts {
 		switch a := a.(type) {
-		case StartEpoch:
+		case machine.StartEpoch:
 			if err := ps.p.SetLeaderEpoch(a.Epoch); err != nil {
 				b.log.Error("replica: start leader epoch", "partition", ps.tp, "epoch", a.Epoch, "err", err)
 			}
-		case SetHW:
+		case machine.SetHW:
 			if _, err := ps.p.SetHighWatermark(a.HW); err != nil {
 				b.log.Error("replica: set HW", "partition", ps.tp, "hw", a.HW, "err", err)
 			}
-		case ProposeISR:
+		case machine.ProposeISR:
 			b.alters.push(alterItem{ps: ps, prop: a})
-		case CompleteProduce:
+		case machine.CompleteProduce:
 			if ch, ok := ps.waiters[a.Token]; ok {
 				delete(ps.waiters, a.Token)
 				ch <- a.Err
 			}
-		case FetchAnswer:
+		case machine.FetchAnswer:
 			ans = &a
 		}
 	}
@@ -129,43 +130,43 @@ func (b *Broker) runLeader(ps *partState, acts []Action) *FetchAnswer {
 
 // runFollower carries out the follower machine's actions, stepping it
 // with the outcome of each log change. ps.mu is held.
-func (b *Broker) runFollower(ps *partState, acts []Action) {
+func (b *Broker) runFollower(ps *partState, acts []machine.Action) {
 	p := ps.p
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {
-		case Fetch:
+		case machine.Fetch:
 			ps.fetch, ps.epochReq = &a, nil
 			b.follow(ps, a.Leader)
-		case FetchEpochEnd:
+		case machine.FetchEpochEnd:
 			ps.fetch, ps.epochReq = nil, &a
 			b.follow(ps, a.Leader)
-		case Truncate:
+		case machine.Truncate:
 			if err := p.TruncateTo(a.To); err != nil {
 				b.followerFailed(ps, fmt.Errorf("truncate to %d: %w", a.To, err))
 				return
 			}
-			acts = ps.fm.Step(Truncated{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
-		case TruncateFully:
+			acts = ps.fm.Step(machine.Truncated{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
+		case machine.TruncateFully:
 			if err := p.TruncateFullyAndStartAt(a.StartAt); err != nil {
 				b.followerFailed(ps, fmt.Errorf("truncate fully at %d: %w", a.StartAt, err))
 				return
 			}
-			acts = ps.fm.Step(Truncated{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
-		case AppendRecords:
+			acts = ps.fm.Step(machine.Truncated{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
+		case machine.AppendRecords:
 			raw := ps.pending
 			ps.pending = nil
 			if _, _, err := p.AppendAsFollower(raw); err != nil {
 				b.followerFailed(ps, fmt.Errorf("append as follower: %w", err))
 				return
 			}
-			acts = ps.fm.Step(FollowerAppended{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
-		case SetFollowerHW:
+			acts = ps.fm.Step(machine.FollowerAppended{LogEnd: p.EndOffset(), LastEpoch: lastEpoch(p)}, acts)
+		case machine.SetFollowerHW:
 			if _, err := p.SetHighWatermark(a.HW); err != nil {
 				b.log.Error("replica: follower HW", "partition", ps.tp, "err", err)
 			}
-		case SetLogStart:
+		case machine.SetLogStart:
 			// The log has no call to move its start up on request yet:
 			// the follower's retention moves it on its own.
 		}

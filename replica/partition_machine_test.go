@@ -8,7 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/replica"
-	"github.com/strata-log/strata/replica/replicatest"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/machine/machinetest"
 )
 
 // The leader's tests are scripts: events at times since t0, with the actions
@@ -20,8 +21,8 @@ const lag = replica.DefaultReplicaLagTime
 
 type leader struct {
 	t     *testing.T
-	m     *replica.PartitionMachine
-	cache *replicatest.Epochs
+	m     *machine.PartitionMachine
+	cache *machinetest.Epochs
 	now   time.Time
 }
 
@@ -29,37 +30,37 @@ type leader struct {
 // log ending at end with HW hw, at t0.
 func newLeader(t *testing.T, replicas, isr []int, minISR int, end, hw int64) *leader {
 	t.Helper()
-	l := &leader{t: t, cache: &replicatest.Epochs{End: end}, now: t0}
+	l := &leader{t: t, cache: &machinetest.Epochs{End: end}, now: t0}
 	if end > 0 {
 		l.cache.Assign(3, 0)
 	}
-	l.m = replica.NewPartitionMachine(1, l.cache, replica.PartitionConfig{})
-	acts := l.step(replica.Metadata{
+	l.m = machine.NewPartitionMachine(1, l.cache, machine.PartitionConfig{})
+	acts := l.step(machine.Metadata{
 		Leader: 1, LeaderEpoch: 5, PartitionEpoch: 10, Replicas: replicas, ISR: isr,
 		MinInSyncReplicas: minISR, LogEnd: end, HW: hw,
 	})
-	require.Contains(t, acts, replica.StartEpoch{Epoch: 5, StartOffset: end})
+	require.Contains(t, acts, machine.StartEpoch{Epoch: 5, StartOffset: end})
 	l.cache.Assign(5, end)
 	return l
 }
 
 func (l *leader) at(d time.Duration) *leader { l.now = t0.Add(d); return l }
 
-func (l *leader) step(ev replica.PartitionEvent) []replica.Action {
+func (l *leader) step(ev machine.PartitionEvent) []machine.Action {
 	return l.m.Step(l.now, ev, nil)
 }
 
-func (l *leader) append(end int64) []replica.Action {
+func (l *leader) append(end int64) []machine.Action {
 	l.cache.End = end
-	return l.step(replica.Appended{LogEnd: end})
+	return l.step(machine.Appended{LogEnd: end})
 }
 
-func (l *leader) fetch(r int, off int64) []replica.Action {
-	return l.step(replica.FollowerFetch{Replica: r, LeaderEpoch: 5, FetchOffset: off, LastFetchedEpoch: 5})
+func (l *leader) fetch(r int, off int64) []machine.Action {
+	return l.step(machine.FollowerFetch{Replica: r, LeaderEpoch: 5, FetchOffset: off, LastFetchedEpoch: 5})
 }
 
 // only returns the actions of type T.
-func only[T replica.Action](acts []replica.Action) []T {
+func only[T machine.Action](acts []machine.Action) []T {
 	var out []T
 	for _, a := range acts {
 		if x, ok := a.(T); ok {
@@ -69,26 +70,26 @@ func only[T replica.Action](acts []replica.Action) []T {
 	return out
 }
 
-func answerOf(t *testing.T, acts []replica.Action) replica.FetchAnswer {
+func answerOf(t *testing.T, acts []machine.Action) machine.FetchAnswer {
 	t.Helper()
-	ans := only[replica.FetchAnswer](acts)
+	ans := only[machine.FetchAnswer](acts)
 	require.Len(t, ans, 1, "one fetch answer in %v", acts)
 	return ans[0]
 }
 
 func TestLeaderHWIsMinimumLEOOverISR(t *testing.T) {
 	l := newLeader(t, []int{1, 2, 3}, []int{1, 2, 3}, 1, 0, 0)
-	require.Empty(t, only[replica.SetHW](l.append(10)), "followers have not fetched since the election")
+	require.Empty(t, only[machine.SetHW](l.append(10)), "followers have not fetched since the election")
 	require.Equal(t, int64(0), answerOf(t, l.fetch(2, 5)).HW, "follower 3's LEO is not known yet")
 	// The HW is the least LEO, and the answer carries it.
 	acts := l.fetch(3, 7)
-	require.Equal(t, []replica.SetHW{{HW: 5}}, only[replica.SetHW](acts))
+	require.Equal(t, []machine.SetHW{{HW: 5}}, only[machine.SetHW](acts))
 	require.Equal(t, int64(5), answerOf(t, acts).HW)
-	require.Equal(t, []replica.SetHW{{HW: 7}}, only[replica.SetHW](l.fetch(2, 10)))
-	require.Equal(t, []replica.SetHW{{HW: 10}}, only[replica.SetHW](l.fetch(3, 10)))
+	require.Equal(t, []machine.SetHW{{HW: 7}}, only[machine.SetHW](l.fetch(2, 10)))
+	require.Equal(t, []machine.SetHW{{HW: 10}}, only[machine.SetHW](l.fetch(3, 10)))
 	// A follower that goes back (it truncated after a restart) does not
 	// move the HW back.
-	require.Empty(t, only[replica.SetHW](l.fetch(3, 8)))
+	require.Empty(t, only[machine.SetHW](l.fetch(3, 8)))
 	require.Equal(t, int64(10), l.m.HW())
 }
 
@@ -128,11 +129,11 @@ func TestLeaderHWUnderMinISRResumesWhenISRGrows(t *testing.T) {
 	l.append(10)
 	require.Equal(t, int64(0), l.m.HW(), "HW held under min ISR")
 	acts := l.fetch(2, 10)
-	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](acts))
-	require.Empty(t, only[replica.SetHW](acts), "the proposal is not committed yet")
+	require.Equal(t, []machine.ProposeISR{{ISR: []int{1, 2}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[machine.ProposeISR](acts))
+	require.Empty(t, only[machine.SetHW](acts), "the proposal is not committed yet")
 	require.ErrorIs(t, l.m.CheckProduce(), replica.ErrNotEnoughReplicas, "the committed ISR counts for produce")
-	acts = l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
-	require.Equal(t, []replica.SetHW{{HW: 10}}, only[replica.SetHW](acts))
+	acts = l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
+	require.Equal(t, []machine.SetHW{{HW: 10}}, only[machine.SetHW](acts))
 	require.NoError(t, l.m.CheckProduce())
 	require.Equal(t, int32(11), l.m.PartitionEpoch())
 }
@@ -145,21 +146,21 @@ func TestLeaderMaximalISRWhileExpanding(t *testing.T) {
 	l.fetch(2, 10)
 	require.Equal(t, int64(10), l.m.HW())
 	acts := l.fetch(3, 10)
-	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](acts))
+	require.Equal(t, []machine.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[machine.ProposeISR](acts))
 	require.Equal(t, []int{1, 2, 3}, l.m.MaximalISR())
 	require.Equal(t, []int{1, 2}, l.m.ISR())
 	// Past the lag time, so that only the maximal ISR (not the caught-up
 	// rule) holds the HW at follower 3.
 	l.at(lag + time.Second)
 	l.append(20)
-	require.Empty(t, only[replica.SetHW](l.fetch(2, 20)), "the HW waits for the joining follower")
+	require.Empty(t, only[machine.SetHW](l.fetch(2, 20)), "the HW waits for the joining follower")
 	require.Equal(t, int64(10), l.m.HW())
-	require.Equal(t, []replica.SetHW{{HW: 15}}, only[replica.SetHW](l.fetch(3, 15)))
+	require.Equal(t, []machine.SetHW{{HW: 15}}, only[machine.SetHW](l.fetch(3, 15)))
 	// Rejected: back to ISR {1,2}; follower 3, not caught up for the lag
 	// time, no longer holds the HW.
 	l.at(2*lag + 2*time.Second)
-	acts = l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterRejected})
-	require.Equal(t, []replica.SetHW{{HW: 20}}, only[replica.SetHW](acts))
+	acts = l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterRejected})
+	require.Equal(t, []machine.SetHW{{HW: 20}}, only[machine.SetHW](acts))
 	require.Equal(t, []int{1, 2}, l.m.MaximalISR())
 	_, pending := l.m.Pending()
 	require.False(t, pending)
@@ -177,13 +178,13 @@ func TestLeaderMaximalISRWhileShrinking(t *testing.T) {
 	l.fetch(2, 10)
 	l.at(lag + time.Second)
 	l.fetch(2, 10)
-	acts := l.step(replica.Tick{})
-	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](acts))
-	require.Empty(t, only[replica.SetHW](acts), "the leaving follower still holds the HW")
+	acts := l.step(machine.Tick{})
+	require.Equal(t, []machine.ProposeISR{{ISR: []int{1, 2}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[machine.ProposeISR](acts))
+	require.Empty(t, only[machine.SetHW](acts), "the leaving follower still holds the HW")
 	require.Equal(t, []int{1, 2, 3}, l.m.MaximalISR())
-	require.Empty(t, only[replica.ProposeISR](l.step(replica.Tick{})), "one AlterPartition in flight")
-	acts = l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
-	require.Equal(t, []replica.SetHW{{HW: 10}}, only[replica.SetHW](acts))
+	require.Empty(t, only[machine.ProposeISR](l.step(machine.Tick{})), "one AlterPartition in flight")
+	acts = l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
+	require.Equal(t, []machine.SetHW{{HW: 10}}, only[machine.SetHW](acts))
 	require.Equal(t, []int{1, 2}, l.m.ISR())
 }
 
@@ -212,10 +213,10 @@ func TestLeaderLastCaughtUpTimeRule(t *testing.T) {
 			l.append(30)
 			l.at(40*time.Second).fetch(2, c.thirdOffset)
 			for d := 40 * time.Second; d < c.shrinkAt; d += time.Second {
-				require.Empty(t, only[replica.ProposeISR](l.at(d).step(replica.Tick{})), "no shrink at %v", d)
+				require.Empty(t, only[machine.ProposeISR](l.at(d).step(machine.Tick{})), "no shrink at %v", d)
 			}
-			require.Equal(t, []replica.ProposeISR{{ISR: []int{1}, LeaderEpoch: 5, PartitionEpoch: 10}},
-				only[replica.ProposeISR](l.at(c.shrinkAt).step(replica.Tick{})))
+			require.Equal(t, []machine.ProposeISR{{ISR: []int{1}, LeaderEpoch: 5, PartitionEpoch: 10}},
+				only[machine.ProposeISR](l.at(c.shrinkAt).step(machine.Tick{})))
 		})
 	}
 }
@@ -225,11 +226,11 @@ func TestLeaderFollowerAtLogEndIsCaughtUp(t *testing.T) {
 	// fetched (no appends since: nothing to catch up with).
 	l := newLeader(t, []int{1, 2}, []int{1, 2}, 1, 10, 0)
 	l.fetch(2, 10)
-	require.Empty(t, only[replica.ProposeISR](l.at(10*lag).step(replica.Tick{})))
+	require.Empty(t, only[machine.ProposeISR](l.at(10*lag).step(machine.Tick{})))
 	// Once the leader appends, the clock runs from its last catch-up.
 	l.append(11)
-	require.Equal(t, []replica.ProposeISR{{ISR: []int{1}, LeaderEpoch: 5, PartitionEpoch: 10}},
-		only[replica.ProposeISR](l.step(replica.Tick{})))
+	require.Equal(t, []machine.ProposeISR{{ISR: []int{1}, LeaderEpoch: 5, PartitionEpoch: 10}},
+		only[machine.ProposeISR](l.step(machine.Tick{})))
 }
 
 func TestLeaderShrinkAfterLag(t *testing.T) {
@@ -237,11 +238,11 @@ func TestLeaderShrinkAfterLag(t *testing.T) {
 	l.append(10)
 	for d := time.Duration(0); d <= lag; d += time.Second {
 		l.at(d).fetch(2, 10)
-		require.Empty(t, only[replica.ProposeISR](l.step(replica.Tick{})), "at %v: follower 3 counts as caught up at the election", d)
+		require.Empty(t, only[machine.ProposeISR](l.step(machine.Tick{})), "at %v: follower 3 counts as caught up at the election", d)
 	}
 	l.at(lag+time.Nanosecond).fetch(2, 10)
-	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2}, LeaderEpoch: 5, PartitionEpoch: 10}},
-		only[replica.ProposeISR](l.step(replica.Tick{})))
+	require.Equal(t, []machine.ProposeISR{{ISR: []int{1, 2}, LeaderEpoch: 5, PartitionEpoch: 10}},
+		only[machine.ProposeISR](l.step(machine.Tick{})))
 }
 
 // Expansion only past the HW and the start offset of the leader's epoch
@@ -264,9 +265,9 @@ func TestLeaderExpansionNeedsHWAndEpochStart(t *testing.T) {
 		l.append(120)
 		acts := l.fetch(3, c.offset)
 		if c.expand {
-			require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](acts), "offset %d", c.offset)
+			require.Equal(t, []machine.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[machine.ProposeISR](acts), "offset %d", c.offset)
 		} else {
-			require.Empty(t, only[replica.ProposeISR](acts), "offset %d", c.offset)
+			require.Empty(t, only[machine.ProposeISR](acts), "offset %d", c.offset)
 		}
 	}
 }
@@ -276,35 +277,35 @@ func TestLeaderAlterPartitionAnswers(t *testing.T) {
 		l := newLeader(t, []int{1, 2, 3}, []int{1, 2, 3}, 1, 0, 0)
 		l.append(10)
 		l.at(lag+time.Second).fetch(2, 10)
-		require.Len(t, only[replica.ProposeISR](l.step(replica.Tick{})), 1)
+		require.Len(t, only[machine.ProposeISR](l.step(machine.Tick{})), 1)
 		return l
 	}
 	t.Run("rejected reverts and proposes again", func(t *testing.T) {
 		l := shrinking(t)
-		l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterRejected})
+		l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterRejected})
 		require.Equal(t, []int{1, 2, 3}, l.m.ISR())
 		_, pending := l.m.Pending()
 		require.False(t, pending)
-		require.Len(t, only[replica.ProposeISR](l.step(replica.Tick{})), 1, "still lagging: proposed again")
+		require.Len(t, only[machine.ProposeISR](l.step(machine.Tick{})), 1, "still lagging: proposed again")
 	})
 	t.Run("stale waits for the metadata", func(t *testing.T) {
 		l := shrinking(t)
-		l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterStale})
+		l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterStale})
 		_, pending := l.m.Pending()
 		require.True(t, pending)
-		require.Empty(t, only[replica.ProposeISR](l.step(replica.Tick{})))
+		require.Empty(t, only[machine.ProposeISR](l.step(machine.Tick{})))
 		// The metadata shows the controller took it (say, before a
 		// controller failover hid the answer).
-		acts := l.step(replica.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1})
-		require.Equal(t, []replica.SetHW{{HW: 10}}, only[replica.SetHW](acts))
-		require.Empty(t, only[replica.StartEpoch](acts), "same leader epoch")
+		acts := l.step(machine.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1})
+		require.Equal(t, []machine.SetHW{{HW: 10}}, only[machine.SetHW](acts))
+		require.Empty(t, only[machine.StartEpoch](acts), "same leader epoch")
 		_, pending = l.m.Pending()
 		require.False(t, pending)
 	})
 	t.Run("answer to an older proposal is ignored", func(t *testing.T) {
 		l := shrinking(t)
-		l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 9, Result: replica.AlterRejected})
-		l.step(replica.AlterPartitionAnswer{LeaderEpoch: 4, BasedOn: 10, Result: replica.AlterAccepted, ISR: []int{1}, PartitionEpoch: 11})
+		l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 9, Result: machine.AlterRejected})
+		l.step(machine.AlterPartitionAnswer{LeaderEpoch: 4, BasedOn: 10, Result: machine.AlterAccepted, ISR: []int{1}, PartitionEpoch: 11})
 		isr, pending := l.m.Pending()
 		require.True(t, pending)
 		require.Equal(t, []int{1, 2}, isr)
@@ -312,9 +313,9 @@ func TestLeaderAlterPartitionAnswers(t *testing.T) {
 	})
 	t.Run("metadata already applied the change", func(t *testing.T) {
 		l := shrinking(t)
-		l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
+		l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
 		// The same state arriving with the metadata changes nothing.
-		acts := l.step(replica.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1})
+		acts := l.step(machine.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1})
 		require.Empty(t, acts)
 		require.Equal(t, []int{1, 2}, l.m.ISR())
 	})
@@ -324,80 +325,80 @@ func TestLeaderAcksAll(t *testing.T) {
 	l := newLeader(t, []int{1, 2, 3}, []int{1, 2, 3}, 2, 0, 0)
 	require.NoError(t, l.m.CheckProduce())
 	l.append(10)
-	require.Empty(t, l.step(replica.AwaitProduce{Token: 1, Required: 10}))
+	require.Empty(t, l.step(machine.AwaitProduce{Token: 1, Required: 10}))
 	l.append(20)
-	require.Empty(t, l.step(replica.AwaitProduce{Token: 2, Required: 20}))
-	require.Empty(t, l.step(replica.AwaitProduce{Token: 3, Required: 20}))
+	require.Empty(t, l.step(machine.AwaitProduce{Token: 2, Required: 20}))
+	require.Empty(t, l.step(machine.AwaitProduce{Token: 3, Required: 20}))
 	l.fetch(2, 20)
 	acts := l.fetch(3, 15)
-	require.Equal(t, []replica.CompleteProduce{{Token: 1}}, only[replica.CompleteProduce](acts), "HW 15 covers produce 1 only")
-	l.step(replica.CancelProduce{Token: 3})
+	require.Equal(t, []machine.CompleteProduce{{Token: 1}}, only[machine.CompleteProduce](acts), "HW 15 covers produce 1 only")
+	l.step(machine.CancelProduce{Token: 3})
 	acts = l.fetch(3, 20)
-	require.Equal(t, []replica.CompleteProduce{{Token: 2}}, only[replica.CompleteProduce](acts), "3 was cancelled")
+	require.Equal(t, []machine.CompleteProduce{{Token: 2}}, only[machine.CompleteProduce](acts), "3 was cancelled")
 	// Already covered: completes at once.
-	require.Equal(t, []replica.Action{replica.CompleteProduce{Token: 4}}, l.step(replica.AwaitProduce{Token: 4, Required: 20}))
+	require.Equal(t, []machine.Action{machine.CompleteProduce{Token: 4}}, l.step(machine.AwaitProduce{Token: 4, Required: 20}))
 
 	// Follower 3 lags out; with ISR {1,2} and min 2 produce goes on.
 	l.append(30)
-	l.step(replica.AwaitProduce{Token: 5, Required: 30})
+	l.step(machine.AwaitProduce{Token: 5, Required: 30})
 	l.at(lag+time.Second).fetch(2, 30)
-	l.step(replica.Tick{})
-	acts = l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: replica.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
-	require.Equal(t, []replica.CompleteProduce{{Token: 5}}, only[replica.CompleteProduce](acts))
+	l.step(machine.Tick{})
+	acts = l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 10, Result: machine.AlterAccepted, ISR: []int{1, 2}, PartitionEpoch: 11})
+	require.Equal(t, []machine.CompleteProduce{{Token: 5}}, only[machine.CompleteProduce](acts))
 	require.NoError(t, l.m.CheckProduce())
 
 	// Follower 2 lags out too: produce is refused before the append, and
 	// one waiting stays waiting (the HW is held under min ISR) until the
 	// leader loses leadership.
 	l.append(40)
-	l.step(replica.AwaitProduce{Token: 6, Required: 40})
-	l.at(3 * lag).step(replica.Tick{})
-	l.step(replica.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 11, Result: replica.AlterAccepted, ISR: []int{1}, PartitionEpoch: 12})
+	l.step(machine.AwaitProduce{Token: 6, Required: 40})
+	l.at(3 * lag).step(machine.Tick{})
+	l.step(machine.AlterPartitionAnswer{LeaderEpoch: 5, BasedOn: 11, Result: machine.AlterAccepted, ISR: []int{1}, PartitionEpoch: 12})
 	err := l.m.CheckProduce()
 	require.ErrorIs(t, err, replica.ErrNotEnoughReplicas)
 	require.Equal(t, int64(30), l.m.HW())
-	acts = l.step(replica.Metadata{Leader: 2, LeaderEpoch: 6, PartitionEpoch: 13, Replicas: []int{1, 2, 3}, ISR: []int{2}, MinInSyncReplicas: 2})
-	require.Equal(t, []replica.Action{replica.CompleteProduce{Token: 6, Err: replica.ErrNotLeader}}, acts)
+	acts = l.step(machine.Metadata{Leader: 2, LeaderEpoch: 6, PartitionEpoch: 13, Replicas: []int{1, 2, 3}, ISR: []int{2}, MinInSyncReplicas: 2})
+	require.Equal(t, []machine.Action{machine.CompleteProduce{Token: 6, Err: replica.ErrNotLeader}}, acts)
 	require.ErrorIs(t, l.m.CheckProduce(), replica.ErrNotLeader)
-	require.Equal(t, []replica.Action{replica.CompleteProduce{Token: 7, Err: replica.ErrNotLeader}}, l.step(replica.AwaitProduce{Token: 7, Required: 50}))
+	require.Equal(t, []machine.Action{machine.CompleteProduce{Token: 7, Err: replica.ErrNotLeader}}, l.step(machine.AwaitProduce{Token: 7, Required: 50}))
 }
 
 func TestLeaderFetchAnswers(t *testing.T) {
 	l := newLeader(t, []int{1, 2, 3}, []int{1, 2, 3}, 1, 100, 50)
 	// Epochs: 3 from 0, 5 from 100; the log ends at 120.
 	l.append(120)
-	l.step(replica.LogStartMoved{LogStart: 20})
+	l.step(machine.LogStartMoved{LogStart: 20})
 	cases := []struct {
 		name string
-		ev   replica.FollowerFetch
-		want replica.FetchAnswer
+		ev   machine.FollowerFetch
+		want machine.FetchAnswer
 	}{
-		{"in range", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 110, LastFetchedEpoch: 5, LogStart: 0},
-			replica.FetchAnswer{Replica: 2, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"no current epoch sent", replica.FollowerFetch{Replica: 2, LeaderEpoch: replica.NoEpoch, FetchOffset: 110, LastFetchedEpoch: replica.NoEpoch},
-			replica.FetchAnswer{Replica: 2, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"fenced", replica.FollowerFetch{Replica: 2, LeaderEpoch: 4, FetchOffset: 110},
-			replica.FetchAnswer{Replica: 2, Err: replica.ErrFencedLeaderEpoch, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"unknown epoch", replica.FollowerFetch{Replica: 2, LeaderEpoch: 6, FetchOffset: 110},
-			replica.FetchAnswer{Replica: 2, Err: replica.ErrUnknownLeaderEpoch, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"not a replica", replica.FollowerFetch{Replica: 4, LeaderEpoch: 5, FetchOffset: 110},
-			replica.FetchAnswer{Replica: 4, Err: replica.ErrNotReplica, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"below log start", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 10, LastFetchedEpoch: 3},
-			replica.FetchAnswer{Replica: 2, Err: replica.ErrOffsetOutOfRange, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"past log end", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 121, LastFetchedEpoch: replica.NoEpoch},
-			replica.FetchAnswer{Replica: 2, Err: replica.ErrOffsetOutOfRange, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"in range", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 110, LastFetchedEpoch: 5, LogStart: 0},
+			machine.FetchAnswer{Replica: 2, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"no current epoch sent", machine.FollowerFetch{Replica: 2, LeaderEpoch: machine.NoEpoch, FetchOffset: 110, LastFetchedEpoch: machine.NoEpoch},
+			machine.FetchAnswer{Replica: 2, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"fenced", machine.FollowerFetch{Replica: 2, LeaderEpoch: 4, FetchOffset: 110},
+			machine.FetchAnswer{Replica: 2, Err: replica.ErrFencedLeaderEpoch, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"unknown epoch", machine.FollowerFetch{Replica: 2, LeaderEpoch: 6, FetchOffset: 110},
+			machine.FetchAnswer{Replica: 2, Err: replica.ErrUnknownLeaderEpoch, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"not a replica", machine.FollowerFetch{Replica: 4, LeaderEpoch: 5, FetchOffset: 110},
+			machine.FetchAnswer{Replica: 4, Err: replica.ErrNotReplica, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"below log start", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 10, LastFetchedEpoch: 3},
+			machine.FetchAnswer{Replica: 2, Err: replica.ErrOffsetOutOfRange, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"past log end", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 121, LastFetchedEpoch: machine.NoEpoch},
+			machine.FetchAnswer{Replica: 2, Err: replica.ErrOffsetOutOfRange, HW: 50, LogStart: 20, LogEnd: 120}},
 		// With its last epoch sent, a follower past the leader's end has
 		// diverged: it holds records of epoch 5 the leader does not.
-		{"diverging: past log end in the latest epoch", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 121, LastFetchedEpoch: 5},
-			replica.FetchAnswer{Replica: 2, Diverging: &replica.EpochEnd{Epoch: 5, EndOffset: 120}, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"diverging: past log end in the latest epoch", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 121, LastFetchedEpoch: 5},
+			machine.FetchAnswer{Replica: 2, Diverging: &machine.EpochEnd{Epoch: 5, EndOffset: 120}, HW: 50, LogStart: 20, LogEnd: 120}},
 		// Epoch 3 ended at 100 here; the follower has more of it.
-		{"diverging: epoch ended earlier", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 105, LastFetchedEpoch: 3},
-			replica.FetchAnswer{Replica: 2, Diverging: &replica.EpochEnd{Epoch: 3, EndOffset: 100}, HW: 50, LogStart: 20, LogEnd: 120}},
-		{"epoch 3 up to its end", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 100, LastFetchedEpoch: 3},
-			replica.FetchAnswer{Replica: 2, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"diverging: epoch ended earlier", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 105, LastFetchedEpoch: 3},
+			machine.FetchAnswer{Replica: 2, Diverging: &machine.EpochEnd{Epoch: 3, EndOffset: 100}, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"epoch 3 up to its end", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 100, LastFetchedEpoch: 3},
+			machine.FetchAnswer{Replica: 2, HW: 50, LogStart: 20, LogEnd: 120}},
 		// Epoch 4 is not in the leader's log: the largest below is 3.
-		{"diverging: epoch unknown to the leader", replica.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 90, LastFetchedEpoch: 4},
-			replica.FetchAnswer{Replica: 2, Diverging: &replica.EpochEnd{Epoch: 3, EndOffset: 100}, HW: 50, LogStart: 20, LogEnd: 120}},
+		{"diverging: epoch unknown to the leader", machine.FollowerFetch{Replica: 2, LeaderEpoch: 5, FetchOffset: 90, LastFetchedEpoch: 4},
+			machine.FetchAnswer{Replica: 2, Diverging: &machine.EpochEnd{Epoch: 3, EndOffset: 100}, HW: 50, LogStart: 20, LogEnd: 120}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -410,7 +411,7 @@ func TestLeaderFetchAnswers(t *testing.T) {
 			}
 		})
 	}
-	l.step(replica.Metadata{Leader: 3, LeaderEpoch: 6, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{2, 3}})
+	l.step(machine.Metadata{Leader: 3, LeaderEpoch: 6, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{2, 3}})
 	require.ErrorIs(t, answerOf(t, l.fetch(2, 110)).Err, replica.ErrNotLeader)
 }
 
@@ -420,16 +421,16 @@ func TestLeaderNewLeaderWaitsForISRFetches(t *testing.T) {
 	l := newLeader(t, []int{1, 2, 3}, []int{1, 2, 3}, 1, 100, 60)
 	n, ok := l.m.FollowerLogEnd(2)
 	require.True(t, ok)
-	require.Equal(t, replica.NoOffset, n)
-	require.Empty(t, only[replica.SetHW](l.fetch(2, 100)))
-	require.Equal(t, []replica.SetHW{{HW: 90}}, only[replica.SetHW](l.fetch(3, 90)))
+	require.Equal(t, machine.NoOffset, n)
+	require.Empty(t, only[machine.SetHW](l.fetch(2, 100)))
+	require.Equal(t, []machine.SetHW{{HW: 90}}, only[machine.SetHW](l.fetch(3, 90)))
 	// A stale metadata event (older leader epoch) changes nothing.
-	require.Empty(t, l.step(replica.Metadata{Leader: 2, LeaderEpoch: 4, PartitionEpoch: 9, Replicas: []int{1, 2, 3}, ISR: []int{2}}))
+	require.Empty(t, l.step(machine.Metadata{Leader: 2, LeaderEpoch: 4, PartitionEpoch: 9, Replicas: []int{1, 2, 3}, ISR: []int{2}}))
 	require.True(t, l.m.Leading())
 	// Re-elected with a new epoch (no leader change): the epoch starts at
 	// the LEO and the HW stays.
-	acts := l.step(replica.Metadata{Leader: 1, LeaderEpoch: 6, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{1, 2, 3}})
-	require.Equal(t, []replica.StartEpoch{{Epoch: 6, StartOffset: 100}}, only[replica.StartEpoch](acts))
+	acts := l.step(machine.Metadata{Leader: 1, LeaderEpoch: 6, PartitionEpoch: 11, Replicas: []int{1, 2, 3}, ISR: []int{1, 2, 3}})
+	require.Equal(t, []machine.StartEpoch{{Epoch: 6, StartOffset: 100}}, only[machine.StartEpoch](acts))
 	require.Equal(t, int64(90), l.m.HW())
 }
 
@@ -440,15 +441,15 @@ func TestLeaderCaughtUpFollowerOutsideISRHoldsHW(t *testing.T) {
 	l := newLeader(t, []int{1, 2, 3}, []int{1}, 1, 0, 0)
 	l.append(10)
 	require.Equal(t, int64(10), l.m.HW())
-	require.Len(t, only[replica.ProposeISR](l.fetch(2, 10)), 1) // expansion of 2 in flight
-	require.Empty(t, only[replica.ProposeISR](l.fetch(3, 10)), "one AlterPartition at a time")
+	require.Len(t, only[machine.ProposeISR](l.fetch(2, 10)), 1) // expansion of 2 in flight
+	require.Empty(t, only[machine.ProposeISR](l.fetch(3, 10)), "one AlterPartition at a time")
 	l.append(20)
-	require.Empty(t, only[replica.SetHW](l.fetch(2, 15)), "follower 3, caught up, holds the HW at 10")
-	require.Empty(t, only[replica.SetHW](l.fetch(2, 20)))
+	require.Empty(t, only[machine.SetHW](l.fetch(2, 15)), "follower 3, caught up, holds the HW at 10")
+	require.Empty(t, only[machine.SetHW](l.fetch(2, 20)))
 	require.Equal(t, int64(10), l.m.HW())
 	// Once it is past the lag time without catching up, it no longer does.
 	l.at(lag + time.Second)
-	require.Equal(t, []replica.SetHW{{HW: 20}}, only[replica.SetHW](l.step(replica.Tick{})))
+	require.Equal(t, []machine.SetHW{{HW: 20}}, only[machine.SetHW](l.step(machine.Tick{})))
 }
 
 func TestLeaderErrorsAreSentinels(t *testing.T) {
@@ -463,16 +464,16 @@ func TestLeaderErrorsAreSentinels(t *testing.T) {
 // is eligible again.
 func TestLeaderIneligibleFollower(t *testing.T) {
 	l := newLeader(t, []int{1, 2, 3}, []int{1, 2}, 1, 0, 0)
-	md := replica.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 10, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1, Ineligible: []int{3}}
+	md := machine.Metadata{Leader: 1, LeaderEpoch: 5, PartitionEpoch: 10, Replicas: []int{1, 2, 3}, ISR: []int{1, 2}, MinInSyncReplicas: 1, Ineligible: []int{3}}
 	require.Empty(t, l.step(md), "known partition state: only eligibility is taken")
 	l.append(10)
 	l.fetch(2, 10)
-	require.Empty(t, only[replica.ProposeISR](l.fetch(3, 10)), "ineligible")
+	require.Empty(t, only[machine.ProposeISR](l.fetch(3, 10)), "ineligible")
 	l.append(20)
-	require.Equal(t, []replica.SetHW{{HW: 20}}, only[replica.SetHW](l.fetch(2, 20)), "follower 3, caught up but ineligible, does not hold the HW")
+	require.Equal(t, []machine.SetHW{{HW: 20}}, only[machine.SetHW](l.fetch(2, 20)), "follower 3, caught up but ineligible, does not hold the HW")
 	md.Ineligible = nil
 	l.step(md)
-	require.Equal(t, []replica.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[replica.ProposeISR](l.fetch(3, 20)))
+	require.Equal(t, []machine.ProposeISR{{ISR: []int{1, 2, 3}, LeaderEpoch: 5, PartitionEpoch: 10}}, only[machine.ProposeISR](l.fetch(3, 20)))
 }
 
 // Under a steady stream of appends a follower outside the ISR is always one
@@ -487,7 +488,7 @@ func TestLeaderFollowerJoinsUnderSteadyAppends(t *testing.T) {
 		l.append(end)
 		// The follower fetches what it got last time: the LEO of its
 		// previous fetch, never the current one.
-		if ps := only[replica.ProposeISR](l.fetch(2, end-5)); len(ps) > 0 {
+		if ps := only[machine.ProposeISR](l.fetch(2, end-5)); len(ps) > 0 {
 			require.Equal(t, []int{1, 2}, ps[0].ISR)
 			return
 		}

@@ -8,7 +8,8 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/replica"
-	"github.com/strata-log/strata/replica/replicatest"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/machine/machinetest"
 )
 
 // TestRandomFailover plays one partition on 3–5 brokers, each with both
@@ -58,7 +59,7 @@ type rec struct {
 
 type clog struct {
 	recs  []rec
-	cache replicatest.Epochs
+	cache machinetest.Epochs
 	hw    int64
 }
 
@@ -87,16 +88,16 @@ type cbroker struct {
 	alive  bool
 	life   int // incarnation, to drop answers meant for an earlier one
 	log    *clog
-	pm     *replica.PartitionMachine
-	fm     *replica.FollowerMachine
-	inbox  []replica.Metadata
-	req    replica.Action
+	pm     *machine.PartitionMachine
+	fm     *machine.FollowerMachine
+	inbox  []machine.Metadata
+	req    machine.Action
 	hwLead int64 // the HW since it became leader; -1 when not leading
 }
 
 type proposal struct {
 	from, life int
-	p          replica.ProposeISR
+	p          machine.ProposeISR
 }
 
 type cluster struct {
@@ -153,14 +154,14 @@ func (c *cluster) fatalf(format string, args ...any) {
 	c.t.Fatalf("step %d: "+format, append([]any{c.step}, args...)...)
 }
 
-func (c *cluster) metadata() replica.Metadata {
+func (c *cluster) metadata() machine.Metadata {
 	var inel []int
 	for _, id := range c.replicas {
 		if c.fenced[id] {
 			inel = append(inel, id)
 		}
 	}
-	return replica.Metadata{Leader: c.leader, LeaderEpoch: c.le, PartitionEpoch: c.pe, Replicas: c.replicas, ISR: slices.Clone(c.isr), MinInSyncReplicas: c.minISR, Ineligible: inel}
+	return machine.Metadata{Leader: c.leader, LeaderEpoch: c.le, PartitionEpoch: c.pe, Replicas: c.replicas, ISR: slices.Clone(c.isr), MinInSyncReplicas: c.minISR, Ineligible: inel}
 }
 
 // broadcast commits the controller's state: every running broker will
@@ -242,13 +243,13 @@ func (c *cluster) unfenceBroker(id int) {
 
 func (c *cluster) start(b *cbroker) {
 	b.alive, b.life, b.inbox, b.req, b.hwLead = true, b.life+1, nil, nil, -1
-	b.pm = replica.NewPartitionMachine(b.id, &b.log.cache, replica.PartitionConfig{})
-	b.fm = replica.NewFollowerMachine(&b.log.cache)
+	b.pm = machine.NewPartitionMachine(b.id, &b.log.cache, machine.PartitionConfig{})
+	b.fm = machine.NewFollowerMachine(&b.log.cache)
 	c.apply(b, c.metadata())
 }
 
 // apply has broker b take metadata md, as its driver does.
-func (c *cluster) apply(b *cbroker, md replica.Metadata) {
+func (c *cluster) apply(b *cbroker, md machine.Metadata) {
 	md.LogEnd, md.HW = b.log.end(), b.log.hw
 	was := b.pm.Leading()
 	c.leaderActs(b, b.pm.Step(c.now, md, nil))
@@ -270,7 +271,7 @@ func (c *cluster) apply(b *cbroker, md replica.Metadata) {
 			return
 		}
 		b.req = nil
-		c.followerActs(b, b.fm.Step(replica.BecomeFollower{
+		c.followerActs(b, b.fm.Step(machine.BecomeFollower{
 			Leader: md.Leader, LeaderEpoch: md.LeaderEpoch, TruncateOnFetch: c.r.IntN(3) > 0,
 			LogEnd: b.log.end(), LastEpoch: b.log.lastEpoch(), HW: b.log.hw,
 		}, nil), nil)
@@ -350,7 +351,7 @@ func (c *cluster) randomOp() {
 		}
 		for _, id := range c.replicas {
 			if b := c.brokers[id]; b.alive {
-				c.leaderActs(b, b.pm.Step(c.now, replica.Tick{}, nil))
+				c.leaderActs(b, b.pm.Step(c.now, machine.Tick{}, nil))
 			}
 		}
 	default:
@@ -375,27 +376,27 @@ func (c *cluster) produce(b *cbroker) {
 	}
 	at := b.log.end()
 	b.log.append(rs...)
-	c.leaderActs(b, b.pm.Step(c.now, replica.Appended{LogEnd: b.log.end()}, nil))
+	c.leaderActs(b, b.pm.Step(c.now, machine.Appended{LogEnd: b.log.end()}, nil))
 	if acksAll {
 		c.nextToken++
 		c.waiting[c.nextToken], c.waitAt[c.nextToken] = rs, at
-		c.leaderActs(b, b.pm.Step(c.now, replica.AwaitProduce{Token: c.nextToken, Required: b.log.end()}, nil))
+		c.leaderActs(b, b.pm.Step(c.now, machine.AwaitProduce{Token: c.nextToken, Required: b.log.end()}, nil))
 	}
 }
 
 func (c *cluster) deliver(b *cbroker) {
 	req := b.req
 	switch a := req.(type) {
-	case replica.Fetch:
+	case machine.Fetch:
 		ld := c.brokers[a.Leader]
 		if !ld.alive {
 			return // refused; retried later
 		}
 		b.req = nil
-		ans := c.leaderActs(ld, ld.pm.Step(c.now, replica.FollowerFetch{
+		ans := c.leaderActs(ld, ld.pm.Step(c.now, machine.FollowerFetch{
 			Replica: b.id, LeaderEpoch: a.LeaderEpoch, FetchOffset: a.Offset, LastFetchedEpoch: a.LastFetchedEpoch,
 		}, nil))
-		resp := replica.FetchResponse{LeaderEpoch: a.LeaderEpoch, Err: ans.Err, Diverging: ans.Diverging, HW: ans.HW, LogStart: ans.LogStart, LogEnd: ans.LogEnd}
+		resp := machine.FetchResponse{LeaderEpoch: a.LeaderEpoch, Err: ans.Err, Diverging: ans.Diverging, HW: ans.HW, LogStart: ans.LogStart, LogEnd: ans.LogEnd}
 		var rs []rec
 		if ans.Err == nil && ans.Diverging == nil {
 			rs = ld.log.recs[a.Offset:min(ld.log.end(), a.Offset+int64(1+c.r.IntN(8)))]
@@ -407,7 +408,7 @@ func (c *cluster) deliver(b *cbroker) {
 			return
 		}
 		c.followerActs(b, acts, slices.Clone(rs))
-	case replica.FetchEpochEnd:
+	case machine.FetchEpochEnd:
 		ld := c.brokers[a.Leader]
 		if !ld.alive {
 			return
@@ -417,23 +418,23 @@ func (c *cluster) deliver(b *cbroker) {
 		}
 		b.req = nil
 		e, end := ld.log.cache.EndOffsetFor(a.Epoch)
-		c.followerActs(b, b.fm.Step(replica.EpochEndResponse{LeaderEpoch: a.LeaderEpoch, End: replica.EpochEnd{Epoch: e, EndOffset: end}}, nil), nil)
+		c.followerActs(b, b.fm.Step(machine.EpochEndResponse{LeaderEpoch: a.LeaderEpoch, End: machine.EpochEnd{Epoch: e, EndOffset: end}}, nil), nil)
 	}
 }
 
-func (c *cluster) followerActs(b *cbroker, acts []replica.Action, rs []rec) {
+func (c *cluster) followerActs(b *cbroker, acts []machine.Action, rs []rec) {
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {
-		case replica.Truncate:
+		case machine.Truncate:
 			if a.To > b.log.end() {
 				c.fatalf("broker %d truncates to %d, its log ends at %d", b.id, a.To, b.log.end())
 			}
 			c.stats["truncate"]++
 			b.log.truncate(a.To)
-			acts = append(acts, b.fm.Step(replica.Truncated{LogEnd: b.log.end(), LastEpoch: b.log.lastEpoch()}, nil)...)
-		case replica.AppendRecords:
+			acts = append(acts, b.fm.Step(machine.Truncated{LogEnd: b.log.end(), LastEpoch: b.log.lastEpoch()}, nil)...)
+		case machine.AppendRecords:
 			leader, _, _ := b.fm.Following()
 			ld := c.brokers[leader]
 			at := b.log.end()
@@ -451,16 +452,16 @@ func (c *cluster) followerActs(b *cbroker, acts []replica.Action, rs []rec) {
 				}
 			}
 			b.log.append(rs...)
-			acts = append(acts, b.fm.Step(replica.FollowerAppended{LogEnd: b.log.end(), LastEpoch: b.log.lastEpoch()}, nil)...)
-		case replica.SetFollowerHW:
+			acts = append(acts, b.fm.Step(machine.FollowerAppended{LogEnd: b.log.end(), LastEpoch: b.log.lastEpoch()}, nil)...)
+		case machine.SetFollowerHW:
 			if a.HW > b.log.end() {
 				c.fatalf("broker %d HW %d past its end %d", b.id, a.HW, b.log.end())
 			}
 			b.log.hw = a.HW
-		case replica.SetLogStart:
-		case replica.Fetch, replica.FetchEpochEnd:
+		case machine.SetLogStart:
+		case machine.Fetch, machine.FetchEpochEnd:
 			b.req = a
-		case replica.TruncateFully:
+		case machine.TruncateFully:
 			c.fatalf("broker %d: TruncateFully without retention", b.id)
 		default:
 			c.fatalf("broker %d: unexpected follower action %#v", b.id, a)
@@ -468,11 +469,11 @@ func (c *cluster) followerActs(b *cbroker, acts []replica.Action, rs []rec) {
 	}
 }
 
-func (c *cluster) leaderActs(b *cbroker, acts []replica.Action) replica.FetchAnswer {
-	var ans replica.FetchAnswer
+func (c *cluster) leaderActs(b *cbroker, acts []machine.Action) machine.FetchAnswer {
+	var ans machine.FetchAnswer
 	for _, a := range acts {
 		switch a := a.(type) {
-		case replica.SetHW:
+		case machine.SetHW:
 			if b.hwLead >= 0 && a.HW <= b.hwLead {
 				c.fatalf("leader %d HW %d after %d", b.id, a.HW, b.hwLead)
 			}
@@ -481,11 +482,11 @@ func (c *cluster) leaderActs(b *cbroker, acts []replica.Action) replica.FetchAns
 			if !c.unclean {
 				c.commit(b, a.HW)
 			}
-		case replica.StartEpoch:
+		case machine.StartEpoch:
 			b.log.cache.Assign(a.Epoch, a.StartOffset)
-		case replica.ProposeISR:
+		case machine.ProposeISR:
 			c.alters = append(c.alters, proposal{from: b.id, life: b.life, p: a})
-		case replica.CompleteProduce:
+		case machine.CompleteProduce:
 			rs, ok := c.waiting[a.Token]
 			if !ok {
 				c.fatalf("completed unknown produce %d", a.Token)
@@ -498,7 +499,7 @@ func (c *cluster) leaderActs(b *cbroker, acts []replica.Action) replica.FetchAns
 					c.acked[at+int64(i)] = x
 				}
 			}
-		case replica.FetchAnswer:
+		case machine.FetchAnswer:
 			ans = a
 		default:
 			c.fatalf("broker %d: unexpected leader action %#v", b.id, a)
@@ -516,20 +517,20 @@ func (c *cluster) answerAlter() {
 	pr := c.alters[0]
 	c.alters = c.alters[1:]
 	b := c.brokers[pr.from]
-	reply := func(ans replica.AlterPartitionAnswer) {
+	reply := func(ans machine.AlterPartitionAnswer) {
 		if b.alive && b.life == pr.life {
 			c.leaderActs(b, b.pm.Step(c.now, ans, nil))
 		}
 	}
-	ans := replica.AlterPartitionAnswer{LeaderEpoch: pr.p.LeaderEpoch, BasedOn: pr.p.PartitionEpoch}
+	ans := machine.AlterPartitionAnswer{LeaderEpoch: pr.p.LeaderEpoch, BasedOn: pr.p.PartitionEpoch}
 	if pr.from != c.leader || pr.p.LeaderEpoch != c.le || pr.p.PartitionEpoch != c.pe {
-		ans.Result = replica.AlterStale
+		ans.Result = machine.AlterStale
 		reply(ans)
 		return
 	}
 	for _, id := range pr.p.ISR {
 		if c.fenced[id] {
-			ans.Result = replica.AlterRejected
+			ans.Result = machine.AlterRejected
 			reply(ans)
 			return
 		}
@@ -544,7 +545,7 @@ func (c *cluster) answerAlter() {
 	if c.r.IntN(6) == 0 {
 		return // the answer is lost; the metadata tells
 	}
-	ans.Result, ans.ISR, ans.PartitionEpoch = replica.AlterAccepted, slices.Clone(c.isr), c.pe
+	ans.Result, ans.ISR, ans.PartitionEpoch = machine.AlterAccepted, slices.Clone(c.isr), c.pe
 	reply(ans)
 }
 
@@ -602,7 +603,7 @@ func (c *cluster) settle() {
 			}
 		}
 		for _, id := range c.replicas {
-			c.leaderActs(c.brokers[id], c.brokers[id].pm.Step(c.now, replica.Tick{}, nil))
+			c.leaderActs(c.brokers[id], c.brokers[id].pm.Step(c.now, machine.Tick{}, nil))
 		}
 		c.check()
 		if c.leader == -1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/replica/internal/machine"
 )
 
 // TestRandomReplication plays a leader's PartitionMachine and 2–4 followers'
@@ -63,9 +64,9 @@ type fnode struct {
 	id     int
 	log    *testLog
 	hw     int64
-	m      *replica.FollowerMachine
+	m      *machine.FollowerMachine
 	alive  bool
-	req    replica.Action // the Fetch or FetchEpochEnd outstanding
+	req    machine.Action // the Fetch or FetchEpochEnd outstanding
 	kip320 bool
 }
 
@@ -76,7 +77,7 @@ type harness struct {
 	now  time.Time
 
 	leader     *testLog
-	m          *replica.PartitionMachine
+	m          *machine.PartitionMachine
 	hw         int64 // from SetHW
 	epochStart int64
 	minISR     int
@@ -87,8 +88,8 @@ type harness struct {
 	ctrlISR []int
 	ctrlPE  int32
 	// proposals sent and not answered, and metadata not delivered yet
-	proposals []replica.ProposeISR
-	metadata  []replica.Metadata
+	proposals []machine.ProposeISR
+	metadata  []machine.Metadata
 
 	stats map[string]int
 
@@ -132,9 +133,9 @@ func newHarness(t *testing.T, r *rand.Rand) *harness {
 		h.followers[id] = f
 	}
 	h.ctrlPE = 10
-	h.m = replica.NewPartitionMachine(leaderID, &h.leader.cache, replica.PartitionConfig{})
+	h.m = machine.NewPartitionMachine(leaderID, &h.leader.cache, machine.PartitionConfig{})
 	h.hw = hw0
-	acts := h.m.Step(h.now, replica.Metadata{
+	acts := h.m.Step(h.now, machine.Metadata{
 		Leader: leaderID, LeaderEpoch: 5, PartitionEpoch: h.ctrlPE, Replicas: h.replicas, ISR: h.ctrlISR,
 		MinInSyncReplicas: h.minISR, LogEnd: h.leader.end(), HW: hw0,
 	}, nil)
@@ -188,11 +189,11 @@ func (h *harness) randomOp() {
 		if r.IntN(10) == 0 {
 			h.now = h.now.Add(replica.DefaultReplicaLagTime / 2)
 		}
-		h.leaderActs(h.m.Step(h.now, replica.Tick{}, nil))
+		h.leaderActs(h.m.Step(h.now, machine.Tick{}, nil))
 	case x < 93:
 		for tok := range h.waiting {
 			delete(h.waiting, tok)
-			h.leaderActs(h.m.Step(h.now, replica.CancelProduce{Token: tok}, nil))
+			h.leaderActs(h.m.Step(h.now, machine.CancelProduce{Token: tok}, nil))
 			break
 		}
 	default:
@@ -233,19 +234,19 @@ func (h *harness) produce() {
 		}
 	}
 	h.leader.append(5, 1+int64(h.r.IntN(4)))
-	h.leaderActs(h.m.Step(h.now, replica.Appended{LogEnd: h.leader.end()}, nil))
+	h.leaderActs(h.m.Step(h.now, machine.Appended{LogEnd: h.leader.end()}, nil))
 	if acksAll {
 		h.nextToken++
 		h.waiting[h.nextToken] = h.leader.end()
-		h.leaderActs(h.m.Step(h.now, replica.AwaitProduce{Token: h.nextToken, Required: h.leader.end()}, nil))
+		h.leaderActs(h.m.Step(h.now, machine.AwaitProduce{Token: h.nextToken, Required: h.leader.end()}, nil))
 	}
 }
 
 func (h *harness) restart(f *fnode) {
 	f.alive, f.req = true, nil
 	f.kip320 = h.r.IntN(3) > 0
-	f.m = replica.NewFollowerMachine(&f.log.cache)
-	h.followerActs(f, f.m.Step(replica.BecomeFollower{
+	f.m = machine.NewFollowerMachine(&f.log.cache)
+	h.followerActs(f, f.m.Step(machine.BecomeFollower{
 		Leader: leaderID, LeaderEpoch: 5, TruncateOnFetch: f.kip320,
 		LogEnd: f.log.end(), LastEpoch: f.log.lastEpoch(), HW: f.hw,
 	}, nil), nil)
@@ -256,14 +257,14 @@ func (h *harness) deliver(f *fnode) {
 	req := f.req
 	f.req = nil
 	switch a := req.(type) {
-	case replica.Fetch:
-		ans := h.leaderActs(h.m.Step(h.now, replica.FollowerFetch{
+	case machine.Fetch:
+		ans := h.leaderActs(h.m.Step(h.now, machine.FollowerFetch{
 			Replica: f.id, LeaderEpoch: a.LeaderEpoch, FetchOffset: a.Offset, LastFetchedEpoch: a.LastFetchedEpoch,
 		}, nil))
 		if ans == nil {
 			h.fatalf("no fetch answer")
 		}
-		resp := replica.FetchResponse{LeaderEpoch: a.LeaderEpoch, Err: ans.Err, Diverging: ans.Diverging, HW: ans.HW, LogStart: ans.LogStart, LogEnd: ans.LogEnd}
+		resp := machine.FetchResponse{LeaderEpoch: a.LeaderEpoch, Err: ans.Err, Diverging: ans.Diverging, HW: ans.HW, LogStart: ans.LogStart, LogEnd: ans.LogEnd}
 		var recs []int32
 		if ans.Err == nil && ans.Diverging == nil {
 			end := min(h.leader.end(), a.Offset+int64(1+h.r.IntN(8)))
@@ -276,20 +277,20 @@ func (h *harness) deliver(f *fnode) {
 			return
 		}
 		h.followerActs(f, acts, recs)
-	case replica.FetchEpochEnd:
+	case machine.FetchEpochEnd:
 		e, end := h.leader.cache.EndOffsetFor(a.Epoch)
-		h.followerActs(f, f.m.Step(replica.EpochEndResponse{LeaderEpoch: a.LeaderEpoch, End: replica.EpochEnd{Epoch: e, EndOffset: end}}, nil), nil)
+		h.followerActs(f, f.m.Step(machine.EpochEndResponse{LeaderEpoch: a.LeaderEpoch, End: machine.EpochEnd{Epoch: e, EndOffset: end}}, nil), nil)
 	default:
 		h.fatalf("follower %d: outstanding %#v", f.id, req)
 	}
 }
 
-func (h *harness) followerActs(f *fnode, acts []replica.Action, recs []int32) {
+func (h *harness) followerActs(f *fnode, acts []machine.Action, recs []int32) {
 	for len(acts) > 0 {
 		a := acts[0]
 		acts = acts[1:]
 		switch a := a.(type) {
-		case replica.Truncate:
+		case machine.Truncate:
 			if a.To > f.log.end() {
 				h.fatalf("follower %d truncates to %d, its log ends at %d", f.id, a.To, f.log.end())
 			}
@@ -299,8 +300,8 @@ func (h *harness) followerActs(f *fnode, acts []replica.Action, recs []int32) {
 			h.stats["truncate"]++
 			f.log.truncate(a.To)
 			f.hw = min(f.hw, a.To)
-			acts = append(acts, f.m.Step(replica.Truncated{LogEnd: f.log.end(), LastEpoch: f.log.lastEpoch()}, nil)...)
-		case replica.AppendRecords:
+			acts = append(acts, f.m.Step(machine.Truncated{LogEnd: f.log.end(), LastEpoch: f.log.lastEpoch()}, nil)...)
+		case machine.AppendRecords:
 			start := f.log.end()
 			for _, e := range recs {
 				f.log.append(e, 1)
@@ -308,14 +309,14 @@ func (h *harness) followerActs(f *fnode, acts []replica.Action, recs []int32) {
 			if !slices.Equal(f.log.epochs[:f.log.end()], h.leader.epochs[:f.log.end()]) {
 				h.fatalf("follower %d appended at %d and diverges from the leader", f.id, start)
 			}
-			acts = append(acts, f.m.Step(replica.FollowerAppended{LogEnd: f.log.end(), LastEpoch: f.log.lastEpoch()}, nil)...)
-		case replica.SetFollowerHW:
+			acts = append(acts, f.m.Step(machine.FollowerAppended{LogEnd: f.log.end(), LastEpoch: f.log.lastEpoch()}, nil)...)
+		case machine.SetFollowerHW:
 			if a.HW > f.log.end() || a.HW > h.hw {
 				h.fatalf("follower %d HW %d: log end %d, leader HW %d", f.id, a.HW, f.log.end(), h.hw)
 			}
 			f.hw = a.HW
-		case replica.SetLogStart:
-		case replica.Fetch, replica.FetchEpochEnd:
+		case machine.SetLogStart:
+		case machine.Fetch, machine.FetchEpochEnd:
 			if f.req != nil || len(acts) > 0 {
 				h.fatalf("follower %d: two requests out", f.id)
 			}
@@ -326,11 +327,11 @@ func (h *harness) followerActs(f *fnode, acts []replica.Action, recs []int32) {
 	}
 }
 
-func (h *harness) leaderActs(acts []replica.Action) *replica.FetchAnswer {
-	var ans *replica.FetchAnswer
+func (h *harness) leaderActs(acts []machine.Action) *machine.FetchAnswer {
+	var ans *machine.FetchAnswer
 	for _, a := range acts {
 		switch a := a.(type) {
-		case replica.SetHW:
+		case machine.SetHW:
 			if a.HW <= h.hw || a.HW > h.leader.end() {
 				h.fatalf("HW %d after %d, leader LEO %d", a.HW, h.hw, h.leader.end())
 			}
@@ -338,12 +339,12 @@ func (h *harness) leaderActs(acts []replica.Action) *replica.FetchAnswer {
 				h.fatalf("HW moved to %d with ISR %v under min %d", a.HW, h.m.ISR(), h.minISR)
 			}
 			h.hw = a.HW
-		case replica.StartEpoch:
+		case machine.StartEpoch:
 			if a.Epoch != 5 || a.StartOffset != h.leader.end() {
 				h.fatalf("StartEpoch %+v", a)
 			}
 			h.leader.cache.Assign(a.Epoch, a.StartOffset)
-		case replica.ProposeISR:
+		case machine.ProposeISR:
 			h.checkProposal(a)
 			if len(a.ISR) > len(h.m.ISR()) {
 				h.stats["expand"]++
@@ -351,7 +352,7 @@ func (h *harness) leaderActs(acts []replica.Action) *replica.FetchAnswer {
 				h.stats["shrink"]++
 			}
 			h.proposals = append(h.proposals, a)
-		case replica.CompleteProduce:
+		case machine.CompleteProduce:
 			req, ok := h.waiting[a.Token]
 			if !ok {
 				h.fatalf("completed unknown produce %d", a.Token)
@@ -364,7 +365,7 @@ func (h *harness) leaderActs(acts []replica.Action) *replica.FetchAnswer {
 				h.acked = append(h.acked, req)
 			}
 			h.stats[fmt.Sprint("produce ", a.Err)]++
-		case replica.FetchAnswer:
+		case machine.FetchAnswer:
 			ans = &a
 		default:
 			h.fatalf("leader: unexpected action %#v", a)
@@ -373,7 +374,7 @@ func (h *harness) leaderActs(acts []replica.Action) *replica.FetchAnswer {
 	return ans
 }
 
-func (h *harness) checkProposal(p replica.ProposeISR) {
+func (h *harness) checkProposal(p machine.ProposeISR) {
 	if !slices.Contains(p.ISR, leaderID) {
 		h.fatalf("proposed ISR %v without the leader", p.ISR)
 	}
@@ -402,18 +403,18 @@ func (h *harness) answerProposal() {
 	}
 	p := h.proposals[0]
 	h.proposals = h.proposals[1:]
-	ans := replica.AlterPartitionAnswer{LeaderEpoch: p.LeaderEpoch, BasedOn: p.PartitionEpoch}
+	ans := machine.AlterPartitionAnswer{LeaderEpoch: p.LeaderEpoch, BasedOn: p.PartitionEpoch}
 	if p.PartitionEpoch != h.ctrlPE {
-		ans.Result = replica.AlterStale
+		ans.Result = machine.AlterStale
 		h.leaderActs(h.m.Step(h.now, ans, nil))
 		return
 	}
 	switch x := h.r.IntN(100); {
 	case x < 70:
 		h.ctrlApply(p.ISR)
-		ans.Result, ans.ISR, ans.PartitionEpoch = replica.AlterAccepted, slices.Clone(h.ctrlISR), h.ctrlPE
+		ans.Result, ans.ISR, ans.PartitionEpoch = machine.AlterAccepted, slices.Clone(h.ctrlISR), h.ctrlPE
 	case x < 85:
-		ans.Result = replica.AlterRejected
+		ans.Result = machine.AlterRejected
 	default:
 		// Applied, but the answer is lost: the metadata tells.
 		h.ctrlApply(p.ISR)
@@ -433,8 +434,8 @@ func (h *harness) ctrlApply(isr []int) {
 	h.metadata = append(h.metadata, h.ctrlMetadata())
 }
 
-func (h *harness) ctrlMetadata() replica.Metadata {
-	return replica.Metadata{
+func (h *harness) ctrlMetadata() machine.Metadata {
+	return machine.Metadata{
 		Leader: leaderID, LeaderEpoch: 5, PartitionEpoch: h.ctrlPE, Replicas: h.replicas,
 		ISR: slices.Clone(h.ctrlISR), MinInSyncReplicas: h.minISR,
 	}
@@ -513,11 +514,11 @@ func (h *harness) settle() {
 		for len(h.proposals) > 0 {
 			p := h.proposals[0]
 			h.proposals = h.proposals[1:]
-			ans := replica.AlterPartitionAnswer{LeaderEpoch: p.LeaderEpoch, BasedOn: p.PartitionEpoch, Result: replica.AlterStale}
+			ans := machine.AlterPartitionAnswer{LeaderEpoch: p.LeaderEpoch, BasedOn: p.PartitionEpoch, Result: machine.AlterStale}
 			if p.PartitionEpoch == h.ctrlPE {
 				h.ctrlApply(p.ISR)
 				h.metadata = h.metadata[:len(h.metadata)-1]
-				ans.Result, ans.ISR, ans.PartitionEpoch = replica.AlterAccepted, slices.Clone(h.ctrlISR), h.ctrlPE
+				ans.Result, ans.ISR, ans.PartitionEpoch = machine.AlterAccepted, slices.Clone(h.ctrlISR), h.ctrlPE
 			}
 			h.leaderActs(h.m.Step(h.now, ans, nil))
 		}
@@ -526,7 +527,7 @@ func (h *harness) settle() {
 				h.deliver(f)
 			}
 		}
-		h.leaderActs(h.m.Step(h.now, replica.Tick{}, nil))
+		h.leaderActs(h.m.Step(h.now, machine.Tick{}, nil))
 		h.check()
 		if slices.Equal(h.m.ISR(), h.replicas) && slices.Equal(h.ctrlISR, h.replicas) && h.hw == h.leader.end() && h.allEqual() {
 			h.t.Logf("settled at HW %d: %v", h.hw, h.stats)

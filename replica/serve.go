@@ -8,6 +8,8 @@ import (
 
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
+	"github.com/strata-log/strata/replica/internal/transport"
 )
 
 // This file is the leader's side: what a member answers, as the leader of
@@ -17,9 +19,9 @@ import (
 // machine takes the fetch (the follower's LEO, caught-up time, ISR
 // expansion, the HW) and says what to answer; with nothing new anywhere
 // the fetch waits up to MaxWait for an append or a HW move.
-func (b *Broker) serveReplicaFetch(ctx context.Context, req ReplicaFetchRequest) (ReplicaFetchResponse, error) {
+func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFetchRequest) (transport.ReplicaFetchResponse, error) {
 	now := b.cfg.Clock.Now()
-	resp := ReplicaFetchResponse{Partitions: make([]ReplicaFetchedPartition, len(req.Partitions))}
+	resp := transport.ReplicaFetchResponse{Partitions: make([]transport.ReplicaFetchedPartition, len(req.Partitions))}
 	ready := make([]*partState, len(req.Partitions))
 	anyNew, anyErr := false, false
 	for i, fp := range req.Partitions {
@@ -31,7 +33,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req ReplicaFetchRequest)
 			continue
 		}
 		ps.mu.Lock()
-		ans := b.runLeader(ps, ps.pm.Step(now, FollowerFetch{
+		ans := b.runLeader(ps, ps.pm.Step(now, machine.FollowerFetch{
 			Replica: req.ReplicaID, LeaderEpoch: fp.CurrentLeaderEpoch, FetchOffset: fp.FetchOffset,
 			LastFetchedEpoch: fp.LastFetchedEpoch, LogStart: fp.LogStartOffset,
 		}, nil))
@@ -88,23 +90,23 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req ReplicaFetchRequest)
 }
 
 // serveEpochEnd answers OffsetForLeaderEpoch from the leader's cache.
-func (b *Broker) serveEpochEnd(req EpochEndRequest) EpochEndAnswer {
+func (b *Broker) serveEpochEnd(req transport.EpochEndRequest) transport.EpochEndAnswer {
 	ps := b.part(req.TopicPartition)
 	if ps == nil {
-		return EpochEndAnswer{Err: ErrNotLeader}
+		return transport.EpochEndAnswer{Err: ErrNotLeader}
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	switch {
 	case !ps.pm.Leading():
-		return EpochEndAnswer{Err: ErrNotLeader}
-	case req.CurrentLeaderEpoch != NoEpoch && req.CurrentLeaderEpoch < ps.pm.LeaderEpoch():
-		return EpochEndAnswer{Err: ErrFencedLeaderEpoch}
+		return transport.EpochEndAnswer{Err: ErrNotLeader}
+	case req.CurrentLeaderEpoch != machine.NoEpoch && req.CurrentLeaderEpoch < ps.pm.LeaderEpoch():
+		return transport.EpochEndAnswer{Err: ErrFencedLeaderEpoch}
 	case req.CurrentLeaderEpoch > ps.pm.LeaderEpoch():
-		return EpochEndAnswer{Err: ErrUnknownLeaderEpoch}
+		return transport.EpochEndAnswer{Err: ErrUnknownLeaderEpoch}
 	}
 	e, end := ps.p.EndOffsetForEpoch(req.Epoch)
-	return EpochEndAnswer{End: EpochEnd{Epoch: e, EndOffset: end}}
+	return transport.EpochEndAnswer{End: machine.EpochEnd{Epoch: e, EndOffset: end}}
 }
 
 // produceLocal appends a batch as the partition's leader. With AcksAll it
@@ -134,7 +136,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		return log.ProduceResult{}, err
 	}
 	now := b.cfg.Clock.Now()
-	b.runLeader(ps, ps.pm.Step(now, Appended{LogEnd: ps.p.EndOffset()}, nil))
+	b.runLeader(ps, ps.pm.Step(now, machine.Appended{LogEnd: ps.p.EndOffset()}, nil))
 	res := log.ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: ps.p.StartOffset()}
 	if acks != log.AcksAll {
 		ps.mu.Unlock()
@@ -143,7 +145,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 	tok := b.tokens.Add(1)
 	ch := make(chan error, 1)
 	ps.waiters[tok] = ch
-	b.runLeader(ps, ps.pm.Step(now, AwaitProduce{Token: tok, Required: next}, nil))
+	b.runLeader(ps, ps.pm.Step(now, machine.AwaitProduce{Token: tok, Required: next}, nil))
 	ps.mu.Unlock()
 	if b.cfg.Metrics != nil {
 		b.delayedProduce(1)
@@ -170,7 +172,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 	ps.mu.Lock()
 	if _, ok := ps.waiters[tok]; ok {
 		delete(ps.waiters, tok)
-		ps.pm.Step(now, CancelProduce{Token: tok}, nil)
+		ps.pm.Step(now, machine.CancelProduce{Token: tok}, nil)
 		ps.mu.Unlock()
 		return log.ProduceResult{}, fmt.Errorf("replica: produce to %s-%d at %d not replicated: %w", tp.Topic, tp.Partition, base, werr)
 	}

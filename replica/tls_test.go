@@ -19,6 +19,7 @@ import (
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/replica/replicatest"
 	"github.com/strata-log/strata/testnet"
 )
 
@@ -39,7 +40,7 @@ func startClusterWith(t testing.TB, n int, transport string, tweak func(*replica
 // end of the test) without starting any.
 func newMemberCluster(t testing.TB, n int, transport string) *memberCluster {
 	t.Helper()
-	c := &memberCluster{t: t, net: testnet.New(), local: replica.NewLocalNetwork(), kafka: transport == "kafka"}
+	c := &memberCluster{t: t, net: testnet.New(), local: replicatest.NewLocalNetwork(), kafka: transport == "kafka"}
 	t.Cleanup(func() { c.net.Close() })
 	for i := 1; i <= n; i++ {
 		raft, err := c.net.Node(node(i)).Reserve()

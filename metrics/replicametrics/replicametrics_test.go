@@ -18,6 +18,7 @@ import (
 	"github.com/strata-log/strata/metrics"
 	"github.com/strata-log/strata/metrics/replicametrics"
 	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/replica/replicatest"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/testnet"
 )
@@ -51,7 +52,7 @@ func (h isrHooks) ISRChanged(topic string, partition, size int, shrink bool) {
 // replication over a LocalNetwork (whose data links can be cut alone).
 type cluster struct {
 	t       *testing.T
-	local   *replica.LocalNetwork
+	local   *replicatest.LocalNetwork
 	members []*replica.Broker
 	hooks   []isrHooks
 }
@@ -59,7 +60,7 @@ type cluster struct {
 func startCluster(t *testing.T) *cluster {
 	net := testnet.New()
 	t.Cleanup(func() { net.Close() })
-	c := &cluster{t: t, local: replica.NewLocalNetwork()}
+	c := &cluster{t: t, local: replicatest.NewLocalNetwork()}
 	var peers []replica.Peer
 	for id := 1; id <= 3; id++ {
 		addr, err := net.Node(fmt.Sprint("member-", id)).Reserve()

@@ -1,10 +1,11 @@
-package replica
+package transport
 
 import (
 	"context"
 	"errors"
 
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica/internal/machine"
 )
 
 // Transport is how a member reaches the others: a follower's fetches and
@@ -62,7 +63,7 @@ type ReplicaFetchResponse struct {
 type ReplicaFetchedPartition struct {
 	log.TopicPartition
 	Err            error // ErrNotLeader, ErrFencedLeaderEpoch, ErrUnknownLeaderEpoch, ErrOffsetOutOfRange, ...
-	Diverging      *EpochEnd
+	Diverging      *machine.EpochEnd
 	HighWatermark  int64
 	LogStartOffset int64
 	LogEndOffset   int64
@@ -86,5 +87,5 @@ type EpochEndRequest struct {
 // EpochEndAnswer answers an EpochEndRequest.
 type EpochEndAnswer struct {
 	Err error
-	End EpochEnd
+	End machine.EpochEnd
 }

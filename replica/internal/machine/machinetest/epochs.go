@@ -1,14 +1,14 @@
-// Package replicatest holds test fixtures for package replica: an in-memory
+// Package machinetest holds test fixtures for package machine: an in-memory
 // leader-epoch cache that answers as Kafka's LeaderEpochFileCache does.
-package replicatest
+package machinetest
 
-import "github.com/strata-log/strata/replica"
+import "github.com/strata-log/strata/replica/internal/machine"
 
 // Epochs is an in-memory leader-epoch cache of a log: (epoch, start offset)
 // pairs, both increasing, and the log end offset. Its zero value is an empty
-// log with no epochs. It implements replica.EpochCache.
+// log with no epochs. It implements machine.EpochCache.
 type Epochs struct {
-	Entries []replica.EpochEnd // EndOffset holds the epoch's start offset
+	Entries []machine.EpochEnd // EndOffset holds the epoch's start offset
 	End     int64              // the log end offset
 }
 
@@ -26,7 +26,7 @@ func (c *Epochs) Assign(epoch int32, start int64) {
 			keep = append(keep, e)
 		}
 	}
-	c.Entries = append(keep, replica.EpochEnd{Epoch: epoch, EndOffset: start})
+	c.Entries = append(keep, machine.EpochEnd{Epoch: epoch, EndOffset: start})
 }
 
 // TruncateTo drops every record at or above end: epochs that start there or
@@ -47,21 +47,21 @@ func (c *Epochs) TruncateTo(end int64) {
 // Latest returns the latest epoch, NoEpoch if none.
 func (c *Epochs) Latest() int32 {
 	if len(c.Entries) == 0 {
-		return replica.NoEpoch
+		return machine.NoEpoch
 	}
 	return c.Entries[len(c.Entries)-1].Epoch
 }
 
-// EndOffsetFor implements replica.EpochCache.
+// EndOffsetFor implements machine.EpochCache.
 func (c *Epochs) EndOffsetFor(epoch int32) (int32, int64) {
 	n := len(c.Entries)
 	switch {
-	case epoch == replica.NoEpoch || n == 0:
-		return replica.NoEpoch, replica.NoOffset
+	case epoch == machine.NoEpoch || n == 0:
+		return machine.NoEpoch, machine.NoOffset
 	case c.Entries[n-1].Epoch == epoch:
 		return epoch, c.End
 	case c.Entries[n-1].Epoch < epoch:
-		return replica.NoEpoch, replica.NoOffset
+		return machine.NoEpoch, machine.NoOffset
 	case epoch < c.Entries[0].Epoch:
 		return epoch, c.Entries[0].EndOffset
 	}
