@@ -183,12 +183,14 @@ func (s *Segment) ReadInto(buf []byte, offset int64) ([]byte, error) {
 	if err != nil {
 		return buf[:0], err
 	}
-	pos, h, err := s.locate(f, offset)
+	end := s.size.Load()
+	sp, _, _, err := s.locate(f, offset, end)
 	if err != nil {
 		return buf[:0], err
 	}
-	n := min(s.size.Load()-pos, int64(cap(buf)))
-	n = max(n, int64(h.Size()))
+	pos := sp.pos
+	n := min(end-pos, int64(cap(buf)))
+	n = max(n, sp.size)
 	if int64(cap(buf)) < n {
 		buf = make([]byte, n)
 	}

@@ -37,7 +37,12 @@
 // last entry, the next batch gets an offset-index entry (its last offset, its
 // position) and a time-index entry (the largest timestamp so far and the
 // offset that carries it), as Kafka does. A lookup is a binary search in the
-// index and then a short walk of batch headers in the .log.
+// index and then a short walk of batch headers in the .log, read 4 KiB at a
+// time. At the end of the active segment, where consumers that keep up
+// read, there is no walk: the segment remembers the positions, offsets and
+// sizes of its last 128 batches as it appends them, and finds a batch there
+// without reading the file. A truncation or a recovery forgets them, and
+// sealing drops them.
 //
 // # Open files
 //

@@ -50,27 +50,53 @@ func (s *Segment) Locate(offset int64) (int64, batch.Header, error) {
 	if err != nil {
 		return 0, batch.Header{}, err
 	}
-	return s.locate(f, offset)
-}
-
-func (s *Segment) locate(f *files, offset int64) (int64, batch.Header, error) {
-	oi, err := s.offsetIndex(f)
+	end := s.size.Load()
+	sp, _, _, err := s.locate(f, offset, end)
 	if err != nil {
 		return 0, batch.Header{}, err
 	}
-	end := s.size.Load()
+	h, err := s.header(f, sp.pos, end)
+	if err != nil {
+		return 0, batch.Header{}, err
+	}
+	return sp.pos, h, nil
+}
+
+// locate finds the batch that holds offset, or the first after it, below
+// end (the published size, loaded by the caller); io.EOF if none ends at or
+// after offset. At the end of the active segment it finds it among the
+// batches the appender remembers (recent), reading nothing: r is then that
+// ring and k the batch's number in it. Elsewhere it reads the batch headers
+// from the offset-index entry on (headerReader: a read per 4 KiB of small
+// batches, not one per header).
+func (s *Segment) locate(f *files, offset, end int64) (sp span, r *recent, k uint64, err error) {
+	if r = s.recent.Load(); r != nil {
+		sp, k, eof, ok := r.find(offset, end)
+		switch {
+		case ok && eof:
+			return span{}, nil, 0, io.EOF
+		case ok:
+			return sp, r, k, nil
+		}
+	}
+	oi, err := s.offsetIndex(f)
+	if err != nil {
+		return span{}, nil, 0, err
+	}
+	hr := s.newHeaderReader(f, end)
+	defer hr.close()
 	pos := oi.Lookup(offset).Position
 	for pos < end {
-		h, err := s.header(f, pos, end)
+		h, err := hr.header(pos)
 		if err != nil {
-			return 0, batch.Header{}, err
+			return span{}, nil, 0, err
 		}
 		if h.LastOffset() >= offset {
-			return pos, h, nil
+			return spanOf(pos, h), nil, 0, nil
 		}
 		pos += int64(h.Size())
 	}
-	return 0, batch.Header{}, io.EOF
+	return span{}, nil, 0, io.EOF
 }
 
 // NoBound is a maxOffset that bounds nothing: Read and Range to the end of
@@ -90,24 +116,24 @@ func (s *Segment) Read(offset int64, maxBytes int, maxOffset int64, atLeastOne b
 	if err != nil {
 		return nil, 0, err
 	}
-	pos, h, err := s.locate(f, offset)
+	end := s.size.Load()
+	sp, _, _, err := s.locate(f, offset, end)
 	if err != nil {
 		return nil, 0, err
 	}
-	if h.BaseOffset >= maxOffset || (!atLeastOne && h.Size() > maxBytes) {
+	if sp.base >= maxOffset || (!atLeastOne && sp.size > int64(maxBytes)) {
 		return nil, offset, nil
 	}
-	end := s.size.Load()
-	n := end - pos
+	n := end - sp.pos
 	if n > int64(maxBytes) {
 		n = int64(maxBytes)
 	}
-	if n < int64(h.Size()) {
-		n = int64(h.Size())
+	if n < sp.size {
+		n = sp.size
 	}
 	buf := make([]byte, n)
-	if _, err := f.log.ReadAt(buf, pos); err != nil {
-		return nil, 0, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
+	if _, err := f.log.ReadAt(buf, sp.pos); err != nil {
+		return nil, 0, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), sp.pos, err)
 	}
 	n, next = wholeBatches(buf, maxOffset)
 	return buf[:n], next, nil
@@ -137,25 +163,49 @@ func wholeBatches(b []byte, maxOffset int64) (n int64, next int64) {
 // them, without reading their bodies: what a zero-copy send needs. With
 // nothing to return, length is 0 and next = offset.
 //
-// It reads few headers: the offset index gives the last indexed batch that
-// ends within maxBytes and starts below maxOffset, and only the batches
-// after it (about IndexIntervalBytes of them) are walked.
+// At the end of the active segment it reads nothing: the batches are among
+// those the appender remembers. Elsewhere it reads few headers: the offset
+// index gives the last indexed batch that ends within maxBytes and starts
+// below maxOffset, and only the batches after it (about IndexIntervalBytes
+// of them) are walked.
 func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne bool) (pos, length, next int64, err error) {
 	f, err := s.files()
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	pos, h, err := s.locate(f, offset)
+	end := s.size.Load()
+	sp, r, k, err := s.locate(f, offset, end)
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if h.BaseOffset >= maxOffset || (!atLeastOne && h.Size() > maxBytes) {
+	pos = sp.pos
+	if sp.base >= maxOffset || (!atLeastOne && sp.size > int64(maxBytes)) {
 		return pos, 0, offset, nil
 	}
-	end := s.size.Load()
-	limit := min(end, pos+max(int64(maxBytes), int64(h.Size())))
-	length, next = int64(h.Size()), h.NextOffset()
+	limit := min(end, pos+max(int64(maxBytes), sp.size))
+	length, next = sp.size, sp.next
 	p := pos + length
+	if r != nil {
+		// The batches after it, as long as the ring has them.
+		for _, hi := r.window(); k+1 < hi && p < end; k++ {
+			b, ok := r.get(k + 1)
+			if !ok || b.pos != p {
+				break // overwritten meanwhile: the file has them
+			}
+			if b.base >= maxOffset || p+b.size > limit {
+				return pos, length, next, nil
+			}
+			length += b.size
+			next = b.next
+			p += b.size
+		}
+		if p >= end {
+			return pos, length, next, nil
+		}
+	}
+	if _, err := s.offsetIndex(f); err != nil {
+		return 0, 0, 0, err
+	}
 	// Jump over the batches the index shows to be wholly within the
 	// limits: an entry is a batch's last offset and its position, so
 	// every batch before an entry's position ends at or before it, and
@@ -165,8 +215,10 @@ func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne 
 		length = p - pos
 		next = -1 // the offset after the batch before p: the walk sets it
 	}
+	hr := s.newHeaderReader(f, end)
+	defer hr.close()
 	for p < end {
-		h, err := s.header(f, p, end)
+		h, err := hr.header(p)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -191,7 +243,7 @@ func (s *Segment) lastEntryWithin(f *files, from, limit, maxOffset int64) (index
 	ok := func(e index.OffsetEntry) bool {
 		return e.Position <= limit && e.Position < end && e.Offset < maxOffset
 	}
-	oi := f.oi.Load() // locate opened it
+	oi := f.oi.Load() // the caller opened it
 	n := oi.Entries()
 	// Entries are sorted by offset and position: ok holds for a prefix.
 	i := sort.Search(n, func(i int) bool {
@@ -280,4 +332,57 @@ func (s *Segment) OffsetForTime(ts, from int64) (off int64, ok bool, err error) 
 		pos += int64(h.Size())
 	}
 	return 0, false, nil
+}
+
+// headerReadSize is how much of the .log a headerReader reads at a time: the
+// headers of the small batches between two offset-index entries
+// (IndexIntervalBytes, 4 KiB by default) in one read.
+const headerReadSize = 4 << 10
+
+var headerReadBufs = sync.Pool{New: func() any { return new([headerReadSize]byte) }}
+
+// headerReader reads the batch headers of a segment's .log below end,
+// headerReadSize bytes at a time: walking small batches costs a read per
+// 4 KiB, not one per batch.
+type headerReader struct {
+	s   *Segment
+	f   *files
+	end int64
+	buf *[headerReadSize]byte
+	at  int64 // file position of buf[0]
+	n   int   // valid bytes in buf
+}
+
+func (s *Segment) newHeaderReader(f *files, end int64) headerReader {
+	return headerReader{s: s, f: f, end: end, buf: headerReadBufs.Get().(*[headerReadSize]byte)}
+}
+
+func (r *headerReader) close() {
+	headerReadBufs.Put(r.buf)
+	r.buf = nil
+}
+
+// header reads and parses the batch header at pos, which must be below end,
+// and checks that the batch ends by end.
+func (r *headerReader) header(pos int64) (batch.Header, error) {
+	s := r.s
+	if r.end-pos < batch.HeaderSize {
+		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, batch.ErrShort)
+	}
+	if pos < r.at || pos+batch.HeaderSize > r.at+int64(r.n) {
+		n := int(min(int64(headerReadSize), r.end-pos))
+		if _, err := r.f.log.ReadAt(r.buf[:n], pos); err != nil {
+			r.n = 0
+			return batch.Header{}, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
+		}
+		r.at, r.n = pos, n
+	}
+	h, err := batch.ParseHeader(r.buf[pos-r.at : r.n])
+	if err != nil {
+		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, err)
+	}
+	if pos+int64(h.Size()) > r.end {
+		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, batch.ErrShort)
+	}
+	return h, nil
 }

@@ -96,6 +96,9 @@ type Segment struct {
 	// maxTs is the largest timestamp in the segment (-1 when none); retention
 	// reads it from another goroutine.
 	maxTs atomic.Int64
+	// recent remembers the positions of the active segment's last batches
+	// (recent.go); nil until the first Append, and once sealed.
+	recent atomic.Pointer[recent]
 
 	// Appender state, guarded by the caller's writer lock.
 	offsetOfMaxTs   int64
@@ -364,6 +367,12 @@ func (s *Segment) Append(b []byte, h batch.Header) error {
 	if s.rollingTs < 0 {
 		s.rollingTs = h.MaxTimestamp
 	}
+	r := s.recent.Load()
+	if r == nil {
+		r = new(recent)
+		s.recent.Store(r)
+	}
+	r.add(pos, h) // before the size that publishes the batch
 	s.size.Store(pos + int64(len(b)))
 	s.next.Store(h.NextOffset())
 	return nil
@@ -438,6 +447,7 @@ func (s *Segment) Seal() error {
 // no reader holds it. A segment opened with Open is taken for the active one
 // until then.
 func (s *Segment) MarkSealed() {
+	s.recent.Store(nil) // readers of a sealed segment read its index
 	if s.sealed.Swap(true) || s.cfg.Cache == nil {
 		return
 	}

@@ -47,16 +47,19 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	}
 	pos, newNext := int64(0), s.base
 	if offset > s.base {
-		p, h, err := s.locate(f, offset)
+		sp, _, _, err := s.locate(f, offset, s.size.Load())
 		switch {
 		case errors.Is(err, io.EOF):
 			return s.next.Load(), nil
 		case err != nil:
 			return 0, fmt.Errorf("segment: truncate %s to %d: %w", s.path(".log"), offset, err)
 		}
-		pos, newNext = p, h.BaseOffset
+		pos, newNext = sp.pos, sp.base
 	}
-	// Publish the shorter segment first: new readers stop at the cut.
+	// Forget the batches the appender remembers, then publish the shorter
+	// segment: new readers stop at the cut. (Appends after it record
+	// batches anew.)
+	s.recent.Store(nil)
 	s.size.Store(pos)
 	s.next.Store(newNext)
 
