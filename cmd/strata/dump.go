@@ -302,7 +302,17 @@ func dumpIndex(w *bufio.Writer, path string, timeIndex bool, o dumpOpts) (int, e
 		problems++
 		fmt.Fprintf(w, "problem: "+format+"\n", args...)
 	}
-	reportIndexShape(report, x, timeIndex)
+	if x.zeroTail > 0 && activeInLiveDir(path) {
+		// The broker writes this index now: its unused slots are the
+		// preallocated file, trimmed when the segment rolls or the
+		// broker closes.
+		fmt.Fprintf(w, "%d unused slots at the end: the active segment of a running broker, whose index is preallocated (normal; trimmed when the segment rolls or the broker stops)\n", x.zeroTail)
+		shape := *x
+		shape.zeroTail = 0
+		reportIndexShape(report, &shape, timeIndex)
+	} else {
+		reportIndexShape(report, x, timeIndex)
+	}
 	logPath := strings.TrimSuffix(path, filepath.Ext(path)) + ".log"
 	if _, err := os.Stat(logPath); err != nil {
 		fmt.Fprintf(w, "%s not found: entries not checked against the log\n", filepath.Base(logPath))

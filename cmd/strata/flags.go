@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"fmt"
@@ -15,13 +16,19 @@ var errHelp = errors.New("help printed")
 var errNotYet = errors.New("not available yet")
 
 // newFlags returns a flag set for a subcommand whose --help prints synopsis,
-// description and the flags to w. Flags take one or two dashes, as with the
-// flag package.
+// description and the flags to stdout. Flags take one or two dashes, as with
+// the flag package. A mistake prints nothing here: parseInterleaved returns
+// it and exitCode prints one line and the --help hint to stderr.
 func newFlags(e *env, name, synopsis, description string) *flag.FlagSet {
 	fs := flag.NewFlagSet("strata "+name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned and printed once, by exitCode
+	// The flag package calls Usage on every parse error as well as on
+	// --help: the help goes to a buffer that parseInterleaved copies to
+	// stdout only for --help.
+	help := &helpBuffer{w: e.stdout}
+	fs.SetOutput(help)
 	fs.Usage = func() {
-		w := e.stdout
+		help.Reset()
+		w := help
 		fmt.Fprintf(w, "Usage: strata %s %s\n\n", name, synopsis)
 		fmt.Fprintln(w, strings.TrimSpace(description))
 		fmt.Fprintln(w)
@@ -62,7 +69,10 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) { // fs.Parse printed the usage
+			if errors.Is(err, flag.ErrHelp) {
+				if h, ok := fs.Output().(*helpBuffer); ok {
+					h.flush()
+				}
 				return nil, errHelp
 			}
 			return nil, usagef("%v", err)
@@ -78,6 +88,27 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
+	}
+}
+
+// helpBuffer holds what a flag set printed until parseInterleaved knows
+// whether it was asked for (--help: flushed to w) or a parse error's
+// (dropped: exitCode prints the error instead).
+type helpBuffer struct {
+	bytes.Buffer
+	w io.Writer
+}
+
+func (h *helpBuffer) flush() {
+	h.WriteTo(h.w)
+	h.Reset()
+}
+
+// printUsage prints fs's help to stdout, as --help does.
+func printUsage(fs *flag.FlagSet) {
+	fs.Usage()
+	if h, ok := fs.Output().(*helpBuffer); ok {
+		h.flush()
 	}
 }
 

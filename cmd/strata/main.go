@@ -14,6 +14,7 @@
 //	strata groups  --bootstrap-server ADDR list | describe --group G --topic T
 //	strata dump    FILE...     .log, .index, .timeindex, .snapshot: batches, records, entries, CRC checks
 //	strata verify  DIR         exit 0 when every segment and index checks out, 1 otherwise
+//	strata version             also strata --version
 //
 // Every subcommand has --help. Flags are Kafka's tool flags where Kafka has
 // one. Commands given --data-dir instead of --bootstrap-server open the
@@ -77,6 +78,7 @@ func commands() []command {
 		{"perf", "measure produce or consume throughput and latency", runPerf},
 		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
 		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
+		{"version", "print strata's version", runVersion},
 	}
 }
 
@@ -95,6 +97,9 @@ func run(e *env, args []string) int {
 		mainUsage(w)
 		return code
 	}
+	if args[0] == "--version" || args[0] == "-version" || args[0] == "-V" {
+		return exitCode(e, "version", runVersion(e, args[1:]))
+	}
 	for _, c := range commands() {
 		if c.name != args[0] {
 			continue
@@ -102,8 +107,12 @@ func run(e *env, args []string) int {
 		err := c.run(e, args[1:])
 		return exitCode(e, c.name, err)
 	}
-	fmt.Fprintf(e.stderr, "strata: unknown command %q\n\n", args[0])
-	mainUsage(e.stderr)
+	if len(args[0]) > 1 && args[0][0] == '-' {
+		fmt.Fprintf(e.stderr, "strata: unknown flag %s: flags go after the command (strata <command> %s)\n", args[0], args[0])
+	} else {
+		fmt.Fprintf(e.stderr, "strata: unknown command %q\n", args[0])
+	}
+	fmt.Fprintln(e.stderr, "Run 'strata --help' for usage.")
 	return exitUsage
 }
 

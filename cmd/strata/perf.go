@@ -35,15 +35,21 @@ compare with its perf test). consume: reads from the start of the log; the laten
 that of each Poll. The topic must exist (strata topics create).`
 
 func runPerf(e *env, args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		fs := newFlags(e, "perf", "produce|consume --bootstrap-server ADDR|--data-dir DIR --topic T [flags]", perfHelp)
-		fs.Usage()
-		if len(args) == 0 {
-			return usagef("want produce or consume")
-		}
-		return errHelp
+	if len(args) == 0 {
+		return usagef("want produce or consume: strata perf produce|consume [flags]")
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(e.stdout, "Usage: strata perf produce|consume --bootstrap-server ADDR|--data-dir DIR --topic T [flags]")
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, strings.TrimSpace(perfHelp))
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, "Commands:")
+		fmt.Fprintln(e.stdout, "  produce  measure produce throughput and latency (kafka-producer-perf-test.sh)")
+		fmt.Fprintln(e.stdout, "  consume  measure consume throughput and latency (kafka-consumer-perf-test.sh)")
+		fmt.Fprintln(e.stdout)
+		fmt.Fprintln(e.stdout, "Run 'strata perf produce --help' or 'strata perf consume --help' for their flags.")
+		return errHelp
 	case "produce":
 		return runPerfProduce(e, args[1:])
 	case "consume":

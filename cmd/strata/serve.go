@@ -27,9 +27,12 @@ franz-go, sarama, the Java client, strata --bootstrap-server) until SIGINT
 or SIGTERM, then shuts down cleanly (the listener, then the data dir) and
 exits 0. The data dir is created if it does not exist.
 
-On startup it prints "listening on HOST:PORT" (and "metrics on HOST:PORT"
-with --metrics-addr) to stdout, the addresses it bound: --listen
-127.0.0.1:0 picks a free port. Log lines go to stderr through log/slog.
+On startup it binds its ports, opens the data dir (recovering what a crash
+left), then prints "metrics on HOST:PORT" (with --metrics-addr) and
+"listening on HOST:PORT" to stdout, the addresses it bound: --listen
+127.0.0.1:0 picks a free port. A script that waits for "listening on" can
+connect at once. A start that fails (a port in use, a bad flag) creates no
+data dir. Log lines go to stderr through log/slog.
 
 --metrics-addr serves GET /metrics in the Prometheus text format: per
 partition log end offset, high watermark, size and segments, bytes and
@@ -312,15 +315,42 @@ func parseIPOverrides(v string) (map[string]int, error) {
 	return out, nil
 }
 
-// serve runs the broker until SIGINT or SIGTERM.
+// serve runs the broker until SIGINT or SIGTERM. It binds its ports
+// first, then opens (or creates) the data dir, which recovers what a crash
+// left, and prints "listening on" only when every port is bound and the
+// data dir is open: a script that waits for the line can connect. A start
+// that fails (a port in use, a data dir in use) leaves no data dir it
+// created behind.
 func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
 	ctx, stopSignals := interruptible()
 	defer stopSignals()
-	if err := os.MkdirAll(c.dataDir, 0o755); err != nil {
-		return fmt.Errorf("data dir: %w", err)
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false) // as kafka.Listen: sendfile needs plain TCP
+	ln, err := lc.Listen(context.Background(), "tcp", c.listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
 	}
+	defer ln.Close() // after a failed start; the server's Close closes it too
+	var metricsLn net.Listener
+	if c.metricsAddr != "" {
+		if metricsLn, err = net.Listen("tcp", c.metricsAddr); err != nil {
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		defer metricsLn.Close()
+	}
+	created, err := makeDataDir(c.dataDir)
+	if err != nil {
+		return err
+	}
+	started := false
+	defer func() {
+		if !started && created {
+			os.RemoveAll(c.dataDir) // made by this start, which failed: leave nothing behind
+		}
+	}()
 	c.broker.Logger = logger
 	c.server.Logger = logger
+	c.server.Listener = ln
 	var rec *metrics.Recorder
 	if c.metricsAddr != "" {
 		// The library pushes what polling cannot see (requests, traffic,
@@ -346,26 +376,29 @@ func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
 			err = fmt.Errorf("close listener: %w", cerr)
 		}
 	}()
-	fmt.Fprintf(e.stdout, "listening on %s\n", srv.Addr())
-	logger.Info("serving", "addr", srv.Addr(), "data_dir", c.dataDir, "topics", len(b.Topics()))
-	if c.metricsAddr != "" {
-		stop, addr, err := serveMetrics(c.metricsAddr, b, rec, logger)
-		if err != nil {
-			return err
-		}
+	if metricsLn != nil {
+		stop, addr := serveMetricsOn(metricsLn, logmetrics.Handler(b, rec), logger)
 		defer stop()
 		fmt.Fprintf(e.stdout, "metrics on %s\n", addr)
 		logger.Info("serving metrics", "addr", addr, "path", "/metrics")
 	}
+	started = true
+	fmt.Fprintf(e.stdout, "listening on %s\n", srv.Addr())
+	logger.Info("serving", "addr", srv.Addr(), "data_dir", c.dataDir, "topics", len(b.Topics()))
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
 }
 
-// serveMetrics serves /metrics on addr on a goroutine that stop ends and
-// waits for.
-func serveMetrics(addr string, b *log.Broker, rec *metrics.Recorder, logger *stdlog.Logger) (stop func(), bound string, err error) {
-	return serveMetricsHandler(addr, logmetrics.Handler(b, rec), logger)
+// makeDataDir creates dir if it does not exist; created says it did.
+func makeDataDir(dir string) (created bool, err error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("data dir: %w", err)
+	}
+	return true, nil
 }
 
 // serveMetricsHandler serves h as /metrics on addr.
@@ -374,6 +407,12 @@ func serveMetricsHandler(addr string, h http.Handler, logger *stdlog.Logger) (st
 	if err != nil {
 		return nil, "", fmt.Errorf("metrics listener: %w", err)
 	}
+	stop, bound = serveMetricsOn(ln, h, logger)
+	return stop, bound, nil
+}
+
+// serveMetricsOn serves h as /metrics on ln until stop.
+func serveMetricsOn(ln net.Listener, h http.Handler, logger *stdlog.Logger) (stop func(), bound string) {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
 	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: stdlog.NewLogLogger(logger.Handler(), stdlog.LevelWarn)}
@@ -392,5 +431,5 @@ func serveMetricsHandler(addr string, h http.Handler, logger *stdlog.Logger) (st
 			hs.Close()
 		}
 		wg.Wait()
-	}, ln.Addr().String(), nil
+	}, ln.Addr().String()
 }

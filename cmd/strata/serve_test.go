@@ -37,16 +37,25 @@ func startServe(t *testing.T, dir string, args ...string) *server {
 		b, _ := io.ReadAll(stderr)
 		s.logs <- string(b)
 	}()
-	line := readUntil(t, stdout, "listening on ")
-	s.addr = strings.TrimSpace(line[strings.LastIndex(line, "listening on ")+len("listening on "):])
-	for _, a := range args {
-		if a == "--metrics-addr" {
-			line := readUntil(t, stdout, "metrics on ")
-			s.metrics = strings.TrimSpace(line[strings.LastIndex(line, "metrics on ")+len("metrics on "):])
+	out := readUntil(t, stdout, "listening on ")
+	s.addr = lineValue(out, "listening on ")
+	if slices.Contains(args, "--metrics-addr") {
+		// A standalone broker prints it before "listening on" (every port
+		// bound first), a cluster member after.
+		if !strings.Contains(out, "metrics on ") {
+			out = readUntil(t, stdout, "metrics on ")
 		}
+		s.metrics = lineValue(out, "metrics on ")
 	}
 	go io.Copy(io.Discard, stdout) // nothing more is expected; never block the server
 	return s
+}
+
+// lineValue returns the rest of the line of out that holds prefix.
+func lineValue(out, prefix string) string {
+	rest := out[strings.LastIndex(out, prefix)+len(prefix):]
+	line, _, _ := strings.Cut(rest, "\n")
+	return strings.TrimSpace(line)
 }
 
 // stop sends SIGTERM and checks that serve exits 0 having logged its

@@ -82,10 +82,16 @@ func runTopics(e *env, args []string) (err error) {
 		return usagef("want exactly one action of %s, got %d", strings.Join(topicActions, ", "), len(actions))
 	}
 	action := actions[0]
+	if isFlagSet(fs, "partitions") && *partitions <= 0 {
+		return usagef("--partitions %d: a topic has at least one partition", *partitions)
+	}
+	if isFlagSet(fs, "replication-factor") && *rf <= 0 {
+		return usagef("--replication-factor %d: a partition has at least one replica", *rf)
+	}
 	if (action == "create" || action == "delete" || action == "alter") && *topic == "" {
 		return usagef("%s needs --topic", action)
 	}
-	if action != "create" && (*partitions != 0 || *rf != 0 || len(configs) > 0) && action != "alter" {
+	if action != "create" && (isFlagSet(fs, "partitions") || isFlagSet(fs, "replication-factor") || len(configs) > 0) && action != "alter" {
 		return usagef("--partitions, --replication-factor and --config are for create and alter")
 	}
 	if action != "alter" && len(deleteConfigs) > 0 {
