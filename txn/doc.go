@@ -1,6 +1,7 @@
 // Package txn is Kafka's transaction coordinator (KIP-98, KIP-360, KIP-890)
 // for Strata: the state of each transactional id and the rules that move it,
-// as a state machine without IO.
+// as a state machine without IO, and the records it keeps in
+// __transaction_state.
 //
 // # States
 //
@@ -28,6 +29,13 @@
 // epoch too, so the markers of a transaction carry a newer epoch than its
 // records and a zombie's late writes are fenced; the EndTxn that exhausts
 // the epoch hands the id over to a new producer id.
+//
+// # Records
+//
+// EncodeKey, EncodeValue and DecodeRecord read and write the records of
+// __transaction_state byte for byte as Kafka does (TransactionLogKey v0,
+// TransactionLogValue v0 and the flexible v1 with KIP-890's tagged fields);
+// record.go has the layout.
 //
 // # Errors
 //
