@@ -104,14 +104,6 @@ func (h *helpBuffer) flush() {
 	h.Reset()
 }
 
-// printUsage prints fs's help to stdout, as --help does.
-func printUsage(fs *flag.FlagSet) {
-	fs.Usage()
-	if h, ok := fs.Output().(*helpBuffer); ok {
-		h.flush()
-	}
-}
-
 // stringList is a repeatable string flag.
 type stringList []string
 
