@@ -16,7 +16,8 @@ import (
 //
 // A count not above the current one (or beyond the controller's limit) is
 // log.ErrInvalidConfig, an unknown topic log.ErrUnknownTopic; neither
-// changes anything. kafka.PartitionCreator is this method.
+// changes anything. The member's kafka.Server serves CreatePartitions
+// with it.
 func (b *Broker) CreatePartitions(ctx context.Context, topic string, count int) error {
 	if err := log.ValidTopicName(topic); err != nil {
 		return err

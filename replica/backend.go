@@ -175,16 +175,26 @@ func controllerErr(err error) error {
 }
 
 // CreateTopicContext is CreateTopic (kafka.Backend).
-func (b *Broker) CreateTopicContext(ctx context.Context, name string, cfg log.TopicConfig) error {
+func (b kafkaBackend) CreateTopicContext(ctx context.Context, name string, cfg log.TopicConfig) error {
 	return b.CreateTopic(ctx, name, cfg)
 }
 
-// DeleteTopic deletes a topic through the controller; every member
-// removes its replicas as it applies the change.
-func (b *Broker) DeleteTopic(name string) error {
+// DeleteTopic deletes a topic through the controller, within ctx and until
+// the member closes; every member removes its replicas as it applies the
+// change. An unknown topic is log.ErrUnknownTopic.
+func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(b.ctx, cancel)()
+	return controllerErr(b.ctl.DeleteTopic(ctx, name))
+}
+
+// DeleteTopic is the member's (kafka.Backend), within
+// Config.ProduceTimeout.
+func (b kafkaBackend) DeleteTopic(name string) error {
 	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProduceTimeout)
 	defer cancel()
-	return controllerErr(b.ctl.DeleteTopic(ctx, name))
+	return b.Broker.DeleteTopic(ctx, name)
 }
 
 // Topics returns the names of the topics, sorted.
@@ -203,4 +213,4 @@ func (b *Broker) TopicConfig(topic string) (log.TopicConfig, error) {
 // group but one per __consumer_offsets partition it leads, which its
 // kafka.Server finds per group through CoordinatorFor (kafka.GroupRouter,
 // groups.go).
-func (b *Broker) GroupCoordinator() *group.Coordinator { return nil }
+func (kafkaBackend) GroupCoordinator() *group.Coordinator { return nil }

@@ -20,8 +20,8 @@ import (
 
 // Broker is a cluster member: a controller voter, a log.Store of the
 // partitions it holds a replica of, the leader of some of them and a
-// follower of others, and a data plane. It is a log.Client (calls are
-// routed to each partition's leader) and a kafka.Backend.
+// follower of others, and a data plane (Kafka clients and replication, on
+// Addr). It is a log.Client: calls are routed to each partition's leader.
 type Broker struct {
 	cfg   Config
 	log   *slog.Logger
@@ -75,10 +75,7 @@ type Broker struct {
 	closeErr  error
 }
 
-var (
-	_ log.Client    = (*Broker)(nil)
-	_ kafka.Backend = (*Broker)(nil)
-)
+var _ log.Client = (*Broker)(nil)
 
 // Start starts a member: it opens the data in cfg.Dir, starts its
 // controller voter, binds the data plane on cfg.Addr, registers with the
@@ -185,7 +182,7 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	kcfg.Listener = ln
 	kcfg.TLS = srvTLS
-	srv, err := kafka.Listen(cfg.Addr, b, kcfg)
+	srv, err := kafka.Listen(cfg.Addr, kafkaBackend{b}, kcfg)
 	if err != nil {
 		ln.Close()
 		return fail(fmt.Errorf("replica: %w", err))

@@ -35,7 +35,7 @@ import (
 // rebalance.
 //
 // Kafka clients find the coordinator with FindCoordinator, which any member
-// answers (the member is a kafka.GroupRouter), and are told NOT_COORDINATOR
+// answers (the member's kafka.Backend is a kafka.GroupRouter), and are told NOT_COORDINATOR
 // by the others. As a log.Client, a member runs a group call at its own
 // coordinator or sends it to the partition's leader over the Transport
 // (groups_route.go), and follows it when it moves.
@@ -284,13 +284,11 @@ func (b *Broker) localCoordinator(groupID string) *group.Coordinator {
 	return nil
 }
 
-var _ kafka.GroupRouter = (*Broker)(nil)
-
 // CoordinatorFor names the coordinator of a group (kafka.GroupRouter):
 // this member's own, if it leads the group's partition, or the leader.
 // It creates __consumer_offsets first if the cluster has none, bounded by
 // ctx.
-func (b *Broker) CoordinatorFor(ctx context.Context, groupID string) (*group.Coordinator, int32, bool) {
+func (b kafkaBackend) CoordinatorFor(ctx context.Context, groupID string) (*group.Coordinator, int32, bool) {
 	if err := b.ensureOffsetsTopic(ctx); err != nil {
 		return nil, -1, false
 	}
@@ -309,7 +307,7 @@ func (b *Broker) CoordinatorFor(ctx context.Context, groupID string) (*group.Coo
 }
 
 // Coordinators returns this member's coordinators (kafka.GroupRouter).
-func (b *Broker) Coordinators() []*group.Coordinator {
+func (b kafkaBackend) Coordinators() []*group.Coordinator {
 	b.groups.mu.Lock()
 	defer b.groups.mu.Unlock()
 	ps := make([]int, 0, len(b.groups.led))

@@ -91,7 +91,7 @@ func createOffsetsTopic(t *testing.T, c *memberCluster) {
 
 // knows reports whether one of a member's coordinators knows the group.
 func knows(b *replica.Broker, g string) bool {
-	for _, gc := range b.Coordinators() {
+	for _, gc := range replica.KafkaBackend(b).Coordinators() {
 		if _, ok := gc.Describe(g); ok {
 			return true
 		}
@@ -135,7 +135,7 @@ func testGroupsSpreadOverLeaders(t *testing.T, tr string) {
 			require.NoError(t, err)
 			require.Equal(t, map[log.TopicPartition]int64{tp: int64(10 * coord)}, got, "group %s through member %d", g, id)
 
-			gc, node, ok := c.member(id).CoordinatorFor(ctx, g)
+			gc, node, ok := replica.KafkaBackend(c.member(id)).CoordinatorFor(ctx, g)
 			require.True(t, ok)
 			require.EqualValues(t, coord, node, "member %d names the coordinator of %s", id, g)
 			require.Equal(t, id == coord, gc != nil, "member %d runs the coordinator of %s", id, g)
@@ -156,7 +156,7 @@ func testGroupsSpreadOverLeaders(t *testing.T, tr string) {
 		tp := log.TopicPartition{Topic: "t", Partition: 1 - coord%2}
 		require.NoError(t, kc.CommitOffsets(ctx, g, "", -1, map[log.TopicPartition]int64{tp: 7}))
 		var got map[log.TopicPartition]int64
-		for _, gc := range c.member(coord).Coordinators() {
+		for _, gc := range replica.KafkaBackend(c.member(coord)).Coordinators() {
 			if offs := gc.Committed(g, []log.TopicPartition{tp}); len(offs) > 0 {
 				got = offs
 			}
@@ -337,7 +337,7 @@ func TestGroupMembershipFailover(t *testing.T) {
 	coordinator := func(b *replica.Broker) *group.Coordinator {
 		t.Helper()
 		for {
-			gc, _, ok := b.CoordinatorFor(ctx, g)
+			gc, _, ok := replica.KafkaBackend(b).CoordinatorFor(ctx, g)
 			if ok && gc != nil {
 				return gc
 			}
@@ -398,7 +398,7 @@ func TestGroupCommitMetadataFailover(t *testing.T) {
 	// coordinates g now (as member other sees it) and returns its answer.
 	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
 	send := func(req kmsg.Request) (kmsg.Response, error) {
-		_, node, ok := c.member(other).CoordinatorFor(ctx, g)
+		_, node, ok := replica.KafkaBackend(c.member(other)).CoordinatorFor(ctx, g)
 		if !ok || node < 1 || int(node) > len(c.members) || c.members[node-1] == nil {
 			return nil, fmt.Errorf("no live coordinator: node %d", node)
 		}

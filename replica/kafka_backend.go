@@ -12,11 +12,26 @@ import (
 	"github.com/strata-log/strata/replica/internal/transport"
 )
 
-// The leader's side of the Kafka-protocol transport: *Broker is a
-// kafka.ReplicaBackend, so its kafka.Server hands it followers' Fetch
-// requests and OffsetForLeaderEpoch.
+// kafkaBackend is the member as its kafka.Server on Addr (the
+// inter-broker listener) sees it: the member's own verbs, and what only the
+// server needs — followers' Fetch requests and OffsetForLeaderEpoch (the
+// leader's side of the Kafka-protocol transport), the cluster's brokers,
+// leaders and ISRs for Metadata, each group's coordinator. A client
+// listener's server has a listenerBackend over it (listeners.go). These
+// methods are the server's, not the member's users': they live here so that
+// Broker exports only what an application calls.
+type kafkaBackend struct{ *Broker }
 
-var _ kafka.ReplicaBackend = (*Broker)(nil)
+var (
+	_ kafka.Backend               = kafkaBackend{}
+	_ kafka.ReplicaBackend        = kafkaBackend{}
+	_ kafka.ReplicaBatchesBackend = kafkaBackend{}
+	_ kafka.ClusterBackend        = kafkaBackend{}
+	_ kafka.GroupRouter           = kafkaBackend{}
+	_ kafka.ProducerIDBackend     = kafkaBackend{}
+	_ kafka.PartitionCreator      = kafkaBackend{}
+	_ kafka.BatchBorrower         = kafkaBackend{}
+)
 
 // Kafka error codes of the replication path.
 const (
@@ -90,7 +105,7 @@ func errOf(code int16) error {
 // FetchReplica answers a follower's Fetch (kafka.ReplicaBackend) with the
 // record bytes in the response. The server prefers FetchReplicaBatches,
 // which lets it send them from the segment files.
-func (b *Broker) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
+func (b kafkaBackend) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, error) {
 	resp, recs, err := b.fetchReplica(ctx, req)
 	if err != nil {
 		return nil, err
@@ -117,12 +132,10 @@ func (b *Broker) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kms
 	return resp, nil
 }
 
-var _ kafka.ReplicaBatchesBackend = (*Broker)(nil)
-
 // FetchReplicaBatches answers a follower's Fetch
 // (kafka.ReplicaBatchesBackend): the records of each partition are handles
 // on the leader's segment files, which the server sends with sendfile.
-func (b *Broker) FetchReplicaBatches(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []log.Batches, error) {
+func (b kafkaBackend) FetchReplicaBatches(ctx context.Context, req *kmsg.FetchRequest) (*kmsg.FetchResponse, []log.Batches, error) {
 	return b.fetchReplica(ctx, req)
 }
 
@@ -177,7 +190,7 @@ func (b *Broker) fetchReplica(ctx context.Context, req *kmsg.FetchRequest) (*kms
 
 // OffsetForLeaderEpoch answers Kafka's OffsetForLeaderEpoch
 // (kafka.ReplicaBackend).
-func (b *Broker) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
+func (b kafkaBackend) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLeaderEpochRequest) (*kmsg.OffsetForLeaderEpochResponse, error) {
 	resp := req.ResponseKind().(*kmsg.OffsetForLeaderEpochResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.NewOffsetForLeaderEpochResponseTopic()
@@ -200,15 +213,13 @@ func (b *Broker) OffsetForLeaderEpoch(_ context.Context, req *kmsg.OffsetForLead
 	return resp, nil
 }
 
-var _ kafka.ClusterBackend = (*Broker)(nil)
-
 // ClusterBrokers returns the live brokers with their data-plane addresses
 // (kafka.ClusterBackend): what Metadata lists on Addr (a client
 // listener's lists their addresses on it: listeners.go).
-func (b *Broker) ClusterBrokers() []kafka.ClusterBroker { return b.brokersOn("") }
+func (b kafkaBackend) ClusterBrokers() []kafka.ClusterBroker { return b.brokersOn("") }
 
 // ControllerID returns the active controller (kafka.ClusterBackend).
-func (b *Broker) ControllerID() int32 {
+func (b kafkaBackend) ControllerID() int32 {
 	if id, ok := b.Controller(); ok {
 		return int32(id)
 	}
@@ -217,7 +228,7 @@ func (b *Broker) ControllerID() int32 {
 
 // PartitionState returns a partition's leader, leader epoch, replicas and
 // ISR as this member knows them (kafka.ClusterBackend).
-func (b *Broker) PartitionState(topic string, partition int) (leader, leaderEpoch int32, replicas, isr []int32, ok bool) {
+func (b kafkaBackend) PartitionState(topic string, partition int) (leader, leaderEpoch int32, replicas, isr []int32, ok bool) {
 	st, ok := b.img.Load().Partition(topic, partition)
 	if !ok {
 		return -1, -1, nil, nil, false

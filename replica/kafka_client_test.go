@@ -10,6 +10,7 @@ import (
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica"
 )
 
 // A Kafka-protocol client given one member's address learns every broker
@@ -53,9 +54,9 @@ func TestKafkaClientAgainstCluster(t *testing.T) {
 	require.Equal(t, 90, got)
 
 	// What Metadata answers: every live broker, the real leaders.
-	require.Len(t, c.member(1).ClusterBrokers(), 3)
+	require.Len(t, replica.KafkaBackend(c.member(1)).ClusterBrokers(), 3)
 	for p := range 3 {
-		leader, _, replicas, isr, ok := c.member(2).PartitionState("t", p)
+		leader, _, replicas, isr, ok := replica.KafkaBackend(c.member(2)).PartitionState("t", p)
 		require.True(t, ok)
 		require.EqualValues(t, c.leader("t", p), leader)
 		require.Len(t, replicas, 3)

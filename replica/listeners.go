@@ -138,7 +138,7 @@ func (b *Broker) startListeners(viaNetwork bool) error {
 			return fmt.Errorf("replica: listener %s: listen on %s: %w", l.Name, l.Addr, err)
 		}
 		kcfg.Listener = ln
-		srv, err := kafka.Listen(l.Addr, &listenerBackend{Broker: b, name: l.Name}, kcfg)
+		srv, err := kafka.Listen(l.Addr, &listenerBackend{kafkaBackend: kafkaBackend{b}, name: l.Name}, kcfg)
 		if err != nil {
 			ln.Close()
 			b.closeListeners()
@@ -217,7 +217,7 @@ func (b *Broker) brokersOn(name string) []kafka.ClusterBroker {
 // addresses on that listener, and followers' fetches are refused there
 // (replication is the inter-broker listener's).
 type listenerBackend struct {
-	*Broker
+	kafkaBackend
 	name string
 }
 
@@ -265,7 +265,7 @@ func (l *listenerBackend) LiveBrokers() int { return len(l.brokersOn("")) }
 // LeaderOffListener reports whether a partition's leader is a live member
 // without this listener (kafka.ListenerBackend: LISTENER_NOT_FOUND).
 func (l *listenerBackend) LeaderOffListener(topic string, partition int) bool {
-	leader, _, _, _, ok := l.Broker.PartitionState(topic, partition)
+	leader, _, _, _, ok := l.kafkaBackend.PartitionState(topic, partition)
 	if !ok || leader < 0 {
 		return false
 	}
@@ -284,7 +284,7 @@ func (l *listenerBackend) LeaderOffListener(topic string, partition int) bool {
 // only brokers with it, as Kafka's Metadata filters them by the
 // request's listener.
 func (l *listenerBackend) PartitionState(topic string, partition int) (leader, leaderEpoch int32, replicas, isr []int32, ok bool) {
-	leader, leaderEpoch, replicas, isr, ok = l.Broker.PartitionState(topic, partition)
+	leader, leaderEpoch, replicas, isr, ok = l.kafkaBackend.PartitionState(topic, partition)
 	if !ok {
 		return leader, leaderEpoch, replicas, isr, ok
 	}

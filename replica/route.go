@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/controller"
-	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
 
-// This file makes a member a log.Client and a kafka.Backend: every call
+// This file makes a member a log.Client: every call
 // goes to the partition's current leader — this member, or another over
 // the Transport — and is retried there after a leadership change.
 
@@ -118,9 +117,7 @@ func (b *Broker) Produce(ctx context.Context, tp log.TopicPartition, batch []byt
 // batch once they return (kafka.BatchBorrower): the leader appends it in
 // place, and a batch sent on to another member is copied into the request
 // before it goes.
-func (b *Broker) BorrowsBatches() bool { return true }
-
-var _ kafka.BatchBorrower = (*Broker)(nil)
+func (kafkaBackend) BorrowsBatches() bool { return true }
 
 // ProduceBatch appends a batch at the partition's leader. AcksAll returns
 // once the HW covers the batch; ErrNotEnoughReplicas when the ISR is below
