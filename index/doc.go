@@ -19,6 +19,12 @@
 //	            0  int64   timestamp         (ms since the Unix epoch)
 //	            8  uint32  relative offset   (offset - baseOffset)
 //
+// The transaction index (.txnindex, [TxnIndex]) is Kafka's too: one 34-byte
+// entry per transaction aborted in the segment (version int16 0, producerId,
+// firstOffset, lastOffset, lastStableOffset, int64 each), appended to a file
+// created by the first one, not preallocated nor mapped; txnindex.go has the
+// details and its crash story.
+//
 // For example a segment with base offset 100 whose batch holding offset 130
 // starts at byte 4150 of its .log may have the .index entry
 // 00 00 00 1e 00 00 10 36.
