@@ -2,7 +2,6 @@ package replica
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -103,9 +102,6 @@ type Config struct {
 	Metrics metrics.Hooks
 }
 
-// ErrInvalidConfig is returned by Start for a Config that cannot work.
-var ErrInvalidConfig = errors.New("replica: invalid config")
-
 func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -140,7 +136,7 @@ func (c Config) withDefaults() Config {
 
 func (c Config) validate() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: replica: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
 	switch {
 	case c.ID <= 0:

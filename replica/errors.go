@@ -3,17 +3,19 @@ package replica
 import (
 	"time"
 
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica/internal/machine"
-	"github.com/strata-log/strata/replica/internal/transport"
 )
 
 // Errors of the replication path: a produce, a fetch or a follower's fetch
-// may end with them. Each is a sentinel to test with errors.Is.
+// may end with them. Each is a sentinel to test with errors.Is. Those with a
+// meaning in package log are log's own (ErrNotLeader is log.ErrNotLeader),
+// so errors.Is holds with either name.
 var (
 	// ErrNotLeader: this broker does not lead the partition (Kafka's
 	// NOT_LEADER_OR_FOLLOWER). A waiting acks=all produce ends with it when
 	// leadership moves away.
-	ErrNotLeader = machine.ErrNotLeader
+	ErrNotLeader = log.ErrNotLeader
 	// ErrFencedLeaderEpoch: the request's leader epoch is older than the
 	// leader's (Kafka's FENCED_LEADER_EPOCH).
 	ErrFencedLeaderEpoch = machine.ErrFencedLeaderEpoch
@@ -26,10 +28,10 @@ var (
 	ErrNotReplica = machine.ErrNotReplica
 	// ErrOffsetOutOfRange: a follower fetched below the leader's log start
 	// or above its log end.
-	ErrOffsetOutOfRange = machine.ErrOffsetOutOfRange
+	ErrOffsetOutOfRange = log.ErrOffsetOutOfRange
 	// ErrNotEnoughReplicas: an acks=all produce was refused before its
 	// append because the ISR is smaller than MinInSyncReplicas.
-	ErrNotEnoughReplicas = machine.ErrNotEnoughReplicas
+	ErrNotEnoughReplicas = log.ErrNotEnoughReplicas
 	// ErrNotEnoughReplicasAfterAppend: an acks=all produce was appended and
 	// replicated up to the HW, but by then the ISR had fewer than
 	// MinInSyncReplicas members (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).
@@ -43,5 +45,10 @@ var (
 const DefaultReplicaLagTime = 30 * time.Second
 
 // ErrUnreachable: a member could not be reached (its link is cut, it is
-// stopped, or it does not exist).
-var ErrUnreachable = transport.ErrUnreachable
+// stopped, or it does not exist). It is log.ErrUnreachable, the transient
+// error a Producer or Consumer retries.
+var ErrUnreachable = log.ErrUnreachable
+
+// ErrInvalidConfig is returned by Start for a Config that cannot work. It
+// is log.ErrInvalidConfig.
+var ErrInvalidConfig = log.ErrInvalidConfig

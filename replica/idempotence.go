@@ -11,8 +11,9 @@ import (
 )
 
 // ErrProducerIDsUnsupported was returned by InitProducerID before members
-// allocated producer ids through the controller. No member returns it any
-// more; it stays for callers that test for it.
+// allocated producer ids through the controller.
+//
+// Deprecated: no member returns it; it stays for callers that test for it.
 var ErrProducerIDsUnsupported = fmt.Errorf("replica: a cluster member does not allocate producer ids yet: %w", log.ErrInvalidConfig)
 
 // InitProducerID gives an idempotent producer a new id, with epoch 0. The

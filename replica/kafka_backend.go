@@ -53,15 +53,12 @@ var codes = []struct {
 	code int16
 	err  error
 }{
-	{codeOffsetOutOfRange, ErrOffsetOutOfRange},
 	{codeOffsetOutOfRange, log.ErrOffsetOutOfRange},
 	{codeUnknownTopic, log.ErrUnknownTopic},
 	{codeUnknownTopic, log.ErrUnknownPartition},
-	{codeNotLeader, ErrNotLeader},
 	{codeNotLeader, log.ErrNotLeader},
 	{codeNotLeader, ErrNotReplica},
 	{codeNotEnoughAfter, ErrNotEnoughReplicasAfterAppend},
-	{codeNotEnoughReplicas, ErrNotEnoughReplicas},
 	{codeNotEnoughReplicas, log.ErrNotEnoughReplicas},
 	{codeRequestTimedOut, context.DeadlineExceeded},
 	{codeInvalidRequest, log.ErrInvalidRequest},

@@ -71,7 +71,7 @@ func (c Config) withListenerDefaults() Config {
 
 func (c Config) validateListeners() error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
+		return fmt.Errorf("%w: replica: %s", ErrInvalidConfig, fmt.Sprintf(format, args...))
 	}
 	seen := map[string]bool{}
 	for i, l := range c.Listeners {

@@ -20,8 +20,7 @@ var errNoLeader = errors.New("replica: partition has no leader")
 // retriable reports whether a routed call may be tried again at the
 // leader the next metadata names.
 func retriable(err error) bool {
-	return errors.Is(err, log.ErrNotLeader) || errors.Is(err, ErrNotLeader) ||
-		errors.Is(err, errNoLeader) || errors.Is(err, ErrUnreachable)
+	return errors.Is(err, log.ErrNotLeader) || errors.Is(err, errNoLeader) || errors.Is(err, log.ErrUnreachable)
 }
 
 // behind reports whether err is a leader's "unknown topic" (or

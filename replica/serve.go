@@ -78,10 +78,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 		}
 		recs, err := ps.p.Slice(fp.FetchOffset, max(fp.MaxBytes, 1), end)
 		if err != nil {
-			if errors.Is(err, log.ErrOffsetOutOfRange) {
-				err = fmt.Errorf("%w: %w", ErrOffsetOutOfRange, err)
-			}
-			out.Err = err
+			out.Err = err // log.ErrOffsetOutOfRange is ErrOffsetOutOfRange
 			continue
 		}
 		out.Records = recs
@@ -124,9 +121,9 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		return log.ProduceResult{}, fmt.Errorf("%w: %s-%d on broker %d", log.ErrNotLeader, tp.Topic, tp.Partition, b.cfg.ID)
 	}
 	if acks == log.AcksAll {
-		if err := ps.pm.CheckProduce(); err != nil {
+		if err := ps.pm.CheckProduce(); err != nil { // ErrNotEnoughReplicas, log's
 			ps.mu.Unlock()
-			return log.ProduceResult{}, fmt.Errorf("%w: %w", log.ErrNotEnoughReplicas, err)
+			return log.ProduceResult{}, err
 		}
 	}
 	base, next, err := ps.p.AppendBatch(batch)
@@ -180,14 +177,11 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 	return res, mapReplicaErr(<-ch) // answered meanwhile
 }
 
-// mapReplicaErr maps the machines' errors to log's, which clients know.
+// mapReplicaErr maps the machines' errors to log's, which clients know:
+// ErrNotLeader and ErrNotEnoughReplicas are log's already,
+// ErrNotEnoughReplicasAfterAppend is a log.ErrNotEnoughReplicas to them.
 func mapReplicaErr(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, ErrNotLeader):
-		return fmt.Errorf("%w: %w", log.ErrNotLeader, err)
-	case errors.Is(err, ErrNotEnoughReplicas), errors.Is(err, ErrNotEnoughReplicasAfterAppend):
+	if errors.Is(err, ErrNotEnoughReplicasAfterAppend) {
 		return fmt.Errorf("%w: %w", log.ErrNotEnoughReplicas, err)
 	}
 	return err

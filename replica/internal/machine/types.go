@@ -3,6 +3,8 @@ package machine
 import (
 	"errors"
 	"time"
+
+	"github.com/strata-log/strata/log"
 )
 
 // NoEpoch is a leader epoch that is not known or not given (Kafka's
@@ -38,12 +40,12 @@ type EpochEnd struct {
 }
 
 // Errors the machines answer with. Each is a sentinel to test with
-// errors.Is.
+// errors.Is; those with a meaning in package log are log's.
 var (
 	// ErrNotLeader: this broker does not lead the partition (Kafka's
 	// NOT_LEADER_OR_FOLLOWER). A waiting acks=all produce ends with it when
 	// leadership moves away.
-	ErrNotLeader = errors.New("replica: not the partition leader")
+	ErrNotLeader = log.ErrNotLeader
 	// ErrFencedLeaderEpoch: the request's leader epoch is older than the
 	// leader's (Kafka's FENCED_LEADER_EPOCH).
 	ErrFencedLeaderEpoch = errors.New("replica: fenced leader epoch")
@@ -56,10 +58,10 @@ var (
 	ErrNotReplica = errors.New("replica: broker is not a replica of the partition")
 	// ErrOffsetOutOfRange: a follower fetched below the leader's log start
 	// or above its log end.
-	ErrOffsetOutOfRange = errors.New("replica: fetch offset out of range")
+	ErrOffsetOutOfRange = log.ErrOffsetOutOfRange
 	// ErrNotEnoughReplicas: an acks=all produce was refused before its
 	// append because the ISR is smaller than MinInSyncReplicas.
-	ErrNotEnoughReplicas = errors.New("replica: not enough in-sync replicas")
+	ErrNotEnoughReplicas = log.ErrNotEnoughReplicas
 	// ErrNotEnoughReplicasAfterAppend: an acks=all produce was appended and
 	// replicated up to the HW, but by then the ISR had fewer than
 	// MinInSyncReplicas members (Kafka's NOT_ENOUGH_REPLICAS_AFTER_APPEND).

@@ -2,7 +2,6 @@ package transport
 
 import (
 	"context"
-	"errors"
 
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica/internal/machine"
@@ -32,8 +31,8 @@ type Transport interface {
 }
 
 // ErrUnreachable: a member could not be reached (its link is cut, it is
-// stopped, or it does not exist).
-var ErrUnreachable = errors.New("replica: member unreachable")
+// stopped, or it does not exist). It is log's: a Client's transient error.
+var ErrUnreachable = log.ErrUnreachable
 
 // ReplicaFetchRequest is a follower's Fetch: Kafka's FetchRequest with
 // ReplicaID set, many partitions of one leader.
