@@ -27,10 +27,17 @@ const maxUnauthenticatedBytes = 512 << 10
 const closeDrainTimeout = 5 * time.Second
 
 // conn is one client connection. Its reader goroutine reads and decodes
-// requests and starts one handler goroutine per request; its writer
-// goroutine writes the responses in request order (Kafka's rule), each once
-// its handler is done. The queue between them holds at most MaxInFlight
-// requests: when it is full the reader stops reading.
+// requests and hands each to one of the connection's workers, which runs
+// its handler; its writer goroutine writes the responses in request order
+// (Kafka's rule), each once its handler is done. The queue between them
+// holds at most MaxInFlight requests: when it is full the reader stops
+// reading.
+//
+// Workers are long-lived: a request goes to an idle one, and a new one is
+// started only when none is idle (at most MaxInFlight), so a connection
+// that sends one request at a time has one worker whose stack stays grown,
+// rather than a new goroutine growing a new stack for every request. They
+// stop once the reader has stopped and their request is handled.
 type conn struct {
 	s      *Server
 	nc     net.Conn
@@ -43,6 +50,8 @@ type conn struct {
 	cancel context.CancelFunc
 
 	queue    chan *pending // read, not yet answered; closed by the reader
+	work     chan job      // to an idle worker; closed by the reader
+	workers  atomic.Int32  // workers started (the reader's; read by tests)
 	inFlight atomic.Int32  // requests read and not yet written
 	lastDone atomic.Int64  // when the last response was written (unix ns)
 
@@ -101,6 +110,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 		remote: nc.RemoteAddr().String(),
 		// The writer holds one pending request out of the queue.
 		queue: make(chan *pending, s.cfg.MaxInFlight-1),
+		work:  make(chan job),
 		lanes: map[log.TopicPartition]chan struct{}{},
 		freed: make(chan struct{}, 1),
 
@@ -209,6 +219,7 @@ func (c *conn) admit(size int) error {
 func (c *conn) read() {
 	defer c.s.wg.Done()
 	defer close(c.queue)
+	defer close(c.work) // the idle workers stop
 	defer c.cancel()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
 	for {
@@ -349,28 +360,68 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 		waits, mine = c.laneFor(pr)
 	}
 	c.enqueue(p)
-	c.s.wg.Add(1)
-	go func() {
-		defer c.s.wg.Done()
-		for _, w := range waits {
-			<-w
-		}
-		var ordered func() // the later produces to its partitions may start
-		if mine != nil {
-			ordered = sync.OnceFunc(func() { c.leaveLane(mine) })
-		}
-		handled := c.handle(p, a, req, ordered)
-		if ordered != nil {
-			ordered()
-		}
-		if handled && h.key == produceKey && c.s.frames != nil {
-			// The backend keeps no part of a batch past Produce
-			// (BatchBorrower), the request's strings are copies and the
-			// response is encoded: nothing refers to the frame now.
-			c.s.frames.put(frame)
-		}
-	}()
+	c.start(job{p: p, a: a, req: req, frame: frame, waits: waits, mine: mine})
 	return true
+}
+
+// job is a request handed to a worker.
+type job struct {
+	p     *pending
+	a     *api
+	req   kmsg.Request
+	frame []byte          // the request's bytes (recycled after a produce)
+	waits []chan struct{} // earlier produces to its partitions
+	mine  chan struct{}   // closed once it has its place in the log
+}
+
+// start hands j to an idle worker, or starts one if none is idle. With
+// MaxInFlight workers started it waits for one to be idle: one is about to
+// be, since the queue holds j and at most MaxInFlight-1 other requests not
+// yet done, so a worker at most has finished its handler and not yet
+// asked for the next. Reader only.
+func (c *conn) start(j job) {
+	select {
+	case c.work <- j:
+		return
+	default:
+	}
+	if int(c.workers.Load()) < c.s.cfg.MaxInFlight {
+		c.workers.Add(1)
+		c.s.wg.Add(1)
+		go c.worker(j)
+		return
+	}
+	c.work <- j
+}
+
+// worker runs j, then the requests the reader hands it, until the reader
+// stops.
+func (c *conn) worker(j job) {
+	defer c.s.wg.Done()
+	for ok := true; ok; j, ok = <-c.work {
+		c.run(j)
+	}
+}
+
+// run waits for the earlier produces to j's partitions and handles j.
+func (c *conn) run(j job) {
+	for _, w := range j.waits {
+		<-w
+	}
+	var ordered func() // the later produces to its partitions may start
+	if j.mine != nil {
+		ordered = sync.OnceFunc(func() { c.leaveLane(j.mine) })
+	}
+	handled := c.handle(j.p, j.a, j.req, ordered)
+	if ordered != nil {
+		ordered()
+	}
+	if handled && j.p.h.key == produceKey && c.s.frames != nil {
+		// The backend keeps no part of a batch past Produce
+		// (BatchBorrower), the request's strings are copies and the
+		// response is encoded: nothing refers to the frame now.
+		c.s.frames.put(j.frame)
+	}
 }
 
 // errUnsupportedAPIVersions is an ApiVersions request of a version the

@@ -314,3 +314,46 @@ func TestPipelinedProducesKeepOrder(t *testing.T) {
 	}
 	require.Empty(t, s.connLanes(), "lanes are forgotten once done")
 }
+
+// A connection's requests are handled by workers it keeps: a client that
+// sends one request at a time is served by a worker or two, not by a new
+// goroutine per request, and no connection ever has more than MaxInFlight.
+func TestWorkersReused(t *testing.T) {
+	leaktest.Check(t)
+	s, _, _ := start(t, Config{MaxInFlight: 64}, logtest.Topic("t", 1))
+	c := dial(t, s.Addr())
+	workers := func() []int32 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var out []int32
+		for conn := range s.conns {
+			out = append(out, conn.workers.Load())
+		}
+		return out
+	}
+	const n = 200
+	for range n {
+		c.do(metadataV9())
+	}
+	// One at a time: a new worker only when the last one had not yet
+	// asked for the next request when it came (a thread descheduled on a
+	// loaded machine); at most a few.
+	w := workers()
+	require.Len(t, w, 1)
+	require.Positive(t, w[0])
+	require.LessOrEqual(t, w[0], int32(8), "%d requests one at a time", n)
+	t.Logf("%d requests one at a time: %d workers", n, w[0])
+	// Pipelined: up to MaxInFlight at once.
+	req := metadataV9()
+	var corrs []int32
+	for range n {
+		corrs = append(corrs, c.send(req))
+	}
+	for _, corr := range corrs {
+		c.recv(req, corr)
+	}
+	w = workers()
+	require.Len(t, w, 1)
+	require.LessOrEqual(t, w[0], int32(64))
+	t.Logf("and %d pipelined: %d workers", n, w[0])
+}
