@@ -480,7 +480,8 @@ func (g *consumerGroup) resolveRegex(now time.Time, expr string, image topicImag
 	if r, ok := g.regexes[expr]; ok && slices.Equal(r.topics, topics) {
 		return out
 	}
-	return g.emit(out, cgRec{kind: recRegex, regex: expr, regexTopics: topics, version: image.Version(), at: now})
+	at := time.UnixMilli(now.UnixMilli()).UTC() // as stored
+	return g.emit(out, cgRec{kind: recRegex, regex: expr, regexTopics: topics, version: image.Version(), at: at})
 }
 
 // subscribedTopics is every topic some member subscribes to, by name or

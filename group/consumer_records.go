@@ -1,6 +1,7 @@
 package group
 
 import (
+	"maps"
 	"slices"
 	"time"
 
@@ -31,6 +32,7 @@ type cgRec struct {
 
 	epoch       int32                   // recGroupEpoch, recTargetMeta
 	topics      map[string]assign.Topic // recPartitionMeta
+	ids         map[[16]byte]string     // recPartitionMeta, decoded: the topics' ids
 	sub         *subscription           // recMember
 	partitions  assign.Partitions       // recTargetMember
 	current     *currentAssignment      // recCurrent
@@ -137,4 +139,48 @@ func (g *consumerGroup) release(m *consumerMember) {
 			}
 		}
 	}
+}
+
+// consumerReplay rebuilds consumer groups from the records of
+// __consumer_offsets, in offset order.
+type consumerReplay struct {
+	cfg    consumerConfig
+	ids    topicIDs
+	groups map[string]*consumerGroup
+	// learned maps the topic ids of the partition metadata records read
+	// so far to their names, for the topics ids no longer knows (deleted
+	// since).
+	learned map[[16]byte]string
+}
+
+func newConsumerReplay(cfg consumerConfig, ids topicIDs) *consumerReplay {
+	return &consumerReplay{cfg: cfg, ids: ids, groups: map[string]*consumerGroup{}, learned: map[[16]byte]string{}}
+}
+
+func (r *consumerReplay) name(id [16]byte) (string, bool) {
+	if n, ok := r.learned[id]; ok {
+		return n, true
+	}
+	return r.ids.Name(id)
+}
+
+// add applies one record: errNotConsumerRecord if it is not a consumer
+// group's, ErrCorruptOffsetRecord if it does not decode.
+func (r *consumerReplay) add(key, value []byte) error {
+	group, rec, err := decodeConsumerRecord(key, value, r.name)
+	if err != nil {
+		return err
+	}
+	maps.Copy(r.learned, rec.ids)
+	g := r.groups[group]
+	if rec.kind == recGroupEpoch && rec.tombstone {
+		delete(r.groups, group) // the group was deleted
+		return nil
+	}
+	if g == nil {
+		g = newConsumerGroup(group, r.cfg)
+		r.groups[group] = g
+	}
+	g.apply(rec)
+	return nil
 }
