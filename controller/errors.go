@@ -3,10 +3,16 @@ package controller
 import (
 	"errors"
 	"fmt"
+
+	"github.com/strata-log/strata/internal/errs"
+	"github.com/strata-log/strata/log"
 )
 
 // Sentinel errors. Every error a Controller method returns for a rejected
-// request wraps one of these, so callers test with errors.Is.
+// request wraps one of these, so callers test with errors.Is. Those with a
+// meaning in package log match log's sentinel too (ErrUnknownTopic is a
+// log.ErrUnknownTopic, ErrNotPartitionLeader a log.ErrNotLeader, ErrClosed
+// a log.ErrClosed, ...): log's are the public vocabulary.
 var (
 	// ErrNotController: the member asked is not the active controller and the
 	// request could not be forwarded. The concrete error is a
@@ -18,21 +24,21 @@ var (
 	// find out. Never retried automatically.
 	ErrLeadershipLost = errors.New("controller: leadership lost, outcome of the change unknown")
 	// ErrClosed: the Controller is closed.
-	ErrClosed = errors.New("controller: closed")
+	ErrClosed = errs.Mark("controller: closed", log.ErrClosed)
 
-	ErrInvalidConfig            = errors.New("controller: invalid config")
-	ErrInvalidRequest           = errors.New("controller: invalid request")
+	ErrInvalidConfig            = errs.Mark("controller: invalid config", log.ErrInvalidConfig)
+	ErrInvalidRequest           = errs.Mark("controller: invalid request", log.ErrInvalidRequest)
 	ErrUnknownBroker            = errors.New("controller: unknown broker")
 	ErrStaleBrokerEpoch         = errors.New("controller: stale broker epoch")
-	ErrInvalidTopic             = errors.New("controller: invalid topic name")
-	ErrTopicExists              = errors.New("controller: topic already exists")
-	ErrUnknownTopic             = errors.New("controller: unknown topic")
-	ErrUnknownPartition         = errors.New("controller: unknown partition")
-	ErrInvalidPartitions        = errors.New("controller: invalid partition count")
-	ErrInvalidReplicationFactor = errors.New("controller: invalid replication factor")
+	ErrInvalidTopic             = errs.Mark("controller: invalid topic name", log.ErrInvalidTopic)
+	ErrTopicExists              = errs.Mark("controller: topic already exists", log.ErrTopicExists)
+	ErrUnknownTopic             = errs.Mark("controller: unknown topic", log.ErrUnknownTopic)
+	ErrUnknownPartition         = errs.Mark("controller: unknown partition", log.ErrUnknownPartition)
+	ErrInvalidPartitions        = errs.Mark("controller: invalid partition count", log.ErrInvalidPartitions)
+	ErrInvalidReplicationFactor = errs.Mark("controller: invalid replication factor", log.ErrInvalidReplicationFactor)
 	// ErrNotPartitionLeader: an AlterPartition came from a broker that does not
 	// lead the partition (Kafka's NOT_LEADER_OR_FOLLOWER).
-	ErrNotPartitionLeader = errors.New("controller: broker is not the partition leader")
+	ErrNotPartitionLeader = errs.Mark("controller: broker is not the partition leader", log.ErrNotLeader)
 	// ErrFencedLeaderEpoch: an AlterPartition carried a leader epoch other
 	// than the current one (Kafka's FENCED_LEADER_EPOCH).
 	ErrFencedLeaderEpoch = errors.New("controller: fenced leader epoch")
@@ -46,9 +52,9 @@ var (
 	// (Kafka's INELIGIBLE_REPLICA).
 	ErrIneligibleReplica = errors.New("controller: ineligible replica in ISR")
 	// ErrProducerIDsExhausted: the int64 producer id space is used up.
-	ErrProducerIDsExhausted = errors.New("controller: producer ids exhausted")
+	ErrProducerIDsExhausted = errs.Mark("controller: producer ids exhausted", log.ErrProducerIDsExhausted)
 	// ErrCorrupt: a metadata entry or snapshot failed to decode.
-	ErrCorrupt = errors.New("controller: corrupt metadata")
+	ErrCorrupt = errs.Mark("controller: corrupt metadata", log.ErrCorrupt)
 )
 
 // errInapplicable marks a record that decodes but does not fit the image it

@@ -3,6 +3,8 @@ package index
 import (
 	"errors"
 	"fmt"
+
+	"github.com/strata-log/strata/internal/errs"
 )
 
 var (
@@ -14,7 +16,7 @@ var (
 	// ErrCorruptIndex marks an index file that failed SanityCheck. It is always
 	// wrapped with the file name and the reason; test for it with errors.Is.
 	// The cure is Reset and a rebuild from the .log.
-	ErrCorruptIndex = errors.New("index: corrupt index")
+	ErrCorruptIndex = errs.Mark("index: corrupt index", errs.Corrupt) // matches log.ErrCorrupt
 
 	// ErrInvalidEntry is returned for an entry that may not be appended: an
 	// offset not above the last one (offset index) or below it (time index),
@@ -28,7 +30,7 @@ var (
 
 	// ErrClosed is returned by any method that changes the index or its file
 	// after Close or Delete.
-	ErrClosed = errors.New("index: closed")
+	ErrClosed = errs.Mark("index: closed", errs.Closed) // matches log.ErrClosed
 )
 
 // corrupt builds an ErrCorruptIndex that names the file and the reason.

@@ -2,13 +2,14 @@ package kafka
 
 import (
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
 	"time"
 
+	"github.com/strata-log/strata/internal/errs"
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/metrics"
 )
 
@@ -169,7 +170,7 @@ func (c Config) withDefaults() Config {
 }
 
 // ErrInvalidConfig is returned by Listen for a Config that cannot work.
-var ErrInvalidConfig = errors.New("kafka: invalid config")
+var ErrInvalidConfig = errs.Mark("kafka: invalid config", log.ErrInvalidConfig) // matches log.ErrInvalidConfig
 
 func (c Config) validate() error {
 	bad := func(format string, args ...any) error {

@@ -92,6 +92,8 @@ var errorTable = []struct {
 	{log.ErrInvalidConfig, errInvalidConfig},
 	{log.ErrTimeout, errRequestTimedOut},
 	{context.DeadlineExceeded, errRequestTimedOut},
+	// A closed coordinator is a log.ErrClosed too: it goes first.
+	{group.ErrClosed, errCoordinatorNotAvailable},
 	{log.ErrClosed, errNotLeaderOrFollower}, // closing: the client retries elsewhere
 	{group.ErrRebalanceInProgress, errRebalanceInProgress},
 	{group.ErrUnknownMember, errUnknownMemberID},
@@ -108,7 +110,6 @@ var errorTable = []struct {
 	{errNotCoordinatorErr, errNotCoordinator},
 	{errCoordinatorLoadingErr, errCoordinatorLoadInProgress},
 	{errOffsetMetadataTooLargeErr, errOffsetMetadataTooLarge},
-	{group.ErrClosed, errCoordinatorNotAvailable},
 	{errUnknownTopicIDErr, errUnknownTopicID},
 	{errInvalidRequestErr, errInvalidRequest},
 	{errInvalidPartitionsErr, errInvalidPartitions},

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/tp"
 )
 
@@ -125,7 +126,7 @@ var ErrUnreachable = errors.New("log: broker unreachable")
 
 // ErrInvalidRequest is returned for a request that no broker could serve
 // as asked (Kafka's INVALID_REQUEST), such as an unknown FetchIsolation.
-var ErrInvalidRequest = errors.New("log: invalid request")
+var ErrInvalidRequest = errs.InvalidRequest // also group's and controller's
 
 // FetchIsolation says how far a fetch reads: Kafka's FetchIsolation, which
 // a Kafka Fetch request sets by its replica id and isolation level.

@@ -4,27 +4,32 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/segment/batch"
 )
 
 // Errors. Test for them with errors.Is: the errors returned are wrapped with
-// context.
+// context. They are Strata's one error vocabulary: the packages over log
+// (kafka, replica, controller, group) and under it (segment, index,
+// timingwheel) return errors that match them for the same condition, under
+// their own names where they have one (errors.Is(err, log.ErrClosed) holds
+// for a closed segment, index, group coordinator or controller).
 var (
 	ErrUnknownTopic      = errors.New("log: unknown topic")
 	ErrUnknownPartition  = errors.New("log: unknown partition")
 	ErrTopicExists       = errors.New("log: topic already exists")
 	ErrInvalidTopic      = errors.New("log: invalid topic name")
-	ErrInvalidConfig     = errors.New("log: invalid config")
+	ErrInvalidConfig     = errs.InvalidConfig // also timingwheel's, group's, kafka's and controller's
 	ErrOffsetOutOfRange  = errors.New("log: offset out of range")
 	ErrRecordTooLarge    = errors.New("log: record batch too large") // MaxMessageBytes, or MaxDecompressedBytes decompressed
-	ErrClosed            = errors.New("log: closed")
+	ErrClosed            = errs.Closed                               // also segment's, index's, group's and controller's
 	ErrNotEnoughReplicas = errors.New("log: not enough in-sync replicas")
 	ErrNotLeader         = errors.New("log: not the leader for this partition")
 	// ErrDirInUse is returned by Open when another Broker holds the data dir.
 	ErrDirInUse = errors.New("log: data directory in use by another broker")
 	// ErrCorrupt marks data that failed its checks (CRC, framing, offsets):
 	// it is returned instead of records, never alongside them.
-	ErrCorrupt = batch.ErrCorrupt
+	ErrCorrupt = batch.ErrCorrupt // errs.Corrupt; index's, group's and controller's corruption match it
 	// ErrInvalidReplicationFactor: a topic asks for more replicas than
 	// there are brokers (Kafka's INVALID_REPLICATION_FACTOR). It is an
 	// ErrInvalidConfig too.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/index"
+	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 )
@@ -19,7 +20,7 @@ import (
 // Errors returned by segments.
 var (
 	// ErrClosed is returned by a segment whose files have been closed.
-	ErrClosed = errors.New("segment: closed")
+	ErrClosed = errs.Mark("segment: closed", errs.Closed) // matches log.ErrClosed
 	// ErrOffsetMismatch is returned by Append when the batch does not start at
 	// the segment's next offset.
 	ErrOffsetMismatch = errors.New("segment: batch does not start at the next offset")

@@ -1,7 +1,6 @@
 package timingwheel
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -9,11 +8,12 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock"
+	"github.com/strata-log/strata/internal/errs"
 )
 
 // ErrInvalidConfig is returned by [Start] and [NewPurgatory] for a
 // configuration they cannot run with.
-var ErrInvalidConfig = errors.New("timingwheel: invalid config")
+var ErrInvalidConfig = errs.Mark("timingwheel: invalid config", errs.InvalidConfig) // matches log.ErrInvalidConfig
 
 // Defaults, as in Kafka's SystemTimer.
 const (

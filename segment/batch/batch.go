@@ -7,6 +7,8 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+
+	"github.com/strata-log/strata/internal/errs"
 )
 
 // HeaderSize is the size of a record batch header: everything before the first record.
@@ -49,7 +51,7 @@ var (
 	// ErrCorrupt marks every kind of damage: a bad CRC, a length or count that does not
 	// match the bytes, a malformed varint, a magic other than 2, offsets or timestamps
 	// that disagree with the header. Test for it with errors.Is.
-	ErrCorrupt = errors.New("batch: corrupt record batch")
+	ErrCorrupt = errs.Corrupt // log.ErrCorrupt
 
 	// ErrCompressed is no longer returned: compressed batches are read and
 	// validated like any other.

@@ -1,0 +1,21 @@
+package errs
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+)
+
+func TestMark(t *testing.T) {
+	m := Mark("segment: closed", Closed)
+	if m.Error() != "segment: closed" {
+		t.Errorf("text %q, want the mark's own", m.Error())
+	}
+	wrapped := fmt.Errorf("read: %w", m)
+	if !errors.Is(wrapped, Closed) || !errors.Is(wrapped, m) {
+		t.Errorf("%v matches Closed %v, its mark %v; want both", wrapped, errors.Is(wrapped, Closed), errors.Is(wrapped, m))
+	}
+	if errors.Is(Closed, m) || errors.Is(m, InvalidConfig) || errors.Is(Mark("x", Closed), m) {
+		t.Error("a mark matches only itself and what it marks")
+	}
+}
