@@ -2,10 +2,10 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -50,7 +50,7 @@ func handleCreateTopics(ctx context.Context, c *conn, r kmsg.Request) reply {
 }
 
 // errInvalidRequestErr stands for INVALID_REQUEST.
-var errInvalidRequestErr = errors.New("kafka: invalid request")
+var errInvalidRequestErr = kerr.ErrInvalidRequest
 
 // createTopic creates (or, validateOnly, checks) one topic.
 func (s *Server) createTopic(ctx context.Context, rt kmsg.CreateTopicsRequestTopic, validateOnly bool) error {
@@ -113,9 +113,9 @@ const maxTopicPartitions = 10000
 
 // More errors with a Kafka code of their own.
 var (
-	errInvalidPartitionsErr        = errors.New("kafka: invalid number of partitions")
-	errInvalidReplicationFactorErr = errors.New("kafka: invalid replication factor")
-	errInvalidReplicaAssignmentErr = errors.New("kafka: invalid replica assignment")
+	errInvalidPartitionsErr        = kerr.ErrInvalidPartitions
+	errInvalidReplicationFactorErr = kerr.ErrInvalidReplicationFactor
+	errInvalidReplicaAssignmentErr = kerr.ErrInvalidReplicaAssignment
 )
 
 func handleDeleteTopics(_ context.Context, c *conn, r kmsg.Request) reply {
