@@ -118,10 +118,15 @@ var (
 	errInvalidReplicaAssignmentErr = kerr.ErrInvalidReplicaAssignment
 )
 
-func handleDeleteTopics(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleDeleteTopics(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DeleteTopicsRequest)
 	s := c.s
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
+	if req.TimeoutMillis > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMillis)*time.Millisecond)
+		defer cancel()
+	}
 	type target struct {
 		name *string
 		id   [16]byte
@@ -143,7 +148,7 @@ func handleDeleteTopics(_ context.Context, c *conn, r kmsg.Request) reply {
 		switch {
 		case tg.name != nil:
 			t.TopicID = topicID(*tg.name)
-			err = s.b.DeleteTopic(*tg.name)
+			err = s.b.DeleteTopicContext(ctx, *tg.name)
 		default:
 			name, ok := s.topicName(tg.id)
 			if !ok {
@@ -151,7 +156,7 @@ func handleDeleteTopics(_ context.Context, c *conn, r kmsg.Request) reply {
 				break
 			}
 			t.Topic = kmsg.StringPtr(name)
-			err = s.b.DeleteTopic(name)
+			err = s.b.DeleteTopicContext(ctx, name)
 		}
 		if err != nil {
 			t.ErrorCode, t.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())

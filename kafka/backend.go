@@ -21,10 +21,14 @@ type Backend interface {
 	// TopicConfig returns a topic's configuration, defaults applied.
 	TopicConfig(topic string) (log.TopicConfig, error)
 	// CreateTopicContext creates a topic (log.ErrTopicExists,
-	// log.ErrInvalidTopic, log.ErrInvalidConfig).
+	// log.ErrInvalidTopic, log.ErrInvalidConfig), within ctx: the
+	// request's timeout. The topic admin verbs take a context here because
+	// a cluster member waits on its controller quorum; *log.Broker's are
+	// its CreateTopic and DeleteTopic with a context.
 	CreateTopicContext(ctx context.Context, name string, cfg log.TopicConfig) error
-	// DeleteTopic deletes a topic and its data.
-	DeleteTopic(name string) error
+	// DeleteTopicContext deletes a topic and its data (log.ErrUnknownTopic),
+	// within ctx.
+	DeleteTopicContext(ctx context.Context, name string) error
 	// Produce appends one record batch, as a Kafka client sent it, to a
 	// partition (see log.DataClient).
 	Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (baseOffset int64, err error)

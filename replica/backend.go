@@ -189,10 +189,10 @@ func (b *Broker) DeleteTopic(ctx context.Context, name string) error {
 	return controllerErr(b.ctl.DeleteTopic(ctx, name))
 }
 
-// DeleteTopic is the member's (kafka.Backend), within
-// Config.ProduceTimeout.
-func (b kafkaBackend) DeleteTopic(name string) error {
-	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProduceTimeout)
+// DeleteTopicContext is the member's DeleteTopic (kafka.Backend), within
+// ctx (the request's timeout) and at most Config.ProduceTimeout.
+func (b kafkaBackend) DeleteTopicContext(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.ProduceTimeout)
 	defer cancel()
 	return b.Broker.DeleteTopic(ctx, name)
 }
