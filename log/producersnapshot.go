@@ -1,6 +1,7 @@
 package log
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -28,13 +29,19 @@ import (
 //	  last_offset               int64   -1: no batch known
 //	  offset_delta              int32   last offset - first offset of the batch
 //	  timestamp                 int64   the batch's max timestamp (ms)
-//	  coordinator_epoch         int32   -1 (no transactions)
-//	  current_txn_first_offset  int64   -1 (no transactions)
+//	  coordinator_epoch         int32   of the producer's last marker, -1: none
+//	  current_txn_first_offset  int64   of its open transaction, -1: none
 //
 // Kafka writes one entry per producer, its last batch. Strata writes one per
 // kept batch, up to 5, oldest first, so a restart keeps the whole duplicate
 // window; Kafka, reading such a file, keeps the last entry of each producer
-// id, which is the one it would have written. A torn file, a bad CRC, a
+// id, which is the one it would have written. Each entry's timestamp is its
+// batch's, so the timestamp of a transaction marker after the last batch
+// (the producer's last timestamp, for expiration) is kept only for a
+// producer with no batch left: after a restart such a producer's expiration
+// counts from its last batch, at most a transaction timeout earlier. The
+// transaction fields are the same in every entry of a producer; an open
+// transaction is read back as open, with its first offset. A torn file, a bad CRC, a
 // version other than 1 or a length that does not match the count is
 // ErrCorruptSnapshot: the caller falls back to an older snapshot or to a
 // replay of the whole log (loadProducerStateDir does).
@@ -173,6 +180,15 @@ func decodeProducerSnapshot(b []byte, offset int64) (*ProducerState, error) {
 		}
 		prev = x.producerID
 	}
+	// The open transactions, by first offset (Kafka's loadProducerEntry).
+	for id, t := range s.txn {
+		if t.txnFirstOffset >= 0 {
+			s.ongoing = append(s.ongoing, OngoingTxn{ProducerID: id, FirstOffset: t.txnFirstOffset})
+		}
+	}
+	slices.SortFunc(s.ongoing, func(a, b OngoingTxn) int {
+		return cmp.Or(cmp.Compare(a.FirstOffset, b.FirstOffset), cmp.Compare(a.ProducerID, b.ProducerID))
+	})
 	return s, nil
 }
 

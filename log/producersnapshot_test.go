@@ -130,10 +130,11 @@ func TestProducerSnapshotKafkaLayout(t *testing.T) {
 	p77, ok := got.Producer(77)
 	require.True(t, ok)
 	require.Equal(t, ProducerInfo{ProducerID: 77, Epoch: 4, LastSequence: 99, LastTimestamp: 444,
-		Batches: []BatchMetadata{{FirstSeq: 90, LastSeq: 99, LastOffset: 500, OffsetDelta: 9, MaxTimestamp: 444}}}, p77)
+		Batches:               []BatchMetadata{{FirstSeq: 90, LastSeq: 99, LastOffset: 500, OffsetDelta: 9, MaxTimestamp: 444}},
+		CurrentTxnFirstOffset: -1, CoordinatorEpoch: 2}, p77)
 	p12, ok := got.Producer(12)
 	require.True(t, ok)
-	require.Equal(t, ProducerInfo{ProducerID: 12, Epoch: 0, LastSequence: -1, LastTimestamp: 555}, p12)
+	require.Equal(t, ProducerInfo{ProducerID: 12, Epoch: 0, LastSequence: -1, LastTimestamp: 555, CurrentTxnFirstOffset: -1, CoordinatorEpoch: 1}, p12)
 	// Producer 12 has an epoch but no sequence: the next batch must start at 0.
 	_, err = got.Check(idemBatch(12, 0, 5, 1, 0))
 	require.ErrorIs(t, err, ErrOutOfOrderSequence)
@@ -371,6 +372,8 @@ func FuzzProducerSnapshot(f *testing.F) {
 	f.Add(kafkaSnapshot([][8]int64{{1, 0, 4, 4, 4, 1, -1, -1}, {1, 0, 6, 7, 1, 2, -1, -1}, {2, 3, -1, -1, 0, 9, 0, -1}}))
 	f.Add(kafkaSnapshot([][8]int64{{7, 1, 2147483647, 100, 3, 5, -1, -1}, {7, 1, 2, 103, 2, 6, -1, -1}}))
 	f.Add([]byte{0, 1, 0, 0})
+	// Open transactions (current_txn_first_offset), coordinator epochs.
+	f.Add(kafkaSnapshot([][8]int64{{5, 0, 3, 10, 0, 9, 2, 8}, {6, 1, 0, 12, 0, 9, -1, 12}, {7, 0, 0, 13, 0, 9, 4, -1}}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := decodeProducerSnapshot(b, 42)
 		if err != nil {
@@ -381,6 +384,7 @@ func FuzzProducerSnapshot(f *testing.F) {
 		require.NoError(t, err)
 		requireSameState(t, s, again)
 		require.Equal(t, encodeProducerSnapshot(s), encodeProducerSnapshot(again), "transaction fields too")
+		require.Equal(t, s.OngoingTxns(), again.OngoingTxns())
 	})
 }
 
@@ -389,6 +393,8 @@ func FuzzProducerSnapshot(f *testing.F) {
 func FuzzProducerStateReplay(f *testing.F) {
 	f.Add(producerLog(f, 0, []ProducerBatch{idemBatch(1, 0, 0, 2, 5), idemBatch(NoProducerID, -1, -1, 1, 6)}))
 	f.Add([]byte{})
+	txns, _, _ := txnLog(f) // transactional batches and markers
+	f.Add(txns)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s := NewProducerState(0)
 		n, err := s.ReplayBatches(b)

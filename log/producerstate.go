@@ -25,6 +25,9 @@ import (
 // Every appended batch goes through Update (a non-idempotent one only moves
 // EndOffset), so EndOffset is the offset up to which the state reflects the
 // log: a snapshot is written at it, and recovery replays the log from it.
+// Transaction markers go through CheckMarker and UpdateMarker; the state
+// tracks each producer's open transaction and the last stable offset
+// (producerstate_txn.go).
 //
 // The state is bounded: a producer costs about 100 bytes (230 with its 5
 // batches kept); producers silent for producer.id.expiration.ms by the
@@ -90,6 +93,9 @@ type ProducerBatch struct {
 	// MaxTimestamp is the batch's max timestamp (ms): the producer's last
 	// timestamp, from which expiration counts, as Kafka.
 	MaxTimestamp int64
+	// Transactional: attribute bit 4, the batch is part of its producer's
+	// transaction (the first one opens it).
+	Transactional bool
 }
 
 // ProducerBatchOf returns the producer fields of a batch header.
@@ -100,6 +106,7 @@ func ProducerBatchOf(h batch.Header) ProducerBatch {
 		BaseSequence:    h.BaseSequence,
 		LastOffsetDelta: h.LastOffsetDelta,
 		MaxTimestamp:    h.MaxTimestamp,
+		Transactional:   h.Transactional(),
 	}
 }
 
@@ -218,6 +225,11 @@ type ProducerInfo struct {
 	LastSequence  int32 // -1 when no batch is known
 	LastTimestamp int64
 	Batches       []BatchMetadata // oldest first
+	// CurrentTxnFirstOffset is the first offset of the producer's open
+	// transaction, -1 if none; CoordinatorEpoch the epoch of the
+	// coordinator of its last marker, -1 if none (DescribeProducers).
+	CurrentTxnFirstOffset int64
+	CoordinatorEpoch      int32
 }
 
 // ProducerState is the idempotent-producer state of one partition. The zero
@@ -226,10 +238,16 @@ type ProducerInfo struct {
 type ProducerState struct {
 	producers map[int64]*producerEntry
 	endOffset int64
-	// txn holds, by producer, the transaction fields of an entry read from
-	// a Kafka snapshot with an open transaction, kept only so that the
-	// snapshot written again is unchanged (Strata writes no transactions).
+	// txn holds the transaction fields of the producers that have any: an
+	// open transaction, or the epoch of the coordinator of their last
+	// marker. Idempotent producers that never used a transaction (most)
+	// pay nothing for them.
 	txn map[int64]txnFields
+	// ongoing are the open transactions, by first offset; unreplicated
+	// the completed ones whose marker is not yet below the high watermark
+	// (producerstate_txn.go).
+	ongoing      []OngoingTxn
+	unreplicated []CompletedTxn
 	// maxProducers bounds producers: a new producer past it evicts the
 	// tenth of them silent the longest (evictProducers).
 	maxProducers int
@@ -240,7 +258,15 @@ type ProducerState struct {
 // txnFields are Kafka's transaction fields of a producer's snapshot entry.
 type txnFields struct {
 	coordinatorEpoch int32
-	txnFirstOffset   int64
+	txnFirstOffset   int64 // -1: no open transaction
+}
+
+// inTxn reports whether producer id has an open transaction: it is never
+// expired nor evicted, as in Kafka, or the LSO would be stuck behind a
+// transaction no marker could end.
+func (s *ProducerState) inTxn(id int64) bool {
+	t, ok := s.txn[id]
+	return ok && t.txnFirstOffset >= 0
 }
 
 // noTxn is an entry's transaction fields when it has no transaction.
@@ -286,12 +312,15 @@ func (s *ProducerState) Producer(id int64) (ProducerInfo, bool) {
 	if !ok {
 		return ProducerInfo{}, false
 	}
+	t := s.txnOf(id)
 	return ProducerInfo{
-		ProducerID:    id,
-		Epoch:         e.epoch,
-		LastSequence:  e.lastSeq(),
-		LastTimestamp: e.lastTimestamp,
-		Batches:       e.batchList(nil),
+		ProducerID:            id,
+		Epoch:                 e.epoch,
+		LastSequence:          e.lastSeq(),
+		LastTimestamp:         e.lastTimestamp,
+		Batches:               e.batchList(nil),
+		CurrentTxnFirstOffset: t.txnFirstOffset,
+		CoordinatorEpoch:      t.coordinatorEpoch,
 	}, true
 }
 
@@ -375,6 +404,9 @@ func (s *ProducerState) check(b ProducerBatch) (*producerEntry, AppendCheck, err
 			return e, AppendCheck{}, fmt.Errorf("%w: producer %d epoch %d sends sequence %d, last appended %d", ErrOutOfOrderSequence, b.ProducerID, b.Epoch, b.BaseSequence, e.lastSeq())
 		}
 	}
+	if !b.Transactional && s.inTxn(b.ProducerID) {
+		return e, AppendCheck{}, fmt.Errorf("%w: producer %d writes outside its transaction open since offset %d", ErrInvalidTxnState, b.ProducerID, s.txn[b.ProducerID].txnFirstOffset)
+	}
 	return e, AppendCheck{}, nil
 }
 
@@ -414,15 +446,18 @@ func (s *ProducerState) update(e *producerEntry, b ProducerBatch, firstOffset in
 		OffsetDelta:  b.LastOffsetDelta,
 		MaxTimestamp: b.MaxTimestamp,
 	})
+	if b.Transactional && !s.inTxn(b.ProducerID) {
+		s.openTxn(b.ProducerID, firstOffset)
+	}
 }
 
 // evictProducers forgets the tenth of the producers heard of the longest
-// ago (at least one), those in a transaction from a Kafka snapshot
-// excepted: DefaultMaxProducers bounds the state.
+// ago (at least one), those with an open transaction excepted:
+// DefaultMaxProducers bounds the state.
 func (s *ProducerState) evictProducers() {
 	touched := make([]uint64, 0, len(s.producers))
 	for id, e := range s.producers {
-		if _, inTxn := s.txn[id]; !inTxn {
+		if !s.inTxn(id) {
 			touched = append(touched, e.touched)
 		}
 	}
@@ -432,8 +467,9 @@ func (s *ProducerState) evictProducers() {
 	slices.Sort(touched)
 	below := touched[min(len(touched)-1, max(1, len(touched)/10)-1)] // evict touched <= below
 	for id, e := range s.producers {
-		if _, inTxn := s.txn[id]; !inTxn && e.touched <= below {
+		if !s.inTxn(id) && e.touched <= below {
 			delete(s.producers, id)
+			delete(s.txn, id)
 			s.evicted++
 		}
 	}
@@ -442,8 +478,9 @@ func (s *ProducerState) evictProducers() {
 // Replay applies a batch header read from the log, as recovery does for the
 // log after the last snapshot (Kafka's loadProducersFromRecords). A batch
 // that ends at or before EndOffset is already reflected and is skipped, so
-// replaying from anywhere at or before EndOffset is safe. Control batches
-// (transaction markers, which Strata does not write) only move EndOffset.
+// replaying from anywhere at or before EndOffset is safe. A control batch
+// only moves EndOffset here: a transaction marker is in its record, which
+// ReplayBatch and ReplayBatches read.
 func (s *ProducerState) Replay(h batch.Header) {
 	if h.NextOffset() <= s.endOffset {
 		return
@@ -458,10 +495,17 @@ func (s *ProducerState) Replay(h batch.Header) {
 // ReplayBatches replays every whole batch in data, concatenated batches as a
 // segment holds them, and returns how many bytes it consumed. It reads only
 // the headers, checking their framing but not the CRCs: the log it reads was
-// validated when appended or recovered. It stops without error at a batch
-// cut short by the end of data (the caller reads on from the returned
-// position); a malformed header is ErrCorrupt.
+// validated when appended or recovered; a transaction marker it reads
+// whole (ReplayBatch). It stops without error at a batch cut short by the
+// end of data (the caller reads on from the returned position); a
+// malformed header or marker is ErrCorrupt.
 func (s *ProducerState) ReplayBatches(data []byte) (int, error) {
+	return s.ReplayBatchesTxn(data, nil)
+}
+
+// ReplayBatchesTxn is ReplayBatches calling completed, if not nil, with
+// each transaction a replayed marker ended, in log order.
+func (s *ProducerState) ReplayBatchesTxn(data []byte, completed func(CompletedTxn)) (int, error) {
 	pos := 0
 	for pos < len(data) {
 		size, err := batch.PeekSize(data[pos:])
@@ -478,7 +522,13 @@ func (s *ProducerState) ReplayBatches(data []byte) (int, error) {
 		if h.BaseOffset < 0 || h.LastOffsetDelta < 0 {
 			return pos, fmt.Errorf("log: replay producer state at byte %d: %w: offsets %d+%d", pos, ErrCorrupt, h.BaseOffset, h.LastOffsetDelta)
 		}
-		s.Replay(h)
+		c, ok, err := s.ReplayBatch(data[pos:pos+size], h)
+		if err != nil {
+			return pos, fmt.Errorf("log: replay producer state at byte %d: %w", pos, err)
+		}
+		if ok && completed != nil {
+			completed(c)
+		}
 		pos += size
 	}
 	return pos, nil
@@ -497,12 +547,13 @@ func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
 	nowMs, exp := now.UnixMilli(), expiration.Milliseconds()
 	n := 0
 	for id, e := range s.producers {
-		if _, inTxn := s.txn[id]; inTxn {
+		if s.inTxn(id) {
 			continue
 		}
 		e.lastTimestamp = min(e.lastTimestamp, nowMs)
 		if nowMs-e.lastTimestamp >= exp {
 			delete(s.producers, id)
+			delete(s.txn, id)
 			n++
 		}
 	}
@@ -514,6 +565,7 @@ func (s *ProducerState) Expire(now time.Time, expiration time.Duration) int {
 // comparing states.
 func (s *ProducerState) Clone() *ProducerState {
 	c := &ProducerState{producers: maps.Clone(s.producers), endOffset: s.endOffset, txn: maps.Clone(s.txn),
+		ongoing: slices.Clone(s.ongoing), unreplicated: slices.Clone(s.unreplicated),
 		maxProducers: s.maxProducers, updates: s.updates, evicted: s.evicted}
 	for id, e := range c.producers {
 		ce := *e
@@ -534,5 +586,6 @@ func (s *ProducerState) Clone() *ProducerState {
 func (s *ProducerState) Reset(endOffset int64) {
 	clear(s.producers)
 	clear(s.txn)
+	s.ongoing, s.unreplicated = nil, nil
 	s.endOffset = endOffset
 }
