@@ -64,6 +64,25 @@ type Config struct {
 	// Logger receives the coordinator's log lines (rebalances, removed
 	// members); nil → discard.
 	Logger *slog.Logger
+
+	// Consumer-protocol groups (KIP-848, ConsumerHeartbeat).
+	//
+	// ConsumerSessionTimeout is how long a member stays without a
+	// heartbeat (group.consumer.session.timeout.ms); 0 → 45 s.
+	// ConsumerHeartbeatInterval is how often members are told to
+	// heartbeat (group.consumer.heartbeat.interval.ms); 0 → 5 s.
+	// ConsumerMaxSize bounds a group's members
+	// (group.consumer.max.size); 0 → no bound.
+	ConsumerSessionTimeout    time.Duration
+	ConsumerHeartbeatInterval time.Duration
+	ConsumerMaxSize           int
+	// TopicNames lists the topics a subscription by regular expression
+	// may match (internal ones left out); nil → such subscriptions match
+	// nothing. Called with no lock held.
+	TopicNames func() []string
+
+	// consumerGroups are the consumer groups Open read back.
+	consumerGroups map[string]*consumerGroup
 }
 
 // Clock is the time seam of a Coordinator: the two methods of a
@@ -150,6 +169,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Partitions is required", ErrInvalidConfig)
 	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < 0 || c.InitialRebalanceDelay < 0:
 		return fmt.Errorf("%w: negative timeout", ErrInvalidConfig)
+	case c.ConsumerSessionTimeout < 0 || c.ConsumerHeartbeatInterval < 0 || c.ConsumerMaxSize < 0:
+		return fmt.Errorf("%w: negative consumer group setting", ErrInvalidConfig)
 	case c.MaxSize < 0 || c.MaxMemberMetadataBytes < 0:
 		return fmt.Errorf("%w: negative MaxSize %d or MaxMemberMetadataBytes %d", ErrInvalidConfig, c.MaxSize, c.MaxMemberMetadataBytes)
 	case lo > hi:

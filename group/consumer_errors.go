@@ -25,6 +25,9 @@ var (
 	// ErrInvalidRegularExpression (Kafka's INVALID_REGULAR_EXPRESSION): a
 	// subscription by a regular expression that does not compile.
 	ErrInvalidRegularExpression = errors.New("group: invalid regular expression")
+	// ErrStaleMemberEpoch (Kafka's STALE_MEMBER_EPOCH): an offset commit
+	// of a consumer group's member at another epoch than its own.
+	ErrStaleMemberEpoch = errors.New("group: stale member epoch")
 )
 
 // errUnknownMemberState: a member restored in a state this coordinator

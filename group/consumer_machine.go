@@ -728,3 +728,25 @@ func (g *consumerGroup) state() string {
 	}
 	return "Stable"
 }
+
+// clone returns a deep copy of g: the driver steps the copy and keeps it
+// only once its records are stored.
+func (g *consumerGroup) clone() *consumerGroup {
+	n := *g
+	n.members = make(map[string]*consumerMember, len(g.members))
+	for id, m := range g.members {
+		mc := *m
+		mc.topics = slices.Clone(m.topics)
+		mc.assigned, mc.revoking = m.assigned.Clone(), m.revoking.Clone()
+		n.members[id] = &mc
+	}
+	n.static = maps.Clone(g.static)
+	n.target = make(map[string]assign.Partitions, len(g.target))
+	for id, p := range g.target {
+		n.target[id] = p.Clone()
+	}
+	n.topics = maps.Clone(g.topics)
+	n.regexes = maps.Clone(g.regexes)
+	n.owners = maps.Clone(g.owners)
+	return &n
+}

@@ -44,6 +44,8 @@ type Coordinator struct {
 
 	callbacks sync.WaitGroup // armed timers whose callback has not returned
 	commits   sync.WaitGroup // Commit calls between their check and their end
+
+	consumer consumerGroups // the consumer-protocol groups (consumer_coordinator.go)
 }
 
 // entry is one group: its state machine and the driver's per-group state.
@@ -93,6 +95,7 @@ func NewWithCommitted(cfg Config, committed map[string]map[TopicPartition]Commit
 		waiters: make(map[uint64]chan joinResult),
 		timers:  make(map[timerKey]*armedTimer),
 	}
+	c.consumer = consumerGroups{groups: map[string]*consumerEntry{}, timers: map[cgTimerKey]*armedTimer{}}
 	for g, offsets := range cfg.Initial {
 		e := c.entry(g)
 		for tp, off := range offsets {
@@ -114,6 +117,7 @@ func NewWithCommitted(cfg Config, committed map[string]map[TopicPartition]Commit
 		c.forgetIfIdle(e)
 	}
 	now := c.clock.Now()
+	c.restoreConsumerGroups(now, cfg.consumerGroups)
 	for _, g := range slices.Sorted(maps.Keys(cfg.InitialGroups)) {
 		v, err := decodeGroupMetadata(cfg.InitialGroups[g])
 		if err == nil {
@@ -536,7 +540,11 @@ func (c *Coordinator) commit(ctx context.Context, group, memberID string, genera
 		c.mu.Unlock()
 		return ErrClosed
 	}
-	err = c.step(e, commitEvent{member: memberID, generation: generation})
+	if handled, cerr := c.checkConsumerCommit(group, memberID, generation); handled {
+		err = cerr // a consumer-protocol group's member commits
+	} else {
+		err = c.step(e, commitEvent{member: memberID, generation: generation})
+	}
 	c.mu.Unlock()
 	if err != nil || len(offsets) == 0 {
 		return err
@@ -675,10 +683,13 @@ func (c *Coordinator) List() []Listing {
 	defer c.mu.Unlock()
 	out := make([]Listing, 0, len(c.groups))
 	for _, g := range slices.Sorted(maps.Keys(c.groups)) {
+		if c.consumer.groups[g] != nil {
+			continue // listed as the consumer group it is
+		}
 		st := c.groups[g].st
 		out = append(out, Listing{Group: g, ProtocolType: st.protocolType, State: st.phase.state()})
 	}
-	return out
+	return c.listConsumerGroups(out)
 }
 
 // Close fails every pending Join and Sync with ErrClosed, stops the timers and waits
@@ -701,6 +712,7 @@ func (c *Coordinator) Close() error {
 		}
 		delete(c.timers, key)
 	}
+	c.stopConsumerTimers()
 	c.mu.Unlock()
 	c.callbacks.Wait()
 	c.commits.Wait()

@@ -171,6 +171,29 @@
 // takes the old one's place in the record). Committed offsets never expire
 // (offsets.retention.minutes is not implemented).
 //
+// # The consumer group protocol (KIP-848)
+//
+// ConsumerHeartbeat serves Kafka 4's consumer groups, where the
+// coordinator computes the assignment: a member joins with epoch 0 and
+// its subscription (topic names, or a regular expression in RE2 syntax
+// matched against whole topic names), then heartbeats every
+// HeartbeatInterval (5 s) with its epoch and the partitions it holds, and
+// leaves with epoch -1 (a static member, with an instance id, may leave
+// with -2 and come back under a new member id to its partitions). A join,
+// a leave, a changed subscription or a grown topic bumps the group's
+// epoch; the next heartbeat computes every member's target with the
+// "uniform" (default) or "range" assignor (package assign), and each
+// member moves to its target over its heartbeats: it is first told to give
+// up what it loses, and only once it reports it no longer holds them are
+// those partitions given to others, so no partition is held twice and
+// members keep consuming what they keep. A member that misses its session
+// (45 s) or does not give partitions up within its rebalance timeout is
+// removed. Commits of such a group's members carry their epoch
+// (ErrStaleMemberEpoch otherwise). Over an OffsetsLog every change is a
+// record in Kafka 4's formats (ConsumerGroupMetadata, ...MemberMetadata,
+// ...TargetAssignment..., ...CurrentMemberAssignment), and Open restores
+// the groups from them. DescribeConsumerGroup describes a group.
+//
 // # Concurrency and time
 //
 // All methods may be called from any number of goroutines. The Coordinator

@@ -72,6 +72,7 @@ func Open(ctx context.Context, cfg Config, l OffsetsLog) (*Coordinator, error) {
 		return nil, fmt.Errorf("group: replay __consumer_offsets: %w", err)
 	}
 	cfg.InitialGroups = r.groups
+	cfg.consumerGroups = r.consumer.groups
 	cfg.Store = &logStore{l: l, clock: cfg.withDefaults().Clock}
 	return NewWithCommitted(cfg, r.committed)
 }
@@ -81,10 +82,12 @@ func Open(ctx context.Context, cfg Config, l OffsetsLog) (*Coordinator, error) {
 type replay struct {
 	committed map[string]map[TopicPartition]CommittedOffset
 	groups    map[string][]byte
+	consumer  *consumerReplay // the consumer-protocol groups
 }
 
 func newReplay() *replay {
-	return &replay{committed: map[string]map[TopicPartition]CommittedOffset{}, groups: map[string][]byte{}}
+	return &replay{committed: map[string]map[TopicPartition]CommittedOffset{}, groups: map[string][]byte{},
+		consumer: newConsumerReplay(consumerConfig{}, tpIDs{})}
 }
 
 // add applies the next record of the partition.
@@ -94,7 +97,11 @@ func (r *replay) add(key, value []byte) error {
 	case errors.Is(err, ErrNotOffsetRecord):
 		g, err := DecodeGroupMetadataKey(key)
 		if err != nil {
-			return nil // another kind of record (Kafka writes none today)
+			// A consumer-protocol group's record, or another kind, skipped.
+			if err := r.consumer.add(key, value); err != nil && !errors.Is(err, errNotConsumerRecord) {
+				return err
+			}
+			return nil
 		}
 		if len(value) == 0 {
 			delete(r.groups, g)

@@ -84,8 +84,8 @@ func TestOpenReplay(t *testing.T) {
 	}))
 	require.NoError(t, l.Append([]group.Record{rec("g", a0, group.CommittedOffset{Offset: 9, LeaderEpoch: 2, Metadata: "nine"})}))
 	require.NoError(t, l.Append([]group.Record{rec("h", a0, group.CommittedOffset{Offset: -1})}))
-	// A key of a kind Strata does not write (version 3): skipped.
-	require.NoError(t, l.Append([]group.Record{{Key: []byte{0, 3, 0, 1, 'g'}, Value: []byte{1, 2, 3}}}))
+	// A key of a kind Strata does not know (version 100): skipped.
+	require.NoError(t, l.Append([]group.Record{{Key: []byte{0, 100, 0, 1, 'g'}, Value: []byte{1, 2, 3}}}))
 	// A group metadata record that does not decode is logged and skipped
 	// at restore; its tombstone removes it.
 	require.NoError(t, l.Append([]group.Record{{Key: group.EncodeGroupMetadataKey("g"), Value: []byte{0, 3, 1}}}))

@@ -1,6 +1,7 @@
 package tp
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -14,5 +15,16 @@ func TestCompareAndString(t *testing.T) {
 	}
 	if s := (TopicPartition{"orders", 3}).String(); s != "orders-3" {
 		t.Fatalf("String = %q", s)
+	}
+}
+
+func TestTopicID(t *testing.T) {
+	a, b := TopicID("a"), TopicID("b")
+	if a == b || a == ([16]byte{}) || TopicID("a") != a {
+		t.Fatalf("ids %x %x", a, b)
+	}
+	// The ids are stable: clients and records keep them across versions.
+	if got := TopicID("orders"); fmt.Sprintf("%x", got) != "79011fb0d3caba7c8a55a032ef5dbf33" {
+		t.Fatalf("TopicID(orders) = %x", got)
 	}
 }
