@@ -30,6 +30,17 @@
 // records and a zombie's late writes are fenced; the EndTxn that exhausts
 // the epoch hands the id over to a new producer id.
 //
+// # Coordinator
+//
+// A Coordinator drives the machine for the transactional ids of one
+// __transaction_state partition: New loads the partition's records, the
+// request methods (InitProducerID, AddPartitions, AddOffsets,
+// VerifyPartitions, EndTxn, Describe, List, ExpireIDs) decide, write the
+// change to the Store and answer once it is durable, and goroutines it owns
+// write the markers through the MarkerWriter (retrying until they are
+// written), complete the transactions and abort those that time out; Close
+// stops and waits for them. Time comes from a clock.Clock.
+//
 // # Records
 //
 // EncodeKey, EncodeValue and DecodeRecord read and write the records of
