@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/strata-log/strata/log"
@@ -36,7 +38,20 @@ Format tokens (--format, -f): ` + formatTokens + `
 
 Or Kafka's formatter: --property print.key=true --property key.separator=:
 (also print.timestamp, print.partition, print.offset, print.headers,
-print.value, line.separator, headers.separator, null.literal).`
+print.value, line.separator, headers.separator, null.literal).
+
+kcat's flags mean what they mean to kcat: -b, -t, -p, -G GROUP (the topic
+may follow: -G GROUP TOPIC), -e, -c N, -K DELIM (key DELIM value),
+-o beginning|end|stored|N|-N|s@TS, and -C, which consume needs not:
+
+  strata consume -b localhost:9092 -t orders -o beginning -e
+
+--consumer.config FILE (a Java properties file) and --consumer-property
+KEY=VALUE take Kafka consumer properties: group.id, auto.offset.reset,
+fetch.*, max.partition.fetch.bytes, session.timeout.ms,
+heartbeat.interval.ms, max.poll.interval.ms, bootstrap.servers, client.id
+and the TLS and SASL ones; any other is warned of on stderr and ignored, as
+Kafka's clients do, and a bad value is an error.`
 
 func runConsume(e *env, args []string) (err error) {
 	fs := newFlags(e, "consume", "--bootstrap-server ADDR|--data-dir DIR --topic T [flags]", consumeHelp)
@@ -56,18 +71,72 @@ func runConsume(e *env, args []string) (err error) {
 	fs.StringVar(&format, "f", format, "`FMT`: the same as --format (kcat's flag)")
 	var props stringList
 	fs.Var(&props, "property", "`KEY=VALUE` of kafka-console-consumer.sh's formatter (print.key=true, key.separator=:, ...) instead of --format; repeatable")
+	var cprops clientProps
+	cprops.register(fs, "consumer", consumerPropertyNames)
+	// kcat's flags, with kcat's meanings.
+	fs.StringVar(&t.bootstrap, "b", "", "`ADDR`: the same as --bootstrap-server (kcat)")
+	fs.StringVar(topic, "t", "", "`NAME`: the same as --topic (kcat)")
+	fs.IntVar(partition, "p", -1, "`N`: the same as --partition (kcat)")
+	fs.StringVar(group, "G", "", "`GROUP`: the same as --group (kcat -G GROUP TOPIC: the topic may follow as an argument)")
+	fs.BoolVar(exitAtEnd, "e", false, "the same as --exit-at-end (kcat)")
+	fs.IntVar(maxMessages, "c", 0, "`N`: the same as --max-messages (kcat)")
+	kcatOffset := fs.String("o", "", "`OFFSET` to start at (kcat): beginning, end, stored (the group's), N, -N (N before the end)\nor s@TS (the first record at or after TS ms)")
+	kcatKey := fs.String("K", "", "`DELIM`: print each record as key DELIM value (kcat; \\t, \\n escapes)")
+	fs.Bool("C", false, "consumer mode (kcat): what consume does")
+	kcatProduce := fs.Bool("P", false, "producer mode (kcat): an error here, use strata produce")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
+	if *kcatProduce {
+		return usagef("-P is kcat's producer mode: use strata produce")
+	}
+	if len(pos) == 1 && *topic == "" && *group != "" {
+		*topic = pos[0] // kcat -G GROUP TOPIC
+		pos = nil
+	}
 	if len(pos) > 0 {
 		return usagef("unexpected arguments %q", pos)
+	}
+	cp, err := cprops.read()
+	if err != nil {
+		return err
+	}
+	applyConnection(&t, cp)
+	ccfg, reset, err := consumerConfig(&cprops, cp)
+	if err != nil {
+		return err
+	}
+	warnUnused(e, "consume", cp, consumerPropertyNames)
+	if gid := ccfg.Group; gid != "" {
+		if *group != "" && *group != gid {
+			return usagef("--group %s and group.id=%s disagree", *group, gid)
+		}
+		*group = gid
 	}
 	if *topic == "" {
 		return usagef("--topic is required")
 	}
+	back := int64(0) // kcat -o -N
+	if *kcatOffset != "" {
+		if *offset != "" || *fromTime != "" || *fromBeginning {
+			return usagef("give one of -o, --offset, --from-beginning and --from-time")
+		}
+		var stored bool
+		if *offset, *fromTime, back, stored, err = parseKcatOffset(*kcatOffset); err != nil {
+			return err
+		}
+		if stored && *group == "" {
+			return usagef("-o stored reads a group's committed offsets: give -G GROUP")
+		}
+		if *group != "" && (*offset == "earliest" || *offset == "latest") {
+			// With a group, kcat's beginning and end say where a partition
+			// without a committed offset starts.
+			*fromBeginning, *offset = *offset == "earliest", ""
+		}
+	}
 	starts := 0
-	for _, set := range []bool{*fromBeginning, *offset != "", *fromTime != ""} {
+	for _, set := range []bool{*fromBeginning, *offset != "", *fromTime != "", back > 0} {
 		if set {
 			starts++
 		}
@@ -75,11 +144,17 @@ func runConsume(e *env, args []string) (err error) {
 	if starts > 1 {
 		return usagef("give one of --from-beginning, --offset and --from-time")
 	}
-	if *group != "" && (*offset != "" || *fromTime != "" || *partition >= 0) {
+	if *group != "" && (*offset != "" || *fromTime != "" || back > 0 || *partition >= 0) {
 		return usagef("--group reads the group's committed offsets: --offset, --from-time and --partition cannot go with it")
 	}
 	if *maxMessages < 0 {
 		return usagef("--max-messages must not be negative")
+	}
+	if isFlagSet(fs, "K") {
+		if isFlagSet(fs, "format") || isFlagSet(fs, "f") || len(props) > 0 {
+			return usagef("give -K, --format or --property, not two of them")
+		}
+		format = "%k" + strings.ReplaceAll(*kcatKey, "%", "%%") + "%s\\n"
 	}
 	var out recordWriter
 	switch {
@@ -100,7 +175,8 @@ func runConsume(e *env, args []string) (err error) {
 	}
 	var at int64 = log.LatestOffset
 	switch {
-	case *fromBeginning:
+	case back > 0:
+	case *fromBeginning || (starts == 0 && reset == log.ResetEarliest):
 		at = log.EarliestOffset
 	case *offset != "":
 		if at, err = parseOffset(*offset); err != nil {
@@ -144,7 +220,8 @@ func runConsume(e *env, args []string) (err error) {
 		ctx, stop := interruptible()
 		defer stop()
 		f := follow{
-			topic: *topic, group: *group, parts: parts, at: at, byTime: *fromTime != "",
+			cfg:   ccfg,
+			topic: *topic, group: *group, parts: parts, at: at, byTime: *fromTime != "", back: back,
 			// On a data dir nothing else appends: stop at the end.
 			untilEnd: *exitAtEnd || c.broker != nil,
 			idle:     time.Duration(*timeoutMs) * time.Millisecond,
@@ -160,7 +237,7 @@ func runConsume(e *env, args []string) (err error) {
 		if err != nil {
 			return err
 		}
-		if done, err := cs.partition(c.broker, p, at, *fromTime != ""); err != nil || done {
+		if done, err := cs.partition(c.broker, p, at, *fromTime != "", back); err != nil || done {
 			return err
 		}
 	}
@@ -213,13 +290,11 @@ func (c *consumer) full() bool { return c.max > 0 && c.n >= c.max }
 // partition prints p's records from at (an offset, EarliestOffset,
 // LatestOffset, or with byTime a timestamp) to its end offset. done says
 // --max-messages was reached.
-func (c *consumer) partition(b *log.Broker, p *log.Partition, at int64, byTime bool) (done bool, err error) {
+func (c *consumer) partition(b *log.Broker, p *log.Partition, at int64, byTime bool, back int64) (done bool, err error) {
 	tp := log.TopicPartition{Topic: p.Topic(), Partition: p.ID()}
-	off := at
-	if at < 0 || byTime {
-		if off, err = b.ListOffset(context.Background(), tp, at); err != nil {
-			return false, err
-		}
+	off, err := startOffset(context.Background(), b, tp, at, byTime, back)
+	if err != nil {
+		return false, err
 	}
 	end := p.EndOffset()
 	if off < p.StartOffset() || off > end {
@@ -260,8 +335,10 @@ type follow struct {
 	parts        []int // the partitions printed (without a group)
 	at           int64 // where to start without a group: an offset, EarliestOffset, LatestOffset or a timestamp
 	byTime       bool
-	untilEnd     bool          // stop at the end offsets the partitions had at the start
-	idle         time.Duration // stop after this long without a record; 0: never
+	back         int64              // > 0: start this many records before the end of each partition (kcat -o -N)
+	cfg          log.ConsumerConfig // from the consumer properties
+	untilEnd     bool               // stop at the end offsets the partitions had at the start
+	idle         time.Duration      // stop after this long without a record; 0: never
 }
 
 // follow consumes with a log.Consumer, as a member of f.group or (without
@@ -275,11 +352,15 @@ func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) 
 	if f.at == log.EarliestOffset {
 		reset = log.ResetEarliest
 	}
-	cons, err := log.NewConsumer(cl, log.ConsumerConfig{
-		Group: f.group, Topics: []string{f.topic}, Reset: reset,
-		MaxWait: 100 * time.Millisecond, ClientID: "strata-consume",
-		Logger: logger,
-	})
+	cfg := f.cfg
+	cfg.Group, cfg.Topics, cfg.Reset, cfg.Logger = f.group, []string{f.topic}, reset, logger
+	if cfg.MaxWait == 0 {
+		cfg.MaxWait = 100 * time.Millisecond
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "strata-consume"
+	}
+	cons, err := log.NewConsumer(cl, cfg)
 	if err != nil {
 		return err
 	}
@@ -303,11 +384,9 @@ func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) 
 		if f.group != "" {
 			continue
 		}
-		off := f.at
-		if f.at < 0 || f.byTime {
-			if off, err = cl.ListOffset(ctx, tp, f.at); err != nil {
-				return fmt.Errorf("partition %d: %w", i, err)
-			}
+		off, err := startOffset(ctx, cl, tp, f.at, f.byTime, f.back)
+		if err != nil {
+			return fmt.Errorf("partition %d: %w", i, err)
 		}
 		if err := cons.Seek(f.topic, i, off); err != nil {
 			return fmt.Errorf("partition %d: %w", i, err)
@@ -373,6 +452,113 @@ func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) 
 		return nil
 	}
 	return cons.Commit(ctx)
+}
+
+// startOffset resolves where to start reading tp: at (an offset, or
+// EarliestOffset or LatestOffset), or with byTime the first record at or
+// after the timestamp at, or with back > 0 that many records before the
+// end offset (not before the log start).
+func startOffset(ctx context.Context, c log.Client, tp log.TopicPartition, at int64, byTime bool, back int64) (int64, error) {
+	if back > 0 {
+		end, err := c.ListOffset(ctx, tp, log.LatestOffset)
+		if err != nil {
+			return 0, err
+		}
+		start, err := c.ListOffset(ctx, tp, log.EarliestOffset)
+		if err != nil {
+			return 0, err
+		}
+		return max(start, end-back), nil
+	}
+	if at < 0 || byTime {
+		return c.ListOffset(ctx, tp, at)
+	}
+	return at, nil
+}
+
+// parseKcatOffset parses kcat's -o: beginning, end, stored, N, -N or s@TS,
+// into --offset or --from-time's value, a count back from the end, or
+// stored (the group's committed offsets: consume --group's start).
+func parseKcatOffset(s string) (offset, fromTime string, back int64, stored bool, err error) {
+	switch s {
+	case "beginning":
+		return "earliest", "", 0, false, nil
+	case "end":
+		return "latest", "", 0, false, nil
+	case "stored":
+		return "", "", 0, true, nil
+	}
+	if ts, ok := strings.CutPrefix(s, "s@"); ok {
+		if n, err := strconv.ParseInt(ts, 10, 64); err != nil || n < 0 {
+			return "", "", 0, false, usagef("-o %s: want s@ a timestamp in ms", s)
+		}
+		return "", ts, 0, false, nil
+	}
+	n, perr := strconv.ParseInt(s, 10, 64)
+	switch {
+	case perr != nil:
+		return "", "", 0, false, usagef("-o %q: want beginning, end, stored, an offset, -N (N before the end) or s@TS", s)
+	case n < 0:
+		return "", "", -n, false, nil
+	}
+	return s, "", 0, false, nil
+}
+
+// consumerPropertyNames are the consumer properties consume maps to
+// log.ConsumerConfig.
+var consumerPropertyNames = []string{"group.id", "auto.offset.reset", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes",
+	"max.partition.fetch.bytes", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms"}
+
+// consumerConfig maps the consumer properties it knows to a
+// log.ConsumerConfig (group.id in its Group) and auto.offset.reset, and
+// deletes them from props, leaving those it does not use.
+func consumerConfig(p *clientProps, props map[string]string) (cfg log.ConsumerConfig, reset log.OffsetReset, err error) {
+	reset = log.ResetLatest
+	for _, k := range []string{"key.deserializer", "value.deserializer"} {
+		delete(props, k) // the console consumer's own: consume reads bytes
+	}
+	for k, v := range props {
+		if !slices.Contains(consumerPropertyNames, k) {
+			continue
+		}
+		delete(props, k)
+		switch k {
+		case "group.id":
+			cfg.Group = v
+			continue
+		case "auto.offset.reset":
+			switch v {
+			case "earliest":
+				reset = log.ResetEarliest
+			case "latest":
+			default:
+				return cfg, reset, usagef("%s: want earliest or latest", p.source(k))
+			}
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return cfg, reset, usagef("%s: want a positive number", p.source(k))
+		}
+		ms := time.Duration(n) * time.Millisecond
+		switch k {
+		case "fetch.min.bytes":
+			cfg.MinBytes = n
+		case "fetch.max.wait.ms":
+			cfg.MaxWait = ms
+		case "fetch.max.bytes":
+			cfg.MaxBytes = n
+		case "max.partition.fetch.bytes":
+			cfg.PartitionMaxBytes = n
+		case "session.timeout.ms":
+			cfg.SessionTimeout = ms
+		case "heartbeat.interval.ms":
+			cfg.HeartbeatInterval = ms
+		case "max.poll.interval.ms":
+			cfg.RebalanceTimeout = ms // Kafka's rebalance timeout is max.poll.interval.ms
+		}
+	}
+	return cfg, reset, nil
 }
 
 // autoCommitInterval is how often consume --group commits its positions:

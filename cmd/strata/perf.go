@@ -317,11 +317,9 @@ func setProducerProp(c *log.ProducerConfig, kv string) error {
 	case "request.timeout.ms", "delivery.timeout.ms":
 		c.Timeout = time.Duration(n) * time.Millisecond
 	case "compression.type":
-		codecs := map[string]log.Compression{"none": log.CompressionNone, "gzip": log.CompressionGzip,
-			"snappy": log.CompressionSnappy, "lz4": log.CompressionLz4, "zstd": log.CompressionZstd}
-		codec, ok := codecs[strings.ToLower(v)]
-		if !ok {
-			return fmt.Errorf("compression.type %q: want none, gzip, snappy, lz4 or zstd", v)
+		codec, err := parseCompression(v)
+		if err != nil {
+			return fmt.Errorf("compression.type %w", err)
 		}
 		c.Compression = codec
 		return nil

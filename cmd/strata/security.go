@@ -27,6 +27,12 @@ type clientSecurity struct {
 	skipHostname              bool // ssl.endpoint.identification.algorithm= (empty)
 	mechanism, user, password string
 	passwordSet, tlsSet       bool
+
+	// props are the security properties of --producer.config,
+	// --consumer.config and their -property flags: read as
+	// --command-config's, and winning over them.
+	props    map[string]string
+	clientID string // client.id of those; "" → "strata"
 }
 
 func (s *clientSecurity) register(fs *flag.FlagSet) {
@@ -68,13 +74,25 @@ func (f *tlsFlag) Set(v string) error {
 // the flags and the properties file ask for.
 func (s *clientSecurity) dialConfig(seeds []string) (kafka.DialConfig, error) {
 	cfg := kafka.DialConfig{Seeds: seeds, ClientID: "strata"}
+	if s.clientID != "" {
+		cfg.ClientID = s.clientID
+	}
 	eff := *s
-	if s.commandConfig != "" {
-		props, err := readProperties(s.commandConfig)
-		if err != nil {
-			return cfg, usagef("--command-config: %v", err)
+	if s.commandConfig != "" || len(s.props) > 0 {
+		props := map[string]string{}
+		if s.commandConfig != "" {
+			var err error
+			if props, err = readProperties(s.commandConfig); err != nil {
+				return cfg, usagef("--command-config: %v", err)
+			}
+		}
+		for k, v := range s.props {
+			props[k] = v
 		}
 		if err := eff.applyProperties(props); err != nil {
+			if s.commandConfig == "" {
+				return cfg, usagef("client properties: %v", err)
+			}
 			return cfg, usagef("--command-config %s: %v", s.commandConfig, err)
 		}
 		eff.overlay(s)
