@@ -3,127 +3,335 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
+	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
 )
 
 const groupsHelp = `
-Describes a consumer group's committed offsets and lag on a data dir or a
-Kafka-protocol broker (there --topic is required), as
-kafka-consumer-groups.sh --describe does: for every partition of the
-group's topics (or of --topic) with a committed offset, the offset, the
-log end offset and the lag between them.
-
-  strata groups --data-dir DIR describe --group G [--topic T]
-  strata groups --bootstrap-server ADDR describe --group G --topic T
+Lists, describes and deletes consumer groups on a data dir or a
+Kafka-protocol broker, as kafka-consumer-groups.sh does. The action is a
+word (list, describe, delete) or Kafka's flag for it (--list, --describe,
+--delete).
 
   strata groups --bootstrap-server ADDR|--data-dir DIR list
+  strata groups --bootstrap-server ADDR|--data-dir DIR describe --group G [--topic T]
+  strata groups --bootstrap-server ADDR|--data-dir DIR describe --all-groups
+  strata groups --bootstrap-server ADDR|--data-dir DIR delete --group G [--group G2]...
+  strata groups --bootstrap-server ADDR|--data-dir DIR delete --all-groups
 
-list prints the id of every group the broker or data dir knows, one per
-line.`
+list prints the id of every group, one per line.
+
+describe prints, for every partition the group has a committed offset on
+or a member is assigned (of --topic only, with it), the committed offset,
+the log end offset, the lag between them and the member that has the
+partition: its CONSUMER-ID, HOST and CLIENT-ID ("-" for none). A member
+without partitions has a line of its own. Over --bootstrap-server it asks
+the group's coordinator (FindCoordinator, DescribeGroups, OffsetFetch for
+all of the group's topics).
+
+delete deletes groups without active members and their committed offsets
+(Kafka's DeleteGroups); a group with members is not deleted, and the exit
+code is then 1.`
+
+// groupsFlags are groups' flags.
+type groupsFlags struct {
+	groups    stringList
+	topic     string
+	allGroups bool
+}
 
 func runGroups(e *env, args []string) (err error) {
-	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe [--group G] [--topic T]", groupsHelp)
+	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe|delete [--group G]... [--all-groups] [--topic T]", groupsHelp)
 	var t target
 	t.register(fs)
-	group := fs.String("group", "", "`GROUP` to describe (required)")
-	topic := fs.String("topic", "", "`NAME`: only this topic (default: every topic with a committed offset)")
-	describe := fs.Bool("describe", false, "the describe action (Kafka's flag form)")
-	list := fs.Bool("list", false, "the list action (Kafka's flag form)")
+	var f groupsFlags
+	fs.Var(&f.groups, "group", "`GROUP` to describe or delete; repeatable")
+	fs.StringVar(&f.topic, "topic", "", "`NAME`: describe only this topic (default: every topic of the group)")
+	fs.BoolVar(&f.allGroups, "all-groups", false, "describe or delete every group")
+	actions := map[string]*bool{}
+	for _, a := range []string{"list", "describe", "delete"} {
+		actions[a] = fs.Bool(a, false, "the "+a+" action (Kafka's flag form)")
+	}
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
-	action := ""
+	var chosen []string
+	for _, a := range []string{"list", "describe", "delete"} {
+		if *actions[a] {
+			chosen = append(chosen, a)
+		}
+	}
+	for _, p := range pos {
+		if _, ok := actions[p]; !ok {
+			return usagef("unknown action %q (want list, describe or delete)", p)
+		}
+		chosen = append(chosen, p)
+	}
+	if len(chosen) != 1 {
+		return usagef("want one action: list, describe or delete")
+	}
+	action := chosen[0]
 	switch {
-	case len(pos) == 1 && !*describe && !*list:
-		action = pos[0]
-	case len(pos) == 0 && *describe != *list:
-		action = map[bool]string{true: "describe", false: "list"}[*describe]
-	default:
-		return usagef("want one action: describe or list")
+	case action == "list" && (len(f.groups) > 0 || f.allGroups || f.topic != ""):
+		return usagef("list takes no --group, --all-groups or --topic")
+	case action != "list" && len(f.groups) > 0 && f.allGroups:
+		return usagef("give --group or --all-groups, not both")
+	case action != "list" && len(f.groups) == 0 && !f.allGroups:
+		return usagef("%s needs --group or --all-groups", action)
+	case action == "delete" && f.topic != "":
+		return usagef("delete deletes whole groups: no --topic (Kafka's --delete-offsets is not supported)")
 	}
-	switch action {
-	case "list":
-		if err := t.check(); err != nil {
-			return err
-		}
-		var ids []string
-		if t.bootstrap != "" {
-			a, err := dialAdmin(&t)
-			if err != nil {
-				return err
-			}
-			defer a.Close()
-			if ids, err = a.listGroups(); err != nil {
-				return fmt.Errorf("%w (a broker that does not serve ListGroups closes the connection)", err)
-			}
-		} else {
-			b, err := openBroker(e, &t, false)
-			if err != nil {
-				return err
-			}
-			defer closeBroker(b, &err)
-			ids = b.GroupCoordinator().Groups()
-		}
-		for _, g := range ids {
-			fmt.Fprintln(e.stdout, g)
-		}
-		return nil
-	case "describe":
-	default:
-		return usagef("unknown action %q (want describe or list)", action)
-	}
-	if *group == "" {
-		return usagef("describe needs --group")
+	if err := t.check(); err != nil {
+		return err
 	}
 	c, err := openClient(e, &t)
 	if err != nil {
 		return err
 	}
 	defer c.close(&err)
-	var topics []string
-	switch {
-	case *topic != "":
-		if _, err := c.topicPartitions(*topic); err != nil {
-			return err
-		}
-		topics = []string{*topic}
-	case c.broker != nil:
-		topics = c.broker.Topics()
-	default:
-		return usagef("over --bootstrap-server describe needs --topic")
-	}
-	var tps []log.TopicPartition
-	for _, name := range topics {
-		n, err := c.Partitions(context.Background(), name)
+	g := &groupsAdmin{c: c, t: &t}
+	defer g.close()
+	ids := []string(f.groups)
+	if action == "list" || f.allGroups {
+		all, err := g.list()
 		if err != nil {
 			return err
 		}
-		for i := range n {
-			tps = append(tps, log.TopicPartition{Topic: name, Partition: i})
+		if action == "list" {
+			for _, id := range all {
+				fmt.Fprintln(e.stdout, id)
+			}
+			return nil
+		}
+		ids = all
+	}
+	if action == "delete" {
+		return g.delete(e, ids)
+	}
+	if f.topic != "" {
+		if _, err := c.topicPartitions(f.topic); err != nil {
+			return err
 		}
 	}
-	committed, err := c.FetchOffsets(context.Background(), *group, tps)
+	var rows strings.Builder
+	for _, id := range ids {
+		if err := g.describe(&rows, id, f.topic, !f.allGroups); err != nil {
+			return err
+		}
+	}
+	w := bufio.NewWriter(e.stdout)
+	fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
+	w.WriteString(rows.String())
+	return w.Flush()
+}
+
+// groupsAdmin does the groups actions on a data dir's coordinator or over
+// the Kafka protocol.
+type groupsAdmin struct {
+	c *client
+	t *target
+	a *admin // over Kafka, dialed at the first use
+}
+
+func (g *groupsAdmin) close() {
+	if g.a != nil {
+		g.a.Close()
+	}
+}
+
+func (g *groupsAdmin) admin() (*admin, error) {
+	if g.a == nil {
+		a, err := dialAdmin(g.t)
+		if err != nil {
+			return nil, err
+		}
+		g.a = a
+	}
+	return g.a, nil
+}
+
+func (g *groupsAdmin) list() ([]string, error) {
+	if g.c.broker != nil {
+		return g.c.broker.GroupCoordinator().Groups(), nil
+	}
+	a, err := g.admin()
+	if err != nil {
+		return nil, err
+	}
+	ids, err := a.listGroups()
+	if err != nil {
+		return nil, fmt.Errorf("%w (a broker that does not serve ListGroups closes the connection)", err)
+	}
+	return ids, nil
+}
+
+// groupState is what describe prints of a group.
+type groupState struct {
+	members   []group.MemberDescription // with Assignment decoded
+	committed map[log.TopicPartition]int64
+}
+
+func (g *groupsAdmin) state(ctx context.Context, id string) (groupState, error) {
+	if g.c.broker != nil {
+		gc := g.c.broker.GroupCoordinator()
+		d, _ := gc.Describe(id)
+		return groupState{members: d.Members, committed: gc.Committed(id, nil)}, nil
+	}
+	a, err := g.admin()
+	if err != nil {
+		return groupState{}, err
+	}
+	members, err := a.describeGroup(g.t, id)
+	if err != nil {
+		return groupState{}, err
+	}
+	committed, err := g.c.kafka.FetchOffsets(ctx, id, nil)
+	if err != nil {
+		return groupState{}, fmt.Errorf("group %s: offsets: %w", id, err)
+	}
+	return groupState{members: members, committed: committed}, nil
+}
+
+// describe prints the rows of group id (of topic only, unless ""). A
+// group with neither committed offsets nor members is an error when
+// named, and prints nothing with --all-groups.
+func (g *groupsAdmin) describe(w *strings.Builder, id, topic string, named bool) error {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	st, err := g.state(ctx, id)
 	if err != nil {
 		return err
 	}
-	if len(committed) == 0 {
-		return fmt.Errorf("group %s has no committed offsets on %s", *group, map[bool]string{true: "topic " + *topic, false: "any topic"}[*topic != ""])
+	owner := map[log.TopicPartition]*group.MemberDescription{}
+	rows := map[log.TopicPartition]bool{}
+	for tp := range st.committed {
+		rows[tp] = true
 	}
-	w := bufio.NewWriter(e.stdout)
-	fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG")
+	var idle []*group.MemberDescription // members without partitions (of topic)
+	for i := range st.members {
+		m := &st.members[i]
+		n := 0
+		for _, tp := range m.Assignment {
+			if topic != "" && tp.Topic != topic {
+				continue
+			}
+			owner[tp], rows[tp] = m, true
+			n++
+		}
+		if n == 0 {
+			idle = append(idle, m)
+		}
+	}
+	tps := slices.SortedFunc(maps.Keys(rows), func(a, b log.TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return a.Partition - b.Partition
+	})
+	tps = slices.DeleteFunc(tps, func(tp log.TopicPartition) bool { return topic != "" && tp.Topic != topic })
+	if len(tps) == 0 && len(st.members) == 0 {
+		if !named {
+			return nil
+		}
+		where := "any topic"
+		if topic != "" {
+			where = "topic " + topic
+		}
+		return fmt.Errorf("group %s has no committed offsets on %s and no members", id, where)
+	}
 	for _, tp := range tps {
-		off, ok := committed[tp]
-		if !ok {
-			continue
+		cur, endCol, lag := "-", "-", "-"
+		end, err := g.c.ListOffset(ctx, tp, log.LatestOffset)
+		switch {
+		case errors.Is(err, log.ErrUnknownTopic) || errors.Is(err, log.ErrUnknownPartition):
+			// An offset committed on a topic deleted since: no end.
+		case err != nil:
+			return fmt.Errorf("group %s: %s-%d: %w", id, tp.Topic, tp.Partition, err)
+		default:
+			endCol = fmt.Sprint(end)
 		}
-		end, err := c.ListOffset(context.Background(), tp, log.LatestOffset)
-		if err != nil {
-			return err
+		if off, ok := st.committed[tp]; ok {
+			cur = fmt.Sprint(off)
+			if err == nil {
+				lag = fmt.Sprint(max(0, end-off))
+			}
 		}
-		fmt.Fprintf(w, "%s\t%s\t%d\t%d\t%d\t%d\n", *group, tp.Topic, tp.Partition, off, end, max(0, end-off))
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\t%s\n", id, tp.Topic, tp.Partition, cur, endCol, lag, memberColumns(owner[tp]))
 	}
-	return w.Flush()
+	for _, m := range idle {
+		fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t%s\n", id, memberColumns(m))
+	}
+	return nil
+}
+
+// memberColumns are the CONSUMER-ID, HOST and CLIENT-ID columns of m.
+func memberColumns(m *group.MemberDescription) string {
+	if m == nil {
+		return "-\t-\t-"
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	return dash(m.ID) + "\t" + dash(m.ClientHost) + "\t" + dash(m.ClientID)
+}
+
+// delete deletes the groups ids and reports each, as
+// kafka-consumer-groups.sh --delete does: exit 1 when one failed.
+func (g *groupsAdmin) delete(e *env, ids []string) error {
+	if len(ids) == 0 {
+		fmt.Fprintln(e.stdout, "No consumer groups to delete.")
+		return nil
+	}
+	failed := map[string]error{}
+	for _, id := range ids {
+		var err error
+		if g.c.broker != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+			err = g.c.broker.GroupCoordinator().Delete(ctx, id)
+			cancel()
+			switch {
+			case errors.Is(err, group.ErrNonEmptyGroup):
+				err = fmt.Errorf("NON_EMPTY_GROUP: the group has active members (%w)", err)
+			case errors.Is(err, group.ErrGroupNotFound):
+				err = fmt.Errorf("GROUP_ID_NOT_FOUND: no such group (%w)", err)
+			}
+		} else {
+			var a *admin
+			if a, err = g.admin(); err == nil {
+				err = a.deleteGroup(g.t, id)
+			}
+		}
+		if err != nil {
+			failed[id] = err
+		}
+	}
+	var ok []string
+	for _, id := range ids {
+		if failed[id] == nil {
+			ok = append(ok, "'"+id+"'")
+		}
+	}
+	if len(ok) > 0 {
+		fmt.Fprintf(e.stdout, "Deletion of requested consumer groups (%s) was successful.\n", strings.Join(ok, ", "))
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	fmt.Fprintln(e.stderr, "Deletion of some consumer groups failed:")
+	for _, id := range ids {
+		if err := failed[id]; err != nil {
+			fmt.Fprintf(e.stderr, "* Group '%s' could not be deleted due to: %v\n", id, err)
+		}
+	}
+	return errProblems
 }
