@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -468,7 +469,7 @@ var errBadRequest = errors.New("kafka: bad request")
 // producer's sequence numbers depend on it), while those to other
 // partitions proceed at once. It returns the earlier produces to wait for
 // and the channel to close once this one has its place in the log (see
-// ProduceOrdered; at the latest when its handler returns).
+// order.Placed; at the latest when its handler returns).
 func (c *conn) laneFor(req *kmsg.ProduceRequest) ([]chan struct{}, chan struct{}) {
 	mine := make(chan struct{})
 	var waits []chan struct{}
@@ -530,7 +531,7 @@ func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
 
 // handle runs a request's handler and sets its response. ordered, for a
 // produce, lets the connection's next produces to its partitions start
-// (ProduceOrdered).
+// (order.Placed).
 func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (handled bool) {
 	defer close(p.done)
 	defer func() {
@@ -546,7 +547,7 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (han
 		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
 	}
 	if ordered != nil {
-		ctx = WithProduceOrdered(ctx, ordered)
+		ctx = order.With(ctx, ordered)
 	}
 	rep := a.handle(ctx, c, req)
 	if c.s.cfg.Metrics != nil {

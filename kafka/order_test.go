@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
 )
@@ -24,14 +25,14 @@ type orderedBackend struct {
 func (b *orderedBackend) Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (int64, error) {
 	base, err := b.Broker.Produce(ctx, tp, batch, log.AcksLeader)
 	b.entered <- base // before the next produce may append and say so
-	ProduceOrdered(ctx)
+	order.Placed(ctx)
 	<-b.release
 	return base, err
 }
 
 // TestPipelinedProducesAppendBeforeAnswered: produces pipelined on one
 // connection to one partition each append as soon as the one before it
-// has its place (ProduceOrdered), not once it is answered, and are still
+// has its place (order.Placed), not once it is answered, and are still
 // answered in order.
 func TestPipelinedProducesAppendBeforeAnswered(t *testing.T) {
 	lb := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
@@ -64,19 +65,4 @@ func TestPipelinedProducesAppendBeforeAnswered(t *testing.T) {
 		require.Equal(t, int64(k), resp.Topics[0].Partitions[0].BaseOffset)
 	}
 	require.Empty(t, s.connLanes(), "lanes are forgotten once done")
-}
-
-// TestProduceOrderedChains: a hook derived from another tells it too,
-// once, and a context without one is fine.
-func TestProduceOrderedChains(t *testing.T) {
-	ProduceOrdered(context.Background())
-	var outer, inner int
-	ctx := WithProduceOrdered(context.Background(), func() { outer++ })
-	ctx2 := WithProduceOrdered(ctx, func() { inner++ })
-	ProduceOrdered(ctx2)
-	ProduceOrdered(ctx2)
-	require.Equal(t, 1, inner)
-	require.Equal(t, 1, outer)
-	ProduceOrdered(ctx)
-	require.Equal(t, 1, outer, "once")
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -83,24 +84,24 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		resp.Topics = append(resp.Topics, t)
 	}
 	// The next produce of the connection to these partitions may start
-	// once every batch here has its place (see ProduceOrdered): each job
+	// once every batch here has its place (see internal/order): each job
 	// tells when the backend says so, or at the latest when it returns.
 	jobCtx := func() context.Context { return ctx }
 	if len(jobs) > 1 {
 		var left atomic.Int32
 		left.Store(int32(len(jobs)))
-		detached := context.WithValue(ctx, orderedKey{}, (*orderHook)(nil))
+		detached := order.Detached(ctx)
 		jobCtx = func() context.Context {
-			return WithProduceOrdered(detached, func() {
+			return order.With(detached, func() {
 				if left.Add(-1) == 0 {
-					ProduceOrdered(ctx)
+					order.Placed(ctx)
 				}
 			})
 		}
 	}
 	run := func(jb job) {
 		jctx := jobCtx()
-		defer ProduceOrdered(jctx)
+		defer order.Placed(jctx)
 		p := &resp.Topics[jb.t].Partitions[jb.p]
 		p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(jctx, jb.tp, jb.recs, acks)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 )
 
@@ -109,7 +109,7 @@ func (t *kafkaTransport) pipe(ctx context.Context, k pipeKey) (*pipeConn, error)
 
 // pipelined sends req to leader on the pipelined connection slot and
 // reads its response. Once the request is written, the produce has its
-// place (kafka.ProduceOrdered). A call whose ctx ends fails the connection
+// place (internal/order). A call whose ctx ends fails the connection
 // (the calls behind it on it fail too, and are retried).
 func (t *kafkaTransport) pipelined(ctx context.Context, leader, slot int, req kmsg.Request) (kmsg.Response, error) {
 	p, err := t.pipe(ctx, pipeKey{leader: leader, slot: slot})
@@ -137,7 +137,7 @@ func (t *kafkaTransport) pipelined(ctx context.Context, leader, slot int, req km
 	if werr != nil {
 		p.fail()
 	} else {
-		kafka.ProduceOrdered(ctx)
+		order.Placed(ctx)
 	}
 	if prev != nil {
 		<-prev // one reader at a time, in request order

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock"
-	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
 )
@@ -84,7 +84,7 @@ func orderOf(tp log.TopicPartition, raw []byte) (k orderKey, seq, n int32, ok bo
 
 // enter waits until the batches before seq in k's lane have their place
 // (or orderWait passes, or ctx ends), then returns the context to make the
-// attempt with — its kafka.ProduceOrdered gives the batch its place — and
+// attempt with — its order.Placed gives the batch its place — and
 // done, to call when the attempt returns (which gives it its place if
 // nothing did).
 func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (context.Context, func()) {
@@ -132,9 +132,9 @@ func (o *produceOrder) enter(ctx context.Context, k orderKey, seq, n int32) (con
 			}
 		}
 	})
-	actx := kafka.WithProduceOrdered(ctx, placed)
+	actx := order.With(ctx, placed)
 	return actx, func() {
-		kafka.ProduceOrdered(actx) // placed, if nothing did
+		order.Placed(actx) // placed, if nothing did
 		o.mu.Lock()
 		l.active--
 		l.used = o.clock.Now()

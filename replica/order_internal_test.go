@@ -12,7 +12,7 @@ import (
 
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/clock/clocktest"
-	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
 )
@@ -56,13 +56,13 @@ func TestProduceOrderReorders(t *testing.T) {
 		synctest.Wait()
 		require.Empty(t, went, "5 and 10 wait for 0")
 
-		kafka.ProduceOrdered(ctx0) // 0 is appended; its answer is still to come
+		order.Placed(ctx0) // 0 is appended; its answer is still to come
 		require.Equal(t, int32(5), <-went)
 		synctest.Wait()
 		require.Empty(t, went, "10 waits for 5")
 		c5, cancel5 := context.WithCancel(<-ctx5)
 		defer cancel5()
-		kafka.ProduceOrdered(c5) // derived from 5's: gives 5 its place too
+		order.Placed(c5) // derived from 5's: gives 5 its place too
 		require.Equal(t, int32(10), <-went)
 		close(release5)
 		done0()

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/internal/order"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica/internal/machine"
 	"github.com/strata-log/strata/replica/internal/transport"
@@ -127,7 +127,7 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		}
 	}
 	base, next, err := ps.p.AppendBatch(batch)
-	kafka.ProduceOrdered(ctx) // the next produce to tp may append (order.go)
+	order.Placed(ctx) // the next produce to tp may append (order.go)
 	if err != nil {
 		ps.mu.Unlock()
 		return log.ProduceResult{}, err
