@@ -439,15 +439,33 @@ type Listing struct {
 	State      State
 }
 
-// List returns the transactional ids, sorted (ListTransactions).
-func (c *Coordinator) List() []Listing {
+// ListFilter selects the transactional ids List returns (Kafka's
+// ListTransactions filters); its zero value selects every one.
+type ListFilter struct {
+	States      []State // in one of these states; none: any
+	ProducerIDs []int64 // with one of these producer ids; none: any
+	// MinDuration keeps the transactions running longer than it (KIP-994),
+	// counted from their start; an id with no transaction open has no
+	// start and always passes, as in Kafka. 0: no filter.
+	MinDuration time.Duration
+}
+
+// List returns the transactional ids f selects, sorted (ListTransactions).
+func (c *Coordinator) List(f ListFilter) []Listing {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	now := c.nowMs()
 	out := make([]Listing, 0, len(c.m.txns))
 	for _, id := range slices.Sorted(maps.Keys(c.m.txns)) {
-		if meta, ok := c.m.describe(id); ok {
-			out = append(out, Listing{ID: id, ProducerID: meta.ProducerID, State: meta.State})
+		meta, ok := c.m.describe(id)
+		switch {
+		case !ok,
+			len(f.States) > 0 && !slices.Contains(f.States, meta.State),
+			len(f.ProducerIDs) > 0 && !slices.Contains(f.ProducerIDs, meta.ProducerID),
+			f.MinDuration > 0 && now-meta.StartMs <= f.MinDuration.Milliseconds():
+			continue
 		}
+		out = append(out, Listing{ID: id, ProducerID: meta.ProducerID, State: meta.State})
 	}
 	return out
 }

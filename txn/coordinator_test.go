@@ -146,7 +146,7 @@ func TestCoordinatorCommitAndAbort(t *testing.T) {
 			d, ok := c.Describe("t1")
 			require.True(t, ok)
 			require.Equal(t, CompleteCommit, d.State)
-			require.Equal(t, []Listing{{ID: "t1", ProducerID: 1000, State: CompleteCommit}}, c.List())
+			require.Equal(t, []Listing{{ID: "t1", ProducerID: 1000, State: CompleteCommit}}, c.List(ListFilter{}))
 
 			// The next transaction is aborted.
 			require.NoError(t, c.AddPartitions(ctx, "t1", next.ID, next.Epoch, []tp.TopicPartition{tpA}, tv))
@@ -274,6 +274,28 @@ func TestCoordinatorInitFencesOpenTransaction(t *testing.T) {
 	})
 }
 
+func TestCoordinatorList(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		c := newTestCoordinator(t, 0, &memStore{}, &memMarkers{})
+		for _, id := range []string{"b", "a", "c"} {
+			pe, err := c.InitProducerID(ctx, id, time.Minute, nil)
+			require.NoError(t, err)
+			if id != "c" {
+				require.NoError(t, c.AddPartitions(ctx, id, pe.ID, pe.Epoch, []tp.TopicPartition{tpA}, 0))
+			}
+			time.Sleep(10 * time.Second)
+		}
+		all := []Listing{{"a", 1001, Ongoing}, {"b", 1000, Ongoing}, {"c", 1002, Empty}}
+		require.Equal(t, all, c.List(ListFilter{}))
+		require.Equal(t, all[:2], c.List(ListFilter{States: []State{Ongoing, PrepareCommit}}))
+		require.Equal(t, all[1:], c.List(ListFilter{ProducerIDs: []int64{1000, 1002, 7}}))
+		// b started 30 s ago, a 20 s ago; c has no transaction.
+		require.Equal(t, []Listing{all[1], all[2]}, c.List(ListFilter{MinDuration: 25 * time.Second}))
+		require.Equal(t, all[1:2], c.List(ListFilter{MinDuration: 25 * time.Second, States: []State{Ongoing}}))
+	})
+}
+
 func TestCoordinatorExpireAndConfig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
@@ -289,10 +311,10 @@ func TestCoordinatorExpireAndConfig(t *testing.T) {
 		require.Equal(t, []string{"Empty", "tombstone"}, st.states(t, "t1"))
 		_, ok := c.Describe("t1")
 		require.False(t, ok)
-		require.Empty(t, c.List())
+		require.Empty(t, c.List(ListFilter{}))
 		// Loading the log with the tombstone: the id is gone.
 		c2 := newTestCoordinator(t, 1, st, mk)
-		require.Empty(t, c2.List())
+		require.Empty(t, c2.List(ListFilter{}))
 	})
 	_, err := New(Config{}, nil)
 	require.ErrorIs(t, err, ErrConfig)
