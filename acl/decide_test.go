@@ -291,3 +291,45 @@ func TestValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestDecideAny follows Kafka's AuthorizerInterfaceDefaultTest cases of
+// authorizeByResourceType.
+func TestDecideAny(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		acls []Binding
+		want bool
+	}{
+		{"no acls", Config{}, nil, false},
+		{"no acls, allow if none", Config{AllowIfNoACL: true}, nil, true},
+		{"super user", Config{SuperUsers: []string{alice}}, nil, true},
+		{"literal allow", Config{}, []Binding{allow(tp, lit, "t", alice, "*", OpWrite)}, true},
+		{"prefixed allow", Config{}, []Binding{allow(tp, pre, "t", alice, "*", OpWrite)}, true},
+		{"all allow", Config{}, []Binding{allow(tp, lit, "t", WildcardPrincipal, "*", OpAll)}, true},
+		{"other operation", Config{}, []Binding{allow(tp, lit, "t", alice, "*", OpRead)}, false},
+		{"other principal", Config{}, []Binding{allow(tp, lit, "t", bob, "*", OpWrite)}, false},
+		{"other host", Config{}, []Binding{allow(tp, lit, "t", alice, "10.9.9.9", OpWrite)}, false},
+		{"other resource type", Config{}, []Binding{allow(ResourceGroup, lit, "t", alice, "*", OpWrite)}, false},
+		{"deny same literal", Config{}, []Binding{
+			allow(tp, lit, "t", alice, "*", OpWrite), deny(tp, lit, "t", alice, "*", OpWrite)}, false},
+		{"deny wildcard", Config{}, []Binding{
+			allow(tp, lit, "t", alice, "*", OpWrite), deny(tp, lit, "*", WildcardPrincipal, "*", OpAll)}, false},
+		{"deny prefix covers", Config{}, []Binding{
+			allow(tp, lit, "team.t", alice, "*", OpWrite), allow(tp, pre, "team.x", alice, "*", OpWrite),
+			deny(tp, pre, "team.", alice, "*", OpWrite)}, false},
+		{"deny prefix covers one of two", Config{}, []Binding{
+			allow(tp, lit, "team.t", alice, "*", OpWrite), allow(tp, lit, "other", alice, "*", OpWrite),
+			deny(tp, pre, "team.", alice, "*", OpWrite)}, true},
+		{"deny of another literal", Config{}, []Binding{
+			allow(tp, lit, "t", alice, "*", OpWrite), deny(tp, lit, "u", alice, "*", OpWrite)}, true},
+		{"acls of the type for others only, allow if none", Config{AllowIfNoACL: true}, []Binding{
+			allow(tp, lit, "t", bob, "*", OpWrite)}, false},
+	}
+	for _, tt := range tests {
+		s := mustSet(t, tt.acls...)
+		if got := DecideAny(tt.cfg, s, alice, "10.0.0.1", OpWrite, tp); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
