@@ -133,3 +133,12 @@ func (s *Set) Delete(fs []Filter) (*Set, [][]Binding) {
 	}
 	return build(kept), deleted
 }
+
+// Must is NewSet for bindings known to be valid; it panics otherwise.
+func Must(bs []Binding) *Set {
+	s, err := NewSet(bs)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}

@@ -57,6 +57,8 @@ type Broker struct {
 	// Close: no topics.json, and Close is Discard.
 	ephemeral bool
 
+	acls *aclStore // acls.json (acls.go)
+
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
 
@@ -152,6 +154,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	b.store = store
 	if !store.fresh { // a new data dir has no topics.json and no stray
 		err = b.load()
+	}
+	if err == nil {
+		b.acls, err = openACLStore(b.fs, dir)
 	}
 	if err == nil {
 		err = b.startGroups()
