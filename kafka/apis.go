@@ -110,6 +110,16 @@ func (s *Server) apiTable() *apiSet {
 			add(o.apis)
 		}
 	}
+	if s.cfg.Authorizer != nil {
+		// Each API behind its authorization (authorize.go).
+		for k, a := range t {
+			if a != nil {
+				g := *a
+				g.handle = s.guard(g.key, g.handle)
+				t[k] = &g
+			}
+		}
+	}
 	return t
 }
 

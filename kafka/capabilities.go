@@ -21,6 +21,7 @@ type capabilities struct {
 	records        RecordsDeleter        // DeleteRecords
 	epochs         EpochEndOffsetter     // OffsetForLeaderEpoch of a standalone node
 	borrower       BatchBorrower         // produce frames may be recycled
+	acls           ACLBackend            // DescribeAcls, CreateAcls, DeleteAcls; the ACLs enforced
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -37,6 +38,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.records, _ = b.(RecordsDeleter)
 	c.epochs, _ = b.(EpochEndOffsetter)
 	c.borrower, _ = b.(BatchBorrower)
+	c.acls, _ = b.(ACLBackend)
 	return c
 }
 
@@ -58,4 +60,5 @@ var optionalAPIs = []struct {
 	// (blocks recorded in the metadata), unique cluster-wide.
 	{func(s *Server) bool { return s.caps.producerIDs != nil }, idempotenceAPIs},
 	{func(s *Server) bool { return s.cfg.SASL != nil }, saslAPIs},
+	{func(s *Server) bool { return s.caps.acls != nil }, aclAPIs},
 }

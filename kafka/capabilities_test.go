@@ -65,6 +65,10 @@ type (
 		EpochEndOffsetter
 		ReplicaBackend
 	}
+	capsACLs struct {
+		capsBase
+		ACLBackend
+	}
 	capsBorrower struct{ capsBase }
 	capsAll      struct {
 		capsBase
@@ -77,6 +81,7 @@ type (
 		TopicConfigAlterer
 		RecordsDeleter
 		EpochEndOffsetter
+		ACLBackend
 	}
 )
 
@@ -100,6 +105,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 	}
 	sasl := map[int16][2]int16{saslHandshakeKey: {0, 1}, saslAuthenticateKey: {0, 2}}
 	replicaEpoch := map[int16][2]int16{offsetForLeaderEpochKey: {3, 4}}
+	acls := map[int16][2]int16{describeACLsKey: {0, 3}, createACLsKey: {0, 3}, deleteACLsKey: {0, 3}}
 	with := func(extra ...map[int16][2]int16) map[int16][2]int16 {
 		out := maps.Clone(base)
 		for _, e := range extra {
@@ -129,7 +135,8 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"EpochEndOffsetter", capsEpochs{capsBase: b}, false, with(map[int16][2]int16{offsetForLeaderEpochKey: {0, 4}})},
 		{"EpochEndOffsetter+ReplicaBackend", capsEpochsReplica{capsBase: b}, false, with(replicaEpoch)},
 		{"BatchBorrower", capsBorrower{capsBase: b}, false, base},
-		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, map[int16][2]int16{
+		{"ACLBackend", capsACLs{capsBase: b}, false, with(acls)},
+		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, map[int16][2]int16{
 			initProducerIDKey: {0, 4}, createPartitionsKey: {0, 3},
 			incrementalAlterConfigsKey: {0, 1}, deleteRecordsKey: {0, 2},
 		})},
@@ -165,7 +172,7 @@ func capsPresent(c capabilities) map[string]bool {
 		"groupRouter": c.groupRouter != nil, "producerIDs": c.producerIDs != nil,
 		"partitions": c.partitions != nil, "configs": c.configs != nil,
 		"records": c.records != nil, "epochs": c.epochs != nil,
-		"borrower": c.borrower != nil,
+		"borrower": c.borrower != nil, "acls": c.acls != nil,
 	}
 }
 
@@ -181,7 +188,7 @@ func TestCapabilitiesResolved(t *testing.T) {
 	require.Equal(t, none, capsPresent(resolveCapabilities(capsBase{})))
 	require.Equal(t, all, capsPresent(resolveCapabilities(capsAll{})))
 	broker := maps.Clone(none)
-	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower"} {
+	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower", "acls"} {
 		broker[k] = true
 	}
 	require.Equal(t, broker, capsPresent(resolveCapabilities((*log.Broker)(nil))))

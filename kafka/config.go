@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/strata-log/strata/acl"
 	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/metrics"
@@ -34,6 +35,12 @@ type Config struct {
 	// mechanisms before it may send anything but ApiVersions, SaslHandshake
 	// and SaslAuthenticate.
 	SASL *SASLConfig
+	// Authorizer, when set, authorizes every request as Kafka's
+	// authorizer does (see package acl): the bindings are the backend's
+	// (ACLBackend; none without one), and a request not allowed is
+	// answered with its *_AUTHORIZATION_FAILED code and changes nothing.
+	// Nil: every request is allowed (Kafka without authorizer.class.name).
+	Authorizer *acl.Config
 	// MaxRequestBytes is the largest request accepted, its 4-byte size
 	// excluded; a larger one closes the connection. 0 → 100 MiB (Kafka's
 	// socket.request.max.bytes).

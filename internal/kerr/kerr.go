@@ -46,6 +46,9 @@ const (
 	UnknownMemberID                    int16 = 25
 	InvalidSessionTimeout              int16 = 26
 	RebalanceInProgress                int16 = 27
+	TopicAuthorizationFailed           int16 = 29
+	GroupAuthorizationFailed           int16 = 30
+	ClusterAuthorizationFailed         int16 = 31
 	UnsupportedSaslMechanism           int16 = 33
 	IllegalSaslState                   int16 = 34
 	UnsupportedVersion                 int16 = 35
