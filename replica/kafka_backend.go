@@ -6,6 +6,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica/internal/machine"
@@ -33,70 +34,48 @@ var (
 	_ kafka.BatchBorrower         = kafkaBackend{}
 )
 
-// Kafka error codes of the replication path.
-const (
-	codeNone               int16 = 0
-	codeUnknown            int16 = -1
-	codeOffsetOutOfRange   int16 = 1
-	codeUnknownTopic       int16 = 3
-	codeNotLeader          int16 = 6
-	codeRequestTimedOut    int16 = 7
-	codeNotEnoughReplicas  int16 = 19
-	codeNotEnoughAfter     int16 = 20
-	codeInvalidRequest     int16 = 42
-	codeFencedLeaderEpoch  int16 = 74
-	codeUnknownLeaderEpoch int16 = 75
-	codeRecordTooLarge     int16 = 10
-)
-
-var codes = []struct {
-	code int16
-	err  error
-}{
-	{codeOffsetOutOfRange, log.ErrOffsetOutOfRange},
-	{codeUnknownTopic, log.ErrUnknownTopic},
-	{codeUnknownTopic, log.ErrUnknownPartition},
-	{codeNotLeader, log.ErrNotLeader},
-	{codeNotLeader, ErrNotReplica},
-	{codeNotEnoughAfter, ErrNotEnoughReplicasAfterAppend},
-	{codeNotEnoughReplicas, log.ErrNotEnoughReplicas},
-	{codeRequestTimedOut, context.DeadlineExceeded},
-	{codeInvalidRequest, log.ErrInvalidRequest},
-	{codeFencedLeaderEpoch, ErrFencedLeaderEpoch},
-	{codeUnknownLeaderEpoch, ErrUnknownLeaderEpoch},
-	{codeRecordTooLarge, log.ErrRecordTooLarge},
+// Kafka error codes. internal/kerr is Strata's one table (the server's and
+// the client's); replicaCodes are the replication path's own conditions,
+// which Kafka gives codes of their own and log has no sentinel for.
+var replicaCodes = []kerr.Row{
+	{Err: ErrNotReplica, Code: kerr.NotLeaderOrFollower},
+	// A log.ErrNotEnoughReplicas too (mapReplicaErr): it goes first.
+	{Err: ErrNotEnoughReplicasAfterAppend, Code: kerr.NotEnoughReplicasAfterAppend},
+	{Err: ErrFencedLeaderEpoch, Code: kerr.FencedLeaderEpoch},
+	{Err: ErrUnknownLeaderEpoch, Code: kerr.UnknownLeaderEpoch},
 }
 
+// codeOf is the Kafka error code the member answers for err.
 func codeOf(err error) int16 {
 	if err == nil {
-		return codeNone
+		return kerr.None
 	}
-	for _, c := range codes {
-		if errors.Is(err, c.err) {
-			return c.code
+	for _, r := range replicaCodes {
+		if errors.Is(err, r.Err) {
+			return r.Code
 		}
 	}
-	return kafka.ErrorCode(err) // the Kafka server's table for the rest
+	return kerr.Code(err)
 }
 
 // errOf is the error of a Kafka error code, as the replication path and
-// the routing know it.
+// the routing read it: the sentinel, or for a code Strata has none for an
+// error that names it (kafka.CodeError).
 func errOf(code int16) error {
-	if code == codeNone {
+	switch code {
+	case kerr.None:
 		return nil
+	case kerr.NotEnoughReplicasAfterAppend:
+		return mapReplicaErr(ErrNotEnoughReplicasAfterAppend) // as the leader's own produce answers
+	case kerr.FencedLeaderEpoch:
+		return ErrFencedLeaderEpoch
+	case kerr.UnknownLeaderEpoch:
+		return ErrUnknownLeaderEpoch
 	}
-	for _, c := range codes {
-		if c.code == code {
-			if code == codeNotLeader {
-				return log.ErrNotLeader
-			}
-			if code == codeNotEnoughAfter || code == codeNotEnoughReplicas {
-				return log.ErrNotEnoughReplicas
-			}
-			return c.err
-		}
+	if err := kerr.ErrorOf(code); err != nil {
+		return err
 	}
-	return kafka.CodeError(code) // the Kafka server's table for the rest
+	return kafka.CodeError(code)
 }
 
 // FetchReplica answers a follower's Fetch (kafka.ReplicaBackend) with the
@@ -118,7 +97,7 @@ func (b kafkaBackend) FetchReplica(ctx context.Context, req *kmsg.FetchRequest) 
 			rp := &resp.Topics[i].Partitions[j]
 			if r := &recs[k]; r.Len() > 0 {
 				if raw, err := r.Bytes(); err != nil {
-					rp.ErrorCode = codeUnknown
+					rp.ErrorCode = kerr.UnknownServerError
 				} else {
 					rp.RecordBatches = raw
 				}

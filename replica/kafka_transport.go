@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/internal/wire"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica/internal/machine"
@@ -248,7 +249,7 @@ func (t *kafkaTransport) replicaFetchInto(ctx context.Context, leader int, req t
 		return transport.ReplicaFetchResponse{}, err
 	}
 	kresp := r.(*kmsg.FetchResponse)
-	if kresp.ErrorCode != codeNone {
+	if kresp.ErrorCode != kerr.None {
 		return transport.ReplicaFetchResponse{}, errOf(kresp.ErrorCode)
 	}
 	out := transport.ReplicaFetchResponse{Partitions: make([]transport.ReplicaFetchedPartition, len(req.Partitions))}
@@ -384,7 +385,7 @@ func (t *kafkaTransport) Fetch(ctx context.Context, leader int, req log.FetchReq
 		return log.FetchResponse{}, err
 	}
 	kresp := r.(*kmsg.FetchResponse)
-	if kresp.ErrorCode != codeNone {
+	if kresp.ErrorCode != kerr.None {
 		return log.FetchResponse{}, errOf(kresp.ErrorCode)
 	}
 	out := log.FetchResponse{Partitions: make([]log.FetchedPartition, len(req.Partitions))}
