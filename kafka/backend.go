@@ -10,7 +10,8 @@ import (
 
 // Backend is what a Server serves: the topics and partitions of a broker.
 // *log.Broker implements it (a standalone node: this server is the leader
-// of every partition) and *replica.Broker will. Its errors are log's
+// of every partition), and so does the unexported adapter a cluster member
+// (package replica) hands to Listen. Its errors are log's
 // sentinels (log.ErrUnknownTopic, log.ErrNotLeader, ...), which the server
 // maps to Kafka's error codes.
 type Backend interface {

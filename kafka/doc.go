@@ -1,6 +1,6 @@
 // Package kafka speaks the Kafka wire protocol. A Server serves a Strata
-// broker (a Backend: *log.Broker today, a cluster member later) to any
-// Kafka client — franz-go, sarama, kafka-go, the Java client:
+// broker (a Backend: a *log.Broker, or a cluster member through the adapter
+// replica hands to Listen) to any Kafka client — franz-go, sarama, kafka-go, the Java client:
 //
 //	b, _ := log.Open(dir, log.Config{})
 //	srv, _ := kafka.Listen("127.0.0.1:9092", b, kafka.Config{})
@@ -117,8 +117,9 @@
 //
 // # Errors
 //
-// Strata's errors map to Kafka's error codes through one table (errorCode)
-// and back (codeError, an *Error that unwraps to the Strata error: a
-// client of any Kafka cluster gets log.ErrOffsetOutOfRange for
-// OFFSET_OUT_OF_RANGE).
+// Strata's errors are log's sentinels (every layer's errors match them with
+// errors.Is). They map to Kafka's error codes through one table, shared by
+// the server, the Client and a cluster member's routing (ErrorCode), and
+// back (CodeError, an *Error that unwraps to the Strata error: a client of
+// any Kafka cluster gets log.ErrOffsetOutOfRange for OFFSET_OUT_OF_RANGE).
 package kafka
