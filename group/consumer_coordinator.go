@@ -425,8 +425,8 @@ func (c *Coordinator) ConsumerGroups() []string {
 
 // checkConsumerCommit checks an offset commit to a consumer-protocol
 // group, as Kafka's ConsumerGroup.validateOffsetCommit: from a member at
-// its epoch (ErrStaleMemberEpoch otherwise, ErrUnknownMember from a
-// stranger), or with no member id and a negative epoch while the group
+// its epoch or its previous one (ErrStaleMemberEpoch otherwise,
+// ErrUnknownMember from a stranger), or with no member id and a negative epoch while the group
 // has no members. handled is false for any other group. mu is held.
 func (c *Coordinator) checkConsumerCommit(group, member string, epoch int32) (handled bool, err error) {
 	ce := c.consumer.groups[group]
@@ -443,7 +443,12 @@ func (c *Coordinator) checkConsumerCommit(group, member string, epoch int32) (ha
 	switch {
 	case m == nil:
 		return true, fmt.Errorf("%w: %q in consumer group %q", ErrUnknownMember, member, group)
-	case m.epoch != epoch:
+	case epoch != m.epoch && (epoch != m.prevEpoch || epoch <= 0):
+		// Its previous epoch passes too: the answer that moved the member
+		// on may not have reached it yet (Kafka 4.3 relaxes the check
+		// likewise, KIP-1251), and a member gives partitions up before its
+		// epoch moves, so a commit at the previous epoch is of partitions
+		// it still holds.
 		return true, fmt.Errorf("%w: commit at epoch %d, member %q of consumer group %q is at %d", ErrStaleMemberEpoch, epoch, member, group, m.epoch)
 	}
 	return true, nil

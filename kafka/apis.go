@@ -83,7 +83,7 @@ var (
 )
 
 // maxAPIKey is the largest key of the tables.
-const maxAPIKey = describeClusterKey
+const maxAPIKey = consumerGroupDescribeKey
 
 // apiSet is the APIs one server serves, by key.
 type apiSet [maxAPIKey + 1]*api

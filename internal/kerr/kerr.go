@@ -74,8 +74,13 @@ const (
 	FencedInstanceID                   int16 = 82
 	InvalidRecord                      int16 = 87
 	UnknownTopicID                     int16 = 100
+	FencedMemberEpoch                  int16 = 110
+	UnreleasedInstanceID               int16 = 111
+	UnsupportedAssignor                int16 = 112
+	StaleMemberEpoch                   int16 = 113
 	MismatchedEndpointType             int16 = 114
 	UnsupportedEndpointType            int16 = 115
+	InvalidRegularExpression           int16 = 128
 )
 
 // Errors of Kafka-protocol conditions with a code of their own and no
@@ -147,6 +152,11 @@ var table = []Row{
 	{group.ErrGroupMaxSizeReached, GroupMaxSizeReached},
 	{group.ErrNonEmptyGroup, NonEmptyGroup},
 	{group.ErrGroupNotFound, GroupIDNotFound},
+	{group.ErrFencedMemberEpoch, FencedMemberEpoch},
+	{group.ErrUnreleasedInstanceID, UnreleasedInstanceID},
+	{group.ErrUnsupportedAssignor, UnsupportedAssignor},
+	{group.ErrStaleMemberEpoch, StaleMemberEpoch},
+	{group.ErrInvalidRegularExpression, InvalidRegularExpression},
 	{ErrNotCoordinator, NotCoordinator},
 	{ErrCoordinatorLoading, CoordinatorLoadInProgress},
 	{ErrOffsetMetadataTooLarge, OffsetMetadataTooLarge},
