@@ -1,6 +1,7 @@
 package segment
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -83,11 +84,11 @@ func (s *Segment) locate(f *files, offset, end int64) (sp span, r *recent, k uin
 	if err != nil {
 		return span{}, nil, 0, err
 	}
-	hr := s.newHeaderReader(f, end)
+	hr := newHeaderReader(f.log, end)
 	defer hr.close()
 	pos := oi.Lookup(offset).Position
 	for pos < end {
-		h, err := hr.header(pos)
+		h, err := s.headerAt(&hr, pos)
 		if err != nil {
 			return span{}, nil, 0, err
 		}
@@ -215,10 +216,10 @@ func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne 
 		length = p - pos
 		next = -1 // the offset after the batch before p: the walk sets it
 	}
-	hr := s.newHeaderReader(f, end)
+	hr := newHeaderReader(f.log, end)
 	defer hr.close()
 	for p < end {
-		h, err := hr.header(p)
+		h, err := s.headerAt(&hr, p)
 		if err != nil {
 			return 0, 0, 0, err
 		}
@@ -305,8 +306,10 @@ func (s *Segment) OffsetForTime(ts, from int64) (off int64, ok bool, err error) 
 	}
 	pos := oi.Lookup(start).Position
 	end := s.size.Load()
+	hr := newHeaderReader(f.log, end)
+	defer hr.close()
 	for pos < end {
-		h, err := s.header(f, pos, end)
+		h, err := s.headerAt(&hr, pos)
 		if err != nil {
 			return 0, false, err
 		}
@@ -341,20 +344,21 @@ const headerReadSize = 4 << 10
 
 var headerReadBufs = sync.Pool{New: func() any { return new([headerReadSize]byte) }}
 
-// headerReader reads the batch headers of a segment's .log below end,
+// headerReader reads the batch headers of a .log below end,
 // headerReadSize bytes at a time: walking small batches costs a read per
-// 4 KiB, not one per batch.
+// 4 KiB, not one per batch. Its errors are bare (batch.ErrShort when a
+// batch runs past end, the read's error, the header's); Segment.headerAt
+// names the file.
 type headerReader struct {
-	s   *Segment
-	f   *files
+	r   io.ReaderAt
 	end int64
 	buf *[headerReadSize]byte
 	at  int64 // file position of buf[0]
 	n   int   // valid bytes in buf
 }
 
-func (s *Segment) newHeaderReader(f *files, end int64) headerReader {
-	return headerReader{s: s, f: f, end: end, buf: headerReadBufs.Get().(*[headerReadSize]byte)}
+func newHeaderReader(r io.ReaderAt, end int64) headerReader {
+	return headerReader{r: r, end: end, buf: headerReadBufs.Get().(*[headerReadSize]byte)}
 }
 
 func (r *headerReader) close() {
@@ -365,24 +369,35 @@ func (r *headerReader) close() {
 // header reads and parses the batch header at pos, which must be below end,
 // and checks that the batch ends by end.
 func (r *headerReader) header(pos int64) (batch.Header, error) {
-	s := r.s
 	if r.end-pos < batch.HeaderSize {
-		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, batch.ErrShort)
+		return batch.Header{}, batch.ErrShort
 	}
 	if pos < r.at || pos+batch.HeaderSize > r.at+int64(r.n) {
 		n := int(min(int64(headerReadSize), r.end-pos))
-		if _, err := r.f.log.ReadAt(r.buf[:n], pos); err != nil {
+		if _, err := r.r.ReadAt(r.buf[:n], pos); err != nil {
 			r.n = 0
-			return batch.Header{}, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
+			return batch.Header{}, err
 		}
 		r.at, r.n = pos, n
 	}
 	h, err := batch.ParseHeader(r.buf[pos-r.at : r.n])
 	if err != nil {
-		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, err)
+		return batch.Header{}, err
 	}
 	if pos+int64(h.Size()) > r.end {
-		return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, batch.ErrShort)
+		return batch.Header{}, batch.ErrShort
+	}
+	return h, nil
+}
+
+// headerAt is hr.header(pos), its error naming the segment's .log.
+func (s *Segment) headerAt(hr *headerReader, pos int64) (batch.Header, error) {
+	h, err := hr.header(pos)
+	if err != nil {
+		if errors.Is(err, batch.ErrShort) || errors.Is(err, batch.ErrCorrupt) {
+			return batch.Header{}, fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, err)
+		}
+		return batch.Header{}, fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
 	}
 	return h, nil
 }

@@ -245,3 +245,58 @@ func TestRecentConcurrentAppends(t *testing.T) {
 		require.Equal(t, logBytes(ws), readAll(t, s, 1<<20))
 	})
 }
+
+// TestHeaderWalkReadsInBulk: a walk of batch headers (BatchHeaders, which
+// a partition's load does over whole segments, and a lookup after an index
+// entry) reads the .log 4 KiB at a time, not once per header, and sees
+// every header.
+func TestHeaderWalkReadsInBulk(t *testing.T) {
+	fss(t, func(t *testing.T, base vfs.FS, dir string) {
+		var reads atomic.Int64
+		fs := logReads(base, &reads)
+		s := create(t, fs, dir, 0, Config{})
+		var ws []written
+		for i := range 400 {
+			ws = append(ws, appendRecs(t, s, simple(1+i%2, int64(i), 40)))
+		}
+		require.NoError(t, s.Seal())
+		reads.Store(0)
+		var got []batch.Header
+		require.NoError(t, s.BatchHeaders(func(h batch.Header) bool {
+			got = append(got, h)
+			return true
+		}))
+		want := make([]batch.Header, len(ws))
+		for i, w := range ws {
+			want[i] = w.h
+		}
+		require.Equal(t, want, got)
+		most := s.Size()/headerReadSize + 2
+		require.LessOrEqual(t, reads.Load(), most, "%d reads for %d headers", reads.Load(), len(ws))
+		t.Logf("%d headers, %d bytes: %d reads", len(ws), s.Size(), reads.Load())
+
+		// Stop early: fn's false ends the walk.
+		n := 0
+		require.NoError(t, s.BatchHeaders(func(batch.Header) bool { n++; return n < 10 }))
+		require.Equal(t, 10, n)
+
+		// A batch past the end of what the walk may read is torn.
+		hr := newHeaderReader(s.f.Load().log, ws[5].pos+int64(len(ws[5].b))-1)
+		defer hr.close()
+		_, err := hr.header(ws[4].pos)
+		require.NoError(t, err)
+		_, err = hr.header(ws[5].pos)
+		require.ErrorIs(t, err, batch.ErrShort)
+		require.NoError(t, s.Close())
+
+		// Reopened cleanly: the walk after the last index entries is a
+		// read or two as well.
+		reads.Store(0)
+		r, _ := open(t, fs, dir, 0, Config{}, false)
+		defer r.Close()
+		require.False(t, r.Recovered())
+		require.LessOrEqual(t, reads.Load(), int64(4))
+		require.Equal(t, ws[len(ws)-1].h.NextOffset(), r.NextOffset())
+		checkAgainstModel(t, r, ws)
+	})
+}

@@ -271,20 +271,12 @@ func (s *Segment) load(f *files) error {
 // when there is none) and the largest timestamp, from maxTs (at offOfMax)
 // and the batches walked, with the offset that carries it.
 func walkHeaders(log io.ReaderAt, start, size, next, maxTs, offOfMax int64) (int64, int64, int64, error) {
-	var hdr [batch.HeaderSize]byte
+	hr := newHeaderReader(log, size)
+	defer hr.close()
 	for pos := start; pos < size; {
-		if size-pos < batch.HeaderSize {
-			return 0, 0, 0, batch.ErrShort
-		}
-		if _, err := log.ReadAt(hdr[:], pos); err != nil {
-			return 0, 0, 0, err
-		}
-		h, err := batch.ParseHeader(hdr[:])
+		h, err := hr.header(pos)
 		if err != nil {
 			return 0, 0, 0, err
-		}
-		if pos+int64(h.Size()) > size {
-			return 0, 0, 0, batch.ErrShort
 		}
 		next = h.NextOffset()
 		if h.MaxTimestamp > maxTs {

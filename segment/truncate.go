@@ -96,7 +96,8 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 }
 
 // BatchHeaders calls fn with the header of every batch of the segment, in
-// order, until fn returns false. It reads the headers only.
+// order, until fn returns false. It reads the headers only (4 KiB of the
+// .log at a time: one read for many small batches).
 func (s *Segment) BatchHeaders(fn func(h batch.Header) bool) error {
 	f, err := s.hold()
 	if err != nil {
@@ -104,8 +105,10 @@ func (s *Segment) BatchHeaders(fn func(h batch.Header) bool) error {
 	}
 	defer s.Release()
 	end := s.size.Load()
+	hr := newHeaderReader(f.log, end)
+	defer hr.close()
 	for pos := int64(0); pos < end; {
-		h, err := s.header(f, pos, end)
+		h, err := s.headerAt(&hr, pos)
 		if err != nil {
 			return err
 		}
