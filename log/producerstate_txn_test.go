@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 	"github.com/stretchr/testify/require"
@@ -480,4 +481,111 @@ func TestTxnRandomModel(t *testing.T) {
 		}
 		require.Equal(t, ongoing, s.OngoingTxns(), "step %d", step)
 	}
+}
+
+// TestTxnRecoveryModel writes a log of transactional batches and markers
+// as a partition would — producer state checked and updated, each aborted
+// transaction appended to a .txnindex, snapshots now and then — and at
+// random points crashes the file system (the log itself kept: its recovery
+// is the segment's), then recovers as a partition must: the newest usable
+// snapshot, a replay of the log after it with ReplayBatchesTxn, the
+// .txnindex cut back to the snapshot and rebuilt from the replay. The
+// recovered state has the same open transactions and LSO, and the index
+// the same entries, as before the crash. Replay with STRATA_SEED=n.
+func TestTxnRecoveryModel(t *testing.T) {
+	seed := rand.Uint64()
+	if v := os.Getenv("STRATA_SEED"); v != "" {
+		seed, _ = strconv.ParseUint(v, 10, 64)
+	}
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 11))
+	const dir, idxName = "p", "p/00000000000000000000.txnindex"
+	for round := range 10 {
+		mem := vfs.NewMem()
+		require.NoError(t, mem.MkdirAll(dir, 0o755))
+		idx, err := index.OpenTxnIndex(mem, idxName, 0)
+		require.NoError(t, err)
+		s := NewProducerState(0)
+		var data []byte
+		var aborted []index.AbortedTxn
+		seq := map[int64]int32{}
+		next := int64(0)
+		for step := range 200 {
+			pid := int64(1 + rng.IntN(3))
+			switch r := rng.IntN(10); {
+			case r < 5:
+				b := txnBatchBytes(t, pid, seq[pid], next)
+				h, err := batch.ParseHeader(b)
+				require.NoError(t, err)
+				pb := ProducerBatchOf(h)
+				if _, err := s.Check(pb); err != nil {
+					continue // a non-transactional write inside a transaction
+				}
+				s.Update(pb, next)
+				seq[pid]++
+				data = append(data, b...)
+				next++
+			case r < 8:
+				b := batch.AppendMarker(nil, batch.Marker{Commit: rng.IntN(2) == 0, ProducerID: pid, Timestamp: 5})
+				batch.SetBaseOffset(b, next)
+				m, _, err := batch.ParseMarker(b)
+				require.NoError(t, err)
+				require.NoError(t, s.CheckMarker(TxnMarkerOf(m)))
+				c, ok := s.UpdateMarker(TxnMarkerOf(m), next)
+				if ok && c.Aborted {
+					require.NoError(t, idx.Append(c.AbortedTxn()))
+					aborted = append(aborted, c.AbortedTxn())
+				}
+				data = append(data, b...)
+				next++
+			case r < 9:
+				require.NoError(t, idx.Flush())
+				_, err := WriteProducerSnapshot(mem, dir, s)
+				require.NoError(t, err)
+			default:
+				crashed := mem.CrashCloneWithTornWrites(rng)
+				rs, err := loadProducerStateDir(crashed, dir, 0, next)
+				require.NoError(t, err)
+				from := rs.EndOffset()
+				ridx, err := index.OpenTxnIndex(crashed, idxName, 0)
+				require.NoError(t, err)
+				require.NoError(t, ridx.TruncateTo(from))
+				_, err = ridx.RecoverTail()
+				require.NoError(t, err)
+				_, err = rs.ReplayBatchesTxn(data, func(c CompletedTxn) {
+					if c.Aborted {
+						require.NoError(t, ridx.Append(c.AbortedTxn()))
+					}
+				})
+				require.NoError(t, err)
+				require.Equal(t, s.OngoingTxns(), rs.OngoingTxns(), "round %d step %d", round, step)
+				// Every record is replicated here: the high watermark is
+				// the end of the log, for both.
+				s.OnHighWatermark(next)
+				rs.OnHighWatermark(next)
+				require.Equal(t, s.LastStableOffset(next), rs.LastStableOffset(next), "round %d step %d", round, step)
+				got, err := ridx.All()
+				require.NoError(t, err)
+				require.Equal(t, aborted, got, "round %d step %d", round, step)
+				require.NoError(t, ridx.Close())
+			}
+		}
+		require.NoError(t, idx.Close())
+	}
+}
+
+// txnBatchBytes is a one-record transactional batch of producer pid (plain
+// for producer 3, whose batches are never transactional) at offset.
+func txnBatchBytes(t *testing.T, pid int64, seq int32, offset int64) []byte {
+	var bd batch.Builder
+	bd.Reset(1)
+	bd.Append(1, nil, []byte("v"), nil)
+	bd.SetProducer(pid, 0, seq)
+	b := slices.Clone(bd.Bytes())
+	if pid != 3 {
+		b[22] |= 0x10
+		batch.SetCRC(b)
+	}
+	batch.SetBaseOffset(b, offset)
+	return b
 }

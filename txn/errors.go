@@ -50,7 +50,7 @@ var (
 // told: ErrProducerFenced becomes ErrInvalidProducerEpoch when
 // producerFenced is false (the request version predates PRODUCER_FENCED:
 // InitProducerId < 4, AddPartitionsToTxn < 2, AddOffsetsToTxn < 2, EndTxn < 2,
-// TxnOffsetCommit < 3).
+// as Kafka's KafkaApis maps it).
 func WireError(err error, producerFenced bool) error {
 	if !producerFenced && errors.Is(err, ErrProducerFenced) {
 		return ErrInvalidProducerEpoch
