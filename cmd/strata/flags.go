@@ -75,7 +75,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 				}
 				return nil, errHelp
 			}
-			return nil, usagef("%v", err)
+			return nil, flagError(fs, err)
 		}
 		rest := fs.Args()
 		if len(rest) == 0 {
@@ -89,6 +89,58 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
+}
+
+// flagError is the one line a parse error prints: an unknown flag as the
+// user typed it (two dashes, one for a one-letter flag) and the defined
+// flag it is most likely a typo of.
+func flagError(fs *flag.FlagSet, err error) error {
+	name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -")
+	if !ok {
+		return usagef("%v", err)
+	}
+	best, bestDist := "", 3 // at most two edits away
+	fs.VisitAll(func(f *flag.Flag) {
+		if len(f.Name) == 1 {
+			return
+		}
+		if d := editDistance(name, f.Name); d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" {
+		return usagef("unknown flag %s", dashed(name))
+	}
+	return usagef("unknown flag %s (did you mean --%s?)", dashed(name), best)
+}
+
+// dashed is a flag's name as typed: -x for one letter, --name otherwise.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
+}
+
+// editDistance is the Levenshtein distance between a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // helpBuffer holds what a flag set printed until parseInterleaved knows

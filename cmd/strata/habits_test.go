@@ -16,7 +16,7 @@ import (
 func TestBadFlagOneLine(t *testing.T) {
 	for _, c := range commands() {
 		r := strata(t, "", "", c.name, "--no-such-flag")
-		want := "strata " + c.name + ": flag provided but not defined: -no-such-flag\nRun 'strata " + c.name + " --help' for usage.\n"
+		want := "strata " + c.name + ": unknown flag --no-such-flag\nRun 'strata " + c.name + " --help' for usage.\n"
 		if c.name == "perf" {
 			r = strata(t, "", "", c.name, "produce", "--no-such-flag")
 		}
@@ -24,7 +24,12 @@ func TestBadFlagOneLine(t *testing.T) {
 			t.Errorf("strata %s --no-such-flag: exit %d\nstdout %q\nstderr %q\nwant exit 2, no stdout, stderr %q", c.name, r.code, r.stdout, r.stderr, want)
 		}
 	}
-	for _, args := range [][]string{{"--topics"}, {"consume", "--from-begining"}, {"perf"}, {"frobnicate"}} {
+	// A typo names the flag it is most likely of.
+	r := strata(t, "", "", "consume", "--from-begining")
+	if want := "strata consume: unknown flag --from-begining (did you mean --from-beginning?)\n"; !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("consume --from-begining: stderr %q, want it to start %q", r.stderr, want)
+	}
+	for _, args := range [][]string{{"--topics"}, {"consume", "--from-begining"}, {"groups", "--al-groups"}, {"produce", "-x"}, {"perf"}, {"frobnicate"}} {
 		r := strata(t, "", "", args...)
 		lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
 		if r.code != exitUsage || r.stdout != "" || len(lines) != 2 || !strings.HasPrefix(lines[1], "Run 'strata ") {
@@ -115,6 +120,9 @@ func TestServeFailedStartLeavesNoDataDir(t *testing.T) {
 		{[]string{"--listen", "127.0.0.1:0", "--metrics-addr", busy.Addr().String()}, exitProblem},
 		{[]string{"--listen", "127.0.0.1:0", "--no-such-flag"}, exitUsage},
 		{[]string{"--listen", "127.0.0.1:0", "--override", "num.partitions=0"}, exitUsage},
+		// A cluster member whose ports are taken.
+		{[]string{"--listen", busy.Addr().String(), "--node-id", "1", "--raft-addr", busy.Addr().String(),
+			"--peer", "1=" + busy.Addr().String() + "," + busy.Addr().String()}, exitProblem},
 	} {
 		r := strata(t, "", "", append([]string{"serve", "--data-dir", fresh}, tc.args...)...)
 		if r.code != tc.code {

@@ -8,10 +8,10 @@
 //
 //	strata serve   --data-dir DIR [--listen 127.0.0.1:9092] [--metrics-addr ADDR]   until SIGINT/SIGTERM
 //	strata topics  --bootstrap-server ADDR list | create --topic T --partitions N | describe [--topic T] | delete --topic T
-//	strata produce --bootstrap-server ADDR --topic T [--key-separator SEP]    one record per stdin line
-//	strata consume --bootstrap-server ADDR --topic T [--from-beginning] [--group G] [--max-messages N]
+//	strata produce --bootstrap-server ADDR --topic T [--key-separator SEP]    one record per stdin line (kcat: -b ADDR -t T -K SEP)
+//	strata consume --bootstrap-server ADDR --topic T [--from-beginning] [--group G] [--max-messages N]   (kcat: -b -t -o -e -G -K)
 //	strata perf    produce|consume --bootstrap-server ADDR --topic T [--num-records N] [--record-size B]
-//	strata groups  --bootstrap-server ADDR list | describe --group G --topic T
+//	strata groups  --bootstrap-server ADDR list | describe --group G|--all-groups [--topic T] | delete --group G|--all-groups
 //	strata dump    FILE...     .log, .index, .timeindex, .snapshot: batches, records, entries, CRC checks
 //	strata verify  DIR         exit 0 when every segment and index checks out, 1 otherwise
 //	strata version             also strata --version

@@ -144,7 +144,7 @@ func TestUsage(t *testing.T) {
 		t.Errorf("unknown command: exit %d, stderr %q", r.code, r.stderr)
 	}
 	r = strata(t, "", "", "dump", "--no-such-flag")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "flag provided but not defined: -no-such-flag") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "unknown flag --no-such-flag\n") {
 		t.Errorf("unknown flag: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

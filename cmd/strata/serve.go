@@ -1,9 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	stdlog "log/slog"
 	"math"
 	"net"
@@ -145,7 +147,17 @@ func runServe(e *env, args []string) error {
 		return err
 	}
 	if cluster.enabled() {
-		return serveCluster(e, &c, &cluster, len(overrides), logger)
+		// A member that fails to start leaves no data dir it created:
+		// it started once it printed "listening on".
+		_, statErr := os.Stat(c.dataDir)
+		out := &startedWriter{w: e.stdout}
+		ce := *e
+		ce.stdout = out
+		err := serveCluster(&ce, &c, &cluster, len(overrides), logger)
+		if err != nil && os.IsNotExist(statErr) && !out.started {
+			os.RemoveAll(c.dataDir)
+		}
+		return err
 	}
 	return serve(e, &c, logger)
 }
@@ -388,6 +400,20 @@ func serve(e *env, c *serveConfig, logger *stdlog.Logger) (err error) {
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
+}
+
+// startedWriter passes writes on to w and notes "listening on": the line
+// serve prints once it has started.
+type startedWriter struct {
+	w       io.Writer
+	started bool
+}
+
+func (s *startedWriter) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("listening on ")) {
+		s.started = true
+	}
+	return s.w.Write(p)
 }
 
 // makeDataDir creates dir if it does not exist; created says it did.
