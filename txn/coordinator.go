@@ -19,7 +19,13 @@ import (
 // partition of its transactional ids (compacted, acks=all).
 type Store interface {
 	// Write appends the record (a nil value is a tombstone) and returns
-	// once it is durable, or the error. It must respect ctx.
+	// once it is durable, or the error. An error must mean the record is
+	// not in the log (nor will be): the coordinator then forgets the
+	// change. Write bounds its own time (a produce timeout): the
+	// Coordinator does not cancel a write because the request that caused
+	// it gave up, since a write cancelled halfway could be in the log
+	// unbeknownst to the coordinator. It stops at ctx's end only when the
+	// Coordinator closes.
 	Write(ctx context.Context, key, value []byte) error
 }
 
@@ -184,8 +190,13 @@ func (c *Coordinator) Close() error {
 }
 
 // request steps ev for a request and carries out the effects in the
-// calling goroutine until its answer is known.
+// calling goroutine until its answer is known. A ctx already ended stops
+// it before anything is decided; once decided, the write goes on (see
+// Store).
 func (c *Coordinator) request(ctx context.Context, ev func(waiter uint64) event) Result {
+	if err := ctx.Err(); err != nil {
+		return errResult(err)
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -195,7 +206,7 @@ func (c *Coordinator) request(ctx context.Context, ev func(waiter uint64) event)
 	w := c.waiters
 	effs := c.m.step(c.nowMs(), ev(w))
 	c.mu.Unlock()
-	res, ok := c.run(ctx, effs, w)
+	res, ok := c.run(c.ctx, effs, w)
 	if !ok {
 		// Unreachable: every request is answered by the effects of its
 		// own steps.
@@ -473,7 +484,8 @@ func (c *Coordinator) List(f ListFilter) []Listing {
 // ExpireIDs expires the transactional ids without a transaction that
 // nothing changed for expiration (transactional.id.expiration.ms; Kafka
 // checks every hour): their records become tombstones. It returns how many
-// it expired.
+// it expired; it stops early when ctx ends (a tombstone being written is
+// finished).
 func (c *Coordinator) ExpireIDs(ctx context.Context, expiration time.Duration) int {
 	c.mu.Lock()
 	if c.closed {
@@ -484,6 +496,9 @@ func (c *Coordinator) ExpireIDs(ctx context.Context, expiration time.Duration) i
 	c.mu.Unlock()
 	n := 0
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			break
+		}
 		c.mu.Lock()
 		effs := c.m.step(c.nowMs(), expireEvent{id: id, expirationMs: expiration.Milliseconds()})
 		c.mu.Unlock()
@@ -492,7 +507,7 @@ func (c *Coordinator) ExpireIDs(ctx context.Context, expiration time.Duration) i
 			effs = effs[1:]
 			switch e := e.(type) {
 			case effAppend:
-				effs = append(effs, c.write(ctx, e)...)
+				effs = append(effs, c.write(c.ctx, e)...)
 			case effRemoved:
 				n++
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -294,6 +295,46 @@ func TestCoordinatorList(t *testing.T) {
 		require.Equal(t, []Listing{all[1], all[2]}, c.List(ListFilter{MinDuration: 25 * time.Second}))
 		require.Equal(t, all[1:2], c.List(ListFilter{MinDuration: 25 * time.Second, States: []State{Ongoing}}))
 	})
+}
+
+func TestCoordinatorContext(t *testing.T) {
+	// A request whose ctx ended decides nothing; one that gives up while
+	// its write is under way does not cancel the write.
+	synctest.Test(t, func(t *testing.T) {
+		st := &slowStore{delay: time.Second}
+		c := newTestCoordinator(t, 0, &memStore{}, &memMarkers{})
+		c.cfg.Store = st
+		done, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := c.InitProducerID(done, "t1", time.Minute, nil)
+		require.ErrorIs(t, err, context.Canceled)
+		_, ok := c.Describe("t1")
+		require.False(t, ok)
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		pe, err := c.InitProducerID(ctx, "t1", time.Minute, nil)
+		require.NoError(t, err, "the write outlives the request's deadline")
+		require.Equal(t, int64(1), st.n.Load())
+		d, _ := c.Describe("t1")
+		require.Equal(t, pe.Epoch, d.ProducerEpoch)
+		require.Equal(t, 0, c.ExpireIDs(done, 0))
+	})
+}
+
+// slowStore takes delay to write, ignoring the ctx but at Close.
+type slowStore struct {
+	delay time.Duration
+	n     atomic.Int64
+}
+
+func (s *slowStore) Write(ctx context.Context, key, value []byte) error {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	s.n.Add(1)
+	return nil
 }
 
 func TestCoordinatorExpireAndConfig(t *testing.T) {
