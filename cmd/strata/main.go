@@ -77,6 +77,7 @@ func commands() []command {
 		{"consume", "print a topic's records", runConsume},
 		{"perf", "measure produce or consume throughput and latency", runPerf},
 		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
+		{"acls", "add, remove and list ACLs (kafka-acls.sh)", runACLs},
 		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 		{"version", "print strata's version", runVersion},
 	}
