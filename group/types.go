@@ -24,18 +24,18 @@ var (
 	// ErrInvalidSessionTimeout: outside [MinSessionTimeout, MaxSessionTimeout].
 	ErrInvalidSessionTimeout = errors.New("group: invalid session timeout")
 	// ErrClosed: the coordinator is closed.
-	ErrClosed = errs.Mark("group: coordinator closed", errs.Closed) // matches log.ErrClosed
+	ErrClosed = errs.Mark("group: coordinator closed", errs.ErrClosed) // matches log.ErrClosed
 	// ErrInvalidGroup: the group id is empty or too long.
 	ErrInvalidGroup = errors.New("group: invalid group id")
 	// ErrInvalidRequest: a request field is out of range (a negative
 	// rebalance timeout, a commit of a negative offset or partition, an empty
 	// or over-long topic name). The request changes nothing.
-	ErrInvalidRequest = errs.Mark("group: invalid request", errs.InvalidRequest) // matches log.ErrInvalidRequest
+	ErrInvalidRequest = errs.Mark("group: invalid request", errs.ErrInvalidRequest) // matches log.ErrInvalidRequest
 	// ErrInvalidConfig: New was given a Config it cannot work with.
-	ErrInvalidConfig = errs.Mark("group: invalid config", errs.InvalidConfig) // matches log.ErrInvalidConfig
+	ErrInvalidConfig = errs.Mark("group: invalid config", errs.ErrInvalidConfig) // matches log.ErrInvalidConfig
 	// ErrCorruptOffsetRecord: DecodeOffsetRecord was given bytes that are
 	// not a well-formed offset commit key and value.
-	ErrCorruptOffsetRecord = errs.Mark("group: corrupt offset record", errs.Corrupt) // matches log.ErrCorrupt
+	ErrCorruptOffsetRecord = errs.Mark("group: corrupt offset record", errs.ErrCorrupt) // matches log.ErrCorrupt
 	// ErrInconsistentGroupProtocol (Kafka's INCONSISTENT_GROUP_PROTOCOL): a
 	// Join with no protocol type or no protocols, with another protocol type
 	// than the group's members, or with none of the protocols that all of

@@ -16,7 +16,7 @@ var (
 	// ErrCorruptIndex marks an index file that failed SanityCheck. It is always
 	// wrapped with the file name and the reason; test for it with errors.Is.
 	// The cure is Reset and a rebuild from the .log.
-	ErrCorruptIndex = errs.Mark("index: corrupt index", errs.Corrupt) // matches log.ErrCorrupt
+	ErrCorruptIndex = errs.Mark("index: corrupt index", errs.ErrCorrupt) // matches log.ErrCorrupt
 
 	// ErrInvalidEntry is returned for an entry that may not be appended: an
 	// offset not above the last one (offset index) or below it (time index),
@@ -30,7 +30,7 @@ var (
 
 	// ErrClosed is returned by any method that changes the index or its file
 	// after Close or Delete.
-	ErrClosed = errs.Mark("index: closed", errs.Closed) // matches log.ErrClosed
+	ErrClosed = errs.Mark("index: closed", errs.ErrClosed) // matches log.ErrClosed
 )
 
 // corrupt builds an ErrCorruptIndex that names the file and the reason.

@@ -126,7 +126,7 @@ var ErrUnreachable = errors.New("log: broker unreachable")
 
 // ErrInvalidRequest is returned for a request that no broker could serve
 // as asked (Kafka's INVALID_REQUEST), such as an unknown FetchIsolation.
-var ErrInvalidRequest = errs.InvalidRequest // also group's and controller's
+var ErrInvalidRequest = errs.ErrInvalidRequest // also group's and controller's
 
 // FetchIsolation says how far a fetch reads: Kafka's FetchIsolation, which
 // a Kafka Fetch request sets by its replica id and isolation level.

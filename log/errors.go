@@ -19,17 +19,17 @@ var (
 	ErrUnknownPartition  = errors.New("log: unknown partition")
 	ErrTopicExists       = errors.New("log: topic already exists")
 	ErrInvalidTopic      = errors.New("log: invalid topic name")
-	ErrInvalidConfig     = errs.InvalidConfig // also timingwheel's, group's, kafka's and controller's
+	ErrInvalidConfig     = errs.ErrInvalidConfig // also timingwheel's, group's, kafka's and controller's
 	ErrOffsetOutOfRange  = errors.New("log: offset out of range")
 	ErrRecordTooLarge    = errors.New("log: record batch too large") // MaxMessageBytes, or MaxDecompressedBytes decompressed
-	ErrClosed            = errs.Closed                               // also segment's, index's, group's and controller's
+	ErrClosed            = errs.ErrClosed                               // also segment's, index's, group's and controller's
 	ErrNotEnoughReplicas = errors.New("log: not enough in-sync replicas")
 	ErrNotLeader         = errors.New("log: not the leader for this partition")
 	// ErrDirInUse is returned by Open when another Broker holds the data dir.
 	ErrDirInUse = errors.New("log: data directory in use by another broker")
 	// ErrCorrupt marks data that failed its checks (CRC, framing, offsets):
 	// it is returned instead of records, never alongside them.
-	ErrCorrupt = batch.ErrCorrupt // errs.Corrupt; index's, group's and controller's corruption match it
+	ErrCorrupt = batch.ErrCorrupt // errs.ErrCorrupt; index's, group's and controller's corruption match it
 	// ErrInvalidReplicationFactor: a topic asks for more replicas than
 	// there are brokers (Kafka's INVALID_REPLICATION_FACTOR). It is an
 	// ErrInvalidConfig too.

@@ -20,7 +20,7 @@ import (
 // Errors returned by segments.
 var (
 	// ErrClosed is returned by a segment whose files have been closed.
-	ErrClosed = errs.Mark("segment: closed", errs.Closed) // matches log.ErrClosed
+	ErrClosed = errs.Mark("segment: closed", errs.ErrClosed) // matches log.ErrClosed
 	// ErrOffsetMismatch is returned by Append when the batch does not start at
 	// the segment's next offset.
 	ErrOffsetMismatch = errors.New("segment: batch does not start at the next offset")

@@ -13,7 +13,7 @@ import (
 
 // ErrInvalidConfig is returned by [Start] and [NewPurgatory] for a
 // configuration they cannot run with.
-var ErrInvalidConfig = errs.Mark("timingwheel: invalid config", errs.InvalidConfig) // matches log.ErrInvalidConfig
+var ErrInvalidConfig = errs.Mark("timingwheel: invalid config", errs.ErrInvalidConfig) // matches log.ErrInvalidConfig
 
 // Defaults, as in Kafka's SystemTimer.
 const (

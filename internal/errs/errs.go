@@ -6,9 +6,9 @@
 // returns an error for a condition, errors.Is(err, log.ErrX) holds for it.
 // A layer above log aliases or marks log's sentinel directly; a layer below
 // cannot import log, so the sentinel is defined here, log exports it
-// (log.ErrClosed is Closed), and the layer marks it:
+// (log.ErrClosed is errs.ErrClosed), and the layer marks it:
 //
-//	var ErrClosed = errs.Mark("segment: closed", errs.Closed)
+//	var ErrClosed = errs.Mark("segment: closed", errs.ErrClosed)
 //
 // errors.Is(segment.ErrClosed, log.ErrClosed) then holds, and the layer's
 // own name and message stay what they were.
@@ -18,15 +18,15 @@ import "errors"
 
 // log's sentinels, defined here so that the layers below log can mark them.
 var (
-	// Closed is log.ErrClosed.
-	Closed = errors.New("log: closed")
-	// InvalidConfig is log.ErrInvalidConfig.
-	InvalidConfig = errors.New("log: invalid config")
-	// InvalidRequest is log.ErrInvalidRequest.
-	InvalidRequest = errors.New("log: invalid request")
-	// Corrupt is log.ErrCorrupt and batch.ErrCorrupt: data that failed its
+	// ErrClosed is log.ErrClosed.
+	ErrClosed = errors.New("log: closed")
+	// ErrInvalidConfig is log.ErrInvalidConfig.
+	ErrInvalidConfig = errors.New("log: invalid config")
+	// ErrInvalidRequest is log.ErrInvalidRequest.
+	ErrInvalidRequest = errors.New("log: invalid request")
+	// ErrCorrupt is log.ErrCorrupt and batch.ErrCorrupt: data that failed its
 	// checks. Its text is the record batch's, where it was first defined.
-	Corrupt = errors.New("batch: corrupt record batch")
+	ErrCorrupt = errors.New("batch: corrupt record batch")
 )
 
 // Mark returns a sentinel whose text is msg and that matches base with

@@ -51,7 +51,7 @@ var (
 	// ErrCorrupt marks every kind of damage: a bad CRC, a length or count that does not
 	// match the bytes, a malformed varint, a magic other than 2, offsets or timestamps
 	// that disagree with the header. Test for it with errors.Is.
-	ErrCorrupt = errs.Corrupt // log.ErrCorrupt
+	ErrCorrupt = errs.ErrCorrupt // log.ErrCorrupt
 
 	// ErrCompressed is no longer returned: compressed batches are read and
 	// validated like any other.
