@@ -22,7 +22,7 @@ var (
 	ErrInvalidConfig     = errs.ErrInvalidConfig // also timingwheel's, group's, kafka's and controller's
 	ErrOffsetOutOfRange  = errors.New("log: offset out of range")
 	ErrRecordTooLarge    = errors.New("log: record batch too large") // MaxMessageBytes, or MaxDecompressedBytes decompressed
-	ErrClosed            = errs.ErrClosed                               // also segment's, index's, group's and controller's
+	ErrClosed            = errs.ErrClosed                            // also segment's, index's, group's and controller's
 	ErrNotEnoughReplicas = errors.New("log: not enough in-sync replicas")
 	ErrNotLeader         = errors.New("log: not the leader for this partition")
 	// ErrDirInUse is returned by Open when another Broker holds the data dir.
