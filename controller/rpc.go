@@ -204,10 +204,13 @@ func (c *Controller) forward(ctx context.Context, id int, addr string, o op) (ou
 }
 
 // forwardError: the request may have reached the active controller, so the
-// caller cannot know whether it took effect.
+// caller cannot know whether it took effect: the same as an active
+// controller losing its leadership before the change committed, and
+// ErrLeadershipLost says so (callers whose change is safe to ask for again,
+// like a producer-id block, retry it).
 func (c *Controller) forwardError(ctx context.Context, addr string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return fmt.Errorf("controller: forward to %s: %w", addr, err)
+	return fmt.Errorf("controller: forward to %s: %w (%w)", addr, ErrLeadershipLost, err)
 }
