@@ -482,3 +482,59 @@ type tpIDs struct{}
 
 func (tpIDs) ID(name string) [16]byte      { return tp.TopicID(name) }
 func (tpIDs) Name([16]byte) (string, bool) { return "", false }
+
+// deleteConsumerGroup deletes group if it is a consumer group
+// (ErrNonEmptyGroup if it has members): its tombstones are stored, then
+// it is forgotten. Its commits are the caller's to delete. deleted is
+// false if it is no consumer group.
+func (c *Coordinator) deleteConsumerGroup(ctx context.Context, group string) (deleted bool, err error) {
+	c.mu.Lock()
+	ce := c.consumer.groups[group]
+	c.mu.Unlock()
+	if ce == nil {
+		return false, nil
+	}
+	select {
+	case ce.lock <- struct{}{}:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	defer func() { <-ce.lock }()
+	c.mu.Lock()
+	n := len(ce.g.members)
+	gone := c.consumer.groups[group] != ce
+	c.mu.Unlock()
+	switch {
+	case gone:
+		return false, nil
+	case n > 0:
+		return false, fmt.Errorf("%w: consumer group %q has %d members", ErrNonEmptyGroup, group, n)
+	}
+	// Kafka's order: the group epoch's tombstone last.
+	recs := []cgRec{{kind: recTargetMeta, tombstone: true}, {kind: recPartitionMeta, tombstone: true}, {kind: recGroupEpoch, tombstone: true}}
+	for _, re := range slices.Sorted(maps.Keys(ce.g.regexes)) {
+		recs = append([]cgRec{{kind: recRegex, regex: re, tombstone: true}}, recs...)
+	}
+	if err := c.storeConsumerRecords(group, recs); err != nil {
+		return false, fmt.Errorf("group: store deletion of consumer group %q: %w", group, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.consumer.groups[group] == ce {
+		delete(c.consumer.groups, group)
+	}
+	return true, nil
+}
+
+// classicJoinsConsumerGroup lets a classic member join group if it is no
+// consumer group, or an empty one, which is deleted first (Kafka's offline
+// downgrade); a consumer group with members refuses it
+// (ErrInconsistentGroupProtocol, as Kafka answers a JoinGroup it cannot
+// take).
+func (c *Coordinator) classicJoinsConsumerGroup(ctx context.Context, group string) error {
+	_, err := c.deleteConsumerGroup(ctx, group)
+	if errors.Is(err, ErrNonEmptyGroup) {
+		return fmt.Errorf("%w: %q is a consumer group with members", ErrInconsistentGroupProtocol, group)
+	}
+	return err
+}

@@ -210,3 +210,53 @@ func TestConsumerHeartbeatConcurrent(t *testing.T) {
 		require.Equal(t, 8, n)
 	}
 }
+
+// TestConsumerGroupDelete: an empty consumer group is deleted with its
+// commits, durably; one with members is not; a classic member may take
+// the id of an empty consumer group (Kafka's offline downgrade), not of
+// one with members.
+func TestConsumerGroupDelete(t *testing.T) {
+	l := &grouptest.Log{}
+	open := func() *group.Coordinator {
+		c, err := group.Open(context.Background(), group.Config{Partitions: partitionsOf(testTopics)}, l)
+		require.NoError(t, err)
+		return c
+	}
+	c := open()
+	ctx := context.Background()
+	a := joinClient(t, c, "g", "m", "a")
+	tp := group.TopicPartition{Topic: "a", Partition: 0}
+	require.NoError(t, c.Commit(ctx, "g", a.id, a.epoch, map[group.TopicPartition]int64{tp: 5}))
+	require.ErrorIs(t, c.Delete(ctx, "g"), group.ErrNonEmptyGroup)
+	_, err := c.Join(ctx, group.JoinRequest{Group: "g", Topics: []string{"a"}})
+	require.ErrorIs(t, err, group.ErrInconsistentGroupProtocol)
+
+	_, err = c.ConsumerHeartbeat(ctx, group.ConsumerHeartbeatRequest{Group: "g", MemberID: a.id, MemberEpoch: -1, RebalanceTimeout: -1})
+	require.NoError(t, err)
+	d, ok := c.DescribeConsumerGroup("g")
+	require.True(t, ok, "an empty consumer group stays")
+	require.Equal(t, "Empty", d.State)
+	require.NoError(t, c.Delete(ctx, "g"))
+	_, ok = c.DescribeConsumerGroup("g")
+	require.False(t, ok)
+	require.Empty(t, c.Committed("g", nil))
+	require.NoError(t, c.Close())
+
+	c = open()
+	_, ok = c.DescribeConsumerGroup("g")
+	require.False(t, ok, "deleted for good")
+	require.Empty(t, c.Committed("g", nil))
+
+	// An empty consumer group's id goes to a classic member.
+	a = joinClient(t, c, "h", "m", "a")
+	_, err = c.ConsumerHeartbeat(ctx, group.ConsumerHeartbeatRequest{Group: "h", MemberID: a.id, MemberEpoch: -1, RebalanceTimeout: -1})
+	require.NoError(t, err)
+	jctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	resp, err := c.Join(jctx, group.JoinRequest{Group: "h", Topics: []string{"a"}})
+	require.NoError(t, err)
+	require.Len(t, resp.Assignment, 3)
+	_, ok = c.DescribeConsumerGroup("h")
+	require.False(t, ok)
+	require.NoError(t, c.Close())
+}

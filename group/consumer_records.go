@@ -177,6 +177,9 @@ func (r *consumerReplay) add(key, value []byte) error {
 		delete(r.groups, group) // the group was deleted
 		return nil
 	}
+	if g == nil && rec.tombstone {
+		return nil // of a group deleted already
+	}
 	if g == nil {
 		g = newConsumerGroup(group, r.cfg)
 		r.groups[group] = g

@@ -198,6 +198,9 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) (JoinResponse, 
 	if err != nil {
 		return JoinResponse{}, err
 	}
+	if err := c.classicJoinsConsumerGroup(ctx, req.Group); err != nil {
+		return JoinResponse{}, err
+	}
 	r, err := c.call(ctx, req.Group, true,
 		func(token uint64) event { ev.waiter = token; return ev },
 		func(token uint64) event { return cancelJoinEvent{member: ev.member, waiter: token} })
@@ -573,12 +576,20 @@ func (c *Coordinator) Delete(ctx context.Context, group string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
+	deleted, err := c.deleteConsumerGroup(ctx, group)
+	if err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return ErrClosed
 	}
 	e := c.groups[group]
+	if e == nil && deleted {
+		c.mu.Unlock()
+		return nil // a consumer group without commits
+	}
 	if e == nil {
 		c.mu.Unlock()
 		return fmt.Errorf("%w: %q", ErrGroupNotFound, group)

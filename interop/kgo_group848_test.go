@@ -150,3 +150,54 @@ func TestKgo848Group(t *testing.T) {
 	})
 	awaitCommitted(ctx, t, adm, group, topic, ends)
 }
+
+// TestKgo848Regex: a kgo consumer subscribed by regex with
+// kgo.ServerSideBalancer: the coordinator resolves the expression against
+// the topics (kgo's Test848RegexBrokerResolves), and a matching topic
+// created later is assigned too.
+func TestKgo848Regex(t *testing.T) {
+	const group = "regex848"
+	c := kafkatest.New(t, kafkatest.Topic("re-a", 2), kafkatest.Topic("re-b", 1), kafkatest.Topic("other", 1))
+	ctx := testCtx(t, 60*time.Second)
+	for _, topic := range []string{"re-a", "re-b", "other"} {
+		kgoProduce(ctx, t, c.Addr(), topic, makeRecs(topic, 10))
+	}
+	recs := make(chan *kgo.Record, 64)
+	m := startKgoMember(t, c.Addr(), group, "re-.*", recs, kgo.ConsumeRegex(), kgo.ServerSideBalancer(), kgo.Balancers(kgo.StickyBalancer()))
+	defer m.close()
+	got := map[string]int{}
+	for got["re-a"]+got["re-b"] < 20 {
+		select {
+		case r := <-recs:
+			got[r.Topic]++
+		case <-ctx.Done():
+			t.Fatalf("consumed %v", got)
+		}
+	}
+	if got["other"] != 0 {
+		t.Errorf("consumed %d records of a topic the regex does not match", got["other"])
+	}
+
+	adm := newKadm(t, c.Addr())
+	if _, err := adm.CreateTopic(ctx, 1, 1, nil, "re-c"); err != nil {
+		t.Fatal(err)
+	}
+	kgoProduce(ctx, t, c.Addr(), "re-c", makeRecs("re-c", 5))
+	for got["re-c"] < 5 {
+		select {
+		case r := <-recs:
+			got[r.Topic]++
+		case <-ctx.Done():
+			t.Fatalf("consumed %v: nothing of re-c, created after the join", got)
+		}
+	}
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admCl.Close()
+	g, err := describe848(ctx, admCl, group)
+	if err != nil || len(g.Members) != 1 || g.Members[0].SubscribedTopicRegex == nil {
+		t.Fatalf("describe: %+v, %v", g, err)
+	}
+}
