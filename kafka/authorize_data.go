@@ -35,6 +35,9 @@ var authorizeRules = map[int16]rule{
 	describeGroupsKey:  authorizeDescribeGroups,
 	deleteGroupsKey:    authorizeDeleteGroups,
 
+	consumerGroupHeartbeatKey: authorizeConsumerGroupHeartbeat,
+	consumerGroupDescribeKey:  authorizeConsumerGroupDescribe,
+
 	createTopicsKey:            authorizeCreateTopics,
 	deleteTopicsKey:            authorizeDeleteTopics,
 	createPartitionsKey:        authorizeCreatePartitions,

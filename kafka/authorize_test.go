@@ -596,3 +596,50 @@ func TestGuardWithoutRule(t *testing.T) {
 	h(context.Background(), c, nil)
 	require.Equal(t, 2, served)
 }
+
+// KIP-848's group APIs: Read on the group and Describe on the topics
+// subscribed to; ConsumerGroupDescribe Describe on each group.
+func TestAuthorizeConsumerGroupAPIs(t *testing.T) {
+	a := startAuthz(t, Config{})
+	join := func(topics ...string) *kmsg.ConsumerGroupHeartbeatRequest {
+		req := cgHeartbeatReq(1, "g", "m1", 0)
+		req.RebalanceTimeoutMillis = 30000
+		req.SubscribedTopicNames = topics
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return req
+	}
+	bob, alice := a.as("bob"), a.as("alice")
+	require.Equal(t, errGroupAuthorizationFailed, bob.do(join("orders")).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+	a.grant(allowTo("alice", acl.OpRead, acl.Group("g")), allowTo("alice", acl.OpRead, acl.Topic("orders")))
+	require.Equal(t, errTopicAuthorizationFailed, alice.do(join("orders", "secret")).(*kmsg.ConsumerGroupHeartbeatResponse).ErrorCode)
+	dg := kmsg.NewPtrConsumerGroupDescribeRequest()
+	dg.Groups = []string{"g"}
+	dg.IncludeAuthorizedOperations = true
+	r := alice.do(join("orders")).(*kmsg.ConsumerGroupHeartbeatResponse)
+	require.Equal(t, errNone, r.ErrorCode)
+	require.Equal(t, 2, countAssigned(r.Assignment))
+
+	require.Equal(t, errGroupAuthorizationFailed, bob.do(dg).(*kmsg.ConsumerGroupDescribeResponse).Groups[0].ErrorCode)
+	g := alice.do(dg).(*kmsg.ConsumerGroupDescribeResponse).Groups[0]
+	require.Equal(t, errNone, g.ErrorCode)
+	require.Len(t, g.Members, 1)
+	require.Equal(t, int32(1<<acl.OpRead|1<<acl.OpDescribe), g.AuthorizedOperations)
+}
+
+// Every API a server may serve has its authorization rule: a new API
+// without one would need ClusterAction (guard), which clients do not
+// have. Add its rule to authorizeRules (authorize_data.go), as Kafka's
+// KafkaApis checks it.
+func TestEveryAPIHasARule(t *testing.T) {
+	gc := logtest.New(t, logtest.InMemory()).GroupCoordinator()
+	s, err := Listen("127.0.0.1:0", capsAll{capsBase: capsBase{gc: gc}}, Config{SASL: &SASLConfig{Plain: func(string) (string, bool) { return "", false }}})
+	require.NoError(t, err)
+	defer s.Close()
+	for _, a := range s.apis {
+		if a == nil {
+			continue
+		}
+		_, ok := authorizeRules[a.key]
+		require.True(t, ok, "%s (key %d) has no authorization rule", kmsg.NameForKey(a.key), a.key)
+	}
+}
