@@ -41,6 +41,10 @@ const (
 	DefaultConsumerHeartbeatInterval = 5 * time.Second
 )
 
+// maxRecordKeyString bounds the strings that are keys of records (member
+// ids, regexes): int16-length strings.
+const maxRecordKeyString = 1<<15 - 1
+
 // Member epochs with a meaning of their own in a heartbeat.
 const (
 	joinEpoch        = 0  // (re)join
@@ -240,6 +244,9 @@ func (h cgHeartbeat) validate() error {
 		return fmt.Errorf("%w: InstanceId can't be null", ErrInvalidRequest)
 	case h.epoch < staticLeaveEpoch:
 		return fmt.Errorf("%w: MemberEpoch %d is invalid", ErrInvalidRequest, h.epoch)
+	case len(h.member) > maxRecordKeyString || h.regex != nil && len(*h.regex) > maxRecordKeyString:
+		// Both are keys of records, strings of an int16 length.
+		return fmt.Errorf("%w: member id of %d bytes or regex too long", ErrInvalidRequest, len(h.member))
 	}
 	for _, t := range h.topics {
 		if t == "" || len(t) > MaxNameLen {

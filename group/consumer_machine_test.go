@@ -402,6 +402,8 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 		{"invalid regex", cgHeartbeat{member: "m", regex: str("[a"), owned: pp("")}, ErrInvalidRegularExpression},
 		{"lookahead, which RE2/J refuses", cgHeartbeat{member: "m", regex: str("(?=a)b"), owned: pp("")}, ErrInvalidRegularExpression},
 		{"Java named group, which RE2/J refuses", cgHeartbeat{member: "m", regex: str("(?<n>a)"), owned: pp("")}, ErrInvalidRegularExpression},
+		{"a member id too long for a record key", cgHeartbeat{member: strings.Repeat("m", 1<<15), epoch: 1}, ErrInvalidRequest},
+		{"a regex too long for a record key", cgHeartbeat{member: "m", regex: str(strings.Repeat("a", 1<<15)), owned: pp("")}, ErrInvalidRequest},
 		{"a join with an empty list", cgHeartbeat{member: "m", topics: []string{}, owned: pp("")}, nil},
 		{"a join with an empty regex", cgHeartbeat{member: "m", regex: str(""), owned: pp("")}, nil},
 		{"a regular heartbeat", cgHeartbeat{member: "m", epoch: 5, rebalanceTimeout: -1}, nil},
