@@ -35,6 +35,7 @@ type uniformState struct {
 	subs    []map[string]bool
 	owned   []map[tpKey]bool
 	owner   map[tpKey]int
+	racks   bool // some member has a rack and some topic racks: rack matching is worth its cost
 }
 
 type tpKey struct {
@@ -46,6 +47,15 @@ type tpKey struct {
 func (Uniform) Assign(s Spec) map[string]Partitions {
 	u := &uniformState{spec: s, members: slices.Clone(s.Members), owner: map[tpKey]int{}}
 	slices.SortFunc(u.members, func(a, b Member) int { return cmp.Compare(a.ID, b.ID) })
+	for _, m := range u.members {
+		u.racks = u.racks || m.Rack != ""
+	}
+	if u.racks {
+		u.racks = false
+		for _, t := range s.Topics {
+			u.racks = u.racks || len(t.Racks) > 0
+		}
+	}
 	homogeneous := true
 	var first []string
 	for i, m := range u.members {
@@ -109,6 +119,9 @@ func (u *uniformState) take(k tpKey) {
 
 // rackMatch reports whether member i is in a rack of a replica of k.
 func (u *uniformState) rackMatch(k tpKey, i int) bool {
+	if !u.racks {
+		return false
+	}
 	rack := u.members[i].Rack
 	racks := u.spec.Topics[k.topic].Racks
 	if rack == "" || k.partition >= len(racks) {
@@ -175,6 +188,22 @@ func (u *uniformState) homogeneous(topics []string) {
 	free := u.unassigned()
 	// Racks first: a partition to a member of its racks with room, the
 	// least loaded of them.
+	rest := free
+	if u.racks {
+		rest = u.rackFirst(free, quota)
+	}
+	i := 0
+	for _, k := range rest {
+		for len(u.owned[i]) >= quota[i] {
+			i++ // never past the last member: the quotas add up to total
+		}
+		u.give(k, i)
+	}
+}
+
+// rackFirst gives each free partition to the least loaded member with
+// room in one of its racks, and returns those it could not place.
+func (u *uniformState) rackFirst(free []tpKey, quota []int) []tpKey {
 	rest := free[:0:0]
 	for _, k := range free {
 		best := -1
@@ -189,60 +218,133 @@ func (u *uniformState) homogeneous(topics []string) {
 			rest = append(rest, k)
 		}
 	}
-	i := 0
-	for _, k := range rest {
-		for len(u.owned[i]) >= quota[i] {
-			i++ // never past the last member: the quotas add up to total
-		}
-		u.give(k, i)
-	}
+	return rest
 }
 
 func (u *uniformState) heterogeneous() {
-	for _, k := range u.unassigned() {
-		best := -1
-		for i := range u.members {
-			if !u.subs[i][k.topic] {
-				continue
+	subscribers := map[string][]int{}
+	for i, sub := range u.subs {
+		for t := range sub {
+			subscribers[t] = append(subscribers[t], i)
+		}
+	}
+	free := u.unassigned()
+	for len(free) > 0 {
+		t := free[0].topic
+		n := 1
+		for n < len(free) && free[n].topic == t {
+			n++
+		}
+		if u.racks {
+			for _, k := range free[:n] {
+				u.give(k, u.leastLoaded(k, subscribers[t]))
 			}
-			if best < 0 || len(u.owned[i]) < len(u.owned[best]) ||
-				len(u.owned[i]) == len(u.owned[best]) && u.rackMatch(k, i) && !u.rackMatch(k, best) {
-				best = i
+		} else {
+			// The least loaded subscriber, by (count, index), from a heap.
+			h := &loadHeap{u: u, items: slices.Clone(subscribers[t])}
+			h.init()
+			for _, k := range free[:n] {
+				u.give(k, h.items[0])
+				h.down(0)
 			}
 		}
-		u.give(k, best) // the topic has a subscriber: it is in unassigned
+		free = free[n:]
 	}
-	// Move partitions from the most loaded members to subscribers holding
-	// two fewer or less, until none can move. Each move lowers the sum of
-	// the squared counts, so this ends.
+	u.balance(subscribers)
+}
+
+// loadHeap is a min-heap of member indices by (partitions held, index).
+type loadHeap struct {
+	u     *uniformState
+	items []int
+}
+
+func (h *loadHeap) less(a, b int) bool {
+	x, y := h.items[a], h.items[b]
+	nx, ny := len(h.u.owned[x]), len(h.u.owned[y])
+	return nx < ny || nx == ny && x < y
+}
+
+func (h *loadHeap) init() {
+	for i := len(h.items)/2 - 1; i >= 0; i-- {
+		h.down(i)
+	}
+}
+
+func (h *loadHeap) down(i int) {
+	for {
+		l, small := 2*i+1, i
+		if l < len(h.items) && h.less(l, small) {
+			small = l
+		}
+		if r := l + 1; r < len(h.items) && h.less(r, small) {
+			small = r
+		}
+		if small == i {
+			return
+		}
+		h.items[i], h.items[small] = h.items[small], h.items[i]
+		i = small
+	}
+}
+
+// leastLoaded is the subscriber holding the fewest partitions, one in a
+// rack of k's replicas first among equals, then the first by member id.
+func (u *uniformState) leastLoaded(k tpKey, subs []int) int {
+	best := -1
+	for _, i := range subs {
+		if best < 0 || len(u.owned[i]) < len(u.owned[best]) ||
+			len(u.owned[i]) == len(u.owned[best]) && u.rackMatch(k, i) && !u.rackMatch(k, best) {
+			best = i
+		}
+	}
+	return best
+}
+
+// balance moves partitions, one at a time, from a member to a subscriber
+// of the partition's topic holding at least two fewer, until none can
+// move: topic by topic, the most loaded holder of one of its partitions
+// gives its last one to the least loaded subscriber, and passes repeat
+// until one moves nothing. Each move lowers the sum of the squared counts,
+// so this ends.
+func (u *uniformState) balance(subscribers map[string][]int) {
+	topics := sortedKeys(subscribers)
+	held := make([]map[string][]int, len(u.members)) // member → topic → partitions, sorted
+	for i := range u.members {
+		held[i] = map[string][]int{}
+		for k := range u.owned[i] {
+			held[i][k.topic] = append(held[i][k.topic], k.partition)
+		}
+		for _, ps := range held[i] {
+			slices.Sort(ps)
+		}
+	}
 	for {
 		moved := false
-		order := make([]int, len(u.members))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(len(u.owned[b]), len(u.owned[a])) })
-		for _, from := range order {
-			for _, k := range u.sortedOwned(from) {
-				to := -1
-				for i := range u.members {
-					if i == from || !u.subs[i][k.topic] || len(u.owned[i]) > len(u.owned[from])-2 {
-						continue
+		for _, t := range topics {
+			subs := subscribers[t]
+			for {
+				from, to := -1, -1
+				for _, i := range subs {
+					n := len(u.owned[i])
+					if len(held[i][t]) > 0 && (from < 0 || n > len(u.owned[from])) {
+						from = i
 					}
-					if to < 0 || len(u.owned[i]) < len(u.owned[to]) ||
-						len(u.owned[i]) == len(u.owned[to]) && u.rackMatch(k, i) && !u.rackMatch(k, to) {
+					if to < 0 || n < len(u.owned[to]) {
 						to = i
 					}
 				}
-				if to >= 0 {
-					u.take(k)
-					u.give(k, to)
-					moved = true
+				if from < 0 || len(u.owned[from])-len(u.owned[to]) < 2 {
 					break
 				}
-			}
-			if moved {
-				break
+				ps := held[from][t]
+				k := tpKey{t, ps[len(ps)-1]}
+				held[from][t] = ps[:len(ps)-1]
+				u.take(k)
+				u.give(k, to)
+				held[to][t] = append(held[to][t], k.partition)
+				slices.Sort(held[to][t])
+				moved = true
 			}
 		}
 		if !moved {
