@@ -3,7 +3,11 @@ package group_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -259,4 +263,110 @@ func TestConsumerGroupDelete(t *testing.T) {
 	_, ok = c.DescribeConsumerGroup("h")
 	require.False(t, ok)
 	require.NoError(t, c.Close())
+}
+
+// TestConsumerHeartbeatRestarts drives random members through a
+// Coordinator over an OffsetsLog that is closed and opened again now and
+// then (a broker restart): clients keep their member ids, epochs and
+// partitions across it; no partition is ever held by two clients; in the
+// end the group is stable with every partition held once. The seed is
+// logged; STRATA_SEED=n replays it.
+func TestConsumerHeartbeatRestarts(t *testing.T) {
+	seed := seedOf(t)
+	r := rand.New(rand.NewPCG(seed, 2))
+	clk := grouptest.NewClock(cgT0)
+	l := &grouptest.Log{}
+	open := func() *group.Coordinator {
+		c, err := group.Open(context.Background(), group.Config{Partitions: partitionsOf(testTopics), Clock: clk}, l)
+		require.NoError(t, err)
+		return c
+	}
+	c := open()
+	defer func() { c.Close() }()
+	clients := map[string]*consumerClient{}
+	checkDisjoint := func() {
+		seen := map[group.TopicPartition]string{}
+		for id, cc := range clients {
+			for _, p := range cc.held {
+				require.Empty(t, seen[p], "%v held by %s and %s (seed %d)", p, seen[p], id, seed)
+				seen[p] = id
+			}
+		}
+	}
+	for step := range 400 {
+		clk.Advance(time.Duration(r.IntN(3000)) * time.Millisecond)
+		id := fmt.Sprintf("m%d", r.IntN(5))
+		cc := clients[id]
+		switch op := r.IntN(20); {
+		case op == 0:
+			require.NoError(t, c.Close(), "step %d", step)
+			c = open()
+			for _, cc := range clients {
+				cc.c = c
+			}
+		case cc == nil:
+			clients[id] = joinClient(t, c, "g", id, "a", "b")
+		case op == 1:
+			_, err := c.ConsumerHeartbeat(context.Background(), group.ConsumerHeartbeatRequest{Group: "g", MemberID: id, MemberEpoch: -1, RebalanceTimeout: -1})
+			require.NoError(t, err, "step %d (seed %d)", step, seed)
+			delete(clients, id)
+		default:
+			if err := cc.tryBeat(); err != nil {
+				// Only a member whose session ended in a long gap may fail.
+				require.ErrorIs(t, err, group.ErrUnknownMember, "step %d (seed %d)", step, seed)
+				delete(clients, id)
+			}
+		}
+		d, _ := c.DescribeConsumerGroup("g")
+		for id := range clients {
+			if !slices.ContainsFunc(d.Members, func(m group.ConsumerMemberDescription) bool { return m.MemberID == id }) {
+				delete(clients, id) // fenced by a timer; it learns so on its next heartbeat
+			}
+		}
+		checkDisjoint()
+	}
+	var cs []*consumerClient
+	for _, cc := range clients {
+		cs = append(cs, cc)
+	}
+	if len(cs) > 0 {
+		settle(t, c, "g", cs...)
+		n := 0
+		for _, cc := range cs {
+			n += len(cc.held)
+		}
+		require.Equal(t, 8, n, "seed %d", seed)
+	}
+}
+
+func seedOf(t *testing.T) uint64 {
+	seed := rand.Uint64()
+	if s := os.Getenv("STRATA_SEED"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		seed = n
+	}
+	t.Logf("seed %d (STRATA_SEED=%d to replay)", seed, seed)
+	return seed
+}
+
+// TestConsumerTimerStoreFails: a session that ends while the store fails
+// does not fence the member (nothing was stored); the timer tries again
+// a second later and then does.
+func TestConsumerTimerStoreFails(t *testing.T) {
+	clk := grouptest.NewClock(cgT0)
+	l := &grouptest.Log{}
+	c, err := group.Open(context.Background(), group.Config{Partitions: partitionsOf(testTopics), Clock: clk}, l)
+	require.NoError(t, err)
+	defer c.Close()
+	joinClient(t, c, "g", "m", "a")
+	l.FailWith(errors.New("disk gone"))
+	clk.Advance(46 * time.Second)
+	d, _ := c.DescribeConsumerGroup("g")
+	require.Len(t, d.Members, 1, "the fence could not be stored")
+	l.FailWith(nil)
+	clk.Advance(time.Second)
+	d, _ = c.DescribeConsumerGroup("g")
+	require.Empty(t, d.Members)
+	require.Equal(t, int32(2), d.Epoch)
 }
