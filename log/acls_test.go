@@ -161,3 +161,25 @@ func TestACLFileCrashAtEachOp(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeACLs: acls.json, whatever its bytes, opens or fails with
+// ErrCorrupt-worthy errors and never panics; what it decodes encodes back
+// to the same set.
+func FuzzDecodeACLs(f *testing.F) {
+	f.Add(encodeACLs(acl.Must([]acl.Binding{aclRead, aclWrite, aclGroup})))
+	f.Add([]byte(`{"version":1,"acls":[]}`))
+	f.Add([]byte(`{"version":1,"acls":[{"resourceType":"CLUSTER"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		set, err := decodeACLs(data)
+		if err != nil {
+			return
+		}
+		again, err := decodeACLs(encodeACLs(set))
+		if err != nil {
+			t.Fatalf("re-decode: %v", err)
+		}
+		if !slices.Equal(set.Bindings(), again.Bindings()) {
+			t.Fatalf("round trip: %v != %v", set.Bindings(), again.Bindings())
+		}
+	})
+}
