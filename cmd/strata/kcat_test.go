@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -132,4 +133,40 @@ func TestKcatOffsetsOnDataDir(t *testing.T) {
 	if out := ok(t, "", "", "consume", "--data-dir", dir, "-t", "d", "-o", "-10"); out != "a\nb\nc\n" {
 		t.Errorf("consume --data-dir -o -10 (past the start): %q", out)
 	}
+}
+
+// perf produce --producer.config and perf consume --consumer.config read
+// Kafka's properties files as produce and consume do: known properties
+// applied (--producer-props winning), others warned of.
+func TestPerfClientConfigFiles(t *testing.T) {
+	dir := newTopic(t, "bench", 1)
+	pcfg := writeFile(t, "producer.properties", "compression.type=zstd\nacks=1\nmax.block.ms=1000\n")
+	r := strata(t, "", "", "perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "50", "--record-size", "10", "--producer.config", pcfg)
+	if r.code != 0 || !produceSummaryOf(50).MatchString(r.stdout) || !strings.Contains(r.stderr, "warning: property max.block.ms is not used") {
+		t.Fatalf("perf produce --producer.config: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	ok(t, "", "", "perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "50", "--record-size", "10",
+		"--producer.config", pcfg, "--producer-props", "compression.type=gzip")
+	dump := ok(t, "", "", "dump", filepath.Join(dir, "bench-0", "00000000000000000000.log"))
+	if !strings.Contains(dump, "compresscodec: zstd") || !strings.Contains(dump, "compresscodec: gzip") || strings.Contains(dump, "compresscodec: none") {
+		t.Errorf("want zstd batches from the file, then gzip ones from --producer-props:\n%s", dump)
+	}
+	ccfg := writeFile(t, "consumer.properties", "fetch.max.wait.ms=5\nauto.offset.reset=latest\n")
+	out := ok(t, "", "", "perf", "consume", "--data-dir", dir, "--topic", "bench", "--consumer.config", ccfg)
+	if !regexp.MustCompile(strings.Replace(consumeSummary.String(), "%d", "100", 1)).MatchString(out) {
+		t.Errorf("perf consume --consumer.config: no summary of 100 records:\n%s", out)
+	}
+	for _, args := range [][]string{
+		{"perf", "produce", "--data-dir", dir, "--topic", "bench", "--num-records", "1", "--producer.config", writeFile(t, "bad.properties", "acks=2\n")},
+		{"perf", "consume", "--data-dir", dir, "--topic", "bench", "--consumer.config", filepath.Join(t.TempDir(), "missing")},
+	} {
+		if r := strata(t, "", "", args...); r.code != exitUsage {
+			t.Errorf("strata %s: exit %d, stderr %q; want 2", strings.Join(args, " "), r.code, r.stderr)
+		}
+	}
+}
+
+// produceSummaryOf is produceSummary for n records.
+func produceSummaryOf(n int) *regexp.Regexp {
+	return regexp.MustCompile(strings.Replace(produceSummary.String(), "^3000 ", "^"+strconv.Itoa(n)+" ", 1))
 }

@@ -32,7 +32,9 @@ linger.ms, batch.size, buffer.memory and request.timeout.ms; the defaults are Ka
 (idempotent, acks=all, 5 batches in flight, linger.ms 5) but batch.size,
 1 MB as kgo's (Kafka's Java client: 16 KiB; give batch.size=16384 to
 compare with its perf test). consume: reads from the start of the log; the latency is
-that of each Poll. The topic must exist (strata topics create).`
+that of each Poll. The topic must exist (strata topics create).
+--producer.config and --consumer.config read Kafka's properties files as
+produce and consume do (a property not used is a warning).`
 
 func runPerf(e *env, args []string) error {
 	if len(args) == 0 {
@@ -199,6 +201,7 @@ func runPerfProduce(e *env, args []string) (err error) {
 	interval := fs.Int("reporting-interval", 5000, "`MS` between interval lines")
 	var props stringList
 	fs.Var(&props, "producer-props", "`KEY=VALUE` producer setting (acks, compression.type, enable.idempotence, linger.ms, batch.size, buffer.memory, request.timeout.ms); repeatable")
+	configFile := fs.String("producer.config", "", "`FILE`: Kafka producer properties (Java properties file), as produce's --producer.config; --producer-props win over it")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -217,6 +220,18 @@ func runPerfProduce(e *env, args []string) (err error) {
 	// than all without enable.idempotence turns idempotence off, as there.
 	cfg := log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Logger: warnLogger(e)}
 	idemSet := false
+	if *configFile != "" {
+		fileProps := clientProps{kind: "producer", file: *configFile}
+		fp, err := fileProps.read()
+		if err != nil {
+			return err
+		}
+		applyConnection(&t, fp)
+		if idemSet, err = applyProducerConfig(&cfg, &fileProps, fp); err != nil {
+			return err
+		}
+		warnUnused(e, "perf", fp, producerPropertyNames)
+	}
 	for _, kv := range props {
 		if strings.HasPrefix(kv, "enable.idempotence=") {
 			idemSet = true
@@ -346,12 +361,29 @@ func runPerfConsume(e *env, args []string) (err error) {
 	group := fs.String("group", "", "`GROUP` to consume as (its committed offsets are not used: the test reads from the start)")
 	interval := fs.Int("reporting-interval", 5000, "`MS` between interval lines")
 	fetchBytes := fs.Int("fetch-size", 0, "`B`: the most bytes of one poll (default 50 MiB)")
+	configFile := fs.String("consumer.config", "", "`FILE`: Kafka consumer properties (Java properties file), as consume's --consumer.config")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
 		return usagef("unexpected arguments %q", pos)
+	}
+	var ccfg log.ConsumerConfig
+	if *configFile != "" {
+		fileProps := clientProps{kind: "consumer", file: *configFile}
+		fp, err := fileProps.read()
+		if err != nil {
+			return err
+		}
+		applyConnection(&t, fp)
+		if ccfg, _, err = consumerConfig(&fileProps, fp); err != nil {
+			return err
+		}
+		warnUnused(e, "perf", fp, consumerPropertyNames)
+		if *group == "" {
+			*group = ccfg.Group
+		}
 	}
 	if *topic == "" || *numRecords < 0 || *interval <= 0 {
 		return usagef("--topic is required, --num-records must not be negative, --reporting-interval must be positive")
@@ -384,8 +416,14 @@ func runPerfConsume(e *env, args []string) (err error) {
 		}
 		want = *numRecords
 	}
-	cons, err := log.NewConsumer(c, log.ConsumerConfig{Topics: []string{*topic}, Group: *group, Reset: log.ResetEarliest,
-		MaxBytes: *fetchBytes, MaxWait: 10 * time.Millisecond, ClientID: "strata-perf", Logger: warnLogger(e)})
+	ccfg.Topics, ccfg.Group, ccfg.Reset, ccfg.ClientID, ccfg.Logger = []string{*topic}, *group, log.ResetEarliest, "strata-perf", warnLogger(e)
+	if *fetchBytes != 0 {
+		ccfg.MaxBytes = *fetchBytes
+	}
+	if ccfg.MaxWait == 0 {
+		ccfg.MaxWait = 10 * time.Millisecond
+	}
+	cons, err := log.NewConsumer(c, ccfg)
 	if err != nil {
 		return err
 	}
