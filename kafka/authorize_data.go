@@ -282,12 +282,9 @@ func authorizeMetadata(ctx context.Context, c *conn, r kmsg.Request, next handle
 		resp.Topics = kept
 	}
 	for _, rt := range refused {
+		// Asked by id, the name (nil) is not told.
 		t := kmsg.NewMetadataResponseTopic()
 		t.Topic, t.TopicID, t.ErrorCode = rt.Topic, rt.TopicID, errTopicAuthorizationFailed
-		if rt.Topic == nil {
-			// Asked by id: the name is not told.
-			t.Topic = nil
-		}
 		resp.Topics = append(resp.Topics, t)
 	}
 	if req.Version >= 8 && req.IncludeTopicAuthorizedOperations {
