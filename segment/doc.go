@@ -40,7 +40,7 @@
 // index and then a short walk of batch headers in the .log, read 4 KiB at a
 // time. At the end of the active segment, where consumers that keep up
 // read, there is no walk: the segment remembers the positions, offsets and
-// sizes of its last 128 batches as it appends them, and finds a batch there
+// sizes of its last 64 batches as it appends them, and finds a batch there
 // without reading the file. A truncation or a recovery forgets them, and
 // sealing drops them.
 //

@@ -9,8 +9,9 @@ import (
 // recentSlots is how many of its last batches the active segment
 // remembers: a consumer at the end of the log, the commonest reader, finds
 // its batch and those after it there without reading a header from the
-// file (one 100-byte batch per fetch: 128 batches are the last 12 KiB).
-const recentSlots = 128
+// file. 64 slots of 40 bytes: 2.5 KiB per partition that is appended to
+// (allocated by its first append, dropped when its segment is sealed).
+const recentSlots = 64
 
 // recent remembers where the active segment's last batches are, as Append
 // wrote them: a ring of their positions, offsets and sizes that readers
