@@ -9,7 +9,7 @@ import (
 // The administrative APIs a Backend may serve beyond Backend: each is an
 // optional interface, and the server advertises (ApiVersions) and serves
 // an API only when its backend implements it. *log.Broker implements all
-// of them; *replica.Broker those its controller supports.
+// of them; a cluster member's adapter (replica) those its controller supports.
 
 // PartitionCreator grows topics: Kafka's CreatePartitions.
 type PartitionCreator interface {

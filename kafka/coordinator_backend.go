@@ -9,7 +9,7 @@ import (
 )
 
 // GroupRouter is implemented by a Backend whose consumer groups are
-// spread over the nodes of a cluster (*replica.Broker): each group has
+// spread over the nodes of a cluster (a replica member's adapter): each group has
 // one coordinator, on one node, and it moves. A server over a GroupRouter
 // asks it for each group: FindCoordinator answers the node it names, and
 // the group APIs (JoinGroup … OffsetFetch, DescribeGroups, DeleteGroups)

@@ -11,7 +11,7 @@ import (
 // given once it returns: it has written the batch, or copied it, by then. A
 // Server over one reads each large produce request into memory recycled from
 // the produce requests it has finished, rather than into a fresh buffer that
-// the kernel faults in page by page. *log.Broker and *replica.Broker are
+// the kernel faults in page by page. *log.Broker and a replica member are
 // borrowers; a Backend that keeps the slices it is given (an in-memory store)
 // must not claim to be, nor inherit the claim: a type that embeds a borrower
 // and keeps batches in a Produce of its own overrides BorrowsBatches too.

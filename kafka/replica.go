@@ -8,10 +8,11 @@ import (
 )
 
 // ReplicaBackend is implemented by a Backend that is a member of a
-// replicating cluster (*replica.Broker). The server hands it, as they
-// are, the Fetch requests of follower replicas (ReplicaID ≥ 0) and the
-// OffsetForLeaderEpoch requests; a Backend without it answers followers
-// as consumers and does not serve OffsetForLeaderEpoch.
+// replicating cluster (the adapter a replica member hands to Listen). The
+// server hands it, as they are, the Fetch requests of follower replicas
+// (ReplicaID ≥ 0) and the OffsetForLeaderEpoch requests; a Backend without
+// it answers followers as consumers and does not serve
+// OffsetForLeaderEpoch.
 type ReplicaBackend interface {
 	// FetchReplica answers a follower's Fetch (request version ≤ 12:
 	// partitions by topic name). The response's record bytes are sent as

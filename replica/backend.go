@@ -174,6 +174,14 @@ func controllerErr(err error) error {
 	return err
 }
 
+// CreateTopicContext is CreateTopic.
+//
+// Deprecated: use CreateTopic, which takes the context. Kept so that code
+// written against the older Broker compiles.
+func (b *Broker) CreateTopicContext(ctx context.Context, name string, cfg log.TopicConfig) error {
+	return b.CreateTopic(ctx, name, cfg)
+}
+
 // CreateTopicContext is CreateTopic (kafka.Backend).
 func (b kafkaBackend) CreateTopicContext(ctx context.Context, name string, cfg log.TopicConfig) error {
 	return b.CreateTopic(ctx, name, cfg)
