@@ -370,3 +370,20 @@ func TestConsumerTimerStoreFails(t *testing.T) {
 	require.Empty(t, d.Members)
 	require.Equal(t, int32(2), d.Epoch)
 }
+
+// TestConsumerGroupTakesEmptyClassicGroup: Kafka's offline upgrade — a
+// classic group without members (only commits) becomes a consumer group
+// at the first heartbeat, its commits kept.
+func TestConsumerGroupTakesEmptyClassicGroup(t *testing.T) {
+	c, err := group.Open(context.Background(), group.Config{Partitions: partitionsOf(testTopics)}, &grouptest.Log{})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	tp := group.TopicPartition{Topic: "a", Partition: 1}
+	require.NoError(t, c.Commit(ctx, "g", "", -1, map[group.TopicPartition]int64{tp: 9}))
+	a := joinClient(t, c, "g", "m", "a")
+	require.Len(t, a.held, 3)
+	require.Equal(t, map[group.TopicPartition]int64{tp: 9}, c.Committed("g", nil))
+	require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: "Stable"}}, c.List())
+	require.ErrorIs(t, c.Commit(ctx, "g", "", -1, map[group.TopicPartition]int64{tp: 10}), group.ErrUnknownMember, "it has members now")
+}
