@@ -211,6 +211,15 @@ func (c *Coordinator) stepConsumer(ctx context.Context, group string, create boo
 		c.forgetConsumerIfIdle(ce)
 		return ctx.Err()
 	}
+	c.mu.Lock()
+	stale := c.consumer.groups[group] != ce
+	c.mu.Unlock()
+	if stale {
+		// Deleted (or forgotten after a failed first join) while this
+		// waited for it: start again with what is there now.
+		<-ce.lock
+		return c.stepConsumer(ctx, group, create, wants, needNames, step)
+	}
 	defer func() { <-ce.lock; c.forgetConsumerIfIdle(ce) }()
 
 	// The topics the group and the request may need, read with no lock

@@ -387,3 +387,51 @@ func TestConsumerGroupTakesEmptyClassicGroup(t *testing.T) {
 	require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: "Stable"}}, c.List())
 	require.ErrorIs(t, c.Commit(ctx, "g", "", -1, map[group.TopicPartition]int64{tp: 10}), group.ErrUnknownMember, "it has members now")
 }
+
+// TestConsumerJoinRacesDelete: joins of a new group racing failed joins
+// and deletions of it (run with -race): a join that succeeded is never
+// lost — its member heartbeats on.
+func TestConsumerJoinRacesDelete(t *testing.T) {
+	c, err := group.New(group.Config{Partitions: partitionsOf(testTopics)})
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	for round := range 50 {
+		g := fmt.Sprintf("g%d", round)
+		var wg sync.WaitGroup
+		joined := make(chan *consumerClient, 1)
+		errs := make(chan error, 4)
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			resp, err := c.ConsumerHeartbeat(ctx, cgJoinReq(g, "m", "a"))
+			if err != nil {
+				errs <- err
+				return
+			}
+			joined <- &consumerClient{c: c, group: g, id: resp.MemberID, epoch: resp.MemberEpoch, held: resp.Assignment}
+		}()
+		go func() {
+			defer wg.Done()
+			// Another member joins (a static one).
+			req := cgJoinReq(g, "s", "a")
+			req.InstanceID = "i"
+			if _, err := c.ConsumerHeartbeat(ctx, req); err != nil && !errors.Is(err, group.ErrUnreleasedInstanceID) {
+				errs <- err
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if err := c.Delete(ctx, g); err != nil && !errors.Is(err, group.ErrGroupNotFound) && !errors.Is(err, group.ErrNonEmptyGroup) {
+				errs <- err
+			}
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		cc := <-joined
+		require.NoError(t, cc.tryBeat(), "round %d: the member that joined is in the group", round)
+	}
+}
