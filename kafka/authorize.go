@@ -115,7 +115,7 @@ func (c *conn) authorizedOps(r acl.Resource, ops []acl.Operation) int32 {
 
 // guard returns the handler of key behind its authorization rule.
 func (s *Server) guard(key int16, next handler) handler {
-	if rule, ok := authorizeRules[key]; ok {
+	if rule, ok := ruleFor(key); ok {
 		if rule == nil {
 			return next
 		}
@@ -133,6 +133,15 @@ func (s *Server) guard(key int16, next handler) handler {
 		}
 		return next(ctx, c, req)
 	}
+}
+
+// ruleFor returns the authorization rule of an API, false if it has none.
+func ruleFor(key int16) (rule, bool) {
+	if r, ok := authorizeRules[key]; ok {
+		return r, true
+	}
+	r, ok := txnRules[key]
+	return r, ok
 }
 
 // handler serves one request.

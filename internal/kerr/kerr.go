@@ -61,6 +61,7 @@ const (
 	OutOfOrderSequenceNumber           int16 = 45
 	InvalidProducerEpoch               int16 = 47
 	TransactionalIDAuthorizationFailed int16 = 53
+	OperationNotAttempted              int16 = 55
 	SaslAuthenticationFailed           int16 = 58
 	UnknownProducerID                  int16 = 59
 	NonEmptyGroup                      int16 = 68
