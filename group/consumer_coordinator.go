@@ -241,10 +241,14 @@ func (c *Coordinator) stepConsumer(ctx context.Context, group string, create boo
 	next := ce.g.clone()
 	now := c.clock.Now()
 	effs, err := step(next, image, now)
+	if err == nil {
+		c.commits.Add(1) // Close waits for the store call
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return err
 	}
+	defer c.commits.Done()
 	var recs []cgRec
 	for _, f := range effs {
 		if f.kind == cgRecord {
