@@ -648,15 +648,15 @@ func TestStartRejectsBadConfig(t *testing.T) {
 	leaktest.Check(t)
 	dir := t.TempDir()
 	for name, cfg := range map[string]controller.Config{
-		"no node id":             {Dir: dir, RaftAddr: "127.0.0.1:0"},
-		"no dir":                 {NodeID: 1, RaftAddr: "127.0.0.1:0"},
-		"no addr":                {NodeID: 1, Dir: dir},
-		"bad addr":               {NodeID: 1, Dir: dir, RaftAddr: "nope"},
-		"self not in peers":      {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7001", Peers: []controller.Peer{{ID: 2, RaftAddr: "127.0.0.1:7002"}}},
-		"duplicate peer":         {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7001", Peers: []controller.Peer{{ID: 1, RaftAddr: "127.0.0.1:7001"}, {ID: 1, RaftAddr: "127.0.0.1:7002"}}},
-		"port 0 with peers":      {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Peers: []controller.Peer{{ID: 1, RaftAddr: "127.0.0.1:0"}, {ID: 2, RaftAddr: "127.0.0.1:7002"}}},
-		"session <= heartbeat":   {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", HeartbeatInterval: 3 * time.Second, SessionTimeout: 2 * time.Second},
-		"raft lease > heartbeat": {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Raft: controller.RaftConfig{HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond, LeaderLeaseTimeout: time.Second}},
+		"no node id":               {Dir: dir, RaftAddr: "127.0.0.1:0"},
+		"no dir":                   {NodeID: 1, RaftAddr: "127.0.0.1:0"},
+		"no addr":                  {NodeID: 1, Dir: dir},
+		"bad addr":                 {NodeID: 1, Dir: dir, RaftAddr: "nope"},
+		"broker at a voter's addr": {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7002", Peers: []controller.Peer{{ID: 2, RaftAddr: "127.0.0.1:7002"}}},
+		"duplicate peer":           {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7001", Peers: []controller.Peer{{ID: 1, RaftAddr: "127.0.0.1:7001"}, {ID: 1, RaftAddr: "127.0.0.1:7002"}}},
+		"port 0 with peers":        {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Peers: []controller.Peer{{ID: 1, RaftAddr: "127.0.0.1:0"}, {ID: 2, RaftAddr: "127.0.0.1:7002"}}},
+		"session <= heartbeat":     {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", HeartbeatInterval: 3 * time.Second, SessionTimeout: 2 * time.Second},
+		"raft lease > heartbeat":   {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Raft: controller.RaftConfig{HeartbeatTimeout: 50 * time.Millisecond, ElectionTimeout: 50 * time.Millisecond, LeaderLeaseTimeout: time.Second}},
 	} {
 		_, err := controller.Start(cfg)
 		require.ErrorIs(t, err, controller.ErrInvalidConfig, name)

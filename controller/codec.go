@@ -26,7 +26,7 @@ import (
 // which decodes as it always did.
 // PartitionState is Partition, Replicas, ISR, Leader, LeaderEpoch,
 // PartitionEpoch. A producerIDsRecord is BrokerID, BrokerEpoch,
-// NextProducerID (int64).
+// NextProducerID (int64). An unregisterBrokerRecord (type 10) is ID, Epoch.
 //
 // encoding/binary varints rather than encoding/json: an entry of one
 // partition change is ~30 bytes instead of ~150, and encode+decode costs a
@@ -128,6 +128,9 @@ func appendRecord(b []byte, r record) []byte {
 		b = appendInt(b, r.BrokerID)
 		b = binary.AppendVarint(b, r.BrokerEpoch)
 		b = binary.AppendVarint(b, r.NextProducerID)
+	case unregisterBrokerRecord:
+		b = appendInt(b, r.ID)
+		b = binary.AppendVarint(b, r.Epoch)
 	default:
 		panic(fmt.Sprintf("controller: unknown record type %T", r))
 	}
@@ -370,6 +373,8 @@ func (d *decoder) record() record {
 		return removeTopicRecord{TopicID: d.topicID()}
 	case typeProducerIDs:
 		return producerIDsRecord{BrokerID: d.int(), BrokerEpoch: d.varint(), NextProducerID: d.varint()}
+	case typeUnregisterBroker:
+		return unregisterBrokerRecord{ID: d.int(), Epoch: d.varint()}
 	default:
 		d.fail("record type %d", t)
 		return nil

@@ -27,10 +27,11 @@ type Config struct {
 	NodeID   int    // this member's ID, > 0, unique among Peers
 	Dir      string // Raft log and stable store (raft.db) and snapshots live here
 	RaftAddr string // "host:port" to listen on; "127.0.0.1:0" only for a single member
-	// Peers are the voters, the same list on every member, this one
-	// included. Nil means a single-member quorum of this member. The list
-	// bootstraps the quorum on the very first start; later starts resume
-	// from Dir and ignore it.
+	// Peers are the voters, the same list on every member. Nil means a
+	// single-member quorum of this member. The list bootstraps the quorum
+	// on the very first start; later starts resume from Dir and ignore it.
+	// A member whose NodeID is not among them is a broker only
+	// (membership.go): it joins the quorum as a non-voter, through them.
 	Peers []Peer
 
 	Logger  *slog.Logger // nil → discard; Raft's own logs go here, Info lowered to Debug
@@ -177,7 +178,7 @@ func (c Config) validate() error {
 		return bad("RaftAddr %q: %v", c.RaftAddr, err)
 	}
 	ids, addrs := map[int]bool{}, map[string]bool{}
-	self := false
+	self := false // a voter; false: a broker only
 	for _, p := range c.Peers {
 		if p.ID <= 0 || p.RaftAddr == "" || ids[p.ID] || addrs[p.RaftAddr] {
 			return bad("peer %+v: IDs must be > 0 and IDs and addresses unique", p)
@@ -190,10 +191,10 @@ func (c Config) validate() error {
 			self = true
 		}
 	}
-	if !self {
-		return bad("Peers do not include NodeID %d", c.NodeID)
+	if !self && addrs[c.RaftAddr] {
+		return bad("RaftAddr %q is a voter's, but NodeID %d is not a voter", c.RaftAddr, c.NodeID)
 	}
-	if len(c.Peers) > 1 {
+	if self && len(c.Peers) > 1 {
 		if _, port, _ := net.SplitHostPort(c.RaftAddr); port == "0" {
 			return bad("RaftAddr %q: a port is needed when there are peers", c.RaftAddr)
 		}

@@ -51,6 +51,13 @@ type Controller struct {
 	// when this member takes over (becomeLeader).
 	lastLeader atomic.Int64
 
+	// voter: cfg.NodeID is in cfg.Peers. A broker only (membership.go)
+	// asks hint, else the voters in turn (nextVoter), while it knows no
+	// active controller.
+	voter     bool
+	hint      atomic.Pointer[Peer]
+	nextVoter atomic.Uint64
+
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced on every leader observation
 
@@ -89,6 +96,7 @@ func Start(cfg Config) (*Controller, error) {
 		failed:        make(chan struct{}, 1),
 		settled:       make(chan struct{}, 1),
 		leaderChanged: make(chan struct{}),
+		voter:         cfg.isVoter(cfg.NodeID),
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.fsm = newFSM(c.log)
@@ -99,6 +107,10 @@ func Start(cfg Config) (*Controller, error) {
 	c.loopDone.Add(2)
 	go c.run()
 	go c.observe()
+	if !c.voter {
+		c.loopDone.Add(1)
+		go c.join()
+	}
 	c.completerDone.Add(1)
 	go c.complete()
 	return c, nil
@@ -147,7 +159,11 @@ func (c *Controller) open() (err error) {
 	c.mux = newMux(ln, cfg.Network, c.log, c.serveRPC)
 	cleanup = append(cleanup, c.mux.close, markReady) // markReady first: a failed start lets them end
 	addr := cfg.RaftAddr
-	if len(cfg.Peers) == 1 {
+	switch {
+	case !c.voter:
+		addr = ln.Addr().String() // a broker may listen on port 0: it joins with the bound address
+		c.cfg.RaftAddr = addr
+	case len(cfg.Peers) == 1:
 		addr = ln.Addr().String() // a single member may listen on port 0
 		c.cfg.Peers = []Peer{{ID: cfg.NodeID, RaftAddr: addr}}
 		c.cfg.RaftAddr = addr
@@ -183,7 +199,7 @@ func (c *Controller) open() (err error) {
 	if err != nil {
 		return fmt.Errorf("controller: read raft state: %w", err)
 	}
-	if !exists {
+	if !exists && c.voter { // a broker starts empty and joins (membership.go)
 		var voters raft.Configuration
 		for _, p := range c.cfg.Peers {
 			voters.Servers = append(voters.Servers, raft.Server{
@@ -343,6 +359,9 @@ type Registered struct {
 // Register is RegisterBroker, with the version the registration
 // committed at.
 func (c *Controller) Register(ctx context.Context, reg BrokerRegistration) (Registered, error) {
+	if err := c.ensureJoined(ctx); err != nil {
+		return Registered{}, err
+	}
 	out, err := c.call(ctx, op{Kind: opRegister, Register: reg})
 	return Registered{Epoch: out.Epoch, Version: out.Version}, err
 }
@@ -397,6 +416,10 @@ func (c *Controller) call(ctx context.Context, o op) (outcome, error) {
 		if err == nil || !errors.Is(err, ErrNotController) {
 			return out, c.closedOr(err)
 		}
+		var nc *NotControllerError
+		if !c.voter && errors.As(err, &nc) && nc.LeaderAddr != "" && nc.Err == nil {
+			c.hint.Store(&Peer{ID: nc.LeaderID, RaftAddr: nc.LeaderAddr})
+		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
@@ -423,10 +446,13 @@ func (c *Controller) closedOr(err error) error {
 func (c *Controller) callOnce(ctx context.Context, o op) (outcome, error) {
 	id, addr, ok := c.Leader()
 	switch {
+	case !ok && !c.voter:
+		id, addr = c.voterToAsk()
+		return c.forward(ctx, id, addr, o)
 	case !ok:
 		return outcome{}, &NotControllerError{}
 	case id == c.cfg.NodeID:
-		return c.handleLocal(ctx, o)
+		return c.serveLocal(ctx, o)
 	default:
 		return c.forward(ctx, id, addr, o)
 	}

@@ -336,6 +336,12 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 	case opAllocateProducerIDs:
 		recs, blk, err := decideAllocateProducerIDs(img, o.ProducerIDs)
 		return recs, outcome{ProducerIDs: blk}, err
+	case opUnregister:
+		recs, err := decideUnregisterBroker(img, o.BrokerID)
+		if err == nil {
+			delete(st.deadlines, o.BrokerID)
+		}
+		return recs, outcome{}, err
 	}
 	return nil, outcome{}, fmt.Errorf("%w: unknown operation %q", ErrInvalidRequest, o.Kind)
 }

@@ -28,6 +28,7 @@ const (
 	// listeners; one without keeps typeRegisterBroker's layout, so the
 	// records of a cluster without listeners are what they always were.
 	typeRegisterBrokerListeners recordType = 9
+	typeUnregisterBroker        recordType = 10
 )
 
 // registerBrokerRecord: broker ID (re)registered with a new epoch. The broker
@@ -101,13 +102,14 @@ func (r registerBrokerRecord) recordType() recordType {
 	}
 	return typeRegisterBroker
 }
-func (fenceBrokerRecord) recordType() recordType     { return typeFenceBroker }
-func (unfenceBrokerRecord) recordType() recordType   { return typeUnfenceBroker }
-func (topicRecord) recordType() recordType           { return typeTopic }
-func (partitionRecord) recordType() recordType       { return typePartition }
-func (partitionChangeRecord) recordType() recordType { return typePartitionChange }
-func (removeTopicRecord) recordType() recordType     { return typeRemoveTopic }
-func (producerIDsRecord) recordType() recordType     { return typeProducerIDs }
+func (fenceBrokerRecord) recordType() recordType      { return typeFenceBroker }
+func (unfenceBrokerRecord) recordType() recordType    { return typeUnfenceBroker }
+func (topicRecord) recordType() recordType            { return typeTopic }
+func (partitionRecord) recordType() recordType        { return typePartition }
+func (partitionChangeRecord) recordType() recordType  { return typePartitionChange }
+func (removeTopicRecord) recordType() recordType      { return typeRemoveTopic }
+func (producerIDsRecord) recordType() recordType      { return typeProducerIDs }
+func (unregisterBrokerRecord) recordType() recordType { return typeUnregisterBroker }
 
 // apply applies one record to img in place. A record that does not fit the
 // image (wrong epoch, unknown topic, ...) is rejected with errInapplicable
@@ -196,6 +198,12 @@ func (img *Image) apply(r record) error {
 			return fmt.Errorf("%w: producer ids up to %d, already given up to %d", errInapplicable, r.NextProducerID, img.nextProducerID)
 		}
 		img.nextProducerID = r.NextProducerID
+	case unregisterBrokerRecord:
+		b, ok := img.brokers[r.ID]
+		if !ok || b.Epoch != r.Epoch {
+			return fmt.Errorf("%w: unregister broker %d epoch %d", errInapplicable, r.ID, r.Epoch)
+		}
+		delete(img.brokers, r.ID)
 	default:
 		return fmt.Errorf("%w: record type %T", errInapplicable, r)
 	}

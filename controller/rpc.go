@@ -34,6 +34,10 @@ const (
 	opAlterPartition   = "alter_partition"
 	// opAllocateProducerIDs is Kafka's AllocateProducerIds.
 	opAllocateProducerIDs = "allocate_producer_ids"
+	// opJoin adds a broker to the Raft configuration as a non-voter;
+	// opUnregister is Kafka's UnregisterBroker (membership.go).
+	opJoin       = "join"
+	opUnregister = "unregister_broker"
 )
 
 // op is one request to the active controller.
@@ -48,6 +52,8 @@ type op struct {
 	Alter     AlterPartitionRequest `json:"alter,omitzero"`
 
 	ProducerIDs AllocateProducerIDsRequest `json:"producer_ids,omitzero"`
+	Join        Peer                       `json:"join,omitzero"`
+	BrokerID    int                        `json:"broker_id,omitzero"`
 }
 
 // outcome is what an op yields.
@@ -119,7 +125,7 @@ func (c *Controller) serveRPC(conn net.Conn) {
 			return
 		}
 		ctx, cancel := c.requestContext(context.Background(), o.TimeoutMS)
-		out, err := c.handleLocal(ctx, o)
+		out, err := c.serveLocal(ctx, o)
 		cancel()
 		if err != nil && c.ctx.Err() != nil {
 			// This member is closing (its context ended the request):
@@ -128,7 +134,7 @@ func (c *Controller) serveRPC(conn net.Conn) {
 		}
 		resp := rpcResponse{Outcome: out}
 		if err != nil {
-			resp = rpcResponse{Code: errorCode(err), Message: err.Error()}
+			resp = rpcResponse{Code: wireCode(err), Message: err.Error()}
 			var nc *NotControllerError
 			if errors.As(err, &nc) {
 				resp.LeaderID, resp.LeaderAddr = nc.LeaderID, nc.LeaderAddr
@@ -138,6 +144,18 @@ func (c *Controller) serveRPC(conn net.Conn) {
 			return
 		}
 	}
+}
+
+// serveLocal answers o on this member: the Raft configuration changes
+// here (membership.go), everything else through the event loop.
+func (c *Controller) serveLocal(ctx context.Context, o op) (outcome, error) {
+	switch o.Kind {
+	case opJoin:
+		return c.handleJoin(ctx, o)
+	case opUnregister:
+		return c.handleUnregister(ctx, o)
+	}
+	return c.handleLocal(ctx, o)
 }
 
 // requestContext bounds a forwarded request by its timeout and by Close.
@@ -197,7 +215,7 @@ func (c *Controller) forward(ctx context.Context, id int, addr string, o op) (ou
 	if resp.Code == errorCode(ErrNotController) {
 		return outcome{}, &NotControllerError{LeaderID: resp.LeaderID, LeaderAddr: resp.LeaderAddr}
 	}
-	if s := errorForCode(resp.Code); s != nil {
+	if s := wireError(resp.Code); s != nil {
 		return outcome{}, &remoteError{msg: resp.Message, sentinel: s}
 	}
 	return outcome{}, errors.New(resp.Message)

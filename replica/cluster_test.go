@@ -27,6 +27,9 @@ type memberCluster struct {
 	dirs    []string
 	members []*replica.Broker // index id-1; nil while stopped
 	kafka   bool              // replication over the Kafka protocol on testnet, not the LocalNetwork
+	// voters: the first voters of peers are the controller voters, the
+	// others brokers only (addBroker); 0: all.
+	voters int
 }
 
 // transports are the two ways members replicate: each cluster test runs
@@ -42,7 +45,7 @@ func node(id int) string { return fmt.Sprintf("member-%d", id) }
 
 func (c *memberCluster) config(id int) replica.Config {
 	cfg := replica.Config{
-		ID: id, Dir: c.dirs[id-1], Addr: c.peers[id-1].Addr, RaftAddr: c.peers[id-1].RaftAddr, Peers: c.peers,
+		ID: id, Dir: c.dirs[id-1], Addr: c.peers[id-1].Addr, RaftAddr: c.peers[id-1].RaftAddr, Peers: c.voterPeers(),
 		Network:           c.net.Node(node(id)),
 		Raft:              controller.LoopbackRaft(),
 		HeartbeatInterval: 50 * time.Millisecond,

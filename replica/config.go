@@ -12,8 +12,7 @@ import (
 	"github.com/strata-log/strata/replica/internal/transport"
 )
 
-// Peer is one member of the cluster as every member's Config lists it: the
-// initial controller voters.
+// Peer is one controller voter as every member's Config lists it.
 type Peer struct {
 	ID       int
 	Addr     string // data plane (Kafka protocol)
@@ -27,7 +26,12 @@ type Config struct {
 	Dir      string // data dir: partitions in Dir/data, the controller's Raft state in Dir/controller
 	Addr     string // data plane (Kafka protocol); "127.0.0.1:0" allowed
 	RaftAddr string
-	Peers    []Peer // the initial voters, identical on every member
+	// Peers are the controller quorum's initial voters, identical on every
+	// member. A member whose ID is not among them is a broker only
+	// (KRaft's process.roles=broker): it joins the quorum as a non-voter,
+	// follows the metadata, registers, holds replicas and serves clients,
+	// and votes in nothing. It can join a running cluster at any time.
+	Peers []Peer
 
 	Logger *slog.Logger // nil → discard
 	Clock  clock.Clock  // ISR lag and ticks; nil → the system clock

@@ -75,7 +75,7 @@ func (b *Broker) awaitReady() error {
 }
 
 // quorumReachable reports whether a majority of the voters, this member
-// included, accept a connection on their RaftAddr now.
+// included when it is one, accept a connection on their RaftAddr now.
 func (b *Broker) quorumReachable() bool {
 	var nw controller.Network = controller.TCPNetwork{}
 	if b.cfg.Network != nil {
@@ -83,15 +83,18 @@ func (b *Broker) quorumReachable() bool {
 	}
 	var (
 		mu sync.Mutex
-		up = 1 // this member
+		up = 0
 		wg sync.WaitGroup
 	)
-	others := 0
+	voters := 0
+	if b.ctl.Voter() {
+		up, voters = 1, 1 // this member
+	}
 	for _, p := range b.cfg.Peers {
 		if p.ID == b.cfg.ID {
 			continue
 		}
-		others++
+		voters++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -108,7 +111,7 @@ func (b *Broker) quorumReachable() bool {
 		}()
 	}
 	wg.Wait()
-	return 2*up > others+1
+	return 2*up > voters
 }
 
 // waitReady waits until the member is ready, ctx ends (its error) or the

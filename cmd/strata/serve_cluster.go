@@ -19,8 +19,9 @@ import (
 )
 
 // clusterFlags make serve a cluster member (replica.Start) instead of a
-// standalone broker: the Raft address of this member and the initial
-// voters, the same list on every member.
+// standalone broker: the Raft address of this member and the controller
+// quorum's voters, the same list on every member. A member whose --node-id
+// is not among them is a broker only (KRaft's process.roles=broker).
 type clusterFlags struct {
 	raftAddr string
 	peers    []replica.Peer
@@ -37,7 +38,7 @@ type clusterFlags struct {
 
 func (c *clusterFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.raftAddr, "raft-addr", "", "`ADDR`: this member's controller (Raft) host:port; with --peer, serve runs a cluster member\n(keep it, and every member's --listen, on a private network: see the README)")
-	fs.Func("peer", "`ID=KAFKA_ADDR,RAFT_ADDR`: a member of the cluster, this one included; repeatable, the same list on every member", func(v string) error {
+	fs.Func("peer", "`ID=KAFKA_ADDR,RAFT_ADDR`: a controller voter; repeatable, the same list on every member (a --node-id\nnot in it joins the running cluster as a broker only: it holds replicas and serves clients, and votes in nothing)", func(v string) error {
 		p, err := parsePeer(v)
 		if err == nil {
 			c.peers = append(c.peers, p)
@@ -95,7 +96,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	case cl.raftAddr == "":
 		return usagef("a cluster member needs --raft-addr")
 	case len(cl.peers) == 0:
-		return usagef("a cluster member needs --peer for every member, itself included")
+		return usagef("a cluster member needs --peer for every controller voter")
 	case (c.server.TLS != nil || c.server.SASL != nil) && cl.clientAddr == "":
 		return usagef("--tls-cert and --sasl-users secure a cluster member's client listener: give it with --client-addr (--listen takes the members' mutual TLS, --cluster-tls-cert)")
 	case cl.clientAdvertised != "" && cl.clientAddr == "":
@@ -103,17 +104,16 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	case cl.heartbeat <= 0 || cl.session <= cl.heartbeat:
 		return usagef("--broker-session-timeout (%v) must exceed --broker-heartbeat-interval (%v), which must be positive", cl.session, cl.heartbeat)
 	}
-	self := false
+	voter := false // not in --peer: a broker only
 	for _, p := range cl.peers {
 		if p.ID == int(c.server.NodeID) {
-			self = true
+			voter = true
 			if p.RaftAddr != cl.raftAddr {
 				return usagef("--peer %d says its Raft address is %s, --raft-addr says %s", p.ID, p.RaftAddr, cl.raftAddr)
 			}
+		} else if p.RaftAddr == cl.raftAddr {
+			return usagef("--raft-addr %s is voter %d's, not --node-id %d's", cl.raftAddr, p.ID, c.server.NodeID)
 		}
-	}
-	if !self {
-		return usagef("--node-id %d is not in the --peer list", c.server.NodeID)
 	}
 	ctx, stopSignals := interruptible()
 	defer stopSignals()
@@ -163,7 +163,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		defer stop()
 		fmt.Fprintf(e.stdout, "metrics on %s\n", addr)
 	}
-	logger.Info("serving as a cluster member", "id", cfg.ID, "addr", b.Addr(), "raft", cl.raftAddr, "peers", len(cl.peers), "data_dir", c.dataDir)
+	logger.Info("serving as a cluster member", "id", cfg.ID, "voter", voter, "addr", b.Addr(), "raft", cl.raftAddr, "voters", len(cl.peers), "data_dir", c.dataDir)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
