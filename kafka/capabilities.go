@@ -22,6 +22,7 @@ type capabilities struct {
 	epochs         EpochEndOffsetter     // OffsetForLeaderEpoch of a standalone node
 	borrower       BatchBorrower         // produce frames may be recycled
 	acls           ACLBackend            // DescribeAcls, CreateAcls, DeleteAcls; the ACLs enforced
+	unregister     BrokerUnregisterer    // UnregisterBroker (unregister.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -39,6 +40,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.epochs, _ = b.(EpochEndOffsetter)
 	c.borrower, _ = b.(BatchBorrower)
 	c.acls, _ = b.(ACLBackend)
+	c.unregister, _ = b.(BrokerUnregisterer)
 	return c
 }
 
@@ -62,4 +64,5 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.producerIDs != nil }, idempotenceAPIs},
 	{func(s *Server) bool { return s.cfg.SASL != nil }, saslAPIs},
 	{func(s *Server) bool { return s.caps.acls != nil }, aclAPIs},
+	{func(s *Server) bool { return s.caps.unregister != nil }, unregisterBrokerAPIs},
 }

@@ -53,7 +53,7 @@ func (b *Broker) CreateTopic(ctx context.Context, name string, cfg log.TopicConf
 		case <-ctx.Done():
 			timer.Stop()
 			live, registered := b.brokerCounts()
-			return fmt.Errorf("%w: topic %s: replication factor %d: %d brokers registered (%d voters configured), %d live: %w",
+			return fmt.Errorf("%w: topic %s: replication factor %d: %d of the %d voters registered, %d live: %w",
 				log.ErrInvalidReplicationFactor, name, cfg.ReplicationFactor, registered, len(b.cfg.Peers), live, ctx.Err())
 		case <-b.ctx.Done():
 			timer.Stop()

@@ -20,9 +20,10 @@ func TestKafkaBackendCapabilities(t *testing.T) {
 		_, pids := b.(kafka.ProducerIDBackend)
 		_, parts := b.(kafka.PartitionCreator)
 		_, borrower := b.(kafka.BatchBorrower)
-		if !replica || !batches || !cluster || !groups || !pids || !parts || !borrower {
-			t.Errorf("%T: replica %v, replica batches %v, cluster %v, group router %v, producer ids %v, partition creator %v, batch borrower %v; want all",
-				b, replica, batches, cluster, groups, pids, parts, borrower)
+		_, unregister := b.(kafka.BrokerUnregisterer)
+		if !replica || !batches || !cluster || !groups || !pids || !parts || !borrower || !unregister {
+			t.Errorf("%T: replica %v, replica batches %v, cluster %v, group router %v, producer ids %v, partition creator %v, batch borrower %v, broker unregisterer %v; want all",
+				b, replica, batches, cluster, groups, pids, parts, borrower, unregister)
 		}
 		_, configs := b.(kafka.TopicConfigAlterer)
 		_, records := b.(kafka.RecordsDeleter)

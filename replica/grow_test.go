@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
 )
@@ -114,21 +116,47 @@ func testBrokerJoinsRunningCluster(t *testing.T, tr string) {
 		require.Equal(t, values(n), consumeAll(t, c.member(id), "after", n))
 	}
 
-	// Decommission: refused while it holds replicas, from any member.
-	err = c.member(2).UnregisterBroker(ctx, 4)
-	require.ErrorIs(t, err, controller.ErrBrokerHasReplicas)
+	// Decommission: refused while it holds replicas, from any member; over
+	// the Kafka protocol, UnregisterBroker answers INVALID_REQUEST, then
+	// nothing, then BROKER_ID_NOT_REGISTERED.
+	unregister := func(via int) (err error, code int16) {
+		if !c.kafka {
+			return c.member(via).UnregisterBroker(ctx, 4), 0
+		}
+		kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.peers[via-1].Addr}, Dial: c.net.Node("client").Dial})
+		require.NoError(t, err)
+		defer kc.Close()
+		req := kmsg.NewPtrUnregisterBrokerRequest()
+		req.BrokerID = 4
+		resp, err := kc.Request(ctx, req, 0)
+		require.NoError(t, err)
+		return nil, resp.(*kmsg.UnregisterBrokerResponse).ErrorCode
+	}
+	err, code := unregister(2)
+	if c.kafka {
+		require.Equal(t, int16(42), code)
+	} else {
+		require.ErrorIs(t, err, controller.ErrBrokerHasReplicas)
+	}
 	_, ok = c.member(1).Image().Broker(4)
 	require.True(t, ok)
 	require.NoError(t, c.member(1).DeleteTopic(ctx, "after"))
 	c.stop(4)
-	require.NoError(t, c.member(2).UnregisterBroker(ctx, 4))
+	err, code = unregister(2)
+	require.NoError(t, err)
+	require.Zero(t, code)
 	for id := 1; id <= 3; id++ {
 		c.waitImage(c.member(id), "broker 4 gone", func(img *controller.Image) bool {
 			_, ok := img.Broker(4)
 			return !ok
 		})
 	}
-	require.ErrorIs(t, c.member(3).UnregisterBroker(ctx, 4), controller.ErrUnknownBroker)
+	err, code = unregister(3)
+	if c.kafka {
+		require.Equal(t, int16(102), code)
+	} else {
+		require.ErrorIs(t, err, controller.ErrUnknownBroker)
+	}
 	// The cluster goes on with its three voters.
 	c.createTopic("later", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	produce(t, c.member(3), "later", 0, 10)

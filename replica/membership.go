@@ -2,8 +2,15 @@ package replica
 
 import (
 	"context"
+	"errors"
 	"fmt"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
 )
+
+var _ kafka.BrokerUnregisterer = kafkaBackend{}
 
 // Voter reports whether this member is a controller voter (its ID is in
 // Config.Peers); false: a broker only, which follows the metadata as a
@@ -33,4 +40,17 @@ func (b *Broker) UnregisterBroker(ctx context.Context, id int) error {
 			return fmt.Errorf("replica: unregister broker %d: committed, not yet applied here: %w", id, err)
 		}
 	}
+}
+
+// UnregisterBroker is Broker.UnregisterBroker with the errors the Kafka
+// server answers (kafka.BrokerUnregisterer).
+func (b kafkaBackend) UnregisterBroker(ctx context.Context, id int) error {
+	err := b.Broker.UnregisterBroker(ctx, id)
+	switch {
+	case errors.Is(err, controller.ErrUnknownBroker):
+		return fmt.Errorf("%w: %w", kafka.ErrBrokerNotRegistered, err)
+	case errors.Is(err, controller.ErrBrokerHasReplicas):
+		return fmt.Errorf("%w: %w", log.ErrInvalidRequest, err)
+	}
+	return err
 }
