@@ -653,6 +653,7 @@ func TestStartRejectsBadConfig(t *testing.T) {
 		"no addr":                  {NodeID: 1, Dir: dir},
 		"bad addr":                 {NodeID: 1, Dir: dir, RaftAddr: "nope"},
 		"broker at a voter's addr": {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7002", Peers: []controller.Peer{{ID: 2, RaftAddr: "127.0.0.1:7002"}}},
+		"no voters":                {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7001", Peers: []controller.Peer{}},
 		"duplicate peer":           {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:7001", Peers: []controller.Peer{{ID: 1, RaftAddr: "127.0.0.1:7001"}, {ID: 1, RaftAddr: "127.0.0.1:7002"}}},
 		"port 0 with peers":        {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", Peers: []controller.Peer{{ID: 1, RaftAddr: "127.0.0.1:0"}, {ID: 2, RaftAddr: "127.0.0.1:7002"}}},
 		"session <= heartbeat":     {NodeID: 1, Dir: dir, RaftAddr: "127.0.0.1:0", HeartbeatInterval: 3 * time.Second, SessionTimeout: 2 * time.Second},

@@ -177,6 +177,9 @@ func (c Config) validate() error {
 	if _, _, err := net.SplitHostPort(c.RaftAddr); err != nil {
 		return bad("RaftAddr %q: %v", c.RaftAddr, err)
 	}
+	if len(c.Peers) == 0 {
+		return bad("Peers names no voter")
+	}
 	ids, addrs := map[int]bool{}, map[string]bool{}
 	self := false // a voter; false: a broker only
 	for _, p := range c.Peers {
