@@ -119,9 +119,9 @@ func testBrokerJoinsRunningCluster(t *testing.T, tr string) {
 	// Decommission: refused while it holds replicas, from any member; over
 	// the Kafka protocol, UnregisterBroker answers INVALID_REQUEST, then
 	// nothing, then BROKER_ID_NOT_REGISTERED.
-	unregister := func(via int) (err error, code int16) {
+	unregister := func(via int) (code int16, err error) {
 		if !c.kafka {
-			return c.member(via).UnregisterBroker(ctx, 4), 0
+			return 0, c.member(via).UnregisterBroker(ctx, 4)
 		}
 		kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.peers[via-1].Addr}, Dial: c.net.Node("client").Dial})
 		require.NoError(t, err)
@@ -130,9 +130,9 @@ func testBrokerJoinsRunningCluster(t *testing.T, tr string) {
 		req.BrokerID = 4
 		resp, err := kc.Request(ctx, req, 0)
 		require.NoError(t, err)
-		return nil, resp.(*kmsg.UnregisterBrokerResponse).ErrorCode
+		return resp.(*kmsg.UnregisterBrokerResponse).ErrorCode, nil
 	}
-	err, code := unregister(2)
+	code, err := unregister(2)
 	if c.kafka {
 		require.Equal(t, int16(42), code)
 	} else {
@@ -142,7 +142,7 @@ func testBrokerJoinsRunningCluster(t *testing.T, tr string) {
 	require.True(t, ok)
 	require.NoError(t, c.member(1).DeleteTopic(ctx, "after"))
 	c.stop(4)
-	err, code = unregister(2)
+	code, err = unregister(2)
 	require.NoError(t, err)
 	require.Zero(t, code)
 	for id := 1; id <= 3; id++ {
@@ -151,7 +151,7 @@ func testBrokerJoinsRunningCluster(t *testing.T, tr string) {
 			return !ok
 		})
 	}
-	err, code = unregister(3)
+	code, err = unregister(3)
 	if c.kafka {
 		require.Equal(t, int16(102), code)
 	} else {
