@@ -470,7 +470,7 @@ func (c *Coordinator) checkConsumerCommit(group, member string, epoch int32) (ha
 // listConsumerGroups adds the consumer groups to a List. mu is held.
 func (c *Coordinator) listConsumerGroups(out []Listing) []Listing {
 	for _, id := range slices.Sorted(maps.Keys(c.consumer.groups)) {
-		out = append(out, Listing{Group: id, ProtocolType: assign.ProtocolType, State: State(c.consumer.groups[id].g.state())})
+		out = append(out, Listing{Group: id, ProtocolType: assign.ProtocolType, State: State(c.consumer.groups[id].g.state()), Type: TypeConsumer})
 	}
 	slices.SortFunc(out, func(a, b Listing) int { return strings.Compare(a.Group, b.Group) })
 	return out

@@ -106,7 +106,7 @@ func TestConsumerHeartbeatOverOffsetsLog(t *testing.T) {
 	require.Equal(t, map[group.TopicPartition]int64{tp: 42}, c.Committed("g", nil))
 
 	ls := c.List()
-	require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: "Stable"}}, ls)
+	require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: "Stable", Type: group.TypeConsumer}}, ls)
 	before, ok := c.DescribeConsumerGroup("g")
 	require.True(t, ok)
 	require.NoError(t, c.Close())
@@ -384,7 +384,7 @@ func TestConsumerGroupTakesEmptyClassicGroup(t *testing.T) {
 	a := joinClient(t, c, "g", "m", "a")
 	require.Len(t, a.held, 3)
 	require.Equal(t, map[group.TopicPartition]int64{tp: 9}, c.Committed("g", nil))
-	require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: "Stable"}}, c.List())
+	require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: "Stable", Type: group.TypeConsumer}}, c.List())
 	require.ErrorIs(t, c.Commit(ctx, "g", "", -1, map[group.TopicPartition]int64{tp: 10}), group.ErrUnknownMember, "it has members now")
 }
 

@@ -647,14 +647,16 @@ func (c *Coordinator) Committed(group string, tps []TopicPartition) map[TopicPar
 	return out
 }
 
-// Describe returns a snapshot of the group, and false if the coordinator
-// knows nothing of it (no members, no commits): Kafka describes such a
-// group as Dead. For the protocol type "consumer" the members' Topics and
-// Assignment are decoded from their metadata and assignment.
+// Describe returns a snapshot of the classic group, and false if the
+// coordinator knows nothing of it (no members, no commits) or it is a
+// consumer-protocol group (DescribeConsumerGroup describes those): Kafka's
+// DescribeGroups describes such a group as Dead. For the protocol type
+// "consumer" the members' Topics and Assignment are decoded from their
+// metadata and assignment.
 func (c *Coordinator) Describe(group string) (Description, bool) {
 	c.mu.Lock()
 	e := c.groups[group]
-	if e == nil {
+	if e == nil || c.consumer.groups[group] != nil {
 		c.mu.Unlock()
 		return Description{Group: group, State: StateDead}, false
 	}
@@ -674,11 +676,12 @@ func (c *Coordinator) Describe(group string) (Description, bool) {
 	return d, true
 }
 
-// Groups returns the ids of the groups the coordinator knows, sorted.
+// Groups returns the ids of the groups the coordinator knows, of both
+// types, sorted (those List lists).
 func (c *Coordinator) Groups() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return slices.Sorted(maps.Keys(c.groups))
+	return c.groupIDs()
 }
 
 // Listing is one group of List: what Kafka's ListGroups answers.
@@ -686,6 +689,7 @@ type Listing struct {
 	Group        string
 	ProtocolType string // "" for a group without members
 	State        State
+	Type         string // TypeClassic or TypeConsumer (Kafka's GroupType)
 }
 
 // List returns every group the coordinator knows, sorted by id.
@@ -698,7 +702,7 @@ func (c *Coordinator) List() []Listing {
 			continue // listed as the consumer group it is
 		}
 		st := c.groups[g].st
-		out = append(out, Listing{Group: g, ProtocolType: st.protocolType, State: st.phase.state()})
+		out = append(out, Listing{Group: g, ProtocolType: st.protocolType, State: st.phase.state(), Type: TypeClassic})
 	}
 	return c.listConsumerGroups(out)
 }

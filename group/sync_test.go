@@ -250,7 +250,7 @@ func shareAGroup(t *testing.T, kafkaID, strataID string) {
 			require.Equal(t, []string{"b"}, m.Topics)
 			require.NotEmpty(t, m.Assignment)
 		}
-		require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: group.StateStable}}, c.List())
+		require.Equal(t, []group.Listing{{Group: "g", ProtocolType: "consumer", State: group.StateStable, Type: group.TypeClassic}}, c.List())
 	})
 }
 

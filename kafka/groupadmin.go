@@ -11,10 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// classicGroupType is the type of every group Strata coordinates
-// (ListGroups v5, KIP-848's "classic").
-const classicGroupType = "classic"
-
 // groupOperations is the bit field of the operations on a group a client
 // may perform (DescribeGroups v3+, when asked): READ, DELETE and DESCRIBE
 // (Kafka's AclOperation codes 3, 6 and 8). Strata has no ACLs.
@@ -22,21 +18,24 @@ const groupOperations int32 = 1<<3 | 1<<6 | 1<<8
 
 // handleListGroups lists every group the node's coordinators know (on a
 // GroupRouter, those of the groups it coordinates now, as a Kafka broker
-// answers), those with only committed offsets included (state Empty),
-// filtered by state (v4+, case-insensitive as Kafka's) and type (v5+).
+// answers), classic and consumer-protocol (KIP-848), those with only
+// committed offsets included (classic, state Empty), filtered by state
+// (v4+: a consumer group's Empty, Assigning, Reconciling or Stable too)
+// and type (v5+, KIP-1043: classic or consumer), case-insensitive as
+// Kafka's.
 func handleListGroups(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.ListGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
 	match := func(filter []string, v string) bool {
-		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(f, v) })
+		return len(filter) == 0 || slices.ContainsFunc(filter, func(f string) bool { return strings.EqualFold(strings.TrimSpace(f), v) })
 	}
 	for _, gc := range c.s.coordinators() {
 		for _, l := range gc.List() {
-			if !match(req.StatesFilter, string(l.State)) || !match(req.TypesFilter, classicGroupType) {
+			if !match(req.StatesFilter, string(l.State)) || !match(req.TypesFilter, l.Type) {
 				continue
 			}
 			g := kmsg.NewListGroupsResponseGroup()
-			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, string(l.State), classicGroupType
+			g.Group, g.ProtocolType, g.GroupState, g.GroupType = l.Group, l.ProtocolType, string(l.State), l.Type
 			resp.Groups = append(resp.Groups, g)
 		}
 	}
@@ -45,8 +44,9 @@ func handleListGroups(_ context.Context, c *conn, r kmsg.Request) reply {
 
 // handleDescribeGroups describes each group as Kafka's classic coordinator
 // does: members' metadata and assignments and the protocol only while the
-// group is Stable; a group the coordinator does not know is Dead (and, from
-// v6, GROUP_ID_NOT_FOUND, KIP-1043).
+// group is Stable; a group the coordinator does not know, or a
+// consumer-protocol group (KIP-848: ConsumerGroupDescribe describes it),
+// is Dead (and, from v6, GROUP_ID_NOT_FOUND with Kafka's message, KIP-1043).
 func handleDescribeGroups(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DescribeGroupsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
@@ -72,7 +72,10 @@ func handleDescribeGroups(ctx context.Context, c *conn, r kmsg.Request) reply {
 		d, ok := gc.Describe(id)
 		g.State, g.ProtocolType = string(d.State), d.ProtocolType
 		if !ok && req.Version >= 6 {
-			g.ErrorCode = errGroupIDNotFound
+			g.ErrorCode, g.ErrorMessage = errGroupIDNotFound, kmsg.StringPtr("Group "+id+" not found.")
+			if typ, known := gc.Type(id); known && typ != group.TypeClassic {
+				g.ErrorMessage = kmsg.StringPtr("Group " + id + " is not a classic group.")
+			}
 		}
 		stable := d.State == group.StateStable
 		if stable {

@@ -105,7 +105,7 @@ func TestGroupDeleteIsDurable(t *testing.T) {
 	require.NoError(t, b.CommitOffsets(ctx, "gone", "", -1, map[TopicPartition]int64{tp0: 3}))
 	require.NoError(t, b.CommitOffsets(ctx, "kept", "", -1, map[TopicPartition]int64{tp0: 4}))
 	gc := b.GroupCoordinator()
-	require.Equal(t, []group.Listing{{Group: "gone", State: group.StateEmpty}, {Group: "kept", State: group.StateEmpty}}, gc.List())
+	require.Equal(t, []group.Listing{{Group: "gone", State: group.StateEmpty, Type: group.TypeClassic}, {Group: "kept", State: group.StateEmpty, Type: group.TypeClassic}}, gc.List())
 	require.NoError(t, gc.Delete(ctx, "gone"))
 	require.ErrorIs(t, gc.Delete(ctx, "gone"), group.ErrGroupNotFound)
 	require.NoError(t, b.Close())
