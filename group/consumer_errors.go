@@ -26,7 +26,7 @@ var (
 	// subscription by a regular expression that does not compile.
 	ErrInvalidRegularExpression = errors.New("group: invalid regular expression")
 	// ErrStaleMemberEpoch (Kafka's STALE_MEMBER_EPOCH): an offset commit
-	// of a consumer group's member at another epoch than its own.
+	// or fetch of a consumer group's member at another epoch than its own.
 	ErrStaleMemberEpoch = errors.New("group: stale member epoch")
 )
 

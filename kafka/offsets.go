@@ -102,9 +102,37 @@ func handleOffsetFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		return reply{resp: resp}
 	}
 	for _, rg := range req.Groups {
+		if code := c.s.checkOffsetFetch(ctx, rg); code != errNone {
+			g := kmsg.NewOffsetFetchResponseGroup()
+			g.Group, g.ErrorCode = rg.Group, code
+			resp.Groups = append(resp.Groups, g)
+			continue
+		}
 		resp.Groups = append(resp.Groups, c.s.committed(ctx, rg.Group, rg.Topics))
 	}
 	return reply{resp: resp}
+}
+
+// checkOffsetFetch checks the member of a group's fetch (v9+, KIP-848) on
+// the group's coordinator: of a consumer-protocol group, a member the
+// group does not have is UNKNOWN_MEMBER_ID and one at another epoch than
+// its own STALE_MEMBER_EPOCH, answered for the whole group with no topics,
+// as Kafka does. No member id and epoch -1 (an admin client's, and what
+// v8 and older mean) pass. A group not coordinated here is left to
+// committed, which answers its error.
+func (s *Server) checkOffsetFetch(ctx context.Context, rg kmsg.OffsetFetchRequestGroup) int16 {
+	member := ""
+	if rg.MemberID != nil {
+		member = *rg.MemberID
+	}
+	if member == "" && rg.MemberEpoch < 0 {
+		return errNone
+	}
+	gc, code := s.coordinatorFor(ctx, rg.Group)
+	if code != errNone {
+		return errNone
+	}
+	return groupCode(ctx, gc.CheckOffsetFetch(rg.Group, member, rg.MemberEpoch))
 }
 
 // committed is one group's answer to an OffsetFetch: the offsets of the
