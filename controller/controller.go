@@ -57,6 +57,8 @@ type Controller struct {
 	voter     bool
 	hint      atomic.Pointer[Peer]
 	nextVoter atomic.Uint64
+	// voterChange makes the voter changes one at a time (quorum.go).
+	voterChange sync.Mutex
 
 	leaderMu      sync.Mutex
 	leaderChanged chan struct{} // closed and replaced on every leader observation
@@ -189,6 +191,10 @@ func (c *Controller) open() (err error) {
 	rc.SnapshotThreshold = cfg.Raft.SnapshotThreshold
 	rc.TrailingLogs = cfg.Raft.TrailingLogs
 	rc.BatchApplyCh = true
+	// An active controller removed from the voters (quorum.go) stays a
+	// follower until Close, rather than shut Raft down half-way (the
+	// transport left open).
+	rc.ShutdownOnRemove = false
 	rc.NoLegacyTelemetry = true
 	rc.Logger = hlog
 	if err := raft.ValidateConfig(rc); err != nil {
@@ -250,7 +256,8 @@ func (c *Controller) Close() error {
 		if err := shut.Error(); err != nil {
 			c.closeErr = fmt.Errorf("controller: shutdown raft: %w", err)
 		}
-		c.trans.seal() // no heartbeat reaches the store from here on
+		c.trans.Close() // Raft closes it only on its own Shutdown; again is a no-op
+		c.trans.seal()  // no heartbeat reaches the store from here on
 		if err := c.store.Close(); err != nil && c.closeErr == nil {
 			c.closeErr = fmt.Errorf("controller: close raft store: %w", err)
 		}

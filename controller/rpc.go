@@ -38,6 +38,12 @@ const (
 	// opUnregister is Kafka's UnregisterBroker (membership.go).
 	opJoin       = "join"
 	opUnregister = "unregister_broker"
+	// The voter changes and DescribeQuorum (quorum.go); opApplied asks a
+	// member what it has applied.
+	opDescribeQuorum = "describe_quorum"
+	opAddVoter       = "add_voter"
+	opRemoveVoter    = "remove_voter"
+	opApplied        = "applied"
 )
 
 // op is one request to the active controller.
@@ -54,6 +60,7 @@ type op struct {
 	ProducerIDs AllocateProducerIDsRequest `json:"producer_ids,omitzero"`
 	Join        Peer                       `json:"join,omitzero"`
 	BrokerID    int                        `json:"broker_id,omitzero"`
+	Version     int64                      `json:"version,omitzero"`
 }
 
 // outcome is what an op yields.
@@ -64,6 +71,7 @@ type outcome struct {
 	Partition PartitionState    `json:"partition,omitzero"`
 
 	ProducerIDs ProducerIDBlock `json:"producer_ids,omitzero"`
+	Quorum      QuorumInfo      `json:"quorum,omitzero"`
 	// Version is the metadata version (Raft index) the op's records
 	// committed at; 0 when it had none.
 	Version uint64 `json:"version,omitzero"`
@@ -154,6 +162,14 @@ func (c *Controller) serveLocal(ctx context.Context, o op) (outcome, error) {
 		return c.handleJoin(ctx, o)
 	case opUnregister:
 		return c.handleUnregister(ctx, o)
+	case opDescribeQuorum:
+		return c.handleDescribeQuorum(ctx)
+	case opAddVoter:
+		return c.handleAddVoter(ctx, o)
+	case opRemoveVoter:
+		return c.handleRemoveVoter(ctx, o)
+	case opApplied:
+		return c.handleApplied(ctx, o)
 	}
 	return c.handleLocal(ctx, o)
 }

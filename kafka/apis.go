@@ -82,8 +82,8 @@ var (
 	}
 )
 
-// maxAPIKey is the largest key of the tables.
-const maxAPIKey = consumerGroupDescribeKey
+// maxAPIKey is the largest key of the tables (RemoveRaftVoter, quorum.go).
+const maxAPIKey = removeRaftVoterKey
 
 // apiSet is the APIs one server serves, by key.
 type apiSet [maxAPIKey + 1]*api

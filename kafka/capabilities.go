@@ -23,6 +23,7 @@ type capabilities struct {
 	borrower       BatchBorrower         // produce frames may be recycled
 	acls           ACLBackend            // DescribeAcls, CreateAcls, DeleteAcls; the ACLs enforced
 	unregister     BrokerUnregisterer    // UnregisterBroker (unregister.go)
+	quorum         QuorumBackend         // DescribeQuorum, AddRaftVoter, RemoveRaftVoter (quorum.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -41,6 +42,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.borrower, _ = b.(BatchBorrower)
 	c.acls, _ = b.(ACLBackend)
 	c.unregister, _ = b.(BrokerUnregisterer)
+	c.quorum, _ = b.(QuorumBackend)
 	return c
 }
 
@@ -65,4 +67,5 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.cfg.SASL != nil }, saslAPIs},
 	{func(s *Server) bool { return s.caps.acls != nil }, aclAPIs},
 	{func(s *Server) bool { return s.caps.unregister != nil }, unregisterBrokerAPIs},
+	{func(s *Server) bool { return s.caps.quorum != nil }, quorumAPIs},
 }

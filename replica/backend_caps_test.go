@@ -21,9 +21,10 @@ func TestKafkaBackendCapabilities(t *testing.T) {
 		_, parts := b.(kafka.PartitionCreator)
 		_, borrower := b.(kafka.BatchBorrower)
 		_, unregister := b.(kafka.BrokerUnregisterer)
-		if !replica || !batches || !cluster || !groups || !pids || !parts || !borrower || !unregister {
-			t.Errorf("%T: replica %v, replica batches %v, cluster %v, group router %v, producer ids %v, partition creator %v, batch borrower %v, broker unregisterer %v; want all",
-				b, replica, batches, cluster, groups, pids, parts, borrower, unregister)
+		_, quorum := b.(kafka.QuorumBackend)
+		if !replica || !batches || !cluster || !groups || !pids || !parts || !borrower || !unregister || !quorum {
+			t.Errorf("%T: replica %v, replica batches %v, cluster %v, group router %v, producer ids %v, partition creator %v, batch borrower %v, broker unregisterer %v, quorum %v; want all",
+				b, replica, batches, cluster, groups, pids, parts, borrower, unregister, quorum)
 		}
 		_, configs := b.(kafka.TopicConfigAlterer)
 		_, records := b.(kafka.RecordsDeleter)

@@ -12,7 +12,8 @@ import (
 // Three voters form a cluster; a fourth strata serve whose --node-id is
 // not among the --peer voters joins it later as a broker only: a topic
 // created afterwards with replication factor 4 has a replica on it, and it
-// serves produce and consume.
+// serves produce and consume. Then strata quorum replaces voter 1 with it
+// (add-voter, remove-voter), as kafka-metadata-quorum.sh would.
 func TestServeClusterBrokerJoins(t *testing.T) {
 	ports := freePorts(t, 8)
 	tmp := t.TempDir()
@@ -70,4 +71,43 @@ func TestServeClusterBrokerJoins(t *testing.T) {
 	if l, _ := describe(t, broker, "before"); l <= 0 {
 		t.Fatalf("the broker does not know the topic created before it joined")
 	}
+
+	status := func(want ...string) {
+		t.Helper()
+		out := ok(t, "", "", "quorum", "--bootstrap-server", ports[2], "describe", "--status")
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Fatalf("quorum describe --status: no %q in\n%s", w, out)
+			}
+		}
+	}
+	status("CurrentVoters:          [1,2,3]", "CurrentObservers:       [4]")
+	// change runs a voter change, again if the controller moved under it
+	// (a loaded machine); done is the error of a change already made.
+	change := func(action, id, want, done string) {
+		t.Helper()
+		for i := 1; ; i++ {
+			r := strata(t, "", "", "quorum", "--bootstrap-server", broker, action, "--voter-id", id)
+			if r.code == 0 && strings.Contains(r.stdout, want) || i > 1 && strings.Contains(r.stderr, done) {
+				return
+			}
+			if i == 3 || strings.Contains(r.stderr, done) {
+				t.Fatalf("quorum %s %s: exit %d: %s%s", action, id, r.code, r.stdout, r.stderr)
+			}
+		}
+	}
+	change("add-voter", "4", "added voter 4", "DUPLICATE_VOTER")
+	if r := strata(t, "", "", "quorum", "--bootstrap-server", broker, "add-voter", "--voter-id", "4"); r.code == 0 || !strings.Contains(r.stderr, "DUPLICATE_VOTER") {
+		t.Fatalf("add-voter of a voter: exit %d: %s", r.code, r.stderr)
+	}
+	change("remove-voter", "1", "removed voter 1", "VOTER_NOT_FOUND")
+	status("CurrentVoters:          [2,3,4]", "CurrentObservers:       [1]")
+	out = ok(t, "", "", "quorum", "--bootstrap-server", broker, "describe", "--replication")
+	if !strings.Contains(out, "NodeId") || !strings.Contains(out, "Leader") || !strings.Contains(out, "Observer") {
+		t.Fatalf("quorum describe --replication:\n%s", out)
+	}
+	members[0].stop(t)
+	members = members[1:]
+	ok(t, "", "d\n", "produce", "--bootstrap-server", broker, "--topic", "grown", "--acks", "all")
+	create(broker, "after-replace", "3")
 }
