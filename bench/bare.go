@@ -30,9 +30,10 @@ type childArgs struct {
 
 // childRuns are the runs that can be done bare.
 var childRuns = map[string]func(a childArgs) (sample, error){
-	"replay-strata":      strataReplay,
-	"replay-strata-read": strataReadReplay,
-	"replay-wal":         walReplay,
+	"replay-strata":            strataReplay,
+	"replay-strata-read":       strataReadReplay,
+	"replay-strata-readappend": strataReadAppendReplay,
+	"replay-wal":               walReplay,
 }
 
 // bareRun runs childRuns[run] in a child process and returns its sample.

@@ -10,8 +10,9 @@ import (
 // replayVariants: a log of 100 B records written, closed, reopened and
 // read from the start to the end, as a program rebuilding its state at
 // start-up does — each run in a bare process (bare.go). Strata's
-// Partition.Records and Partition.Read (the allocating API, 1 MiB per
-// call) against tidwall/wal's Read of each index in turn.
+// Partition.Records, Partition.Read (the allocating API, 1 MiB per call)
+// and Partition.ReadAppend (1 MiB per call into one reused []Record)
+// against tidwall/wal's Read of each index in turn.
 func replayVariants(e *env) []variant {
 	const size = 100
 	n := e.pick(2_000_000, 1_000_000, 2_000)
@@ -25,6 +26,9 @@ func replayVariants(e *env) []variant {
 			{name: "strata Partition.Read (1 MiB per call)",
 				durability: "– (reads page-cached segments)",
 				run:        func(e *env) (sample, error) { return bareRun(e, "replay-strata-read", size, n) }},
+			{name: "strata Partition.ReadAppend (1 MiB per call, []Record reused)",
+				durability: "– (reads page-cached segments)",
+				run:        func(e *env) (sample, error) { return bareRun(e, "replay-strata-readappend", size, n) }},
 			{name: "tidwall/wal Read", durability: "– (reads page-cached segments)",
 				run: func(e *env) (sample, error) { return bareRun(e, "replay-wal", size, n) }},
 		},
@@ -62,6 +66,32 @@ func strataReadReplay(a childArgs) (sample, error) {
 			}
 			if len(recs) == 0 {
 				return n, bytes, fmt.Errorf("strata: Read(%d) returned nothing before the end offset %d", off, end)
+			}
+			for _, r := range recs {
+				bytes += len(r.Value)
+			}
+			n += len(recs)
+			off = recs[len(recs)-1].Offset + 1
+		}
+		return n, bytes, nil
+	})
+}
+
+// strataReadAppendReplay is strataReadReplay reading with
+// Partition.ReadAppend into one []Record reused from call to call, as a
+// reader going through a partition does: the records' bytes are still
+// read into a new buffer per call (the records alias it), their []Record
+// is not allocated again.
+func strataReadAppendReplay(a childArgs) (sample, error) {
+	return strataReplayWith(a, func(p *log.Partition) (n, bytes int, err error) {
+		var recs []log.Record
+		for off, end := int64(0), p.EndOffset(); off < end; {
+			recs, err = p.ReadAppend(recs[:0], off, readMaxBytes)
+			if err != nil {
+				return n, bytes, err
+			}
+			if len(recs) == 0 {
+				return n, bytes, fmt.Errorf("strata: ReadAppend(%d) returned nothing before the end offset %d", off, end)
 			}
 			for _, r := range recs {
 				bytes += len(r.Value)
