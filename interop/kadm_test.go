@@ -261,7 +261,9 @@ func TestKadmNotServed(t *testing.T) {
 			return firstErr(err, r.Error())
 		}},
 		{"DescribeACLs", []int16{29}, func(ctx context.Context) error {
-			b := kadm.NewACLs().AnyResource().Allow().AllowHosts().Operations(kadm.OpAny)
+			// Pattern ANY: a filter with an UNKNOWN pattern (kadm's zero value) is
+			// INVALID_REQUEST, as Kafka's DescribeAclsRequest validation says.
+			b := kadm.NewACLs().AnyResource().ResourcePatternType(kadm.ACLPatternAny).Allow().AllowHosts().Operations(kadm.OpAny)
 			r, err := adm.DescribeACLs(ctx, b)
 			if err != nil {
 				return err
