@@ -117,6 +117,7 @@ func (p *Partition) SetHighWatermark(hw int64) (int64, error) {
 	moved := hw > cur
 	if moved {
 		p.hw.Store(hw)
+		p.publishTxnsLocked()
 	}
 	p.mu.Unlock()
 	if moved && p.appended != nil {
@@ -166,6 +167,13 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 			}
 			prevEpoch = e
 		}
+		if h.Control() {
+			// A marker is replayed into the producer state once written:
+			// one that does not parse is refused before anything is.
+			if _, _, err := batch.ParseMarker(raw[pos : pos+h.Size()]); err != nil && !errors.Is(err, batch.ErrNotMarker) {
+				return 0, 0, fmt.Errorf("log: append to %s: batch at %d: %w", p, h.BaseOffset, err)
+			}
+		}
 		bs = append(bs, followerBatch{b: raw[pos : pos+h.Size()], h: h})
 		pos += h.Size()
 	}
@@ -208,14 +216,25 @@ func (p *Partition) AppendAsFollower(raw []byte) (first, next int64, err error) 
 			return 0, 0, err
 		}
 		// The leader checked the batch: its producer state follows the
-		// log, never refuses it.
-		p.ps.Replay(fb.h)
+		// log, never refuses it. A marker's abort goes to the .txnindex.
+		c, ended, err := p.ps.ReplayBatch(fb.b, fb.h)
+		if err == nil {
+			err = p.indexAbortLocked(p.active, c, ended)
+		} else {
+			p.fail(err)
+		}
+		if err != nil {
+			p.publishTxnsLocked()
+			p.mu.Unlock()
+			return 0, 0, err
+		}
 		// The leader's epoch is known from here on: leader appends never
 		// stamp an older one (which would rewrite the cache's history).
 		if e := fb.h.PartitionLeaderEpoch; e > p.epoch.Load() {
 			p.epoch.Store(e)
 		}
 	}
+	p.publishTxnsLocked()
 	next = p.leo.Load()
 	p.mu.Unlock()
 
@@ -324,12 +343,13 @@ func (p *Partition) truncateToLocked(offset int64) (lowered bool, err error) {
 	}
 	// The producer state is rebuilt at the new end from a snapshot at or
 	// below it and the log after it; the snapshots above it go.
-	ps, err := p.loadProducerState(next)
+	ps, err := p.loadProducerState(next, nil)
 	if err != nil {
 		p.fail(err)
 		return true, err
 	}
 	p.ps = ps
+	p.publishTxnsLocked()
 	p.logger.Info("truncated", "partition", p.String(), "offset", offset, "end", next, "segments deleted", len(segs)-k-1)
 	return true, p.truncateEpochsFromEnd(next)
 }
@@ -403,6 +423,7 @@ func (p *Partition) truncateFullyLocked(offset int64) error {
 		return fail(err)
 	}
 	p.ps.Reset(offset)
+	p.publishTxnsLocked()
 	old := *p.segs.Load()
 	p.truncGen.Add(1)
 	p.dropTailLocked() // the bytes at its positions may change

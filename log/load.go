@@ -112,7 +112,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	for _, name := range names {
 		ext := filepath.Ext(name)
 		base, err := strconv.ParseInt(strings.TrimSuffix(name, ext), 10, 64)
-		if err == nil && (ext == ".index" || ext == ".timeindex") && !hasLog[base] {
+		if err == nil && (ext == ".index" || ext == ".timeindex" || ext == ".txnindex") && !hasLog[base] {
 			p.fs.Remove(filepath.Join(p.dir, name))
 		}
 	}
@@ -153,7 +153,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 	dropFrom := func(i int, why string, args ...any) error {
 		p.logger.Warn(why, append([]any{"partition", p.String(), "deleted", len(bases) - i}, args...)...)
 		for _, later := range bases[i:] {
-			for _, ext := range []string{".log", ".index", ".timeindex"} {
+			for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 				name := filepath.Join(p.dir, segment.Name(later, ext))
 				if err := p.fs.Remove(name); err != nil && !isNotExist(err) {
 					// The next open finds it again and drops it again.
@@ -172,7 +172,7 @@ func (p *Partition) load(clean bool, st partitionState) error {
 			// Inside the offsets of the segment before it: a segment that a
 			// cleaned one replaced, left by a crash before it was deleted.
 			p.logger.Info("deleting a segment replaced by a cleaned one", "partition", p.String(), "segment", base)
-			for _, ext := range []string{".log", ".index", ".timeindex"} {
+			for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 				if err := p.fs.Remove(filepath.Join(p.dir, segment.Name(base, ext))); err != nil && !isNotExist(err) {
 					closeAll()
 					return fmt.Errorf("log: open %s: %w", p, err)

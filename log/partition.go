@@ -77,6 +77,9 @@ type Partition struct {
 	// ps is the idempotent producers' state (partition_idempotence.go),
 	// reflecting the log up to the end offset. Guarded by mu.
 	ps *ProducerState
+	// unstable holds the transactions that hold the last stable offset
+	// back (partition_txn.go); nil when none. Changed under mu.
+	unstable atomic.Pointer[[]unstableTxn]
 
 	// snapUnsynced holds the names of the producer snapshots written by
 	// rolls, for the next flush to fsync.
@@ -196,8 +199,12 @@ func (p *Partition) Append(recs ...Record) (baseOffset int64, err error) {
 // appends nothing and returns the offsets it got the first time; a gap in
 // its sequence is ErrOutOfOrderSequence, an unknown producer with a sequence
 // other than 0 ErrUnknownProducerID, an older epoch ErrProducerFenced, each
-// changing nothing. Transactional and control batches are
-// ErrTransactionsUnsupported.
+// changing nothing. A transactional batch (partition_txn.go) belongs to its
+// producer's transaction, opened by the first one; one without a producer
+// id, or a producer's non-transactional batch while its transaction is
+// open, is ErrInvalidTxnState. Control batches are
+// ErrTransactionsUnsupported: only the coordinator appends markers
+// (AppendMarker).
 func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if len(b) > p.config().MaxMessageBytes {
 		return 0, 0, fmt.Errorf("%s: %w", p, &RecordTooLargeError{Size: len(b), Max: p.config().MaxMessageBytes})
@@ -209,8 +216,11 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if h.Size() != len(b) {
 		return 0, 0, fmt.Errorf("log: append to %s: %w: %d bytes after the batch", p, ErrCorrupt, len(b)-h.Size())
 	}
-	if h.Transactional() || h.Control() {
+	if h.Control() {
 		return 0, 0, fmt.Errorf("log: append to %s: %w", p, ErrTransactionsUnsupported)
+	}
+	if h.Transactional() && h.ProducerID < 0 {
+		return 0, 0, fmt.Errorf("log: append to %s: %w: transactional batch without a producer id", p, ErrInvalidTxnState)
 	}
 	return p.appendValid(b, h, nil, false)
 }
@@ -253,6 +263,7 @@ func (p *Partition) appendValid(b []byte, h batch.Header, spans []batch.Span, ke
 		return 0, 0, err
 	}
 	p.ps.update(pe, pb, base)
+	p.publishTxnsLocked()
 	next = h.NextOffset()
 	p.mu.Unlock()
 

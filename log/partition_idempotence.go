@@ -6,7 +6,7 @@ import (
 	"github.com/strata-log/strata/vfs"
 	"time"
 
-	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/segment"
 )
 
 // The partition's side of the idempotent producer (Kafka's
@@ -34,10 +34,10 @@ import (
 //     snapshot and starts empty; retention deletes the snapshots below the
 //     new log start offset (the producers stay: KIP-360).
 
-// ErrTransactionsUnsupported: a client's batch is transactional or a control
-// batch (a transaction marker). Strata has no transaction coordinator, so it
-// refuses them rather than store records no consumer could read correctly.
-var ErrTransactionsUnsupported = errors.New("log: transactional and control batches are not supported")
+// ErrTransactionsUnsupported: a client's batch is a control batch (a
+// transaction marker). Only a transaction coordinator appends markers
+// (Partition.AppendMarker); Kafka refuses them from producers as well.
+var ErrTransactionsUnsupported = errors.New("log: control batches are not accepted from producers")
 
 // checkProducerLocked checks a client's batch against the producer state.
 // It returns the producer's entry for updateProducerLocked, and for a
@@ -153,32 +153,23 @@ func (p *Partition) snapshotOnClose() error {
 }
 
 // loadProducerState rebuilds the producer state of a log of [start, end)
-// from the newest usable snapshot at or below end and the batch headers
-// after it (Kafka's loadProducerState); the snapshots above end are
-// deleted. It does not expire producers. At open, or holding mu.
-func (p *Partition) loadProducerState(end int64) (*ProducerState, error) {
+// from the newest usable snapshot at or below end and the batches after it
+// (Kafka's loadProducerState), reading the transaction markers; the
+// snapshots above end are deleted. The segments in rebuild (open's
+// recovered ones, whose .txnindex Recover emptied) get their .txnindex
+// entries again (rebuildTxnIndexes). It does not expire producers. At
+// open, or holding mu.
+func (p *Partition) loadProducerState(end int64, rebuild map[*segment.Segment]bool) (*ProducerState, error) {
 	ps, err := loadProducerStateDir(p.fs, p.dir, p.start.Load(), end)
 	if err != nil {
 		return nil, fmt.Errorf("log: %s: load producer state: %w", p, err)
 	}
 	from := ps.EndOffset()
-	for _, s := range *p.segs.Load() {
-		if s.NextOffset() <= from {
-			continue
-		}
-		if s.BaseOffset() >= end {
-			break
-		}
-		err := s.BatchHeaders(func(h batch.Header) bool {
-			if h.BaseOffset >= end {
-				return false
-			}
-			ps.Replay(h)
-			return true
-		})
-		if err != nil {
-			return nil, fmt.Errorf("log: %s: rebuild producer state from segment %d: %w", p, s.BaseOffset(), err)
-		}
+	if err := p.rebuildTxnIndexes(from, rebuild); err != nil {
+		return nil, err
+	}
+	if err := p.replaySegments(ps, from, end, rebuild); err != nil {
+		return nil, err
 	}
 	if ps.EndOffset() < end {
 		// The last batches were compacted away: the state reflects the log
@@ -188,10 +179,33 @@ func (p *Partition) loadProducerState(end int64) (*ProducerState, error) {
 	return ps, nil
 }
 
+// replaySegments replays the batches of [from, end) into ps; the aborts in
+// the segments of rebuild go to their .txnindex.
+func (p *Partition) replaySegments(ps *ProducerState, from, end int64, rebuild map[*segment.Segment]bool) error {
+	for _, s := range *p.segs.Load() {
+		if s.NextOffset() <= from {
+			continue
+		}
+		if s.BaseOffset() >= end {
+			break
+		}
+		if err := p.replaySegment(ps, s, end, rebuild[s]); err != nil {
+			return fmt.Errorf("log: %s: rebuild producer state from segment %d: %w", p, s.BaseOffset(), err)
+		}
+	}
+	return nil
+}
+
 // openProducerState loads the producer state at open and expires the
 // producers silent too long.
 func (p *Partition) openProducerState(now time.Time) error {
-	ps, err := p.loadProducerState(p.leo.Load())
+	rebuild := map[*segment.Segment]bool{}
+	for _, s := range *p.segs.Load() {
+		if s.Recovered() {
+			rebuild[s] = true
+		}
+	}
+	ps, err := p.loadProducerState(p.leo.Load(), rebuild)
 	if err != nil {
 		return err
 	}
@@ -199,6 +213,7 @@ func (p *Partition) openProducerState(now time.Time) error {
 		p.logger.Info("expired producers", "partition", p.String(), "producers", n)
 	}
 	p.ps = ps
+	p.publishTxnsLocked()
 	return nil
 }
 

@@ -89,8 +89,8 @@ func TestIdempotentAppendBatch(t *testing.T) {
 	}
 	_, _, hist, nextSeq := setup(t)
 
-	transactional := func(b []byte) []byte {
-		b[22] |= 0x10 // attributes bit 4
+	control := func(b []byte) []byte {
+		b[22] |= 0x30 // attributes bits 4 and 5: a client's control batch
 		batch.SetCRC(b)
 		return b
 	}
@@ -109,7 +109,7 @@ func TestIdempotentAppendBatch(t *testing.T) {
 		{name: "new epoch not at sequence 0", batch: producerBatchBytes(pid, epoch+1, 3, 1, 0), err: ErrOutOfOrderSequence},
 		{name: "unknown producer at sequence 3", batch: producerBatchBytes(pid+1, 0, 3, 1, 0), err: ErrUnknownProducerID},
 		{name: "negative epoch", batch: producerBatchBytes(pid, -1, 0, 1, 0), err: ErrInvalidSequence},
-		{name: "transactional", batch: transactional(producerBatchBytes(pid, epoch, nextSeq, 1, 0)), err: ErrTransactionsUnsupported},
+		{name: "control batch", batch: control(producerBatchBytes(pid, epoch, nextSeq, 1, 0)), err: ErrTransactionsUnsupported},
 	}
 	for i := 1; i < 6; i++ {
 		h := hist[i]

@@ -114,6 +114,7 @@ func (s *Segment) closeFiles() {
 		f.close()
 	}
 	s.fmu.Unlock()
+	s.closeTxnIndex()
 	if s.cfg.Cache != nil {
 		s.cfg.Cache.remove(s)
 	}

@@ -13,7 +13,9 @@ const recoverBufSize = 1 << 20
 
 // Recover scans the whole .log, validating every batch — framing, CRC, and
 // offsets that increase and fit the segment — and rebuilds both indexes from
-// it. The file is truncated at the first torn or corrupt batch; everything
+// it. Its .txnindex is emptied: the caller fills it again
+// (AppendAbortedTxn), replaying the segment's markers through the
+// producer state. The file is truncated at the first torn or corrupt batch; everything
 // before it is kept. It returns the number of bytes truncated. Batches larger
 // than maxBatchBytes (when > 0) count as corrupt.
 func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
@@ -35,6 +37,9 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
 	if err := ti.Reset(); err != nil {
+		return 0, fmt.Errorf("segment: recover: %w", err)
+	}
+	if err := s.resetTxnIndex(); err != nil {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
 	s.recent.Store(nil) // appends record the batches after what is kept

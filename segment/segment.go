@@ -117,6 +117,13 @@ type Segment struct {
 	// suffix follows the file names of a segment being cleaned (".cleaned",
 	// ".swap"; see clean.go); nil for an ordinary segment.
 	suffix atomic.Pointer[string]
+
+	// txn is the .txnindex (txnindex.go), nil until first used; txnMu
+	// guards it. txnDirty: entries were appended or removed since its last
+	// fsync.
+	txnMu    sync.Mutex
+	txn      *index.TxnIndex
+	txnDirty atomic.Bool
 }
 
 // Create creates a new, empty segment with base offset base in dir. The
@@ -142,7 +149,7 @@ func createSuffixed(fs vfs.FS, dir string, base int64, cfg Config, now time.Time
 		_ = s.remove()
 	}
 	// Remove stale indexes left by an earlier life of this base offset.
-	for _, ext := range []string{".index", ".timeindex"} {
+	for _, ext := range []string{".index", ".timeindex", ".txnindex"} {
 		if err := fs.Remove(s.path(ext)); err != nil && !isNotExist(err) {
 			failed()
 			return nil, fmt.Errorf("segment: remove stale %s: %w", s.path(ext), err)
@@ -500,7 +507,8 @@ func (s *Segment) ResizeIndexes(maxBytes int) error {
 	return nil
 }
 
-// Sync makes the .log durable (fsync). The indexes are not: they are
+// Sync makes the .log durable (fsync), and the .txnindex entries appended
+// since the last Sync. The offset and time indexes are not: they are
 // rebuilt from the .log by recovery, and made durable when the segment is
 // sealed or flushed.
 func (s *Segment) Sync() error {
@@ -512,7 +520,7 @@ func (s *Segment) Sync() error {
 	if err := f.log.Sync(); err != nil {
 		return fmt.Errorf("segment: sync %s: %w", s.path(".log"), err)
 	}
-	return nil
+	return s.syncTxnIndex()
 }
 
 // Flush makes the .log and its indexes durable.
@@ -579,7 +587,7 @@ func (s *Segment) Unlink() error {
 
 func (s *Segment) remove() error {
 	var first error
-	for _, ext := range []string{".log", ".index", ".timeindex"} {
+	for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 		if err := s.fs.Remove(s.path(ext)); err != nil && !isNotExist(err) && first == nil {
 			first = fmt.Errorf("segment: delete %s: %w", s.path(ext), err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/strata-log/strata/segment/batch"
 )
@@ -63,6 +64,9 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	s.size.Store(pos)
 	s.next.Store(newNext)
 
+	if err := s.truncateTxnIndex(newNext); err != nil {
+		return 0, fmt.Errorf("segment: truncate: %w", err)
+	}
 	if err := oi.TruncateTo(newNext); err != nil {
 		return 0, fmt.Errorf("segment: truncate %s: %w", s.path(".index"), err)
 	}
@@ -99,6 +103,13 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 // order, until fn returns false. It reads the headers only (4 KiB of the
 // .log at a time: one read for many small batches).
 func (s *Segment) BatchHeaders(fn func(h batch.Header) bool) error {
+	return s.BatchHeadersControl(func(h batch.Header, _ []byte) bool { return fn(h) })
+}
+
+// BatchHeadersControl is BatchHeaders that also reads each control batch
+// (a transaction marker) whole: fn gets its bytes, CRC checked, in control
+// (nil for other batches), valid only during the call.
+func (s *Segment) BatchHeadersControl(fn func(h batch.Header, control []byte) bool) error {
 	f, err := s.hold()
 	if err != nil {
 		return err
@@ -107,12 +118,24 @@ func (s *Segment) BatchHeaders(fn func(h batch.Header) bool) error {
 	end := s.size.Load()
 	hr := newHeaderReader(f.log, end)
 	defer hr.close()
+	var buf []byte
 	for pos := int64(0); pos < end; {
 		h, err := s.headerAt(&hr, pos)
 		if err != nil {
 			return err
 		}
-		if !fn(h) {
+		var control []byte
+		if h.Control() {
+			buf = slices.Grow(buf[:0], h.Size())[:h.Size()]
+			if _, err := f.log.ReadAt(buf, pos); err != nil {
+				return fmt.Errorf("segment: read %s at %d: %w", s.path(".log"), pos, err)
+			}
+			if _, err := batch.Validate(buf); err != nil {
+				return fmt.Errorf("segment %s at %d: %w", s.path(".log"), pos, err)
+			}
+			control = buf
+		}
+		if !fn(h, control) {
 			return nil
 		}
 		pos += int64(h.Size())
