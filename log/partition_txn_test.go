@@ -121,7 +121,11 @@ func TestTxnAppendsAndMarkers(t *testing.T) {
 	require.ErrorIs(t, err, ErrTransactionCoordinatorFenced)
 	_, _, err = p.AppendBatch(producerBatchBytes(9, 1, 0, 1, 0)) // 9 bumps its epoch (not transactional while open: refused)
 	require.ErrorIs(t, err, ErrInvalidTxnState)
-	require.EqualValues(t, 7, p.EndOffset())
+	_, _, err = p.AppendBatch(producerBatchBytes(8, 1, 0, 1, 0)) // 7: 8 bumps its epoch
+	require.NoError(t, err)
+	_, err = p.AppendMarker(markerOf(8, 0, 5, false))
+	require.ErrorIs(t, err, ErrProducerFenced)
+	require.EqualValues(t, 8, p.EndOffset())
 
 	// A clean restart keeps 9's open transaction and the entry.
 	require.NoError(t, b.Close())
@@ -133,15 +137,16 @@ func TestTxnAppendsAndMarkers(t *testing.T) {
 	require.EqualValues(t, 4, p.LastStableOffset())
 	require.Equal(t, want, abortedTxns(t, p))
 
-	commit, err := p.AppendMarker(markerOf(9, 0, 0, true)) // 7
+	commit, err := p.AppendMarker(markerOf(9, 0, 0, true)) // 8
 	require.NoError(t, err)
-	require.EqualValues(t, 8, p.LastStableOffset())
+	require.EqualValues(t, 8, commit)
+	require.EqualValues(t, 9, p.LastStableOffset())
 	require.Equal(t, want, abortedTxns(t, p), "a commit adds no entry")
 	// A retried marker ends nothing and is appended.
 	again, err := p.AppendMarker(markerOf(9, 0, 0, true))
 	require.NoError(t, err)
 	require.Equal(t, commit+1, again)
-	require.EqualValues(t, 9, p.LastStableOffset())
+	require.EqualValues(t, 10, p.LastStableOffset())
 	_, _, err = p.AppendBatch(producerBatchBytes(7, 0, 3, 1, 0)) // 7 writes outside a transaction again
 	require.NoError(t, err)
 
