@@ -57,7 +57,8 @@ type Broker struct {
 	// Close: no topics.json, and Close is Discard.
 	ephemeral bool
 
-	acls *aclStore // acls.json (acls.go)
+	acls  *aclStore   // acls.json (acls.go)
+	scram *scramStore // scram.json (scram.go)
 
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
@@ -157,6 +158,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	}
 	if err == nil {
 		b.acls, err = openACLStore(b.fs, dir)
+	}
+	if err == nil {
+		b.scram, err = openSCRAMStore(b.fs, dir)
 	}
 	if err == nil {
 		err = b.startGroups()
