@@ -48,6 +48,9 @@ var authorizeRules = map[int16]rule{
 	describeACLsKey: authorizeACLs,
 	createACLsKey:   authorizeACLs,
 	deleteACLsKey:   authorizeACLs,
+
+	describeUserSCRAMKey: authorizeSCRAMAdmin,
+	alterUserSCRAMKey:    authorizeSCRAMAdmin,
 }
 
 // topicOf is the name of a topic a request names by name or, when byID,

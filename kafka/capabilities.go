@@ -24,6 +24,7 @@ type capabilities struct {
 	acls           ACLBackend            // DescribeAcls, CreateAcls, DeleteAcls; the ACLs enforced
 	unregister     BrokerUnregisterer    // UnregisterBroker (unregister.go)
 	quorum         QuorumBackend         // DescribeQuorum, AddRaftVoter, RemoveRaftVoter (quorum.go)
+	scram          SCRAMBackend          // Describe/AlterUserScramCredentials; runtime SCRAM users
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -43,6 +44,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.acls, _ = b.(ACLBackend)
 	c.unregister, _ = b.(BrokerUnregisterer)
 	c.quorum, _ = b.(QuorumBackend)
+	c.scram, _ = b.(SCRAMBackend)
 	return c
 }
 
@@ -68,4 +70,5 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.acls != nil }, aclAPIs},
 	{func(s *Server) bool { return s.caps.unregister != nil }, unregisterBrokerAPIs},
 	{func(s *Server) bool { return s.caps.quorum != nil }, quorumAPIs},
+	{func(s *Server) bool { return s.caps.scram != nil }, scramAdminAPIs},
 }

@@ -69,6 +69,10 @@ type (
 		capsBase
 		ACLBackend
 	}
+	capsSCRAM struct {
+		capsBase
+		SCRAMBackend
+	}
 	capsBorrower struct{ capsBase }
 	capsAll      struct {
 		capsBase
@@ -82,6 +86,7 @@ type (
 		RecordsDeleter
 		EpochEndOffsetter
 		ACLBackend
+		SCRAMBackend
 	}
 )
 
@@ -106,6 +111,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 	sasl := map[int16][2]int16{saslHandshakeKey: {0, 1}, saslAuthenticateKey: {0, 2}}
 	replicaEpoch := map[int16][2]int16{offsetForLeaderEpochKey: {3, 4}}
 	acls := map[int16][2]int16{describeACLsKey: {0, 3}, createACLsKey: {0, 3}, deleteACLsKey: {0, 3}}
+	scram := map[int16][2]int16{describeUserSCRAMKey: {0, 0}, alterUserSCRAMKey: {0, 0}}
 	with := func(extra ...map[int16][2]int16) map[int16][2]int16 {
 		out := maps.Clone(base)
 		for _, e := range extra {
@@ -136,7 +142,8 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"EpochEndOffsetter+ReplicaBackend", capsEpochsReplica{capsBase: b}, false, with(replicaEpoch)},
 		{"BatchBorrower", capsBorrower{capsBase: b}, false, base},
 		{"ACLBackend", capsACLs{capsBase: b}, false, with(acls)},
-		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, map[int16][2]int16{
+		{"SCRAMBackend", capsSCRAM{capsBase: b}, false, with(scram)},
+		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, map[int16][2]int16{
 			initProducerIDKey: {0, 4}, createPartitionsKey: {0, 3},
 			incrementalAlterConfigsKey: {0, 1}, deleteRecordsKey: {0, 2},
 		})},
@@ -173,6 +180,7 @@ func capsPresent(c capabilities) map[string]bool {
 		"partitions": c.partitions != nil, "configs": c.configs != nil,
 		"records": c.records != nil, "epochs": c.epochs != nil,
 		"borrower": c.borrower != nil, "acls": c.acls != nil,
+		"scram": c.scram != nil,
 	}
 }
 
@@ -188,7 +196,7 @@ func TestCapabilitiesResolved(t *testing.T) {
 	require.Equal(t, none, capsPresent(resolveCapabilities(capsBase{})))
 	require.Equal(t, all, capsPresent(resolveCapabilities(capsAll{})))
 	broker := maps.Clone(none)
-	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower", "acls"} {
+	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower", "acls", "scram"} {
 		broker[k] = true
 	}
 	require.Equal(t, broker, capsPresent(resolveCapabilities((*log.Broker)(nil))))

@@ -60,14 +60,16 @@ func (cfg *SASLConfig) mechanisms() []string {
 }
 
 // start returns an exchange of the named mechanism, nil if not offered.
-func (cfg *SASLConfig) start(name string) mechanism {
+// A SCRAM user's credential is runtime's if it has one (nil: none), else
+// cfg's.
+func (cfg *SASLConfig) start(name string, runtime SCRAMBackend) mechanism {
 	switch {
 	case name == mechPlain && cfg.Plain != nil:
 		return &plainServer{lookup: cfg.Plain}
 	case name == mechSCRAM256 && cfg.SCRAM256 != nil:
-		return newSCRAMServer(scramSHA256, cfg.SCRAM256)
+		return newSCRAMServer(scramSHA256, scramLookup(runtime, scramSHA256, cfg.SCRAM256))
 	case name == mechSCRAM512 && cfg.SCRAM512 != nil:
-		return newSCRAMServer(scramSHA512, cfg.SCRAM512)
+		return newSCRAMServer(scramSHA512, scramLookup(runtime, scramSHA512, cfg.SCRAM512))
 	}
 	return nil
 }
@@ -90,7 +92,7 @@ func (c *conn) authenticate(h header, req kmsg.Request) bool {
 			c.failAuth(h, resp)
 			return false
 		}
-		st.mech = cfg.start(req.Mechanism)
+		st.mech = cfg.start(req.Mechanism, c.s.caps.scram)
 		if st.mech == nil {
 			c.logger.Warn("kafka: SASL mechanism not offered", "mechanism", req.Mechanism)
 			resp.ErrorCode = errUnsupportedSaslMechanism

@@ -74,6 +74,9 @@ const (
 	GroupMaxSizeReached                int16 = 81
 	FencedInstanceID                   int16 = 82
 	InvalidRecord                      int16 = 87
+	ResourceNotFound                   int16 = 91
+	DuplicateResource                  int16 = 92
+	UnacceptableCredential             int16 = 93
 	UnknownTopicID                     int16 = 100
 	FencedMemberEpoch                  int16 = 110
 	UnreleasedInstanceID               int16 = 111
