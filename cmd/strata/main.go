@@ -78,6 +78,7 @@ func commands() []command {
 		{"perf", "measure produce or consume throughput and latency", runPerf},
 		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
 		{"acls", "add, remove and list ACLs (kafka-acls.sh)", runACLs},
+		{"users", "add, change, remove and list SCRAM users (kafka-configs.sh --entity-type users)", runUsers},
 		{"quorum", "describe and change the controller quorum's voters (kafka-metadata-quorum.sh)", runQuorum},
 		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 		{"version", "print strata's version", runVersion},
