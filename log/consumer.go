@@ -96,6 +96,11 @@ type ConsumerConfig struct {
 	// ClientID prefixes the member id the group gives the consumer; may be
 	// "".
 	ClientID string
+	// Protocol is the group protocol (group.protocol):
+	// GroupProtocolClassic, the zero value, or GroupProtocolConsumer
+	// (KIP-848), for which the Client must be a ConsumerGroupClient.
+	// SessionTimeout is then the group's (the coordinator's setting).
+	Protocol GroupProtocol
 	// Logger receives a line when a position is reset, when the consumer
 	// leaves its group for not polling, and when a heartbeat fails;
 	// nil → discard.
@@ -153,6 +158,8 @@ func (c ConsumerConfig) validate() error {
 		return bad("empty topic name")
 	case len(c.Group) > group.MaxNameLen:
 		return bad("group id of %d bytes, at most %d", len(c.Group), group.MaxNameLen)
+	case c.Protocol != GroupProtocolClassic && c.Protocol != GroupProtocolConsumer:
+		return bad("unknown group protocol %d", int(c.Protocol))
 	case c.Reset != ResetEarliest && c.Reset != ResetLatest:
 		return bad("unknown reset %d", int(c.Reset))
 	case c.MinBytes < 0 || c.MaxBytes < 0 || c.PartitionMaxBytes < 0:
@@ -169,8 +176,12 @@ func (c ConsumerConfig) validate() error {
 // without a Group, or the share a consumer group assigns it.
 //
 // In a group the protocol is Kafka's classic, eager one, with the range
-// assignment its leader member computes. The consumer joins in its first Poll; a
-// goroutine of its own heartbeats every HeartbeatInterval. When the group
+// assignment its leader member computes, unless Protocol chooses the
+// consumer protocol (KIP-848): then the coordinator assigns, a heartbeat
+// brings a new assignment, the next Poll gives up the partitions it no
+// longer has and starts the new ones, and the members not asked to give
+// anything up read on through a rebalance. The consumer joins in its
+// first Poll; a goroutine of its own heartbeats every HeartbeatInterval. When the group
 // rebalances (a member joins or leaves, or one's session times out), the
 // heartbeat ends a parked Poll and Poll rejoins before it fetches again.
 // After every join the positions of the assigned partitions start from the
@@ -215,8 +226,14 @@ type Consumer struct {
 	memberID   string
 	generation int32
 	joining    bool
-	rejoin     bool  // the group rebalances (or dropped us): the next Poll joins
-	failing    error // the last fetch failed transiently, with this error (noteFetch)
+	rejoin     bool // the group rebalances (or dropped us): the next Poll joins
+	// The consumer protocol (GroupProtocolConsumer): the client, and the
+	// assignment the coordinator gave last, which Poll applies (version
+	// bumped at each).
+	groupClient ConsumerGroupClient
+	target      []TopicPartition
+	targetVer   uint64
+	failing     error // the last fetch failed transiently, with this error (noteFetch)
 
 	stop     chan struct{} // closed by Close: the heartbeat goroutine returns
 	hbCtx    context.Context
@@ -272,6 +289,13 @@ func NewConsumer(c Client, cfg ConsumerConfig) (*Consumer, error) {
 		}
 		cons.assign(parts)
 		return cons, nil
+	}
+	if cfg.Protocol == GroupProtocolConsumer {
+		gc, ok := c.(ConsumerGroupClient)
+		if !ok {
+			return nil, fmt.Errorf("%w: consumer: the client (%T) does not speak the consumer group protocol", ErrInvalidConfig, c)
+		}
+		cons.groupClient = gc
 	}
 	cons.rejoin = true
 	cons.stop = make(chan struct{})
@@ -359,7 +383,9 @@ func (c *Consumer) Poll(ctx context.Context) ([]Record, error) {
 		var recs []Record
 		var soft error
 		retry := false
-		if join {
+		if join && c.groupClient != nil {
+			err = c.join848(pctx)
+		} else if join {
 			err = c.join(pctx)
 		} else {
 			recs, soft, err = c.fetch(pctx, time.Until(deadline))
@@ -722,8 +748,16 @@ func (c *Consumer) Close() error {
 	// longer than that.
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.SessionTimeout)
 	defer cancel()
-	if err := c.client.LeaveGroup(ctx, c.cfg.Group, member); err != nil && !errors.Is(err, ErrUnknownMember) {
+	if err := c.leave(ctx, member); err != nil && !errors.Is(err, ErrUnknownMember) {
 		return fmt.Errorf("log: consumer: leave group %q: %w", c.cfg.Group, err)
 	}
 	return nil
+}
+
+// leave leaves the group in the consumer's protocol.
+func (c *Consumer) leave(ctx context.Context, member string) error {
+	if c.groupClient != nil {
+		return c.leave848(ctx, member)
+	}
+	return c.client.LeaveGroup(ctx, c.cfg.Group, member)
 }

@@ -235,12 +235,16 @@ func (c *Consumer) heartbeat() {
 		c.mu.Unlock()
 		c.logger.Warn("log: consumer: no Poll within the rebalance timeout, leaving the group",
 			"group", c.cfg.Group, "member", member, "timeout", c.cfg.RebalanceTimeout)
-		if err := c.client.LeaveGroup(c.hbCtx, c.cfg.Group, member); err != nil && !errors.Is(err, ErrUnknownMember) {
+		if err := c.leave(c.hbCtx, member); err != nil && !errors.Is(err, ErrUnknownMember) {
 			c.logger.Warn("log: consumer: leave group", "group", c.cfg.Group, "member", member, "err", err)
 		}
 		return
 	}
 	c.mu.Unlock()
+	if c.groupClient != nil {
+		c.heartbeat848(member, gen)
+		return
+	}
 	err := c.client.Heartbeat(c.hbCtx, c.cfg.Group, member, gen)
 	if err == nil {
 		return
