@@ -1,7 +1,8 @@
 // Command cluster runs three Strata cluster members in one process, on
 // loopback TCP: a Raft controller quorum, partitions replicated leader →
-// followers over the Kafka protocol, acks=all. While a producer writes
-// (acks=all) and a consumer reads, it stops the leader of the partition,
+// followers over the Kafka protocol, acks=all. While a log.Producer writes
+// (acks=all) and a log.Consumer reads, each over a kafka.Client seeded with
+// every member as the README shows, it stops the leader of the partition,
 // lets the others elect a new one, and starts the old leader again, which
 // catches up and rejoins the ISR; it prints leaders, ISRs and HWs as they
 // change, and at the end checks that every acknowledged record was read.
@@ -31,16 +32,15 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"slices"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
-	"github.com/strata-log/strata/segment/batch"
 )
 
 func main() {
@@ -117,13 +117,15 @@ func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
 	fmt.Fprintf(out, "topic %q: 1 partition, RF 3, min ISR 2\n", topic)
 
 	wctx, stopWork := context.WithCancel(ctx)
+	pctx, stopProducing := context.WithCancel(wctx)
 	var wg sync.WaitGroup
+	produced := make(chan struct{})
 	var acked, consumed []int
 	wg.Add(3)
-	go func() { defer wg.Done(); acked = c.produce(wctx) }()
+	go func() { defer wg.Done(); defer close(produced); acked = c.produce(pctx) }()
 	go func() { defer wg.Done(); consumed = c.consume(wctx) }()
 	go func() { defer wg.Done(); c.watch(wctx) }()
-	defer func() { stopWork(); wg.Wait() }()
+	defer func() { stopProducing(); stopWork(); wg.Wait() }()
 
 	for r := range rounds {
 		time.Sleep(500 * time.Millisecond) // let records flow
@@ -152,6 +154,8 @@ func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
 		}
 	}
 	time.Sleep(300 * time.Millisecond)
+	stopProducing()
+	<-produced // every record acknowledged or failed before the consumer drains
 	stopWork()
 	wg.Wait()
 
@@ -251,80 +255,94 @@ func (c *cluster) waitFor(ctx context.Context, cond func(*controller.Image) bool
 	return nil
 }
 
-// produce writes numbered records with acks=all through a member other
-// than the leader (its calls are routed there) and returns the numbers
-// acknowledged.
-func (c *cluster) produce(ctx context.Context) []int {
-	var acked []int
-	var bd batch.Builder
-	tp := log.TopicPartition{Topic: topic}
-	for i := 0; ctx.Err() == nil; i++ {
-		leader, _ := c.any(0).Leader(topic, 0)
-		b := c.any(leader)
-		if b == nil {
-			continue
+// addrs returns the data-plane addresses of the running members: a
+// client's seeds, as Kafka's bootstrap.servers.
+func (c *cluster) addrs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for id := 1; id <= 3; id++ {
+		if b := c.members[id]; b != nil {
+			out = append(out, b.Addr())
 		}
-		bd.Reset(0)
-		bd.Append(time.Now().UnixMilli(), nil, []byte(strconv.Itoa(i)), nil)
-		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		_, err := b.Produce(pctx, tp, slices.Clone(bd.Bytes()), log.AcksAll)
-		cancel()
-		if err == nil {
-			acked = append(acked, i)
-		}
-		time.Sleep(2 * time.Millisecond)
 	}
+	return out
+}
+
+// produce writes numbered records with a log.Producer (acks=all) over a
+// kafka.Client seeded with every member, as any Kafka client would, and
+// returns the numbers acknowledged. The Client follows the leader as it
+// moves; a record that fails (its Timeout passed while no leader could
+// take it) is not counted.
+func (c *cluster) produce(ctx context.Context) []int {
+	cl, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: c.addrs()})
+	if err != nil {
+		fmt.Fprintln(c.out, "producer:", err)
+		return nil
+	}
+	defer cl.Close()
+	p, err := log.NewProducer(cl, log.ProducerConfig{Acks: log.AcksAll, Timeout: 10 * time.Second})
+	if err != nil {
+		fmt.Fprintln(c.out, "producer:", err)
+		return nil
+	}
+	var mu sync.Mutex
+	var acked []int
+	for i := 0; ctx.Err() == nil; i++ {
+		p.SendAsync(log.Record{Topic: topic, Value: []byte(strconv.Itoa(i))}, func(r log.Record, err error) {
+			if err == nil {
+				v, _ := strconv.Atoi(string(r.Value))
+				mu.Lock()
+				acked = append(acked, v)
+				mu.Unlock()
+			}
+		})
+		time.Sleep(2 * time.Millisecond) // a steady trickle
+	}
+	fctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	p.Flush(fctx) // the records still in flight: acknowledged or failed
+	cancel()
+	p.Close()
+	mu.Lock()
+	defer mu.Unlock()
 	return acked
 }
 
-// consume reads the partition from the start through any running member
-// until ctx ends, then reads what is left, and returns the numbers read.
+// consume reads the topic from the start with a log.Consumer over its own
+// kafka.Client until ctx ends, then reads what is left, and returns the
+// numbers read.
 func (c *cluster) consume(ctx context.Context) []int {
+	cl, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: c.addrs()})
+	if err != nil {
+		fmt.Fprintln(c.out, "consumer:", err)
+		return nil
+	}
+	defer cl.Close()
+	cons, err := log.NewConsumer(cl, log.ConsumerConfig{Topics: []string{topic}, Reset: log.ResetEarliest, MaxWait: 100 * time.Millisecond})
+	if err != nil {
+		fmt.Fprintln(c.out, "consumer:", err)
+		return nil
+	}
+	defer cons.Close()
 	var got []int
-	next := int64(0)
-	tp := log.TopicPartition{Topic: topic}
-	read := func(ctx context.Context) bool {
-		b := c.any(0)
-		if b == nil {
-			return false
-		}
-		resp, err := b.Fetch(ctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: tp, Offset: next}}, MaxWait: 100 * time.Millisecond})
-		if err != nil {
-			return false
-		}
-		defer resp.Release()
-		fp := resp.Partitions[0]
-		if fp.Err != nil {
-			return false
-		}
-		raw, err := fp.Records.Bytes()
-		if err != nil || len(raw) == 0 {
-			return false
-		}
-		recs, err := log.DecodeRecords(raw)
-		if err != nil {
-			return false
-		}
+	poll := func(ctx context.Context) int {
+		recs, _ := cons.Poll(ctx) // errors while a leader moves: the next Poll retries
 		for _, r := range recs {
-			if r.Offset < next {
-				continue
-			}
 			v, _ := strconv.Atoi(string(r.Value))
 			got = append(got, v)
-			next = r.Offset + 1
 		}
-		return true
+		return len(recs)
 	}
 	for ctx.Err() == nil {
-		read(ctx)
+		poll(ctx)
 	}
 	// Drain: the HW may still be moving past the last acknowledgements.
 	deadline := time.Now().Add(3 * time.Second)
 	for time.Now().Before(deadline) {
-		dctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-		ok := read(dctx)
+		dctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		n := poll(dctx)
 		cancel()
-		if !ok {
+		if n == 0 {
 			break
 		}
 	}
