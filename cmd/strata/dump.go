@@ -29,6 +29,9 @@ Prints what segment files hold, as kafka-dump-log.sh does:
               and headers.
   .index      the offset index entries (offset, position), checked against the
   .timeindex  .log next to them; the time index entries (timestamp, offset) too.
+  .txnindex   the aborted transactions (producer id, first offset, last offset:
+              its ABORT marker, last stable offset), each checked against an
+              ABORT marker of its producer at its last offset in the .log.
   .snapshot   producer state snapshots: each idempotent producer's id, epoch,
               last sequence and timestamp, and the batches kept of it (first
               and last sequence and offset, max timestamp).
@@ -100,10 +103,12 @@ func dumpFile(w *bufio.Writer, path string, o dumpOpts) (int, error) {
 		return dumpIndex(w, path, false, o)
 	case ".timeindex":
 		return dumpIndex(w, path, true, o)
+	case ".txnindex":
+		return dumpTxnIndex(w, path)
 	case ".snapshot":
 		return dumpSnapshot(w, path)
 	default:
-		return 0, fmt.Errorf("%s: not a .log, .index, .timeindex or .snapshot file", path)
+		return 0, fmt.Errorf("%s: not a .log, .index, .timeindex, .txnindex or .snapshot file", path)
 	}
 }
 
@@ -407,4 +412,67 @@ func dumpSnapshot(w *bufio.Writer, path string) (int, error) {
 		}
 	}
 	return 0, nil
+}
+
+// dumpTxnIndex prints a transaction index, an entry a line as Kafka's
+// DumpLogSegments does, and checks it: its shape (index.TxnIndex's
+// SanityCheck) and, against the .log next to it, that each entry's last
+// offset is an ABORT marker of its producer. It returns the problems.
+func dumpTxnIndex(w *bufio.Writer, path string) (int, error) {
+	base, err := segmentBase(path)
+	if err != nil {
+		return 0, err
+	}
+	x, err := readTxnIndexFile(path, base)
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(w, "Dumping %s\n", path)
+	for _, t := range x.entries {
+		fmt.Fprintf(w, "version: 0 producerId: %d firstOffset: %d lastOffset: %d lastStableOffset: %d\n",
+			t.ProducerID, t.FirstOffset, t.LastOffset, t.LastStableOffset)
+	}
+	problems := 0
+	report := func(format string, args ...any) {
+		problems++
+		fmt.Fprintf(w, "problem: "+format+"\n", args...)
+	}
+	if x.bad != nil {
+		report("%v", x.bad)
+	}
+	logPath := strings.TrimSuffix(path, filepath.Ext(path)) + ".log"
+	if _, err := os.Stat(logPath); err != nil {
+		fmt.Fprintf(w, "%s not found: entries not checked against the log\n", filepath.Base(logPath))
+		return problems, nil
+	}
+	l, err := openLogFile(logPath)
+	if err != nil {
+		return problems, err
+	}
+	defer l.Close()
+	// The ABORT markers of the log, by offset.
+	aborts := map[int64]int64{}
+	for {
+		_, b, err := l.next()
+		if err != nil {
+			var fe *framingError
+			if err != io.EOF && !errors.As(err, &fe) {
+				return problems, fmt.Errorf("%s: %w", logPath, err)
+			}
+			break
+		}
+		m, h, err := batch.ParseMarker(b)
+		if err == nil && !m.Commit {
+			aborts[h.BaseOffset] = m.ProducerID
+		}
+	}
+	for _, t := range x.entries {
+		if pid, ok := aborts[t.LastOffset]; !ok || pid != t.ProducerID {
+			report("entry of producer %d: no ABORT marker of it at offset %d in %s", t.ProducerID, t.LastOffset, filepath.Base(logPath))
+		}
+	}
+	if problems == 0 {
+		fmt.Fprintf(w, "%d entries agree with %s\n", len(x.entries), filepath.Base(logPath))
+	}
+	return problems, nil
 }

@@ -267,7 +267,7 @@ func TestDumpBadInput(t *testing.T) {
 		msg  string
 	}{
 		{[]string{"dump"}, exitUsage, "no files given"},
-		{[]string{"dump", "notes.txt"}, exitProblem, "not a .log, .index, .timeindex or .snapshot file"},
+		{[]string{"dump", "notes.txt"}, exitProblem, "not a .log, .index, .timeindex, .txnindex or .snapshot file"},
 		{[]string{"dump", filepath.Join(dir, "00000000000000000000.log")}, exitProblem, "no such file or directory"},
 		{[]string{"dump", filepath.Join(dir, "segment.log")}, exitProblem, "not a segment file name"},
 	} {

@@ -116,3 +116,50 @@ func readIndexFile(path string, base int64, timeIndex bool) (*indexFile, error) 
 	}
 	return x, nil
 }
+
+// txnIndexFile is the decoded contents of a .txnindex file.
+type txnIndexFile struct {
+	size    int64
+	entries []index.AbortedTxn // the whole entries
+	// bad is what index.TxnIndex.SanityCheck finds wrong (a torn tail, a
+	// version other than 0, last offsets out of order), nil if nothing.
+	bad error
+}
+
+// readTxnIndexFile decodes a transaction index with package index, from a
+// copy in memory as readIndexFile does.
+func readTxnIndexFile(path string, base int64) (*txnIndexFile, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Size() > maxIndexFileBytes {
+		return nil, fmt.Errorf("%s: %d bytes, more than this tool reads of a transaction index", path, st.Size())
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	mem := vfs.NewMem()
+	const name = "/txnindex"
+	f, err := mem.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.Write(data); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	x, err := index.OpenTxnIndex(mem, name, base)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer x.Close()
+	entries, err := x.All()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &txnIndexFile{size: int64(len(data)), entries: entries, bad: x.SanityCheck()}, nil
+}
