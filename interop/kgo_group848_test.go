@@ -2,10 +2,12 @@ package interop
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -115,6 +117,25 @@ func TestKgo848Group(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitCommitted(ctx, t, adm, group, topic, ends)
+
+	// KIP-1043: the group lists as a consumer group, not a classic one,
+	// and the classic describe answers it as Kafka does.
+	for _, typ := range []string{"consumer", "classic"} {
+		listed, err := adm.ListGroupsByType(ctx, []string{typ}, "Stable")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := listed[group]; ok != (typ == "consumer") {
+			t.Errorf("ListGroups of type %s: %v", typ, listed)
+		}
+	}
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := described[group]; !errors.Is(d.Err, kerr.GroupIDNotFound) || d.State != "Dead" || len(d.Members) != 0 {
+		t.Errorf("DescribeGroups of a consumer group: %+v, want GROUP_ID_NOT_FOUND, Dead", d)
+	}
 
 	// A third member takes two partitions; the others keep two each.
 	before := map[string][]int32{}
