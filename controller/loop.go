@@ -336,6 +336,9 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 	case opAllocateProducerIDs:
 		recs, blk, err := decideAllocateProducerIDs(img, o.ProducerIDs)
 		return recs, outcome{ProducerIDs: blk}, err
+	case opElectLeaders:
+		recs, res := decideElectLeaders(img, o.Elect)
+		return recs, outcome{Elections: res}, nil
 	case opUnregister:
 		recs, err := decideUnregisterBroker(img, o.BrokerID)
 		if err == nil {

@@ -44,6 +44,7 @@ const (
 	opAddVoter       = "add_voter"
 	opRemoveVoter    = "remove_voter"
 	opApplied        = "applied"
+	opElectLeaders   = "elect_leaders" // elect.go
 )
 
 // op is one request to the active controller.
@@ -61,6 +62,7 @@ type op struct {
 	Join        Peer                       `json:"join,omitzero"`
 	BrokerID    int                        `json:"broker_id,omitzero"`
 	Version     int64                      `json:"version,omitzero"`
+	Elect       electRequest               `json:"elect,omitzero"`
 }
 
 // outcome is what an op yields.
@@ -72,6 +74,7 @@ type outcome struct {
 
 	ProducerIDs ProducerIDBlock `json:"producer_ids,omitzero"`
 	Quorum      QuorumInfo      `json:"quorum,omitzero"`
+	Elections   []electResult   `json:"elections,omitzero"`
 	// Version is the metadata version (Raft index) the op's records
 	// committed at; 0 when it had none.
 	Version uint64 `json:"version,omitzero"`

@@ -25,6 +25,7 @@ type capabilities struct {
 	unregister     BrokerUnregisterer    // UnregisterBroker (unregister.go)
 	quorum         QuorumBackend         // DescribeQuorum, AddRaftVoter, RemoveRaftVoter (quorum.go)
 	scram          SCRAMBackend          // Describe/AlterUserScramCredentials; runtime SCRAM users
+	elector        LeaderElector         // ElectLeaders (elect.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -45,6 +46,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.unregister, _ = b.(BrokerUnregisterer)
 	c.quorum, _ = b.(QuorumBackend)
 	c.scram, _ = b.(SCRAMBackend)
+	c.elector, _ = b.(LeaderElector)
 	return c
 }
 
@@ -71,4 +73,5 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.unregister != nil }, unregisterBrokerAPIs},
 	{func(s *Server) bool { return s.caps.quorum != nil }, quorumAPIs},
 	{func(s *Server) bool { return s.caps.scram != nil }, scramAdminAPIs},
+	{func(s *Server) bool { return s.caps.elector != nil }, electLeadersAPIs},
 }

@@ -22,9 +22,10 @@ func TestKafkaBackendCapabilities(t *testing.T) {
 		_, borrower := b.(kafka.BatchBorrower)
 		_, unregister := b.(kafka.BrokerUnregisterer)
 		_, quorum := b.(kafka.QuorumBackend)
-		if !replica || !batches || !cluster || !groups || !pids || !parts || !borrower || !unregister || !quorum {
-			t.Errorf("%T: replica %v, replica batches %v, cluster %v, group router %v, producer ids %v, partition creator %v, batch borrower %v, broker unregisterer %v, quorum %v; want all",
-				b, replica, batches, cluster, groups, pids, parts, borrower, unregister, quorum)
+		_, elector := b.(kafka.LeaderElector)
+		if !replica || !batches || !cluster || !groups || !pids || !parts || !borrower || !unregister || !quorum || !elector {
+			t.Errorf("%T: replica %v, replica batches %v, cluster %v, group router %v, producer ids %v, partition creator %v, batch borrower %v, broker unregisterer %v, quorum %v, leader elector %v; want all",
+				b, replica, batches, cluster, groups, pids, parts, borrower, unregister, quorum, elector)
 		}
 		_, configs := b.(kafka.TopicConfigAlterer)
 		_, records := b.(kafka.RecordsDeleter)

@@ -110,4 +110,22 @@ func TestServeClusterBrokerJoins(t *testing.T) {
 	members = members[1:]
 	ok(t, "", "d\n", "produce", "--bootstrap-server", broker, "--topic", "grown", "--acks", "all")
 	create(broker, "after-replace", "3")
+
+	// strata leader-election: "before" and "after-replace" are led by
+	// their preferred replicas already; "grown"'s first replica may be 1,
+	// which is stopped: preferred is then not available (exit 1).
+	out = ok(t, "", "", "leader-election", "--bootstrap-server", broker, "--election-type", "preferred", "--topic", "after-replace", "--partition", "0")
+	if !strings.Contains(out, "Valid replica already elected for partitions after-replace-0") {
+		t.Fatalf("leader-election of a partition led by its preferred replica:\n%s", out)
+	}
+	r := strata(t, "", "", "leader-election", "--bootstrap-server", broker, "--election-type", "unclean", "--all-topic-partitions")
+	if r.code != 0 || !strings.Contains(r.stdout, "Valid replica already elected for partitions") {
+		t.Fatalf("unclean election of partitions that all have leaders: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := strata(t, "", "", "leader-election", "--bootstrap-server", broker, "--election-type", "preferred", "--topic", "nope", "--partition", "0"); r.code != 1 || !strings.Contains(r.stderr, "UNKNOWN_TOPIC_OR_PARTITION") {
+		t.Fatalf("leader-election of an unknown topic: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if r := strata(t, "", "", "leader-election", "--bootstrap-server", broker, "--topic", "grown", "--partition", "0"); r.code != 2 {
+		t.Fatalf("leader-election without --election-type: exit %d, want 2 (usage)", r.code)
+	}
 }
