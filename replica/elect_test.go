@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -34,12 +35,22 @@ func TestElectLeaders(t *testing.T) {
 	c.waitLeaderNot(c.any(), "p", 0, pref)
 	c.start(pref)
 	c.waitISR("p", 0, 3)
-	res, err = c.any(pref).ElectLeaders(ctx, controller.ElectPreferred, tp("p"))
+	asked := c.any(pref)
+	res, err = asked.ElectLeaders(ctx, controller.ElectPreferred, tp("p"))
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	require.Equal(t, pref, res[0].Leader)
-	require.Equal(t, pref, c.leader("p", 0), "applied on the member asked when ElectLeaders returns")
-	produce(t, c.member(pref), "p", 10, 10)
+	l, _ := asked.Leader("p", 0)
+	require.Equal(t, pref, l, "applied on the member asked when ElectLeaders returns")
+	// Idempotent: a send that meets the leader change is retried without
+	// a duplicate (a plain acks=all producer may write one, as Kafka's).
+	prod, err := log.NewProducer(c.member(pref), log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Timeout: 10 * time.Second})
+	require.NoError(t, err)
+	for i := 10; i < 20; i++ {
+		_, err := prod.Send(ctx, log.Record{Topic: "p", Value: fmt.Appendf(nil, "v%d", i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, prod.Close())
 	require.Equal(t, values(20), consumeAll(t, c.member(pref), "p", 20))
 
 	// Unclean: the follower stops (the ISR shrinks to the leader), then the
