@@ -95,7 +95,7 @@ func (f *scramFixture) as(user, password string) *testClient {
 }
 
 // upsert is an upsertion of user's password, salted as a client does.
-func upsert(t *testing.T, user string, mech int8, password string, iterations int32) kmsg.AlterUserSCRAMCredentialsRequestUpsertion {
+func upsert(t testing.TB, user string, mech int8, password string, iterations int32) kmsg.AlterUserSCRAMCredentialsRequestUpsertion {
 	u := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
 	u.Name, u.Mechanism, u.Iterations = user, mech, iterations
 	u.Salt = []byte("salt-of-" + user)
@@ -262,4 +262,46 @@ func TestAlterUserSCRAMInvalid(t *testing.T) {
 		got[r.User] = r.ErrorCode
 	}
 	require.Equal(t, map[string]int16{"keep": errDuplicateResource, "nobody": errResourceNotFound}, got)
+}
+
+// FuzzSCRAMAdmin decodes a frame as the server does and handles it
+// against an in-memory broker, seeded with DescribeUserScramCredentials
+// and AlterUserScramCredentials: nothing panics, every request gets a
+// response, and whatever it stored is a valid credential.
+func FuzzSCRAMAdmin(f *testing.F) {
+	fm := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz"))
+	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	alter.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{deletion("a", 1), deletion("b", 7)}
+	alter.Upsertions = []kmsg.AlterUserSCRAMCredentialsRequestUpsertion{upsert(f, "a", 2, "pw", 4096), upsert(f, "c", 1, "pw", 100)}
+	f.Add(fm.AppendRequest(nil, alter, 1)[4:])
+	describe := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+	describe.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{{Name: "a"}, {Name: "a"}, {Name: "z"}}
+	f.Add(fm.AppendRequest(nil, describe, 2)[4:])
+	b, err := log.Open(f.TempDir(), log.Config{})
+	require.NoError(f, err)
+	f.Cleanup(func() { b.Close() })
+	s, err := Listen("127.0.0.1:0", b, Config{})
+	require.NoError(f, err)
+	f.Cleanup(func() { s.Close() })
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		h, a, req, err := s.decode(frame)
+		if err != nil {
+			return
+		}
+		c := newConn(s, nopConn{})
+		p := &pending{h: h, done: make(chan struct{})}
+		rep := a.handle(context.Background(), c, req)
+		c.encode(p, rep)
+		if p.out == nil && !rep.none {
+			t.Fatalf("no response to %s", kmsg.NameForKey(h.key))
+		}
+		for _, u := range b.SCRAMUsers() {
+			for _, ci := range u.Credentials {
+				c, ok := b.SCRAMCredential(ci.Mechanism, u.Name)
+				if !ok || u.Name == "" || c.Iterations < log.MinSCRAMIterations || len(c.Salt) == 0 {
+					t.Fatalf("stored %q %+v", u.Name, c)
+				}
+			}
+		}
+	})
 }
