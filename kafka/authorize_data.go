@@ -49,8 +49,10 @@ var authorizeRules = map[int16]rule{
 	createACLsKey:   authorizeACLs,
 	deleteACLsKey:   authorizeACLs,
 
-	describeUserSCRAMKey: authorizeSCRAMAdmin,
-	alterUserSCRAMKey:    authorizeSCRAMAdmin,
+	describeUserSCRAMKey:    authorizeSCRAMAdmin,
+	alterUserSCRAMKey:       authorizeSCRAMAdmin,
+	describeClientQuotasKey: authorizeClientQuotas,
+	alterClientQuotasKey:    authorizeClientQuotas,
 }
 
 // topicOf is the name of a topic a request names by name or, when byID,

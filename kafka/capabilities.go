@@ -1,5 +1,7 @@
 package kafka
 
+import "github.com/strata-log/strata/clock"
+
 // capabilities are the optional interfaces a Server's backend implements,
 // resolved once by Listen: a nil field is a capability the backend does
 // not have. Handlers use these fields, never a type assertion on the
@@ -26,6 +28,7 @@ type capabilities struct {
 	quorum         QuorumBackend         // DescribeQuorum, AddRaftVoter, RemoveRaftVoter (quorum.go)
 	scram          SCRAMBackend          // Describe/AlterUserScramCredentials; runtime SCRAM users
 	elector        LeaderElector         // ElectLeaders (elect.go)
+	quotas         *quotaManager         // DescribeClientQuotas, AlterClientQuotas; the quotas enforced
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -47,6 +50,9 @@ func resolveCapabilities(b Backend) capabilities {
 	c.quorum, _ = b.(QuorumBackend)
 	c.scram, _ = b.(SCRAMBackend)
 	c.elector, _ = b.(LeaderElector)
+	if qb, ok := b.(QuotaBackend); ok {
+		c.quotas = newQuotaManager(qb, clock.System())
+	}
 	return c
 }
 
@@ -74,4 +80,5 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.quorum != nil }, quorumAPIs},
 	{func(s *Server) bool { return s.caps.scram != nil }, scramAdminAPIs},
 	{func(s *Server) bool { return s.caps.elector != nil }, electLeadersAPIs},
+	{func(s *Server) bool { return s.caps.quotas != nil }, quotaAPIs},
 }

@@ -73,6 +73,10 @@ type (
 		capsBase
 		SCRAMBackend
 	}
+	capsQuotas struct {
+		capsBase
+		QuotaBackend
+	}
 	capsBorrower struct{ capsBase }
 	capsAll      struct {
 		capsBase
@@ -87,6 +91,7 @@ type (
 		EpochEndOffsetter
 		ACLBackend
 		SCRAMBackend
+		QuotaBackend
 	}
 )
 
@@ -112,6 +117,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 	replicaEpoch := map[int16][2]int16{offsetForLeaderEpochKey: {3, 4}}
 	acls := map[int16][2]int16{describeACLsKey: {0, 3}, createACLsKey: {0, 3}, deleteACLsKey: {0, 3}}
 	scram := map[int16][2]int16{describeUserSCRAMKey: {0, 0}, alterUserSCRAMKey: {0, 0}}
+	quotas := map[int16][2]int16{describeClientQuotasKey: {0, 1}, alterClientQuotasKey: {0, 1}}
 	with := func(extra ...map[int16][2]int16) map[int16][2]int16 {
 		out := maps.Clone(base)
 		for _, e := range extra {
@@ -143,7 +149,8 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"BatchBorrower", capsBorrower{capsBase: b}, false, base},
 		{"ACLBackend", capsACLs{capsBase: b}, false, with(acls)},
 		{"SCRAMBackend", capsSCRAM{capsBase: b}, false, with(scram)},
-		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, map[int16][2]int16{
+		{"QuotaBackend", capsQuotas{capsBase: b}, false, with(quotas)},
+		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, quotas, map[int16][2]int16{
 			initProducerIDKey: {0, 4}, createPartitionsKey: {0, 3},
 			incrementalAlterConfigsKey: {0, 1}, deleteRecordsKey: {0, 2},
 		})},
@@ -180,7 +187,8 @@ func capsPresent(c capabilities) map[string]bool {
 		"partitions": c.partitions != nil, "configs": c.configs != nil,
 		"records": c.records != nil, "epochs": c.epochs != nil,
 		"borrower": c.borrower != nil, "acls": c.acls != nil,
-		"scram": c.scram != nil,
+		"scram":  c.scram != nil,
+		"quotas": c.quotas != nil,
 	}
 }
 
@@ -196,7 +204,8 @@ func TestCapabilitiesResolved(t *testing.T) {
 	require.Equal(t, none, capsPresent(resolveCapabilities(capsBase{})))
 	require.Equal(t, all, capsPresent(resolveCapabilities(capsAll{})))
 	broker := maps.Clone(none)
-	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower", "acls", "scram"} {
+	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower", "acls", "scram",
+		"quotas"} {
 		broker[k] = true
 	}
 	require.Equal(t, broker, capsPresent(resolveCapabilities((*log.Broker)(nil))))

@@ -55,6 +55,10 @@ type conn struct {
 	workers  atomic.Int32  // workers started (the reader's; read by tests)
 	inFlight atomic.Int32  // requests read and not yet written
 	lastDone atomic.Int64  // when the last response was written (unix ns)
+	// mutedUntil is when the mute of the last throttled response ends
+	// (unix ns of the quota clock; 0: never muted): requests read before
+	// then wait for it (KIP-219, quota_manager.go).
+	mutedUntil atomic.Int64
 
 	mu      sync.Mutex // guards closing and the deadlines set on nc
 	closing bool
@@ -102,6 +106,9 @@ type pending struct {
 	// delay holds the response, and the close after it, that long (a
 	// failed authentication: failAuth).
 	delay time.Duration
+	// throttle mutes the connection that long once the response is
+	// written (a client over its quota).
+	throttle time.Duration
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -259,6 +266,10 @@ func (c *conn) read() {
 			if c.sasl == nil || !c.sasl.raw {
 				c.frameAt, c.frameLen = time.Now(), int64(len(frame))+4
 			}
+		}
+		if c.s.caps.quotas != nil && !c.waitMuted() {
+			c.unadmit()
+			return
 		}
 		ok := c.dispatch(frame)
 		c.unadmit() // a frame no pending took
@@ -550,6 +561,9 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (han
 		ctx = order.With(ctx, ordered)
 	}
 	rep := a.handle(ctx, c, req)
+	if c.s.caps.quotas != nil {
+		p.throttle = c.throttle(&p.h, &rep)
+	}
 	if c.s.cfg.Metrics != nil {
 		p.obs.failed = rep.closeAfter || responseFailed(rep.resp)
 	}
@@ -598,6 +612,12 @@ func (c *conn) write() {
 		var outBytes int64
 		if c.s.cfg.Metrics != nil {
 			outBytes = responseBytes(p) // before writeOut consumes p.out
+		}
+		if p.throttle > 0 && !failed {
+			// Muted from as the response is written (KIP-219): set
+			// first, so that a client that waits out throttle_time_ms
+			// finds the connection open again.
+			c.mute(p.throttle)
 		}
 		if p.out != nil {
 			c.setWriteDeadline()
@@ -676,6 +696,9 @@ type reply struct {
 	records    []fetched
 	none       bool // no response (acks=0 produce)
 	closeAfter bool
+	// quotaBytes, of a produce, is the record bytes counted against the
+	// client's quota.
+	quotaBytes int64
 }
 
 // api is one API the server serves.

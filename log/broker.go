@@ -57,8 +57,9 @@ type Broker struct {
 	// Close: no topics.json, and Close is Discard.
 	ephemeral bool
 
-	acls  *aclStore   // acls.json (acls.go)
-	scram *scramStore // scram.json (scram.go)
+	acls   *aclStore   // acls.json (acls.go)
+	scram  *scramStore // scram.json (scram.go)
+	quotas *quotaStore // quotas.json (quota_store.go)
 
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
@@ -161,6 +162,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	}
 	if err == nil {
 		b.scram, err = openSCRAMStore(b.fs, dir)
+	}
+	if err == nil {
+		b.quotas, err = openQuotaStore(b.fs, dir)
 	}
 	if err == nil {
 		err = b.startGroups()
