@@ -107,12 +107,6 @@ func (w *rateWindow) recordThrottle(now time.Time, bytes, quota float64) time.Du
 	return time.Duration(min(ms, float64(maxThrottle/time.Millisecond))) * time.Millisecond
 }
 
-// unrecord takes back bytes recorded at now (a throttled fetch answered
-// without its records, as Kafka does).
-func (w *rateWindow) unrecord(now time.Time, bytes float64) {
-	w.record(now, -bytes)
-}
-
 // idle reports whether nothing was recorded within the measured span
 // before now: the window can be forgotten.
 func (w *rateWindow) idle(now time.Time) bool {
