@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,7 +12,6 @@ import (
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
-	"github.com/strata-log/strata/segment/batch"
 )
 
 // peerList is the repeatable -peer flag: ID=KAFKA_ADDR,RAFT_ADDR.
@@ -88,8 +86,13 @@ func runMember(ctx context.Context, out io.Writer, dir string, id int, peers []r
 	}
 
 	var acked []string // "member-number": unique in the cluster
-	var bd batch.Builder
-	tp := log.TopicPartition{Topic: topic}
+	// The member is a log.Client: a Producer on it sends each record to
+	// the partition's leader, wherever that is.
+	p, err := log.NewProducer(b, log.ProducerConfig{Acks: log.AcksAll, Timeout: time.Second})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
 	last := ""
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
@@ -99,11 +102,9 @@ func runMember(ctx context.Context, out io.Writer, dir string, id int, peers []r
 			return verifyAcked(out, b, acked)
 		case <-tick.C:
 		}
-		bd.Reset(0)
 		v := fmt.Sprintf("%d-%d", id, i)
-		bd.Append(time.Now().UnixMilli(), nil, []byte(v), nil)
 		pctx, cancel := context.WithTimeout(ctx, time.Second)
-		if _, err := b.Produce(pctx, tp, slices.Clone(bd.Bytes()), log.AcksAll); err == nil {
+		if _, err := p.Send(pctx, log.Record{Topic: topic, Value: []byte(v)}); err == nil {
 			acked = append(acked, v)
 		}
 		cancel()
