@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"sync"
@@ -33,8 +34,15 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 	default:
 		ackErr, ackMsg = errInvalidRequiredAcks, "acks must be -1, 0 or 1"
 	}
-	if req.TransactionID != nil {
+	switch {
+	case req.TransactionID != nil:
 		ackErr, ackMsg = errTransactionalIDAuthorizationFailed, "transactions are not supported"
+	case hasTransactionalRecords(req):
+		// Kafka refuses transactional records without a transactional
+		// id the same way. Until the transaction coordinator is served,
+		// nothing could end such a transaction: the partition's last
+		// stable offset would stay behind it.
+		ackErr, ackMsg = errTransactionalIDAuthorizationFailed, "transactional records without a transactional id"
 	}
 	// A produce read whole is carried out even if its connection then
 	// closes (acks=0 clients close right after sending).
@@ -157,4 +165,18 @@ func (s *Server) produce(ctx context.Context, tp log.TopicPartition, records []b
 		start = -1
 	}
 	return errNone, base, start, nil
+}
+
+// hasTransactionalRecords says whether a partition's first batch is
+// transactional (attribute bit 4), as Kafka checks a produce request: a
+// v2 batch header has its attributes at byte 21.
+func hasTransactionalRecords(req *kmsg.ProduceRequest) bool {
+	for i := range req.Topics {
+		for _, p := range req.Topics[i].Partitions {
+			if r := p.Records; len(r) >= 23 && r[16] == 2 && binary.BigEndian.Uint16(r[21:23])&0x10 != 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
