@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -272,6 +273,42 @@ func (c *Client) refresh(ctx context.Context) error {
 	return nil
 }
 
+// unknownTopic is the error for a topic the cluster's metadata does not
+// list. A listing of every topic leaves out those the user may not
+// describe, so the topic is asked for by name, never creating it: a
+// refused user gets TOPIC_AUTHORIZATION_FAILED, as Kafka's clients do,
+// rather than log.ErrUnknownTopic, which says the topic does not exist.
+func (c *Client) unknownTopic(ctx context.Context, topic string) error {
+	if c.topicCode(ctx, topic) == kerr.TopicAuthorizationFailed {
+		return fmt.Errorf("kafka: topic %s: %w", topic, codeError(kerr.TopicAuthorizationFailed))
+	}
+	return fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
+}
+
+// topicCode is the error code of topic's metadata, asked of any broker;
+// errNone when no broker tells.
+func (c *Client) topicCode(ctx context.Context, topic string) int16 {
+	bc, err := c.anyConn(ctx)
+	if err != nil {
+		return errNone
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = []kmsg.MetadataRequestTopic{rt}
+	resp, err := bc.doWithin(ctx, req, clientMetadataMax, min(metadataTimeout, c.requestTimeout()))
+	if err != nil {
+		return errNone
+	}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		if t.Topic != nil && *t.Topic == topic {
+			return t.ErrorCode
+		}
+	}
+	return errNone
+}
+
 // leader returns a connection to the leader of tp, refreshing the
 // metadata once if tp is not known.
 func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*brokerConn, error) {
@@ -288,7 +325,7 @@ func (c *Client) leader(ctx context.Context, tp log.TopicPartition, l lane) (*br
 		}
 		if attempt > 0 {
 			if !ok {
-				return nil, fmt.Errorf("%w: %s", log.ErrUnknownTopic, tp.Topic)
+				return nil, c.unknownTopic(ctx, tp.Topic)
 			}
 			if tp.Partition < 0 || tp.Partition >= len(ls) {
 				return nil, fmt.Errorf("%w: %s", log.ErrUnknownPartition, tp)
@@ -320,7 +357,7 @@ func (c *Client) Partitions(ctx context.Context, topic string) (int, error) {
 	ls, ok = c.leaders[topic]
 	c.mu.Unlock()
 	if !ok {
-		return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, topic)
+		return 0, c.unknownTopic(ctx, topic)
 	}
 	return len(ls), nil
 }

@@ -52,9 +52,19 @@ func TestSecurityOptions(t *testing.T) {
 
 	alice := dial("SCRAM-SHA-256", "alice", "alice-secret")
 	_, err := alice.Produce(ctx, tp, batch(), log.AcksAll)
-	// kafka.Client finds no topic it may describe (TOPIC_AUTHORIZATION_FAILED).
+	// kafka.Client says the topic is refused (TOPIC_AUTHORIZATION_FAILED,
+	// as Kafka's clients do), not that it does not exist.
 	require.Error(t, err, "alice has no ACL")
+	var kerr *kafka.Error
+	require.ErrorAs(t, err, &kerr)
+	require.Equal(t, int16(29), kerr.Code, "%v", err)
+	require.NotErrorIs(t, err, log.ErrUnknownTopic)
+	_, err = alice.Partitions(ctx, "orders")
+	require.ErrorAs(t, err, &kerr)
+	require.Equal(t, int16(29), kerr.Code, "%v", err)
 	require.Zero(t, end())
+	_, err = dial("PLAIN", "admin", "admin-secret").Partitions(ctx, "nope")
+	require.ErrorIs(t, err, log.ErrUnknownTopic, "a topic that does not exist")
 
 	admin := dial("PLAIN", "admin", "admin-secret")
 	_, err = admin.Produce(ctx, tp, batch(), log.AcksAll)
