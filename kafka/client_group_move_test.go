@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,10 +60,7 @@ func newCoordinator(t *testing.T, b *log.Broker) *group.Coordinator {
 // again, not dialed until the attempts run out.
 func TestClientRefindsUndialableCoordinator(t *testing.T) {
 	leaktest.Check(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := ln.Addr().(*net.TCPAddr)
-	require.NoError(t, ln.Close()) // nothing listens there now
+	dead := deadAddr(t) // nothing listens there, nor can
 	var gc *group.Coordinator
 	s, b := startMoving(t, func(call int32) (*group.Coordinator, int32) {
 		if call == 1 {
