@@ -55,17 +55,12 @@ type bindingJSON struct {
 // openACLStore reads dir's acls.json.
 func openACLStore(fs vfs.FS, dir string) (*aclStore, error) {
 	s := &aclStore{fs: fs, path: filepath.Join(dir, aclsFile)}
-	data, err := vfs.ReadFile(fs, s.path)
-	if isNotExist(err) {
-		s.set.Store(&acl.Set{})
-		return s, nil
-	}
+	set, found, err := readMetaFile(fs, s.path, aclsFile, decodeACLs)
 	if err != nil {
-		return nil, fmt.Errorf("log: read %s: %w", aclsFile, err)
+		return nil, err
 	}
-	set, err := decodeACLs(data)
-	if err != nil {
-		return nil, fmt.Errorf("log: %s: %w: %v", aclsFile, ErrCorrupt, err)
+	if !found {
+		set = &acl.Set{}
 	}
 	s.set.Store(set)
 	return s, nil

@@ -50,17 +50,12 @@ type quotaEntityJSON struct {
 
 func openQuotaStore(fs vfs.FS, dir string) (*quotaStore, error) {
 	s := &quotaStore{fs: fs, path: filepath.Join(dir, quotasFile)}
-	data, err := vfs.ReadFile(fs, s.path)
-	if isNotExist(err) {
-		s.set.Store(&QuotaSet{})
-		return s, nil
-	}
+	set, found, err := readMetaFile(fs, s.path, quotasFile, decodeQuotas)
 	if err != nil {
-		return nil, fmt.Errorf("log: read %s: %w", quotasFile, err)
+		return nil, err
 	}
-	set, err := decodeQuotas(data)
-	if err != nil {
-		return nil, fmt.Errorf("log: %s: %w: %v", quotasFile, ErrCorrupt, err)
+	if !found {
+		set = &QuotaSet{}
 	}
 	s.set.Store(set)
 	return s, nil

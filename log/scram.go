@@ -100,17 +100,12 @@ type scramCredJSON struct {
 // openSCRAMStore reads dir's scram.json.
 func openSCRAMStore(fs vfs.FS, dir string) (*scramStore, error) {
 	s := &scramStore{fs: fs, path: filepath.Join(dir, scramFile)}
-	data, err := vfs.ReadFile(fs, s.path)
-	if isNotExist(err) {
-		s.users.Store(&scramUsers{})
-		return s, nil
-	}
+	users, found, err := readMetaFile(fs, s.path, scramFile, decodeSCRAM)
 	if err != nil {
-		return nil, fmt.Errorf("log: read %s: %w", scramFile, err)
+		return nil, err
 	}
-	users, err := decodeSCRAM(data)
-	if err != nil {
-		return nil, fmt.Errorf("log: %s: %w: %v", scramFile, ErrCorrupt, err)
+	if !found {
+		users = scramUsers{}
 	}
 	s.users.Store(&users)
 	return s, nil
