@@ -1,5 +1,5 @@
 # Habits, automated. CI runs .ci/run (gofmt, vet, test, race, bench module build).
-.PHONY: test race vet lint bench fuzz soak chaos ci
+.PHONY: test race vet lint bench fuzz soak chaos ci kgo-suite
 
 test:
 	go test ./...
@@ -40,6 +40,12 @@ soak:
 CHAOS ?= 10m
 chaos:
 	cd interop && STRATA_CHAOS=$(CHAOS) go test -count=1 -run '^TestChaosProcesses$$' -timeout 0 -v .
+
+# franz-go's own kgo integration tests against `strata serve` (not in CI: long). TESTS is
+# the -run regex (default all); scripts/kgo-suite.sh's header lists the commands per test.
+TESTS ?= .
+kgo-suite:
+	TESTS='$(TESTS)' bash scripts/kgo-suite.sh
 
 ci:
 	bash .ci/run

@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# kgo-suite.sh: runs franz-go's own kgo integration tests against `strata serve`.
+#
+# It copies the franz-go module kgo comes from (v1.22.3, the version interop/ uses) out of
+# the module cache into a temp dir, builds ./cmd/strata, starts `strata serve` on a temp
+# data dir and a free port (auto-created topics, as Kafka's default), runs
+# `go test -run "$TESTS" ./pkg/kgo` in the copy with KGO_SEEDS pointing at it, stops the
+# server and exits with the tests' status. Only the Go module proxy (or the module cache)
+# is needed: no git clone, no Kafka. Not run by CI (minutes to hours): `make kgo-suite`.
+#
+# Usage:  scripts/kgo-suite.sh [REGEX] [go test flags...]      (or TESTS=REGEX)
+#   make kgo-suite TESTS='REGEX' [KGO_TEST_RECORDS=N]
+# Environment (kgo's helpers_test.go reads the KGO_* ones):
+#   TESTS             the -run regex (default: every test)
+#   KGO_TEST_RF       replication factor of the suite's topics (default 1: one broker)
+#   KGO_TEST_RECORDS  records the ETL tests produce and consume (default here 50000;
+#                     kgo's own default is 500000)
+#   KGO_LOG_LEVEL     debug|info|none for the clients' logs (kgo's default info)
+#   KGO_TEST_UNSAFE, KGO_TEST_MAX_TOPIC_PARTS, KGO_TEST_TLS, KGO_TEST_SCRAM: passed through
+#   TIMEOUT           go test -timeout (default 30m)
+#   STRATA_FLAGS      extra flags for strata serve (e.g. "--override group.initial.rebalance.delay.ms=0")
+#   KEEP=1            keep the temp dir (data dir, server log, franz-go copy)
+#
+# The tests issues 27 and 29 name, one command each (from the repo root):
+#   KIP-848 groups (issue 29):
+#     scripts/kgo-suite.sh '^TestGroupETL$/.*/848'
+#     scripts/kgo-suite.sh '^TestGroupSimple$/848'
+#     scripts/kgo-suite.sh '^Test848RegexBrokerResolves$'
+#     scripts/kgo-suite.sh '^TestConsumeRegex$'
+#   share groups (issue 29):
+#     scripts/kgo-suite.sh '^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestConsumeRegexShareSkipsInternal)$'
+#   transactions (issue 27):
+#     scripts/kgo-suite.sh '^TestTxnEtl$'
+#     scripts/kgo-suite.sh '^TestTxnEtl$/.*/848'
+#     scripts/kgo-suite.sh '^TestGroupETL$'
+#   everything:
+#     scripts/kgo-suite.sh
+# Add -v (e.g. scripts/kgo-suite.sh '^TestGroupSimple$' -v) to see each subtest.
+set -euo pipefail
+
+FRANZ_VERSION=v1.22.3
+root=$(cd "$(dirname "$0")/.." && pwd)
+
+TESTS=${1:-${TESTS:-.}}
+[ $# -gt 0 ] && shift
+TIMEOUT=${TIMEOUT:-30m}
+
+modcache=$(go env GOMODCACHE)
+src="$modcache/github.com/twmb/franz-go@$FRANZ_VERSION"
+if [ ! -d "$src/pkg/kgo" ]; then
+	echo "kgo-suite: fetching github.com/twmb/franz-go@$FRANZ_VERSION into the module cache" >&2
+	(cd "$root/interop" && go mod download "github.com/twmb/franz-go@$FRANZ_VERSION")
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-kgo-suite.XXXXXX")
+server_pid=
+cleanup() {
+	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	if [ "${KEEP:-0}" = 1 ]; then
+		echo "kgo-suite: kept $tmp" >&2
+	else
+		rm -rf "$tmp"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# The module copy: files in the module cache are read-only, and go test writes go.sum.
+cp -R "$src" "$tmp/franz-go"
+chmod -R u+w "$tmp/franz-go"
+# kgo learns what the broker supports (allow848, allowShare, static membership) in adm(),
+# the first time a test asks for its admin client; a test that checks allow848 first
+# (TestGroupSimple/848 run alone) is skipped against any broker. Ask once before the tests,
+# as a run of the whole suite ends up doing. The only file added to the copy.
+cat >"$tmp/franz-go/pkg/kgo/strata_suite_main_test.go" <<'EOF'
+package kgo
+
+import (
+	"os"
+	"testing"
+)
+
+// TestMain probes the broker's API versions before any test reads what it found.
+func TestMain(m *testing.M) {
+	adm()
+	os.Exit(m.Run())
+}
+EOF
+
+echo "kgo-suite: building strata" >&2
+(cd "$root" && go build -o "$tmp/strata" ./cmd/strata)
+
+echo "kgo-suite: building kgo's tests" >&2 # warms the build cache for go test below
+(cd "$tmp/franz-go" && GOFLAGS=-mod=mod go test -c -o "$tmp/kgo.test" ./pkg/kgo)
+
+# shellcheck disable=SC2086 # STRATA_FLAGS is a list of flags
+"$tmp/strata" serve --data-dir "$tmp/data" --listen 127.0.0.1:0 --auto-create-topics \
+	${STRATA_FLAGS:-} >"$tmp/serve.out" 2>"$tmp/serve.log" &
+server_pid=$!
+
+addr=
+for _ in $(seq 1 300); do
+	addr=$(sed -n 's/^listening on //p' "$tmp/serve.out" | head -n1)
+	[ -n "$addr" ] && break
+	if ! kill -0 "$server_pid" 2>/dev/null; then
+		echo "kgo-suite: strata serve exited before listening:" >&2
+		cat "$tmp/serve.log" >&2
+		exit 1
+	fi
+	sleep 0.1
+done
+if [ -z "$addr" ]; then
+	echo "kgo-suite: strata serve printed no address in 30s" >&2
+	exit 1
+fi
+echo "kgo-suite: strata serve on $addr (log $tmp/serve.log); go test -run '$TESTS'" >&2
+
+status=0
+(
+	cd "$tmp/franz-go/pkg/kgo" &&
+		KGO_SEEDS="$addr" \
+			KGO_TEST_RF="${KGO_TEST_RF:-1}" \
+			KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" \
+			GOFLAGS=-mod=mod \
+			go test -count=1 -run "$TESTS" -timeout "$TIMEOUT" "$@" .
+) || status=$?
+
+kill -TERM "$server_pid" 2>/dev/null || true
+serve_status=0
+wait "$server_pid" || serve_status=$?
+server_pid=
+if [ "$serve_status" -ne 0 ]; then
+	echo "kgo-suite: strata serve exited $serve_status; its log:" >&2
+	tail -n 50 "$tmp/serve.log" >&2
+	[ "$status" -eq 0 ] && status=1
+fi
+if [ "$status" -ne 0 ]; then
+	echo "kgo-suite: FAIL (exit $status); last lines of the server log:" >&2
+	tail -n 20 "$tmp/serve.log" >&2
+else
+	echo "kgo-suite: ok" >&2
+fi
+exit "$status"
