@@ -46,6 +46,11 @@ type Coordinator struct {
 	commits   sync.WaitGroup // Commit calls between their check and their end
 
 	consumer consumerGroups // the consumer-protocol groups (consumer_coordinator.go)
+
+	// txns holds the transactional commits pending by producer id
+	// (txn.go); txnLocks serializes each producer's transactional calls.
+	txns     map[int64]*pendingTxn
+	txnLocks map[int64]*txnLock
 }
 
 // entry is one group: its state machine and the driver's per-group state.
@@ -83,6 +88,12 @@ func New(cfg Config) (*Coordinator, error) { return NewWithCommitted(cfg, nil) }
 // __consumer_offsets with DecodeCommittedOffsetRecord). Negative offsets
 // are ignored; the maps are copied.
 func NewWithCommitted(cfg Config, committed map[string]map[TopicPartition]CommittedOffset) (*Coordinator, error) {
+	return newCoordinator(cfg, committed, nil)
+}
+
+// newCoordinator is NewWithCommitted with the transactional commits
+// pending at the end of a replay (Open), which it keeps.
+func newCoordinator(cfg Config, committed map[string]map[TopicPartition]CommittedOffset, txns map[int64]*pendingTxn) (*Coordinator, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -94,6 +105,7 @@ func NewWithCommitted(cfg Config, committed map[string]map[TopicPartition]Commit
 		groups:  make(map[string]*entry),
 		waiters: make(map[uint64]chan joinResult),
 		timers:  make(map[timerKey]*armedTimer),
+		txns:    txns,
 	}
 	c.consumer = consumerGroups{groups: map[string]*consumerEntry{}, timers: map[cgTimerKey]*armedTimer{}}
 	for g, offsets := range cfg.Initial {
@@ -558,6 +570,7 @@ func (c *Coordinator) commit(ctx context.Context, group, memberID string, genera
 	}
 	c.mu.Lock()
 	e.st.applyCommitted(offsets)
+	c.supersedeTxn(group, offsets) // stored after them, this commit wins
 	c.mu.Unlock()
 	return nil
 }

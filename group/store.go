@@ -61,20 +61,31 @@ func Open(ctx context.Context, cfg Config, l OffsetsLog) (*Coordinator, error) {
 	}
 	r := newReplay()
 	n := 0
-	err := l.Replay(ctx, func(key, value []byte) error {
-		n++
-		if err := r.add(key, value); err != nil {
-			return fmt.Errorf("record %d: %w", n-1, err)
-		}
-		return nil
-	})
+	var err error
+	if tr, ok := l.(TxnReplayer); ok {
+		err = tr.ReplayTxn(ctx, func(rec LogRecord) error {
+			n++
+			if err := r.addTxn(rec); err != nil {
+				return fmt.Errorf("record %d: %w", n-1, err)
+			}
+			return nil
+		})
+	} else {
+		err = l.Replay(ctx, func(key, value []byte) error {
+			n++
+			if err := r.add(key, value); err != nil {
+				return fmt.Errorf("record %d: %w", n-1, err)
+			}
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("group: replay __consumer_offsets: %w", err)
 	}
 	cfg.InitialGroups = r.groups
 	cfg.consumerGroups = r.consumer.groups
 	cfg.Store = &logStore{l: l, clock: cfg.withDefaults().Clock}
-	return NewWithCommitted(cfg, r.committed)
+	return newCoordinator(cfg, r.committed, r.txns)
 }
 
 // replay is the state read back from __consumer_offsets, record by
@@ -82,12 +93,13 @@ func Open(ctx context.Context, cfg Config, l OffsetsLog) (*Coordinator, error) {
 type replay struct {
 	committed map[string]map[TopicPartition]CommittedOffset
 	groups    map[string][]byte
-	consumer  *consumerReplay // the consumer-protocol groups
+	consumer  *consumerReplay       // the consumer-protocol groups
+	txns      map[int64]*pendingTxn // transactional commits pending at the end
 }
 
 func newReplay() *replay {
 	return &replay{committed: map[string]map[TopicPartition]CommittedOffset{}, groups: map[string][]byte{},
-		consumer: newConsumerReplay(consumerConfig{}, tpIDs{})}
+		consumer: newConsumerReplay(consumerConfig{}, tpIDs{}), txns: map[int64]*pendingTxn{}}
 }
 
 // add applies the next record of the partition.

@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/strata-log/strata/group"
@@ -43,9 +44,14 @@ func (b *Broker) startGroups() error {
 // it (group.OffsetsLog).
 type offsetsLog struct{ b *Broker }
 
-var _ group.OffsetsLog = offsetsLog{}
+var (
+	_ group.TxnOffsetsLog = offsetsLog{}
+	_ group.TxnReplayer   = offsetsLog{}
+	_ group.TxnReplayer   = partitionOffsetsLog{}
+)
 
-// Replay reads OffsetsTopic from its start to its end, if it exists.
+// Replay reads OffsetsTopic from its start to its end, if it exists,
+// markers left out.
 func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
 	t, ok := l.b.topics[OffsetsTopic]
 	if !ok {
@@ -59,9 +65,38 @@ func (l offsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error
 	return nil
 }
 
+// ReplayTxn is Replay with the batches' transactional fields and the
+// markers (group.TxnReplayer): the coordinator restores the offsets of
+// open transactions as pending, applies committed ones, drops aborted ones.
+func (l offsetsLog) ReplayTxn(ctx context.Context, fn func(r group.LogRecord) error) error {
+	t, ok := l.b.topics[OffsetsTopic]
+	if !ok {
+		return nil
+	}
+	for _, p := range t.parts {
+		if err := replayPartitionTxn(ctx, p, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // replayPartition calls fn with the key and value of each record of p,
-// from its start offset to its end.
+// from its start offset to its end; markers are left out.
 func replayPartition(ctx context.Context, p *Partition, fn func(key, value []byte) error) error {
+	return replayPartitionTxn(ctx, p, func(r group.LogRecord) error {
+		if r.Control {
+			return nil
+		}
+		return fn(r.Key, r.Value)
+	})
+}
+
+// replayPartitionTxn calls fn with each record of p, from its start offset
+// to its end, with its batch's producer and transactional fields; a
+// transaction marker as a record with Control set (other control records
+// are skipped).
+func replayPartitionTxn(ctx context.Context, p *Partition, fn func(r group.LogRecord) error) error {
 	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -75,8 +110,19 @@ func replayPartition(ctx context.Context, p *Partition, fn func(key, value []byt
 		}
 		err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
 			off = h.NextOffset()
+			if h.Control() {
+				m, _, err := batch.ParseMarker(bt)
+				if errors.Is(err, batch.ErrNotMarker) {
+					return nil
+				}
+				if err != nil {
+					return fmt.Errorf("offset %d: %w", h.BaseOffset, err)
+				}
+				return fn(group.LogRecord{ProducerID: m.ProducerID, ProducerEpoch: m.ProducerEpoch, Control: true, Commit: m.Commit})
+			}
 			return batch.Records(bt, h, func(r *batch.Record) error {
-				if err := fn(r.Key, r.Value); err != nil {
+				rec := group.LogRecord{Key: r.Key, Value: r.Value, ProducerID: h.ProducerID, ProducerEpoch: h.ProducerEpoch, Transactional: h.Transactional()}
+				if err := fn(rec); err != nil {
 					return fmt.Errorf("offset %d: %w", r.Offset, err)
 				}
 				return nil
@@ -106,6 +152,12 @@ func (l partitionOffsetsLog) Append(records []group.Record) error { return l.app
 
 func (l partitionOffsetsLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
 	return replayPartition(ctx, l.p, fn)
+}
+
+// ReplayTxn is Replay with the batches' transactional fields and the
+// markers (group.TxnReplayer).
+func (l partitionOffsetsLog) ReplayTxn(ctx context.Context, fn func(r group.LogRecord) error) error {
+	return replayPartitionTxn(ctx, l.p, fn)
 }
 
 // Append appends records as one batch, at the broker's now, to
@@ -202,4 +254,112 @@ func (b *Broker) FetchOffsets(ctx context.Context, groupID string, tps []TopicPa
 		return nil, err
 	}
 	return b.groups.Committed(groupID, tps), nil
+}
+
+// Transactional offset commits (KIP-98): a producer's TxnOffsetCommit is
+// one transactional batch of the producer in OffsetsTopic, its
+// transaction ended there by the marker completeGroupTxn writes, as
+// Kafka's group coordinator writes them. As Kafka's coordinator appends
+// skip the producer's sequence checks, the batch takes the sequence that
+// follows the producer's last batch in the partition (0 at a new epoch),
+// so that the partition's idempotence rules pass: the group coordinator
+// never makes two calls of one producer at once.
+
+// AppendTxn appends records as one transactional batch of the producer
+// (group.TxnOffsetsLog), creating OffsetsTopic on first use. An epoch older
+// than the producer's is ErrProducerFenced.
+func (l offsetsLog) AppendTxn(producerID int64, producerEpoch int16, records []group.Record) error {
+	p, err := l.b.offsetsPartition()
+	if err != nil {
+		return err
+	}
+	return appendTxnOffsets(p, l.b.cfg.Clock.Now().UnixMilli(), producerID, producerEpoch, records)
+}
+
+// AppendMarker appends the producer's COMMIT or ABORT marker
+// (group.TxnOffsetsLog).
+func (l offsetsLog) AppendMarker(producerID int64, producerEpoch int16, commit bool) error {
+	p, err := l.b.offsetsPartition()
+	if err != nil {
+		return err
+	}
+	return appendGroupMarker(p, l.b.cfg.Clock.Now().UnixMilli(), producerID, producerEpoch, commit)
+}
+
+// appendTxnOffsets appends records to p as one transactional batch of the
+// producer, at now.
+func appendTxnOffsets(p *Partition, now int64, producerID int64, producerEpoch int16, records []group.Record) error {
+	bd := pooledBuilder(p.config().Compression.appendCodec())
+	defer builders.Put(bd)
+	bd.Reset(now)
+	growFor(bd, now, records)
+	for _, r := range records {
+		bd.Append(now, r.Key, r.Value, nil)
+	}
+	bd.SetProducer(producerID, producerEpoch, p.coordinatorSequence(producerID, producerEpoch))
+	b := bd.Bytes()
+	b[22] |= 0x10 // attributes (bytes 21-22), bit 4: transactional
+	batch.SetCRC(b)
+	_, _, err := p.AppendBatch(b)
+	return err
+}
+
+// coordinatorSequence is the base sequence of the producer's next batch
+// written by a coordinator of this process: the one after its last batch
+// in p at that epoch, 0 at another epoch or for a producer p does not know.
+func (p *Partition) coordinatorSequence(producerID int64, producerEpoch int16) int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	info, ok := p.ps.Producer(producerID)
+	if !ok || info.Epoch != producerEpoch {
+		return 0
+	}
+	return incrementSequence(info.LastSequence, 1)
+}
+
+// appendGroupMarker appends the producer's marker to p at now. Its
+// coordinator epoch is the one of the producer's last marker in p (0 if
+// none): the transaction coordinator of a standalone broker never moves,
+// and completeGroupTxn's caller names no epoch.
+func appendGroupMarker(p *Partition, now int64, producerID int64, producerEpoch int16, commit bool) error {
+	p.mu.Lock()
+	ce := int32(0)
+	if info, ok := p.ps.Producer(producerID); ok && info.CoordinatorEpoch > 0 {
+		ce = info.CoordinatorEpoch
+	}
+	p.mu.Unlock()
+	_, err := p.AppendMarker(batch.Marker{Commit: commit, CoordinatorEpoch: ce, ProducerID: producerID, ProducerEpoch: producerEpoch, Timestamp: now})
+	return err
+}
+
+// completeGroupTxn ends the producer's transaction in OffsetsTopic, for
+// the transaction coordinator's marker to the group coordinator's
+// partition: the COMMIT (commit) or ABORT marker is written there, then
+// the offsets the producer committed in its transaction (TxnOffsetCommit)
+// become the groups' committed offsets, or are dropped. It returns once
+// the marker is durable; an error (log.ErrProducerFenced for an epoch
+// older than the producer's, a write error) changes nothing and may be
+// retried.
+func (b *Broker) completeGroupTxn(ctx context.Context, producerID int64, producerEpoch int16, commit bool) error {
+	if err := b.groups.CompleteTxn(ctx, producerID, producerEpoch, commit); err != nil {
+		return fmt.Errorf("log: complete transaction of producer %d in %s: %w", producerID, OffsetsTopic, fencedAsLog(err))
+	}
+	return nil
+}
+
+// fencedAsLog makes the group coordinator's group.ErrProducerFenced (an
+// epoch older than the one offsets are pending with) match
+// ErrProducerFenced too, as the partition's own refusal does.
+func fencedAsLog(err error) error {
+	if errors.Is(err, group.ErrProducerFenced) && !errors.Is(err, ErrProducerFenced) {
+		return fmt.Errorf("%w: %w", ErrProducerFenced, err)
+	}
+	return err
+}
+
+// TxnCommitOffsets commits a group's offsets as part of a producer's
+// transaction (Kafka's TxnOffsetCommit; see group.Coordinator.TxnCommit):
+// durable at once, committed only once the transaction commits.
+func (b *Broker) TxnCommitOffsets(ctx context.Context, req group.TxnCommitRequest) error {
+	return fencedAsLog(b.groups.TxnCommit(ctx, req))
 }
