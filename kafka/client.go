@@ -490,6 +490,10 @@ func (c *Client) listOffsetOnce(ctx context.Context, tp log.TopicPartition, at i
 	rt.Topic = tp.Topic
 	rp := kmsg.NewListOffsetsRequestTopicPartition()
 	rp.Partition, rp.Timestamp = int32(tp.Partition), at
+	if at == log.LatestStableOffset {
+		// Kafka asks for it as latest, read_committed.
+		req.IsolationLevel, rp.Timestamp = 1, log.LatestOffset
+	}
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := bc.do(ctx, req, clientListOffsetsMax)
@@ -617,7 +621,10 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 		partMax = 1 << 20
 	}
 	fr.SessionID, fr.SessionEpoch = 0, -1 // no fetch session
-	where := map[string]int{}             // topic → index in fr.Topics
+	if req.Isolation == log.FetchTxnCommitted {
+		fr.IsolationLevel = 1 // read_committed: the broker answers the aborted transactions
+	}
+	where := map[string]int{} // topic → index in fr.Topics
 	for _, i := range idx {
 		fp := req.Partitions[i]
 		ti, ok := where[fp.Topic]
@@ -672,8 +679,12 @@ func (c *Client) fetchFrom(ctx context.Context, bc *brokerConn, req log.FetchReq
 			dst.Err = fmt.Errorf("kafka: fetch %s: missing from the response", fp.TopicPartition)
 			continue
 		}
-		dst.HighWatermark, dst.LogStartOffset = p.HighWatermark, p.LogStartOffset
+		dst.HighWatermark, dst.LastStableOffset, dst.LogStartOffset = p.HighWatermark, p.LastStableOffset, p.LogStartOffset
 		dst.Records, dst.Err = log.BatchesOf(p.RecordBatches), nil
+		dst.AbortedTransactions = nil
+		for _, a := range p.AbortedTransactions {
+			dst.AbortedTransactions = append(dst.AbortedTransactions, log.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+		}
 		if err := codeError(p.ErrorCode); err != nil {
 			dst.Records = log.Batches{}
 			if errors.Is(err, log.ErrOffsetOutOfRange) {

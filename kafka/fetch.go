@@ -30,6 +30,11 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	s := c.s
 	byID := req.Version >= 13
 	fr := log.FetchRequest{MinBytes: int(req.MinBytes), MaxBytes: int(req.MaxBytes)}
+	if req.Version >= 4 && req.IsolationLevel == 1 {
+		// READ_COMMITTED: below the last stable offset, with the aborted
+		// transactions of what is read.
+		fr.Isolation = log.FetchTxnCommitted
+	}
 	// Kafka answers at once for MaxWait 0 or MinBytes 0; the backend
 	// treats zero as its default, so ask for the shortest wait instead.
 	fr.MaxWait = time.Duration(req.MaxWaitMillis) * time.Millisecond
@@ -97,7 +102,13 @@ func handleFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 				s.cfg.Metrics.Fetched(fp.Topic, fp.Records.Len(), false)
 			}
 			if fp.Err == nil || errors.Is(fp.Err, log.ErrOffsetOutOfRange) {
-				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.HighWatermark, fp.LogStartOffset
+				p.HighWatermark, p.LastStableOffset, p.LogStartOffset = fp.HighWatermark, fp.LastStableOffset, fp.LogStartOffset
+			}
+			if len(fp.AbortedTransactions) > 0 {
+				p.AbortedTransactions = make([]kmsg.FetchResponseTopicPartitionAbortedTransaction, len(fp.AbortedTransactions))
+				for k, a := range fp.AbortedTransactions {
+					p.AbortedTransactions[k] = kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset}
+				}
 			}
 			if rerr := c.take(&records[si], &fp.Records); rerr != nil {
 				sl.code = errorCode(rerr)

@@ -7,9 +7,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// handleListOffsets answers earliest (-2), latest (-1) and by timestamp
-// (the first offset whose record is at least that recent, through the time
-// index; -1 when no record is).
+// handleListOffsets answers earliest (-2), latest (-1: the high
+// watermark, or the last stable offset for isolation level read_committed,
+// v2+) and by timestamp (the first offset whose record is at least that
+// recent, through the time index; -1 when no record is).
 func handleListOffsets(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.ListOffsetsRequest)
 	s := c.s
@@ -27,7 +28,11 @@ func handleListOffsets(ctx context.Context, c *conn, r kmsg.Request) reply {
 			case rp.Timestamp < log.EarliestOffset:
 				p.ErrorCode = errInvalidRequest // special timestamps of later versions
 			default:
-				off, err := s.b.ListOffset(ctx, tp, rp.Timestamp)
+				at := rp.Timestamp
+				if at == log.LatestOffset && req.Version >= 2 && req.IsolationLevel == 1 {
+					at = log.LatestStableOffset
+				}
+				off, err := s.b.ListOffset(ctx, tp, at)
 				p.ErrorCode = errorCode(err)
 				if err == nil && rp.Timestamp >= 0 {
 					// Kafka's answer when no record is that recent.

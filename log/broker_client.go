@@ -64,7 +64,8 @@ func (b *Broker) produceWith(ctx context.Context, tp TopicPartition, batch []byt
 }
 
 // ListOffset returns the log start offset (EarliestOffset), the high
-// watermark (LatestOffset) or the first offset at or after a timestamp (ms).
+// watermark (LatestOffset), the last stable offset (LatestStableOffset) or
+// the first offset at or after a timestamp (ms).
 // A standalone broker answers from its own partitions: ctx is not waited on.
 func (b *Broker) ListOffset(_ context.Context, tp TopicPartition, at int64) (int64, error) {
 	p, err := b.Partition(tp.Topic, tp.Partition)
@@ -76,6 +77,8 @@ func (b *Broker) ListOffset(_ context.Context, tp TopicPartition, at int64) (int
 		return p.StartOffset(), nil
 	case at == LatestOffset:
 		return p.HighWatermark(), nil
+	case at == LatestStableOffset:
+		return p.LastStableOffset(), nil
 	case at < 0:
 		return 0, fmt.Errorf("%w: ListOffset at %d", ErrInvalidConfig, at)
 	}
@@ -83,10 +86,12 @@ func (b *Broker) ListOffset(_ context.Context, tp TopicPartition, at int64) (int
 }
 
 // Fetch reads the requested partitions: consumers below the high
-// watermark, replicas below the end offset (FetchRequest.Isolation,
-// ReplicaID). With fewer than MinBytes readable it parks in the purgatory
-// until enough is readable below those bounds (an append, or the high
-// watermark moving), MaxWait passes, ctx is done or the broker closes, then
+// watermark, or the last stable offset for FetchTxnCommitted (with the
+// aborted transactions of what was read), replicas below the end offset
+// (FetchRequest.Isolation, ReplicaID). With fewer than MinBytes readable it
+// parks in the purgatory until enough is readable below those bounds (an
+// append, a transaction marker, or the high watermark moving), MaxWait
+// passes, ctx is done or the broker closes, then
 // reads again. The records are handles on the segment files: release them
 // (FetchResponse.Release).
 func (b *Broker) Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error) {
@@ -158,7 +163,7 @@ func (b *Broker) readFetch(req FetchRequest, op *fetchOp) (FetchResponse, int) {
 			op.parts[i] = p
 		}
 		hw := op.hw(p)
-		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, hw, p.StartOffset()
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, min(p.LastStableOffset(), hw), p.StartOffset()
 		bound := op.bound(p)
 		op.bounds[i], op.counts[i] = bound, 0
 		budget := min(fp.maxBytes(&req), req.MaxBytes-total)
@@ -171,6 +176,15 @@ func (b *Broker) readFetch(req FetchRequest, op *fetchOp) (FetchResponse, int) {
 		if err != nil {
 			out.Err = err
 			continue
+		}
+		if req.isolation() == FetchTxnCommitted && recs.Len() > 0 {
+			// The aborted transactions of what was read (Kafka's
+			// collectAbortedTransactions up to the read's end).
+			if out.AbortedTransactions, err = p.AbortedTransactions(nil, fp.Offset, recs.next); err != nil {
+				recs.Release()
+				out.Err = err
+				continue
+			}
 		}
 		out.Records = recs
 		op.counts[i] = recs.Len()
@@ -212,8 +226,11 @@ type fetchOp struct {
 
 // bound is the offset the fetch reads p below.
 func (o *fetchOp) bound(p *Partition) int64 {
-	if o.req.isolation() == FetchLogEnd {
+	switch o.req.isolation() {
+	case FetchLogEnd:
 		return p.EndOffset()
+	case FetchTxnCommitted:
+		return min(p.LastStableOffset(), o.hw(p))
 	}
 	return o.hw(p)
 }

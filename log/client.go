@@ -84,8 +84,9 @@ type DataClient interface {
 	// FetchedPartition. The caller releases the response's records
 	// (FetchResponse.Release).
 	Fetch(ctx context.Context, req FetchRequest) (FetchResponse, error)
-	// ListOffset returns EarliestOffset, LatestOffset, or for a timestamp
-	// in ms the first offset whose record is at least that recent.
+	// ListOffset returns EarliestOffset, LatestOffset, LatestStableOffset,
+	// or for a timestamp in ms the first offset whose record is at least
+	// that recent.
 	ListOffset(ctx context.Context, tp TopicPartition, at int64) (int64, error)
 	// InitProducerID gives an idempotent producer its identity, as Kafka's
 	// InitProducerId without a transactional id: a producer id never given
@@ -258,5 +259,9 @@ type FetchedPartition struct {
 	HighWatermark    int64
 	LastStableOffset int64 // the high watermark while there are no transactions
 	LogStartOffset   int64
-	Err              error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
+	// AbortedTransactions are, for a FetchTxnCommitted fetch with records,
+	// the aborted transactions that overlap them, whose batches a
+	// READ_COMMITTED reader skips; nil otherwise.
+	AbortedTransactions []AbortedTransaction
+	Err                 error // per partition: *OffsetOutOfRangeError, ErrUnknownTopic, ...
 }

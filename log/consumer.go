@@ -80,6 +80,13 @@ type ConsumerConfig struct {
 	// PartitionMaxBytes bounds the bytes of one partition in one Poll
 	// (max.partition.fetch.bytes); 0 → 1 MiB.
 	PartitionMaxBytes int
+	// Isolation says which records Poll returns (isolation.level):
+	// ReadUncommitted, the zero value and Kafka's default, every record
+	// below the high watermark; ReadCommitted, only those of committed
+	// transactions (and of no transaction), below the last stable offset,
+	// where ResetLatest then starts too. Transaction markers are never
+	// records.
+	Isolation IsolationLevel
 	// SessionTimeout: a member whose heartbeats stop for that long is
 	// removed from its group (session.timeout.ms); 0 → 45 s. The broker
 	// bounds it (by default to [6 s, 30 min]).
@@ -162,6 +169,8 @@ func (c ConsumerConfig) validate() error {
 		return bad("unknown group protocol %d", int(c.Protocol))
 	case c.Reset != ResetEarliest && c.Reset != ResetLatest:
 		return bad("unknown reset %d", int(c.Reset))
+	case c.Isolation != ReadUncommitted && c.Isolation != ReadCommitted:
+		return bad("unknown isolation level %d", int(c.Isolation))
 	case c.MinBytes < 0 || c.MaxBytes < 0 || c.PartitionMaxBytes < 0:
 		return bad("negative byte count (MinBytes %d, MaxBytes %d, PartitionMaxBytes %d)", c.MinBytes, c.MaxBytes, c.PartitionMaxBytes)
 	case c.MaxWait < 0 || c.SessionTimeout < 0 || c.RebalanceTimeout < 0 || c.HeartbeatInterval < 0:
@@ -211,6 +220,7 @@ type Consumer struct {
 	fetchTail  [][]tailBatch
 	fetchEnds  []int
 	fetchNexts []int64
+	fetchAbort abortFilter // ReadCommitted: skips aborted transactions
 
 	mu         sync.Mutex
 	closed     bool
@@ -524,6 +534,7 @@ func (c *Consumer) fetchOnce(ctx context.Context, wait time.Duration) ([]Record,
 		MaxBytes:          c.cfg.MaxBytes,
 		PartitionMaxBytes: c.cfg.PartitionMaxBytes,
 		MaxWait:           wait,
+		Isolation:         c.cfg.Isolation.fetchIsolation(),
 	})
 	if err != nil {
 		if transient(err) && !ctxCaused(err) && ctx.Err() == nil {
@@ -578,7 +589,12 @@ func (c *Consumer) fetchOnce(ctx context.Context, wait time.Duration) ([]Record,
 		case fp.Err != nil:
 			return nil, nil, fmt.Errorf("log: consumer: fetch %s-%d at %d: %w", fp.Topic, fp.Partition, from, fp.Err)
 		default:
-			recs, nexts[i], err = decodeBuiltFrom(recs, &hdrs, raws[i], tails[i], fp.TopicPartition, from)
+			var ab *abortFilter
+			if c.cfg.Isolation == ReadCommitted {
+				ab = &c.fetchAbort
+				ab.reset(fp.AbortedTransactions)
+			}
+			recs, nexts[i], err = decodeBuiltFrom(recs, &hdrs, raws[i], tails[i], ab, fp.TopicPartition, from)
 			if err != nil {
 				return nil, nil, fmt.Errorf("log: consumer: %s-%d at %d: %w", fp.Topic, fp.Partition, from, err)
 			}
@@ -639,7 +655,10 @@ func idle(ctx context.Context, d time.Duration) error {
 // resetOffset is where Reset moves a partition.
 func (c *Consumer) resetOffset(ctx context.Context, tp TopicPartition) (int64, error) {
 	at := EarliestOffset
-	if c.cfg.Reset == ResetLatest {
+	switch {
+	case c.cfg.Reset == ResetLatest && c.cfg.Isolation == ReadCommitted:
+		at = LatestStableOffset
+	case c.cfg.Reset == ResetLatest:
 		at = LatestOffset
 	}
 	off, err := c.client.ListOffset(ctx, tp, at)

@@ -67,7 +67,7 @@ func (p *Partition) ReadAppend(dst []Record, offset int64, maxBytes int) ([]Reco
 		}
 		if len(raw) > 0 {
 			var hdrs []Header
-			recs, next, err := decodeBatches(slices.Grow(buf[:n], countRecords(raw)), &hdrs, raw, nil, TopicPartition{Topic: p.topic, Partition: p.id}, offset, p.maxInflate)
+			recs, next, err := decodeBatches(slices.Grow(buf[:n], countRecords(raw)), &hdrs, raw, nil, nil, TopicPartition{Topic: p.topic, Partition: p.id}, offset, p.maxInflate)
 			if err != nil {
 				clear(recs[n:])
 				return dst[:n], fmt.Errorf("log: read %s at %d: %w", p, offset, err)

@@ -100,7 +100,7 @@ func countRecords(raw []byte) int {
 // (batch.ErrTooLarge past them: a reader of a broker does not know its
 // MaxDecompressedBytes; a Partition's reads apply the store's).
 func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, from int64) ([]Record, int64, error) {
-	return decodeBatches(dst, hdrs, raw, nil, tp, from, batch.DefaultMaxDecompressed)
+	return decodeBatches(dst, hdrs, raw, nil, nil, tp, from, batch.DefaultMaxDecompressed)
 }
 
 // decodeBuiltFrom is decodeFrom; tail, if not nil, are the batches of a
@@ -110,14 +110,16 @@ func decodeFrom(dst []Record, hdrs *[]Header, raw []byte, tp TopicPartition, fro
 // sent since, and which nothing writes to (tail.go). A check of them cost
 // as much as the Producer's own checksum (1 KiB records: 0.12 µs of the
 // 1.1 µs of CPU a record costs to produce and consume). Nor are the records
-// of a tail batch with spans parsed: they are its spans (batch.Span).
-func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, tp TopicPartition, from int64) ([]Record, int64, error) {
-	return decodeBatches(dst, hdrs, raw, tail, tp, from, batch.DefaultMaxDecompressed)
+// of a tail batch with spans parsed: they are its spans (batch.Span). With
+// ab set (a READ_COMMITTED read), the batches of aborted transactions are
+// skipped too (abortFilter).
+func decodeBuiltFrom(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, ab *abortFilter, tp TopicPartition, from int64) ([]Record, int64, error) {
+	return decodeBatches(dst, hdrs, raw, tail, ab, tp, from, batch.DefaultMaxDecompressed)
 }
 
 // decodeBatches is decodeBuiltFrom decompressing a compressed batch's
 // records up to limit bytes (batch.DecompressLimit).
-func decodeBatches(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, tp TopicPartition, from int64, limit int) ([]Record, int64, error) {
+func decodeBatches(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, ab *abortFilter, tp TopicPartition, from int64, limit int) ([]Record, int64, error) {
 	built := tail != nil
 	next, prevEnd := from, int64(-1)
 	var (
@@ -138,7 +140,7 @@ func decodeBatches(dst []Record, hdrs *[]Header, raw []byte, tail []tailBatch, t
 			continue
 		}
 		next = max(next, prevEnd)
-		if h.Control() {
+		if ab != nil && ab.skip(h, b) || h.Control() {
 			continue
 		}
 		var spans []batch.Span // the records' spans, if a Producer recorded them (never for a compressed batch)

@@ -36,12 +36,33 @@ const replayChunk = 256 << 10
 // contiguous: compaction leaves gaps. Control batches (transaction markers)
 // are skipped. A Close of the broker ends it with one error matching
 // ErrClosed (after the records of the chunk it had read). Breaking out of
-// the loop releases everything the iterator holds. The iterator may be ranged over more than once, each time from
-// from to the same end.
+// the loop releases everything the iterator holds. The iterator may be
+// ranged over more than once, each time from from to the same end.
+//
+// Records reads as a READ_UNCOMMITTED consumer does: the records of
+// transactions still open or aborted are yielded too. RecordsIsolated
+// reads as a READ_COMMITTED one.
 func (p *Partition) Records(from int64) iter.Seq2[Record, error] {
+	return p.RecordsIsolated(from, ReadUncommitted)
+}
+
+// RecordsIsolated is Records at isolation level level: with ReadCommitted,
+// up to the last stable offset at the call rather than the high watermark,
+// and without the records of aborted transactions, which it finds in the
+// segments' .txnindex as a READ_COMMITTED fetch does. An unknown level
+// yields one error matching ErrInvalidConfig.
+func (p *Partition) RecordsIsolated(from int64, level IsolationLevel) iter.Seq2[Record, error] {
 	end := p.HighWatermark()
+	committed := level == ReadCommitted
+	if committed {
+		end = min(p.LastStableOffset(), end)
+	}
 	return func(yield func(Record, error) bool) {
-		r := replay{p: p, yield: yield}
+		if level != ReadUncommitted && level != ReadCommitted {
+			yield(Record{}, fmt.Errorf("%w: records of %s: unknown isolation level %d", ErrInvalidConfig, p, level))
+			return
+		}
+		r := replay{p: p, yield: yield, committed: committed}
 		r.run(from, end)
 	}
 }
@@ -54,6 +75,11 @@ type replay struct {
 	dbuf  []byte // the batch being read, decompressed
 	it    batch.Iter
 	rec   batch.Record
+	// committed: a READ_COMMITTED replay, skipping aborted transactions
+	// (ab, with the aborted transactions of each chunk in aborted).
+	committed bool
+	ab        abortFilter
+	aborted   []AbortedTransaction
 }
 
 // run yields the records in [from, end), and reports nothing: a stop (the
@@ -98,6 +124,12 @@ func (r *replay) chunk(off, end int64) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
 	}
+	if r.committed && len(r.buf) > 0 {
+		if r.aborted, err = p.AbortedTransactions(r.aborted[:0], off, next); err != nil {
+			return 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
+		}
+		r.ab.reset(r.aborted)
+	}
 	raw := r.buf
 	for pos := 0; pos < len(raw); {
 		h, bb, err := nextBatch(raw[pos:])
@@ -105,7 +137,10 @@ func (r *replay) chunk(off, end int64) (int64, error) {
 			return 0, fmt.Errorf("log: replay %s at %d: batch at byte %d of a read: %w", p, off, pos, err)
 		}
 		pos += len(bb)
-		if h.NextOffset() <= off || h.Control() {
+		if h.NextOffset() <= off {
+			continue
+		}
+		if r.committed && r.ab.skip(h, bb) || h.Control() {
 			continue
 		}
 		if h.Compression() != batch.CompressionNone {
