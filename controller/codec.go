@@ -27,6 +27,7 @@ import (
 // PartitionState is Partition, Replicas, ISR, Leader, LeaderEpoch,
 // PartitionEpoch. A producerIDsRecord is BrokerID, BrokerEpoch,
 // NextProducerID (int64). An unregisterBrokerRecord (type 10) is ID, Epoch.
+// The security records (types 64-68) are laid out in security_codec.go.
 //
 // encoding/binary varints rather than encoding/json: an entry of one
 // partition change is ~30 bytes instead of ~150, and encode+decode costs a
@@ -131,6 +132,8 @@ func appendRecord(b []byte, r record) []byte {
 	case unregisterBrokerRecord:
 		b = appendInt(b, r.ID)
 		b = binary.AppendVarint(b, r.Epoch)
+	case aclRecord, removeACLRecord, scramRecord, removeSCRAMRecord, quotaRecord:
+		b = appendSecurityRecord(b, r) // security_codec.go
 	default:
 		panic(fmt.Sprintf("controller: unknown record type %T", r))
 	}
@@ -375,6 +378,8 @@ func (d *decoder) record() record {
 		return producerIDsRecord{BrokerID: d.int(), BrokerEpoch: d.varint(), NextProducerID: d.varint()}
 	case typeUnregisterBroker:
 		return unregisterBrokerRecord{ID: d.int(), Epoch: d.varint()}
+	case typeACL, typeRemoveACL, typeSCRAM, typeRemoveSCRAM, typeQuota:
+		return d.securityRecord(t) // security_codec.go
 	default:
 		d.fail("record type %d", t)
 		return nil
@@ -410,6 +415,7 @@ func imageRecords(img *Image) []record {
 	if img.nextProducerID > 0 {
 		recs = append(recs, producerIDsRecord{NextProducerID: img.nextProducerID})
 	}
+	recs = append(recs, securityRecords(img)...) // ACLs, SCRAM credentials, quotas (security.go)
 	return recs
 }
 

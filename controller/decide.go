@@ -171,6 +171,7 @@ func (img *Image) cloneShared() *Image {
 		brokers:         maps.Clone(img.brokers),
 		topics:          maps.Clone(img.topics),
 		topicNames:      maps.Clone(img.topicNames),
+		sec:             img.sec, // copied on write (security.go)
 		owner:           new(ownerToken),
 	}
 }

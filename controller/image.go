@@ -103,6 +103,9 @@ type Image struct {
 	brokers        map[int]BrokerInfo
 	topics         map[string]*topicState
 	topicNames     map[TopicID]string
+	// sec is the ACLs, SCRAM credentials and client quotas (security.go);
+	// nil: none.
+	sec *securityState
 	// owner marks the topicStates this image may modify in place; clone gives
 	// both images new owners so that shared topicStates are copied on write.
 	owner *ownerToken

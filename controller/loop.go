@@ -345,6 +345,8 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 			delete(st.deadlines, o.BrokerID)
 		}
 		return recs, outcome{}, err
+	case opCreateACLs, opDeleteACLs, opAlterSCRAM, opAlterQuotas:
+		return decideSecurity(img, o) // security.go
 	}
 	return nil, outcome{}, fmt.Errorf("%w: unknown operation %q", ErrInvalidRequest, o.Kind)
 }

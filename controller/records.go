@@ -204,6 +204,8 @@ func (img *Image) apply(r record) error {
 			return fmt.Errorf("%w: unregister broker %d epoch %d", errInapplicable, r.ID, r.Epoch)
 		}
 		delete(img.brokers, r.ID)
+	case aclRecord, removeACLRecord, scramRecord, removeSCRAMRecord, quotaRecord:
+		return img.applySecurity(r) // security.go
 	default:
 		return fmt.Errorf("%w: record type %T", errInapplicable, r)
 	}

@@ -63,6 +63,7 @@ type op struct {
 	BrokerID    int                        `json:"broker_id,omitzero"`
 	Version     int64                      `json:"version,omitzero"`
 	Elect       electRequest               `json:"elect,omitzero"`
+	Security    securityOp                 `json:"security,omitzero"` // security.go
 }
 
 // outcome is what an op yields.
@@ -75,6 +76,7 @@ type outcome struct {
 	ProducerIDs ProducerIDBlock `json:"producer_ids,omitzero"`
 	Quorum      QuorumInfo      `json:"quorum,omitzero"`
 	Elections   []electResult   `json:"elections,omitzero"`
+	Security    securityOutcome `json:"security,omitzero"` // security.go
 	// Version is the metadata version (Raft index) the op's records
 	// committed at; 0 when it had none.
 	Version uint64 `json:"version,omitzero"`

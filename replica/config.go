@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/strata-log/strata/acl"
 	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/metrics"
@@ -54,6 +55,12 @@ type Config struct {
 	// address on that listener. None: clients use Addr, as before. They
 	// listen through Network when the data plane on Addr does.
 	Listeners []Listener
+	// Authorizer, when set, checks every request on the client listeners
+	// against the cluster's ACLs (kept in the metadata: security.go), as
+	// kafka.Config.Authorizer does: super users, and everyone where no ACL
+	// names a resource if AllowIfNoACL (Kafka's super.users and
+	// allow.everyone.if.no.acl.found). It needs Listeners.
+	Authorizer *acl.Config
 	// Local, when set, joins this member to an in-process network of
 	// members (tests, examples; replicatest.NewLocalNetwork makes one),
 	// which then carries replication and forwarded client calls between
@@ -155,6 +162,9 @@ func (c Config) validate() error {
 		return bad("negative duration")
 	}
 	if _, _, err := c.dataPlaneTLS(); err != nil {
+		return err
+	}
+	if err := c.validateSecurity(); err != nil { // security.go
 		return err
 	}
 	return c.validateListeners()

@@ -132,6 +132,7 @@ func (b *Broker) startListeners(viaNetwork bool) error {
 			NodeID: int32(b.cfg.ID), Logger: b.cfg.Logger, Metrics: b.cfg.Metrics,
 			AdvertisedAddr: l.AdvertisedAddr, TLS: l.TLS, SASL: l.SASL,
 		}
+		kcfg.Authorizer = b.cfg.Authorizer // security.go
 		ln, err := b.listen(l.Addr, viaNetwork)
 		if err != nil {
 			b.closeListeners()

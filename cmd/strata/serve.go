@@ -157,7 +157,7 @@ func runServe(e *env, args []string) error {
 		out := &startedWriter{w: e.stdout}
 		ce := *e
 		ce.stdout = out
-		err := serveCluster(&ce, &c, &cluster, len(overrides), logger)
+		err := serveCluster(&ce, &c, &cluster, clusterOverrides(overrides), logger)
 		if err != nil && os.IsNotExist(statErr) && !out.started {
 			os.RemoveAll(c.dataDir)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	stdlog "log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -92,7 +93,9 @@ func parsePeer(v string) (replica.Peer, error) {
 func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logger *stdlog.Logger) (err error) {
 	switch {
 	case overrides > 0:
-		return usagef("--override and the topic-setting flags are for a standalone broker; a cluster member takes its topics' settings at topic creation")
+		return usagef("--override and the topic-setting flags are for a standalone broker (a cluster member takes its topics' settings at topic creation), but for %s", strings.Join(aclOverrideKeys, ", "))
+	case c.server.Authorizer != nil && cl.clientAddr == "":
+		return usagef("%s authorize a cluster member's client listener: give it with --client-addr", strings.Join(aclOverrideKeys, ", "))
 	case cl.raftAddr == "":
 		return usagef("a cluster member needs --raft-addr")
 	case len(cl.peers) == 0:
@@ -134,6 +137,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 			TLS: c.server.TLS, SASL: c.server.SASL,
 		}}
 	}
+	cfg.Authorizer = c.server.Authorizer
 	if cfg.TLS, err = cl.tlsConfig(); err != nil {
 		return err
 	}
@@ -167,4 +171,17 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
+}
+
+// clusterOverrides counts the overrides a cluster member does not take:
+// all but the authorizer's (aclOverrideKeys).
+func clusterOverrides(overrides []string) int {
+	n := 0
+	for _, kv := range overrides {
+		k, _, _ := strings.Cut(kv, "=")
+		if !slices.Contains(aclOverrideKeys, strings.TrimSpace(k)) {
+			n++
+		}
+	}
+	return n
 }
