@@ -63,3 +63,12 @@ func topicID(name string) [16]byte {
 	}
 	return id
 }
+
+// TxnOffsetCommitter is a backend whose group coordinators keep
+// transactional offset commits (TxnOffsetCommit, KIP-98): *log.Broker,
+// whose __consumer_offsets takes a producer's transactional batches and
+// the markers that end them. The server commits through the group's
+// coordinator (group.Coordinator.TxnCommit); this says it can.
+type TxnOffsetCommitter interface {
+	TxnCommitOffsets(ctx context.Context, req group.TxnCommitRequest) error
+}

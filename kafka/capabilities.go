@@ -29,6 +29,7 @@ type capabilities struct {
 	scram          SCRAMBackend          // Describe/AlterUserScramCredentials; runtime SCRAM users
 	elector        LeaderElector         // ElectLeaders (elect.go)
 	quotas         *quotaManager         // DescribeClientQuotas, AlterClientQuotas; the quotas enforced
+	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -50,6 +51,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.quorum, _ = b.(QuorumBackend)
 	c.scram, _ = b.(SCRAMBackend)
 	c.elector, _ = b.(LeaderElector)
+	c.txnOffsets, _ = b.(TxnOffsetCommitter)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -76,6 +78,7 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.producerIDs != nil }, idempotenceAPIs},
 	{func(s *Server) bool { return s.cfg.SASL != nil }, saslAPIs},
 	{func(s *Server) bool { return s.caps.acls != nil }, aclAPIs},
+	{func(s *Server) bool { return s.caps.txnOffsets != nil && s.groupsServed() }, txnOffsetAPIs},
 	{func(s *Server) bool { return s.caps.unregister != nil }, unregisterBrokerAPIs},
 	{func(s *Server) bool { return s.caps.quorum != nil }, quorumAPIs},
 	{func(s *Server) bool { return s.caps.scram != nil }, scramAdminAPIs},

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -87,7 +88,7 @@ func handleOffsetFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		if req.Topics == nil {
 			topics = nil
 		}
-		g := c.s.committed(ctx, req.Group, topics)
+		g := c.s.committed(ctx, req.Group, topics, req.RequireStable)
 		for _, gt := range g.Topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
 			rt.Topic = gt.Topic
@@ -108,7 +109,7 @@ func handleOffsetFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 			resp.Groups = append(resp.Groups, g)
 			continue
 		}
-		resp.Groups = append(resp.Groups, c.s.committed(ctx, rg.Group, rg.Topics))
+		resp.Groups = append(resp.Groups, c.s.committed(ctx, rg.Group, rg.Topics, req.RequireStable))
 	}
 	return reply{resp: resp}
 }
@@ -137,7 +138,11 @@ func (s *Server) checkOffsetFetch(ctx context.Context, rg kmsg.OffsetFetchReques
 
 // committed is one group's answer to an OffsetFetch: the offsets of the
 // partitions of topics, or of every partition with a commit for topics nil.
-func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+// With requireStable (v7+, KIP-447), a partition with a transactional
+// commit pending is answered UNSTABLE_OFFSET_COMMIT and offset -1, as
+// Kafka's coordinator answers it: the consumer retries until the
+// transaction ends.
+func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.OffsetFetchRequestGroupTopic, requireStable bool) kmsg.OffsetFetchResponseGroup {
 	g := kmsg.NewOffsetFetchResponseGroup()
 	g.Group = groupID
 	partition := func(p int32, co group.CommittedOffset) kmsg.OffsetFetchResponseGroupTopicPartition {
@@ -162,7 +167,19 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 		}
 		return g
 	}
+	var unstable map[log.TopicPartition]bool
+	partitionOf := func(tp log.TopicPartition, co group.CommittedOffset) kmsg.OffsetFetchResponseGroupTopicPartition {
+		if unstable[tp] {
+			rp := partition(int32(tp.Partition), group.CommittedOffset{Offset: -1, LeaderEpoch: -1})
+			rp.ErrorCode = kerr.UnstableOffsetCommit
+			return rp
+		}
+		return partition(int32(tp.Partition), co)
+	}
 	if topics == nil {
+		if requireStable {
+			unstable = gc.PendingTxn(groupID, nil)
+		}
 		all := gc.CommittedWithMetadata(groupID, nil)
 		where := map[string]int{}
 		plain := make(map[log.TopicPartition]int64, len(all))
@@ -178,7 +195,7 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 				gt.Topic = tp.Topic
 				g.Topics = append(g.Topics, gt)
 			}
-			g.Topics[i].Partitions = append(g.Topics[i].Partitions, partition(int32(tp.Partition), all[tp]))
+			g.Topics[i].Partitions = append(g.Topics[i].Partitions, partitionOf(tp, all[tp]))
 		}
 		return g
 	}
@@ -189,17 +206,99 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 		}
 	}
 	got := gc.CommittedWithMetadata(groupID, tps)
+	if requireStable {
+		unstable = gc.PendingTxn(groupID, tps)
+	}
 	for _, t := range topics {
 		gt := kmsg.NewOffsetFetchResponseGroupTopic()
 		gt.Topic = t.Topic
 		for _, p := range t.Partitions {
-			co, ok := got[log.TopicPartition{Topic: t.Topic, Partition: int(p)}]
+			tp := log.TopicPartition{Topic: t.Topic, Partition: int(p)}
+			co, ok := got[tp]
 			if !ok {
 				co = group.CommittedOffset{Offset: -1, LeaderEpoch: -1}
 			}
-			gt.Partitions = append(gt.Partitions, partition(p, co))
+			gt.Partitions = append(gt.Partitions, partitionOf(tp, co))
 		}
 		g.Topics = append(g.Topics, gt)
 	}
 	return g
+}
+
+// txnOffsetAPIs are served when the backend keeps transactional offset
+// commits (TxnOffsetCommitter). v3+ carry the member's generation, member
+// id and instance id (KIP-447), which the coordinator fences as
+// OffsetCommit's. v5 (KIP-890's transaction version 2, where the commit
+// adds the group to the transaction itself) is not served: a client adds
+// the group with AddOffsetsToTxn first.
+var txnOffsetAPIs = []api{
+	{key: authzTxnOffsetCommit, min: 0, max: 4, handle: handleTxnOffsetCommit},
+}
+
+// handleTxnOffsetCommit commits offsets as part of the producer's
+// transaction through the group's coordinator (group.Coordinator.TxnCommit):
+// written to __consumer_offsets at once, visible to OffsetFetch once the
+// transaction commits. As for OffsetCommit, partitions of topics the
+// broker does not have are answered UNKNOWN_TOPIC_OR_PARTITION, metadata
+// past offset.metadata.max.bytes OFFSET_METADATA_TOO_LARGE, and the others
+// committed as one, each getting the commit's error: NOT_COORDINATOR and
+// the like, INVALID_GROUP_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+// FENCED_INSTANCE_ID, or INVALID_PRODUCER_EPOCH for an epoch older than
+// the producer's (as Kafka's log answers it).
+func handleTxnOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
+	req := r.(*kmsg.TxnOffsetCommitRequest)
+	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	offsets := map[log.TopicPartition]group.CommittedOffset{}
+	codes := make([][]int16, len(req.Topics))
+	for i, t := range req.Topics {
+		n, err := c.s.b.Partitions(ctx, t.Topic)
+		codes[i] = make([]int16, len(t.Partitions))
+		for j, p := range t.Partitions {
+			switch {
+			case err != nil || p.Partition < 0 || int(p.Partition) >= n:
+				codes[i][j] = errUnknownTopicOrPartition
+			case p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata:
+				codes[i][j] = errOffsetMetadataTooLarge
+			default:
+				codes[i][j] = -2 // committed below
+				co := group.CommittedOffset{Offset: p.Offset, LeaderEpoch: -1}
+				if req.Version >= 2 && p.LeaderEpoch >= 0 {
+					co.LeaderEpoch = p.LeaderEpoch
+				}
+				if p.Metadata != nil {
+					co.Metadata = *p.Metadata
+				}
+				offsets[log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)}] = co
+			}
+		}
+	}
+	code := errNone
+	if len(offsets) > 0 {
+		tr := group.TxnCommitRequest{Group: req.Group, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
+			Generation: -1, Offsets: offsets}
+		if req.Version >= 3 {
+			tr.MemberID, tr.Generation = req.MemberID, req.Generation
+			if req.InstanceID != nil {
+				tr.GroupInstanceID = *req.InstanceID
+			}
+		}
+		gc, cc := c.s.coordinatorFor(ctx, req.Group)
+		if code = cc; gc != nil {
+			code = groupCode(ctx, gc.TxnCommit(ctx, tr))
+		}
+	}
+	for i, t := range req.Topics {
+		rt := kmsg.NewTxnOffsetCommitResponseTopic()
+		rt.Topic = t.Topic
+		for j, p := range t.Partitions {
+			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
+			if rp.ErrorCode == -2 {
+				rp.ErrorCode = code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return reply{resp: resp}
 }

@@ -74,6 +74,7 @@ const (
 	GroupMaxSizeReached                int16 = 81
 	FencedInstanceID                   int16 = 82
 	InvalidRecord                      int16 = 87
+	UnstableOffsetCommit               int16 = 88
 	ResourceNotFound                   int16 = 91
 	DuplicateResource                  int16 = 92
 	UnacceptableCredential             int16 = 93
@@ -131,6 +132,7 @@ var table = []Row{
 	{log.ErrUnknownProducerID, UnknownProducerID},
 	{log.ErrOutOfOrderSequence, OutOfOrderSequenceNumber},
 	{log.ErrProducerFenced, InvalidProducerEpoch},
+	{group.ErrProducerFenced, InvalidProducerEpoch},
 	{log.ErrInvalidSequence, InvalidRecord},
 	{log.ErrTransactionsUnsupported, InvalidRecord},
 	{log.ErrInvalidTopic, InvalidTopicException},
