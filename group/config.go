@@ -77,8 +77,9 @@ type Config struct {
 	ConsumerHeartbeatInterval time.Duration
 	ConsumerMaxSize           int
 	// TopicNames lists the topics a subscription by regular expression
-	// may match (internal ones left out); nil → such subscriptions match
-	// nothing. Called with no lock held.
+	// may match: every topic, internal ones included, as Kafka resolves a
+	// regex against its whole metadata image; nil → such subscriptions
+	// match nothing. Called with no lock held.
 	TopicNames func() []string
 
 	// consumerGroups are the consumer groups Open read back.

@@ -46,9 +46,19 @@ type Backend interface {
 }
 
 var (
-	_ Backend       = (*log.Broker)(nil)
-	_ BatchBorrower = (*log.Broker)(nil)
+	_ Backend             = (*log.Broker)(nil)
+	_ BatchBorrower       = (*log.Broker)(nil)
+	_ OffsetsTopicCreator = (*log.Broker)(nil)
 )
+
+// OffsetsTopicCreator is implemented by a standalone Backend (*log.Broker)
+// that creates Kafka's __consumer_offsets on first use: FindCoordinator
+// for a group creates it, as Kafka's does, so that clients see it in
+// Metadata once they have looked for a coordinator. (A GroupRouter creates
+// it in CoordinatorFor.)
+type OffsetsTopicCreator interface {
+	CreateOffsetsTopic() error
+}
 
 // topicID is the id a topic is known by in Metadata v10+, Fetch v13+ and
 // Produce v13+: derived from its name, so that every server over the same

@@ -30,6 +30,7 @@ type capabilities struct {
 	elector        LeaderElector         // ElectLeaders (elect.go)
 	quotas         *quotaManager         // DescribeClientQuotas, AlterClientQuotas; the quotas enforced
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
+	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -52,6 +53,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.scram, _ = b.(SCRAMBackend)
 	c.elector, _ = b.(LeaderElector)
 	c.txnOffsets, _ = b.(TxnOffsetCommitter)
+	c.offsetsTopic, _ = b.(OffsetsTopicCreator)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}

@@ -81,6 +81,9 @@ func (s *Server) coordinators() []*group.Coordinator {
 func (s *Server) findCoordinator(ctx context.Context, groupID string) (node int32, host string, port int32, code int16) {
 	r := s.caps.groupRouter
 	if r == nil {
+		if oc := s.caps.offsetsTopic; oc != nil && oc.CreateOffsetsTopic() != nil {
+			return -1, "", -1, errCoordinatorNotAvailable // as Kafka's while it cannot create it
+		}
 		host, port := s.advertised()
 		return s.cfg.NodeID, host, port, errNone
 	}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/strata-log/strata/log"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -19,7 +20,15 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 
 	// v0: an empty list means every topic; v1+: a null list does.
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
-		for _, name := range s.b.Topics() {
+		names := s.b.Topics()
+		// Kafka lists its internal topics too, marked IsInternal; a
+		// standalone log.Broker keeps __consumer_offsets out of Topics.
+		if _, found := slices.BinarySearch(names, log.OffsetsTopic); !found {
+			if _, err := s.b.Partitions(ctx, log.OffsetsTopic); err == nil {
+				names = append(names, log.OffsetsTopic)
+			}
+		}
+		for _, name := range names {
 			resp.Topics = append(resp.Topics, s.topicMetadata(ctx, name, [16]byte{}, req.Version))
 		}
 		return reply{resp: resp}

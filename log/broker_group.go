@@ -27,7 +27,7 @@ var offsetsTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionT
 func (b *Broker) startGroups() error {
 	c, err := group.Open(context.Background(), group.Config{
 		Partitions:            func(t string) (int, error) { return b.Partitions(context.Background(), t) },
-		TopicNames:            b.Topics, // for consumer groups subscribing by regex
+		TopicNames:            b.groupTopicNames, // for consumer groups subscribing by regex
 		Logger:                b.logger,
 		Clock:                 b.cfg.Clock,
 		MinSessionTimeout:     b.cfg.GroupMinSessionTimeout,

@@ -224,9 +224,9 @@ func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator
 	}
 	return group.Open(ctx, group.Config{
 		Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }, Logger: b.log.With("offsets partition", p),
-		TopicNames: func() []string {
-			return slices.DeleteFunc(b.Topics(), func(t string) bool { return t == log.OffsetsTopic })
-		},
+		// A regex is resolved against every topic, internal ones too, as
+		// Kafka's coordinator resolves it against its metadata image.
+		TopicNames: b.Topics,
 	}, log.PartitionOffsetsLog(ps.p, offsetsAppend{b, tp}.append))
 }
 

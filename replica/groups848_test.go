@@ -16,8 +16,9 @@ import (
 
 // TestConsumerGroupRegexOnMember: a KIP-848 member subscribing by regular
 // expression at a cluster member's coordinator gets the partitions of the
-// matching topics, and never __consumer_offsets (Kafka leaves internal
-// topics out of regex subscriptions).
+// matching topics, internal ones included: Kafka resolves a regex against
+// every topic of its metadata image, and kgo's Test848RegexBrokerResolves
+// expects __consumer_offsets assigned to a regex naming it.
 func TestConsumerGroupRegexOnMember(t *testing.T) {
 	leaktest.Check(t)
 	c := startClusterOver(t, 3, "local")
@@ -55,7 +56,8 @@ func TestConsumerGroupRegexOnMember(t *testing.T) {
 	require.ElementsMatch(t, []group.TopicPartition{{Topic: "orders-eu", Partition: 0}, {Topic: "orders-eu", Partition: 1}, {Topic: "orders-us", Partition: 0}},
 		join("m1", "orders-.*"))
 
-	// m2 takes everything but internal topics: payments is its alone.
+	// m2 takes every topic, __consumer_offsets too: payments and the
+	// internal topic are its alone.
 	join("m2", ".*")
 	d, ok := gc.DescribeConsumerGroup("g")
 	require.True(t, ok)
@@ -65,5 +67,6 @@ func TestConsumerGroupRegexOnMember(t *testing.T) {
 			targets[tp.Topic]++
 		}
 	}
-	require.Equal(t, map[string]int{"orders-eu": 2, "orders-us": 1, "payments": 1}, targets)
+	require.Equal(t, map[string]int{"orders-eu": 2, "orders-us": 1, "payments": 1,
+		log.OffsetsTopic: replica.DefaultOffsetsTopicPartitions}, targets)
 }

@@ -23,7 +23,7 @@
 #
 # The tests issues 27 and 29 name, one command each (from the repo root):
 #   KIP-848 groups (issue 29):
-#     scripts/kgo-suite.sh '^TestGroupETL$/.*/848'
+#     scripts/kgo-suite.sh '^TestGroupETL$/^(range|sticky)$/^848$'   (range/848, sticky/848, sticky/848/static)
 #     scripts/kgo-suite.sh '^TestGroupSimple$/848'
 #     scripts/kgo-suite.sh '^Test848RegexBrokerResolves$'
 #     scripts/kgo-suite.sh '^TestConsumeRegex$'
@@ -31,7 +31,7 @@
 #     scripts/kgo-suite.sh '^(TestShareGroup|TestShareGroupETL|TestShareGroupAckOnClose|TestShareGroupOffsetsAdmin|TestConsumeRegexShareSkipsInternal)$'
 #   transactions (issue 27):
 #     scripts/kgo-suite.sh '^TestTxnEtl$'
-#     scripts/kgo-suite.sh '^TestTxnEtl$/.*/848'
+#     scripts/kgo-suite.sh '^TestTxnEtl$/^(range|sticky)$/^848$'
 #     scripts/kgo-suite.sh '^TestGroupETL$'
 #   everything:
 #     scripts/kgo-suite.sh
