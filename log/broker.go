@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/share"
 	"github.com/strata-log/strata/timingwheel"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
@@ -47,7 +48,8 @@ type Broker struct {
 	fetches *timingwheel.Purgatory[TopicPartition]
 	purgMu  sync.Mutex // orders the purgatory sizes told to cfg.Metrics
 	groups  *group.Coordinator
-	cleaner *cleaner // log compaction
+	shares  *share.Coordinator // share groups (broker_share.go)
+	cleaner *cleaner           // log compaction
 	// The cleaner's goroutine starts with the store's loop (startCleaner);
 	// cleanerMu guards its start against Close, which closes stop under it.
 	cleanerMu                            sync.Mutex
@@ -168,6 +170,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	}
 	if err == nil {
 		err = b.startGroups()
+	}
+	if err == nil {
+		err = b.startShares()
 	}
 	if err != nil {
 		store.close(false)
@@ -324,7 +329,7 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 	if err := ValidTopicName(name); err != nil {
 		return nil, err
 	}
-	if name == OffsetsTopic {
+	if internalTopic(name) {
 		return nil, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
 	overrides := topicOverrides(cfg)
@@ -418,7 +423,7 @@ func (b *Broker) Topics() []string {
 	defer b.mu.RUnlock()
 	names := make([]string, 0, len(b.topics))
 	for name := range b.topics {
-		if name != OffsetsTopic {
+		if !internalTopic(name) {
 			names = append(names, name)
 		}
 	}
@@ -441,7 +446,7 @@ func (b *Broker) DeleteTopic(name string) error {
 	if err := ValidTopicName(name); err != nil {
 		return err
 	}
-	if name == OffsetsTopic {
+	if internalTopic(name) {
 		return fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
 	b.mu.Lock()
@@ -493,6 +498,7 @@ func (b *Broker) shutdown(closeStore func() error) error {
 	close(b.stop)
 	b.cleanerMu.Unlock()
 	b.wg.Wait() // the cleaner, before the partitions it cleans close
+	b.closeShares()
 	b.groups.Close()
 	err := closeStore()
 	b.wheel.Stop()

@@ -84,7 +84,7 @@ func (c PartitionConfig) validate() error {
 		return fmt.Errorf("%w: lock duration %v", ErrInvalidConfig, c.LockDuration)
 	case c.DeliveryCountLimit < 1 || c.DeliveryCountLimit > 1<<15-1:
 		return fmt.Errorf("%w: delivery count limit %d", ErrInvalidConfig, c.DeliveryCountLimit)
-	case c.MaxInFlight < 1:
+	case c.MaxInFlight < 1 || c.MaxInFlight > maxWindow:
 		return fmt.Errorf("%w: max in-flight records %d", ErrInvalidConfig, c.MaxInFlight)
 	}
 	return nil

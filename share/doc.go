@@ -32,6 +32,29 @@
 // (share.auto.offset.reset=latest, Kafka's default) or at its start
 // (earliest).
 //
+// # Members
+//
+// A member joins with Heartbeat (Kafka's ShareGroupHeartbeat) at epoch 0,
+// with its own member id and the topics it subscribes to, and heartbeats
+// within SessionTimeout (group.share.session.timeout.ms, 45 s) at the
+// epoch it was given. Every partition of a subscribed topic is assigned to
+// at least one member (the simple assignor: one member per partition while
+// there are enough partitions, else partitions shared); a share group
+// revokes nothing, so a member takes a new assignment at once. A member
+// that leaves (epoch -1) or times out gives back the records it holds.
+//
+// # Use
+//
+// A broker (log.Broker) owns one Coordinator, made with Open over a
+// StateLog: the internal topic __share_group_state, which Open replays and
+// every change of a share-partition is written to before it is answered,
+// as Kafka's ShareSnapshot and ShareUpdate records (records.go). A fetch
+// calls Acquire for each partition and reads the acquired offsets from the
+// log; the member acknowledges with Acknowledge. Describe, List, Offsets,
+// AlterOffsets, DeleteOffsets and DeleteGroup are the admin side;
+// SetGroupConfig sets a group's share.* configs. Time comes from a
+// clock.Clock, so tests run in virtual time.
+//
 // Delivery is at least once: a record acquired by a member that dies is
 // delivered again once its lock expires; a record accepted is never
 // delivered again.

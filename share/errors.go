@@ -3,6 +3,7 @@ package share
 import (
 	"errors"
 
+	groups "github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/internal/errs"
 )
 
@@ -22,4 +23,26 @@ var (
 	ErrInvalidConfig = errs.Mark("share: invalid config", errs.ErrInvalidConfig)
 	// ErrClosed: the coordinator was closed.
 	ErrClosed = errs.Mark("share: closed", errs.ErrClosed)
+)
+
+// Errors a share group shares with the other group types: each matches
+// package group's sentinel, so one error-code table serves both.
+var (
+	// ErrUnknownMember: a heartbeat, fetch or acknowledgement of a member
+	// the group does not have (it left, or its session timed out): it
+	// rejoins with epoch 0.
+	ErrUnknownMember = errs.Mark("share: unknown member id", groups.ErrUnknownMember)
+	// ErrFencedMemberEpoch: a heartbeat with an epoch other than the
+	// member's (or its previous one).
+	ErrFencedMemberEpoch = errs.Mark("share: fenced member epoch", groups.ErrFencedMemberEpoch)
+	// ErrGroupMaxSizeReached: a join to a group with MaxSize members.
+	ErrGroupMaxSizeReached = errs.Mark("share: group max size reached", groups.ErrGroupMaxSizeReached)
+	// ErrGroupNotFound: a group id that is no share group (a consumer
+	// group's), or none.
+	ErrGroupNotFound = errs.Mark("share: group not found", groups.ErrGroupNotFound)
+	// ErrNonEmptyGroup: an offset change or deletion of a group with
+	// members.
+	ErrNonEmptyGroup = errs.Mark("share: group is not empty", groups.ErrNonEmptyGroup)
+	// ErrInvalidGroup: an empty group id.
+	ErrInvalidGroup = errs.Mark("share: invalid group id", groups.ErrInvalidGroup)
 )

@@ -105,6 +105,21 @@ type partition struct {
 	// record (zero: no record is acquired).
 	minDeadline time.Time
 	changed     []StateBatch // durable changes not yet taken
+
+	// What rollback restores: the state before the last acknowledge.
+	undo struct {
+		start       int64
+		recs        []inflight
+		avail       int
+		minDeadline time.Time
+		changed     int
+		saved       []savedRecord
+	}
+}
+
+type savedRecord struct {
+	i int
+	r inflight
 }
 
 func newPartition(cfg PartitionConfig, start int64) *partition {
@@ -178,9 +193,12 @@ func (p *partition) acknowledge(now time.Time, member string, batches []AckBatch
 			}
 		}
 	}
+	u := &p.undo
+	u.start, u.recs, u.avail, u.minDeadline, u.changed, u.saved = p.start, p.recs, p.avail, p.minDeadline, len(p.changed), u.saved[:0]
 	deadline := now.Add(p.cfg.LockDuration)
 	for _, b := range batches {
 		for off := b.First; off <= b.Last; off++ {
+			u.saved = append(u.saved, savedRecord{int(off - p.start), p.recs[off-p.start]})
 			t := b.Types[0]
 			if len(b.Types) > 1 {
 				t = b.Types[off-b.First]
@@ -202,6 +220,17 @@ func (p *partition) acknowledge(now time.Time, member string, batches []AckBatch
 	}
 	p.advance()
 	return renewed, nil
+}
+
+// rollback undoes the last successful acknowledge, whose changes could
+// not be made durable. Nothing may have changed the partition since.
+func (p *partition) rollback() {
+	u := &p.undo
+	p.start, p.recs, p.avail, p.minDeadline = u.start, u.recs, u.avail, u.minDeadline
+	p.changed = p.changed[:u.changed]
+	for _, s := range u.saved {
+		p.recs[s.i] = s.r
+	}
 }
 
 // validate checks a batch that follows one ending at prev.
@@ -299,11 +328,9 @@ func (p *partition) drop(k int) {
 	if k == 0 {
 		return
 	}
-	clear(p.recs[:k]) // the member strings
+	// Not cleared: a rollback restores the slice as it was. An append
+	// that outgrows the array copies the live records only.
 	p.recs = p.recs[k:]
-	if len(p.recs) == 0 {
-		p.recs = p.recs[:0:0] // let the array go
-	}
 	p.start += int64(k)
 	p.avail = max(p.avail-k, 0)
 }
@@ -368,6 +395,11 @@ func (p *partition) snapshot() []StateBatch {
 	return out
 }
 
+// maxWindow bounds the in-flight records a persisted state may make (a
+// corrupt record must not make the coordinator allocate without end):
+// offsets past it are ignored.
+const maxWindow = 1 << 20
+
 // apply applies a persisted state: a start offset (negative: unchanged)
 // and state batches, as read back from a ShareSnapshot (after resetTo) or
 // ShareUpdate record. Offsets before the start are ignored; offsets
@@ -385,7 +417,7 @@ func (p *partition) apply(start int64, batches []StateBatch) {
 		if s == Acquired {
 			s = Available
 		}
-		for off := max(b.First, p.start); off <= b.Last; off++ {
+		for off := max(b.First, p.start); off <= b.Last && off-p.start < maxWindow; off++ {
 			for off >= p.end() {
 				p.recs = append(p.recs, inflight{})
 			}

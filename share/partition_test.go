@@ -360,3 +360,38 @@ func TestInitialStart(t *testing.T) {
 		t.Errorf("none: %v", err)
 	}
 }
+
+// TestPartitionRollback: an acknowledgement whose changes could not be
+// stored is undone whole, the start offset's move too.
+func TestPartitionRollback(t *testing.T) {
+	p := newPartition(PartitionConfig{DeliveryCountLimit: 2}, 0)
+	p.acquire(t0, "m1", 10, 6)
+	if _, err := p.acknowledge(t0, "m1", []AckBatch{{First: 4, Last: 4, Types: []AckType{AckAccept}}}); err != nil {
+		t.Fatal(err)
+	}
+	p.takeChanges()
+	before := p.String()
+	if _, err := p.acknowledge(t0, "m1", []AckBatch{{First: 0, Last: 3, Types: []AckType{AckAccept, AckReject, AckRelease, AckRenew}}}); err != nil {
+		t.Fatal(err)
+	}
+	if p.String() == before {
+		t.Fatal("the acknowledgement changed nothing")
+	}
+	p.rollback()
+	if p.String() != before || len(p.takeChanges()) != 0 {
+		t.Fatalf("after rollback %s, want %s", p, before)
+	}
+	rs, _ := p.acquire(t0, "m2", 10, 6)
+	if len(rs) != 0 {
+		t.Fatalf("acquired %v after rollback: the records should still be m1's", rs)
+	}
+	if _, err := p.acknowledge(t0, "m1", []AckBatch{{First: 0, Last: 5, Types: []AckType{AckAccept, AckAccept, AckAccept, AckAccept, AckGap, AckAccept}}}); !errors.Is(err, ErrInvalidRecordState) {
+		t.Fatalf("4 is acknowledged already: %v", err)
+	}
+	if _, err := p.acknowledge(t0, "m1", []AckBatch{{First: 0, Last: 3, Types: []AckType{AckAccept}}, {First: 5, Last: 5, Types: []AckType{AckAccept}}}); err != nil {
+		t.Fatal(err)
+	}
+	if p.String() != "6:" {
+		t.Fatalf("state %s", p)
+	}
+}

@@ -1,0 +1,214 @@
+package share
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/tp"
+)
+
+// part returns the share-partition t of a group, initialized if it has
+// no state yet: at the log's start or end (share.auto.offset.reset), a
+// snapshot of which is stored before it is used. ge.mu is held.
+func (c *Coordinator) part(ge *groupEntry, t TopicPartition) (*partEntry, error) {
+	if pe := ge.parts[t]; pe != nil {
+		return pe, nil
+	}
+	if n := c.partitionCount(t.Topic); t.Partition < 0 || t.Partition >= n {
+		return nil, fmt.Errorf("share: partition %s of share group %q: %w", t, ge.id, errUnknownPartition)
+	}
+	logStart, logEnd, err := c.cfg.Offsets(t)
+	if err != nil {
+		return nil, fmt.Errorf("share: offsets of %s: %w", t, err)
+	}
+	c.mu.Lock()
+	reset, pc := c.offsetReset(ge.id), c.partitionConfig(ge.id)
+	c.mu.Unlock()
+	now := c.clock.Now()
+	pe := &partEntry{
+		key:     stateKey{group: ge.id, topicID: tp.TopicID(t.Topic), partition: int32(t.Partition)},
+		p:       newPartition(pc, initialStart(reset, logStart, logEnd)),
+		created: now,
+	}
+	if err := c.flush(pe, true); err != nil {
+		return nil, err
+	}
+	ge.parts[t] = pe
+	return pe, nil
+}
+
+// errUnknownPartition: a partition of no topic.
+var errUnknownPartition = fmt.Errorf("%w: unknown topic or partition", ErrInvalidRequest)
+
+// Acquire acquires for member of group at most max records of partition
+// t (Kafka's ShareFetch of one partition): the records given back first,
+// then new ones up to the partition's high watermark. It returns the
+// acquired offsets, in order, each run with its delivery count; the
+// member reads their records from the log and acknowledges each within
+// the group's lock duration (LockDuration). None acquired is no error.
+func (c *Coordinator) Acquire(ctx context.Context, group, member string, t TopicPartition, max int) ([]AcquiredRange, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if member == "" {
+		return nil, fmt.Errorf("%w: empty member id", ErrInvalidRequest)
+	}
+	if group != "" && c.cfg.OtherGroup(group) {
+		return nil, fmt.Errorf("%w: %q is not a share group", ErrGroupNotFound, group)
+	}
+	ge, err := c.lookup(group, true)
+	if err != nil {
+		return nil, err
+	}
+	ge.mu.Lock()
+	pe, err := c.part(ge, t)
+	ge.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	logStart, logEnd, err := c.cfg.Offsets(t)
+	if err != nil {
+		return nil, fmt.Errorf("share: offsets of %s: %w", t, err)
+	}
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	if pe.gone {
+		return nil, nil // deleted meanwhile: nothing to deliver from it now
+	}
+	moved := pe.p.logStartMoved(logStart)
+	ranges, deadline := pe.p.acquire(c.clock.Now(), member, max, logEnd)
+	if len(ranges) > 0 {
+		c.armLock(pe, deadline)
+	}
+	if moved || len(pe.p.changed) > 0 {
+		// Expired locks released, or the start moved with the log's.
+		if err := c.flush(pe, false); err != nil {
+			c.cfg.Logger.Warn("share: store share-partition state", "group", group, "partition", t, "err", err)
+		}
+	}
+	return ranges, nil
+}
+
+// Acknowledge applies member's acknowledgements of records of partition
+// t, all or none, and makes them durable before it returns: an accepted
+// record is never delivered again, even after a crash. A release makes
+// the record Available to any member (Archived at the delivery count
+// limit), a renewal starts its lock anew.
+//
+// Errors: ErrInvalidRecordState (a record member does not hold: never
+// acquired, acquired by another, its lock expired, or of no
+// share-partition of the group), ErrInvalidRequest (malformed batches),
+// a store error (wrapped; nothing applied), ErrClosed, ctx's error.
+func (c *Coordinator) Acknowledge(ctx context.Context, group, member string, t TopicPartition, batches []AckBatch) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ge, err := c.lookup(group, false)
+	if err != nil {
+		if c.isClosed() {
+			return err
+		}
+		return fmt.Errorf("%w: share group %q has no state", ErrInvalidRecordState, group)
+	}
+	ge.mu.Lock()
+	pe := ge.parts[t]
+	ge.mu.Unlock()
+	if pe == nil {
+		return fmt.Errorf("%w: share group %q has no state of %s", ErrInvalidRecordState, group, t)
+	}
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	if pe.gone {
+		return fmt.Errorf("%w: share group %q has no state of %s", ErrInvalidRecordState, group, t)
+	}
+	if c.isClosed() {
+		return ErrClosed
+	}
+	renewed, err := pe.p.acknowledge(c.clock.Now(), member, batches)
+	if err != nil {
+		return fmt.Errorf("share: group %q, %s: %w", group, t, err)
+	}
+	if err := c.flush(pe, false); err != nil {
+		pe.p.rollback()
+		return fmt.Errorf("share: store acknowledgements of group %q, %s: %w", group, t, err)
+	}
+	if !renewed.IsZero() {
+		c.armLock(pe, renewed)
+	}
+	return nil
+}
+
+// LockDuration is how long group's members hold a record they acquired.
+func (c *Coordinator) LockDuration(group string) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.partitionConfig(group).LockDuration
+}
+
+// flush writes the share-partition's changes: a ShareUpdate record with
+// the changed state batches and the start offset, or, every
+// SnapshotEvery updates or when whole is set, a ShareSnapshot of all of
+// it. On failure the changes stay to be written with the next. pe.mu is
+// held (or pe is not shared yet).
+func (c *Coordinator) flush(pe *partEntry, whole bool) error {
+	changes := pe.p.takeChanges()
+	now := c.clock.Now()
+	var rec Record
+	if whole || pe.updates+1 >= c.cfg.SnapshotEvery {
+		rec.Key = encodeKey(recSnapshot, pe.key)
+		rec.Value = encodeValue(recSnapshot, stateValue{
+			snapshotEpoch: pe.epoch + 1, leaderEpoch: -1, start: pe.p.start,
+			createMs: pe.created.UnixMilli(), writeMs: now.UnixMilli(), batches: pe.p.snapshot(),
+		})
+	} else {
+		rec.Key = encodeKey(recUpdate, pe.key)
+		rec.Value = encodeValue(recUpdate, stateValue{snapshotEpoch: pe.epoch, leaderEpoch: -1, start: pe.p.start, batches: changes})
+	}
+	if c.log != nil {
+		if err := c.log.Append([]Record{rec}); err != nil {
+			pe.p.changed = append(changes, pe.p.changed...)
+			return err
+		}
+	}
+	if rec.Key[1] == recSnapshot {
+		pe.epoch++
+		pe.updates = 0
+	} else {
+		pe.updates++
+	}
+	return nil
+}
+
+// armLock arms the share-partition's lock timer to fire at at, unless it
+// fires earlier already (it then arms itself again). pe.mu is held.
+func (c *Coordinator) armLock(pe *partEntry, at time.Time) {
+	if pe.timer != nil {
+		if !pe.timer.at.After(at) {
+			return
+		}
+		if pe.timer.stop.Stop() {
+			c.callbacks.Done()
+		}
+	}
+	pe.timer = c.afterFunc(at, func(a *armed) { c.lockFired(pe, a) })
+}
+
+// lockFired is the lock timer a: it releases the records whose lock
+// expired, stores that, and arms the timer at the next deadline.
+func (c *Coordinator) lockFired(pe *partEntry, a *armed) {
+	pe.mu.Lock()
+	defer pe.mu.Unlock()
+	if pe.timer != a || pe.gone {
+		return
+	}
+	pe.timer = nil
+	if pe.p.expire(c.clock.Now()) > 0 {
+		if err := c.flush(pe, false); err != nil {
+			c.cfg.Logger.Warn("share: store records released at lock expiry", "group", pe.key.group, "err", err)
+		}
+	}
+	if next := pe.p.minDeadline; !next.IsZero() {
+		c.armLock(pe, next)
+	}
+}
