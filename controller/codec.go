@@ -28,6 +28,10 @@ import (
 // PartitionEpoch. A producerIDsRecord is BrokerID, BrokerEpoch,
 // NextProducerID (int64). An unregisterBrokerRecord (type 10) is ID, Epoch.
 // The security records (types 64-68) are laid out in security_codec.go.
+// A partitionReassignRecord (type 20) is TopicID, Partition, Replicas,
+// AddingReplicas, RemovingReplicas, Leader, ISR, LeaderEpoch,
+// PartitionEpoch; a partitionRecord of a partition being reassigned has
+// type 21: PartitionState's fields, then AddingReplicas, RemovingReplicas.
 //
 // encoding/binary varints rather than encoding/json: an entry of one
 // partition change is ~30 bytes instead of ~150, and encode+decode costs a
@@ -116,6 +120,10 @@ func appendRecord(b []byte, r record) []byte {
 		b = appendInt(b, r.State.Leader)
 		b = binary.AppendVarint(b, int64(r.State.LeaderEpoch))
 		b = binary.AppendVarint(b, int64(r.State.PartitionEpoch))
+		if r.recordType() == typePartitionMoving {
+			b = appendInts(b, r.State.AddingReplicas)
+			b = appendInts(b, r.State.RemovingReplicas)
+		}
 	case partitionChangeRecord:
 		b = append(b, r.TopicID[:]...)
 		b = appendInt(b, r.Partition)
@@ -123,6 +131,8 @@ func appendRecord(b []byte, r record) []byte {
 		b = appendInts(b, r.ISR)
 		b = binary.AppendVarint(b, int64(r.LeaderEpoch))
 		b = binary.AppendVarint(b, int64(r.PartitionEpoch))
+	case partitionReassignRecord:
+		b = appendReassign(b, r)
 	case removeTopicRecord:
 		b = append(b, r.TopicID[:]...)
 	case producerIDsRecord:
@@ -372,6 +382,19 @@ func (d *decoder) record() record {
 			TopicID: d.topicID(), Partition: d.int(), Leader: d.int(), ISR: d.ints(),
 			LeaderEpoch: d.int32(), PartitionEpoch: d.int32(),
 		}
+	case typePartitionMoving:
+		r := partitionRecord{TopicID: d.topicID()}
+		r.State = PartitionState{
+			Partition: d.int(), Replicas: d.ints(), ISR: d.ints(), Leader: d.int(),
+			LeaderEpoch: d.int32(), PartitionEpoch: d.int32(),
+			AddingReplicas: nilIfEmpty(d.ints()), RemovingReplicas: nilIfEmpty(d.ints()),
+		}
+		if d.err == nil && len(r.State.AddingReplicas)+len(r.State.RemovingReplicas) == 0 {
+			d.fail("a moving partition record that moves nothing")
+		}
+		return r
+	case typePartitionReassign:
+		return d.reassign()
 	case typeRemoveTopic:
 		return removeTopicRecord{TopicID: d.topicID()}
 	case typeProducerIDs:

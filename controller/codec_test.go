@@ -22,6 +22,8 @@ func sampleRecords() []record {
 		partitionRecord{TopicID: tid, State: PartitionState{Partition: 0, Replicas: []int{1, 2}, ISR: []int{1, 2}, Leader: 1}},
 		partitionRecord{TopicID: tid, State: PartitionState{Partition: 1, Replicas: []int{2, 1}, ISR: []int{2}, Leader: NoLeader, LeaderEpoch: 3, PartitionEpoch: 4}},
 		partitionChangeRecord{TopicID: tid, Partition: 0, Leader: 2, ISR: []int{2}, LeaderEpoch: 1, PartitionEpoch: 1},
+		partitionRecord{TopicID: tid, State: PartitionState{Partition: 2, Replicas: []int{1, 2}, ISR: []int{1}, Leader: 1, AddingReplicas: []int{2}}}, // type 21
+		partitionReassignRecord{TopicID: tid, Partition: 1, Replicas: []int{2, 1}, RemovingReplicas: []int{1}, Leader: NoLeader, ISR: []int{2}, LeaderEpoch: 3, PartitionEpoch: 5},
 		fenceBrokerRecord{ID: 1, Epoch: 1},
 		topicRecord{Name: "gone", ID: TopicID{9}, MinISR: 1},
 		removeTopicRecord{TopicID: TopicID{9}},

@@ -421,6 +421,9 @@ func decideAlterPartition(img *Image, req AlterPartitionRequest) ([]record, erro
 	if slices.Equal(isr, p.ISR) {
 		return nil, nil
 	}
+	if r, ok := completeOnISR(img, t, p, isr); ok { // reassign.go
+		return []record{r}, nil
+	}
 	return []record{partitionChangeRecord{
 		TopicID: t.id, Partition: p.Partition, Leader: p.Leader, ISR: isr,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,

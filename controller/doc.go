@@ -51,6 +51,10 @@
 //	removeTopic      topic id                 topic deleted
 //	producerIDs      broker id, epoch,        a block of producer ids given to the
 //	                 next producer id         broker: every id below next is used
+//	partitionReassign topic id, partition,    replicas changed by a reassignment
+//	                 replicas, adding,        (start, completion, cancel), with
+//	                 removing, leader, ISR,   the leader and ISR that change with
+//	                 epochs                   them; epochs as partitionChange
 //
 // A record that does not fit the image (a stale epoch, an unknown topic) is
 // skipped, identically everywhere, and logged: the decisions never produce
@@ -95,6 +99,16 @@
 //     current epoch gets the next ProducerIDBlockSize (1000) ids; the
 //     image's next id only grows, so no id is given twice, across
 //     controller failovers and restarts (producerids.go).
+//   - AlterPartitionReassignments (Kafka's, KIP-455; reassign.go): the
+//     replicas become the target followed by the current ones it leaves
+//     out (RemovingReplicas), the new ones AddingReplicas; the move
+//     completes, in the same record as the ISR change that allows it,
+//     once the ISR without the removing replicas holds the whole target:
+//     replicas = target, the removing ones leave the ISR, and a removed
+//     leader hands over to the first target replica in the ISR. Nil
+//     target replicas cancel: back to the replicas without the adding
+//     ones (refused when that needs an unclean election the topic does
+//     not allow).
 //   - Preferred leaders (Kafka's auto.leader.rebalance.enable), on the
 //     active controller's timer every LeaderImbalanceCheckInterval (300 s):
 //     for each live broker whose share of not-led preferred partitions
@@ -139,7 +153,7 @@
 // # Formats
 //
 // A Raft entry (codec.go): format byte 1, uvarint record count, then each
-// record as a type byte (1..8 in the order of the table above) and its
+// record as a type byte (1..10; 20 and 21 for reassignments, codec.go) and its
 // fields in order — ints as zigzag varints (shortest form only), strings as
 // uvarint length + bytes, the topic ID as 16 raw bytes, bools as one byte,
 // int lists as uvarint count + varints, configs as uvarint count + (key,

@@ -71,6 +71,12 @@ type PartitionState struct {
 	// PartitionEpoch grows by one on every change of the partition's state;
 	// an AlterPartition must carry the current one.
 	PartitionEpoch int32
+	// AddingReplicas and RemovingReplicas are what a reassignment in
+	// progress adds and removes (Kafka's PartitionRegistration, KIP-455):
+	// Replicas holds the target replicas, in the target's order, followed
+	// by the removing ones. Both empty when no reassignment is in progress.
+	AddingReplicas   []int `json:",omitempty"`
+	RemovingReplicas []int `json:",omitempty"`
 }
 
 // TopicInfo is a topic as the metadata knows it.
@@ -265,6 +271,8 @@ func (t *topicState) info() TopicInfo {
 func (p PartitionState) clone() PartitionState {
 	p.Replicas = slices.Clone(p.Replicas)
 	p.ISR = slices.Clone(p.ISR)
+	p.AddingReplicas = slices.Clone(p.AddingReplicas)
+	p.RemovingReplicas = slices.Clone(p.RemovingReplicas)
 	return p
 }
 

@@ -339,6 +339,9 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 	case opElectLeaders:
 		recs, res := decideElectLeaders(img, o.Elect)
 		return recs, outcome{Elections: res}, nil
+	case opReassign:
+		recs, res := decideAlterReassignments(img, o.Reassign)
+		return recs, outcome{Reassigned: res}, nil
 	case opUnregister:
 		recs, err := decideUnregisterBroker(img, o.BrokerID)
 		if err == nil {

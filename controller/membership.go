@@ -40,7 +40,7 @@ var memberWireErrors = []wireErrorCode{
 
 // wireCode is errorCode with memberWireErrors first.
 func wireCode(err error) string {
-	for _, c := range slices.Concat(memberWireErrors, quorumWireErrors, electWireErrors) {
+	for _, c := range slices.Concat(memberWireErrors, quorumWireErrors, electWireErrors, reassignWireErrors) {
 		if errors.Is(err, c.err) {
 			return c.code
 		}
@@ -50,7 +50,7 @@ func wireCode(err error) string {
 
 // wireError is errorForCode with memberWireErrors first.
 func wireError(code string) error {
-	for _, c := range slices.Concat(memberWireErrors, quorumWireErrors, electWireErrors) {
+	for _, c := range slices.Concat(memberWireErrors, quorumWireErrors, electWireErrors, reassignWireErrors) {
 		if c.code == code {
 			return c.err
 		}

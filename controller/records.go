@@ -29,6 +29,11 @@ const (
 	// records of a cluster without listeners are what they always were.
 	typeRegisterBrokerListeners recordType = 9
 	typeUnregisterBroker        recordType = 10
+	// Reassignments (reassign.go): typePartitionMoving is a partitionRecord
+	// of a partition with a reassignment in progress (snapshots); one
+	// without keeps typePartition's layout.
+	typePartitionReassign recordType = 20
+	typePartitionMoving   recordType = 21
 )
 
 // registerBrokerRecord: broker ID (re)registered with a new epoch. The broker
@@ -105,11 +110,17 @@ func (r registerBrokerRecord) recordType() recordType {
 func (fenceBrokerRecord) recordType() recordType      { return typeFenceBroker }
 func (unfenceBrokerRecord) recordType() recordType    { return typeUnfenceBroker }
 func (topicRecord) recordType() recordType            { return typeTopic }
-func (partitionRecord) recordType() recordType        { return typePartition }
 func (partitionChangeRecord) recordType() recordType  { return typePartitionChange }
 func (removeTopicRecord) recordType() recordType      { return typeRemoveTopic }
 func (producerIDsRecord) recordType() recordType      { return typeProducerIDs }
 func (unregisterBrokerRecord) recordType() recordType { return typeUnregisterBroker }
+
+func (r partitionRecord) recordType() recordType {
+	if r.State.moving() {
+		return typePartitionMoving
+	}
+	return typePartition
+}
 
 // apply applies one record to img in place. A record that does not fit the
 // image (wrong epoch, unknown topic, ...) is rejected with errInapplicable
@@ -155,7 +166,7 @@ func (img *Image) apply(r record) error {
 		}
 		t := img.topics[name]
 		s := r.State
-		if s.Partition != len(t.parts) || !validState(s.Replicas, s.ISR, s.Leader) {
+		if s.Partition != len(t.parts) || !validState(s.Replicas, s.ISR, s.Leader) || !validMoving(s.Replicas, s.AddingReplicas, s.RemovingReplicas) {
 			return fmt.Errorf("%w: new partition %s-%d", errInapplicable, name, s.Partition)
 		}
 		t = img.mutTopic(name)
@@ -185,7 +196,11 @@ func (img *Image) apply(r record) error {
 			Leader:         r.Leader,
 			LeaderEpoch:    r.LeaderEpoch,
 			PartitionEpoch: r.PartitionEpoch,
+			// A reassignment in progress goes on (reassign.go).
+			AddingReplicas: cur.AddingReplicas, RemovingReplicas: cur.RemovingReplicas,
 		}
+	case partitionReassignRecord:
+		return img.applyReassign(r)
 	case removeTopicRecord:
 		name, ok := img.topicNames[r.TopicID]
 		if !ok {

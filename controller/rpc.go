@@ -44,7 +44,8 @@ const (
 	opAddVoter       = "add_voter"
 	opRemoveVoter    = "remove_voter"
 	opApplied        = "applied"
-	opElectLeaders   = "elect_leaders" // elect.go
+	opElectLeaders   = "elect_leaders"       // elect.go
+	opReassign       = "alter_reassignments" // reassign.go
 )
 
 // op is one request to the active controller.
@@ -64,6 +65,7 @@ type op struct {
 	Version     int64                      `json:"version,omitzero"`
 	Elect       electRequest               `json:"elect,omitzero"`
 	Security    securityOp                 `json:"security,omitzero"` // security.go
+	Reassign    []ReassignTarget           `json:"reassign,omitzero"`
 }
 
 // outcome is what an op yields.
@@ -73,10 +75,11 @@ type outcome struct {
 	Topic     TopicInfo         `json:"topic,omitzero"`
 	Partition PartitionState    `json:"partition,omitzero"`
 
-	ProducerIDs ProducerIDBlock `json:"producer_ids,omitzero"`
-	Quorum      QuorumInfo      `json:"quorum,omitzero"`
-	Elections   []electResult   `json:"elections,omitzero"`
-	Security    securityOutcome `json:"security,omitzero"` // security.go
+	ProducerIDs ProducerIDBlock  `json:"producer_ids,omitzero"`
+	Quorum      QuorumInfo       `json:"quorum,omitzero"`
+	Elections   []electResult    `json:"elections,omitzero"`
+	Security    securityOutcome  `json:"security,omitzero"` // security.go
+	Reassigned  []reassignResult `json:"reassigned,omitzero"`
 	// Version is the metadata version (Raft index) the op's records
 	// committed at; 0 when it had none.
 	Version uint64 `json:"version,omitzero"`

@@ -28,6 +28,7 @@ type capabilities struct {
 	quorum         QuorumBackend         // DescribeQuorum, AddRaftVoter, RemoveRaftVoter (quorum.go)
 	scram          SCRAMBackend          // Describe/AlterUserScramCredentials; runtime SCRAM users
 	elector        LeaderElector         // ElectLeaders (elect.go)
+	reassigner     Reassigner            // Alter/ListPartitionReassignments (reassign.go)
 	quotas         *quotaManager         // DescribeClientQuotas, AlterClientQuotas; the quotas enforced
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
@@ -54,6 +55,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.elector, _ = b.(LeaderElector)
 	c.txnOffsets, _ = b.(TxnOffsetCommitter)
 	c.offsetsTopic, _ = b.(OffsetsTopicCreator)
+	c.reassigner, _ = b.(Reassigner)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -85,5 +87,6 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.quorum != nil }, quorumAPIs},
 	{func(s *Server) bool { return s.caps.scram != nil }, scramAdminAPIs},
 	{func(s *Server) bool { return s.caps.elector != nil }, electLeadersAPIs},
+	{func(s *Server) bool { return s.caps.reassigner != nil }, reassignAPIs},
 	{func(s *Server) bool { return s.caps.quotas != nil }, quotaAPIs},
 }

@@ -77,7 +77,7 @@ func (b *Broker) apply(img *controller.Image) {
 			seen[tp] = true
 			ps := b.part(tp)
 			if ps != nil && ps.topicID != t.ID {
-				b.removePart(ps) // deleted and created again
+				b.removePart(ps, img) // deleted and created again
 				ps = nil
 			}
 			if ps == nil {
@@ -99,7 +99,7 @@ func (b *Broker) apply(img *controller.Image) {
 	}
 	b.mu.RUnlock()
 	for _, ps := range gone {
-		b.removePart(ps)
+		b.removePart(ps, img)
 	}
 	b.img.Store(img)
 	b.syncCoordinator()
@@ -132,7 +132,15 @@ func (b *Broker) openPart(tp log.TopicPartition, id controller.TopicID, cfg log.
 	return ps, nil
 }
 
-func (b *Broker) removePart(ps *partState) {
+// removePart removes this member's replica ps: its topic is gone from
+// img, or a reassignment moved the replica away. Produces waiting on it
+// fail with log.ErrUnknownTopic, or log.ErrNotLeader when the partition
+// lives on elsewhere (its clients retry on the new leader).
+func (b *Broker) removePart(ps *partState, img *controller.Image) {
+	waitErr := fmt.Errorf("%w: %s-%d", log.ErrUnknownTopic, ps.tp.Topic, ps.tp.Partition)
+	if t, ok := img.Topic(ps.tp.Topic); ok && t.ID == ps.topicID {
+		waitErr = fmt.Errorf("%w: %s-%d moved off broker %d", log.ErrNotLeader, ps.tp.Topic, ps.tp.Partition, b.cfg.ID)
+	}
 	b.mu.Lock()
 	if b.parts[ps.tp] == ps {
 		delete(b.parts, ps.tp)
@@ -144,7 +152,7 @@ func (b *Broker) removePart(ps *partState) {
 	ps.fm.Stop()
 	b.stopFollowing(ps)
 	for tok, ch := range ps.waiters {
-		ch <- fmt.Errorf("%w: %s-%d", log.ErrUnknownTopic, ps.tp.Topic, ps.tp.Partition)
+		ch <- waitErr
 		delete(ps.waiters, tok)
 	}
 	ps.mu.Unlock()

@@ -116,7 +116,9 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 		return log.ProduceResult{}, b.notHereErr(tp)
 	}
 	ps.mu.Lock()
-	if !ps.pm.Leading() || b.fenced.Load() {
+	// removed: the replica went (moved away, or its topic deleted) while
+	// this produce waited for the lock; its machine was never told.
+	if ps.removed || !ps.pm.Leading() || b.fenced.Load() {
 		ps.mu.Unlock()
 		return log.ProduceResult{}, fmt.Errorf("%w: %s-%d on broker %d", log.ErrNotLeader, tp.Topic, tp.Partition, b.cfg.ID)
 	}

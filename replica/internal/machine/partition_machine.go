@@ -366,8 +366,13 @@ func (m *PartitionMachine) metadata(now time.Time, ev Metadata, out []Action) []
 	isNewEpoch := isNewLeader || ev.LeaderEpoch > m.leaderEpoch
 	if !isNewEpoch && ev.PartitionEpoch <= m.partitionEpoch {
 		// Known already (say, from an accepted AlterPartition), but a
-		// broker may have been fenced or unfenced.
+		// broker may have been fenced or unfenced, and an AlterPartition
+		// that completed a reassignment changed the replicas too.
 		m.ineligible = slices.Clone(ev.Ineligible)
+		if ev.PartitionEpoch == m.partitionEpoch && !slices.Equal(ev.Replicas, m.replicas) {
+			m.replicas = slices.Clone(ev.Replicas)
+			m.syncFollowers()
+		}
 		return m.maybeAdvanceHW(now, out)
 	}
 	m.leading, m.leader = true, m.id
@@ -381,18 +386,7 @@ func (m *PartitionMachine) metadata(now time.Time, ev Metadata, out []Action) []
 		m.leo, m.hw, m.logStart = ev.LogEnd, min(ev.HW, ev.LogEnd), ev.LogStart
 		m.followers = make(map[int]*follower)
 	}
-	// Followers that are no longer replicas go; new ones come in as not in
-	// sync.
-	for r := range m.followers {
-		if !slices.Contains(m.replicas, r) {
-			delete(m.followers, r)
-		}
-	}
-	for _, r := range m.replicas {
-		if _, ok := m.followers[r]; !ok && r != m.id {
-			m.followers[r] = &follower{leo: NoOffset, logStart: NoOffset, lastFetchLeaderLEO: NoOffset}
-		}
-	}
+	m.syncFollowers()
 	if isNewEpoch {
 		// Kafka's makeLeader: the epoch starts at the current LEO, and every
 		// follower's fetch state is reset; one in the ISR counts as caught
@@ -415,6 +409,22 @@ func (m *PartitionMachine) metadata(now time.Time, ev Metadata, out []Action) []
 		}
 	}
 	return m.maybeAdvanceHW(now, out)
+}
+
+// syncFollowers makes the followers the replicas but this broker: those
+// no longer replicas go (a reassignment removed them); new ones come in as
+// not in sync.
+func (m *PartitionMachine) syncFollowers() {
+	for r := range m.followers {
+		if !slices.Contains(m.replicas, r) {
+			delete(m.followers, r)
+		}
+	}
+	for _, r := range m.replicas {
+		if _, ok := m.followers[r]; !ok && r != m.id {
+			m.followers[r] = &follower{leo: NoOffset, logStart: NoOffset, lastFetchLeaderLEO: NoOffset}
+		}
+	}
 }
 
 func (m *PartitionMachine) appended(now time.Time, ev Appended, out []Action) []Action {
