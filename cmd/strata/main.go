@@ -81,6 +81,7 @@ func commands() []command {
 		{"users", "add, change, remove and list SCRAM users (kafka-configs.sh --entity-type users)", runUsers},
 		{"quorum", "describe and change the controller quorum's voters (kafka-metadata-quorum.sh)", runQuorum},
 		{"leader-election", "elect partition leaders: preferred, or unclean (kafka-leader-election.sh)", runLeaderElection},
+		{"reassign", "move partitions between brokers (kafka-reassign-partitions.sh)", runReassign},
 		{"quotas", "alter and describe client quotas (kafka-configs.sh --entity-type users/clients)", runQuotas},
 		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 		{"version", "print strata's version", runVersion},

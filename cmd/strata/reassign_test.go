@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// strata reassign against three strata serve processes, as an operator
+// uses kafka-reassign-partitions.sh: --generate proposes, --execute moves a
+// partition onto the member that had no replica of it, --verify reports
+// until it is done, and the records are all there; a move onto a stopped
+// member stays in progress (--verify exit 1, --list shows it) until
+// --cancel reverts it. Bad files and flags are usage errors.
+func TestReassignCommand(t *testing.T) {
+	ports := freePorts(t, 6)
+	tmp := t.TempDir()
+	var peers []string
+	for i := range 3 {
+		peers = append(peers, "--peer", fmt.Sprintf("%d=%s,%s", i+1, ports[2*i], ports[2*i+1]))
+	}
+	members := make([]*server, 3)
+	defer func() {
+		for _, m := range members {
+			if m != nil {
+				m.stop(t)
+			}
+		}
+	}()
+	for i := range 3 {
+		args := append([]string{"--node-id", strconv.Itoa(i + 1), "--listen", ports[2*i], "--raft-addr", ports[2*i+1], "--raft-loopback"}, peers...)
+		members[i] = startServe(t, filepath.Join(tmp, fmt.Sprint(i+1)), args...)
+	}
+	addr := ports[0]
+	retry(t, "topics create", func() result {
+		return strata(t, "", "", "topics", "create", "--bootstrap-server", addr, "--topic", "mv", "--partitions", "2", "--replication-factor", "2")
+	})
+	ok(t, "", "a\nb\nc\n", "produce", "--bootstrap-server", addr, "--topic", "mv", "--acks", "all", "--partition", "0")
+	file := func(name, body string) string {
+		p := filepath.Join(tmp, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	// --generate: the current assignment, and a proposal over 1,2,3.
+	topics := file("topics.json", `{"version":1,"topics":[{"topic":"mv"}]}`)
+	out := ok(t, "", "", "reassign", "--bootstrap-server", addr, "--generate", "--topics-to-move-json-file", topics, "--broker-list", "1,2,3")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 5 || lines[0] != "Current partition replica assignment" || lines[3] != "Proposed partition reassignment configuration" {
+		t.Fatalf("--generate:\n%s", out)
+	}
+	var cur, proposed reassignmentFile
+	if err := json.Unmarshal([]byte(lines[1]), &cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(lines[4]), &proposed); err != nil {
+		t.Fatal(err)
+	}
+	if len(cur.Partitions) != 2 || len(proposed.Partitions) != 2 {
+		t.Fatalf("--generate: %d current and %d proposed partitions, want 2 and 2:\n%s", len(cur.Partitions), len(proposed.Partitions), out)
+	}
+	for _, p := range proposed.Partitions {
+		if len(p.Replicas) != 2 || p.Replicas[0] == p.Replicas[1] || p.Replicas[0] < 1 || p.Replicas[0] > 3 || p.Replicas[1] < 1 || p.Replicas[1] > 3 {
+			t.Fatalf("--generate proposed %v for %s-%d", p.Replicas, p.Topic, p.Partition)
+		}
+	}
+
+	// --execute: mv-0 onto the member without a replica of it, first.
+	p0 := cur.Partitions[slices.IndexFunc(cur.Partitions, func(p reassignPartition) bool { return p.Partition == 0 })]
+	other := int32(6) - p0.Replicas[0] - p0.Replicas[1]
+	target := []int32{other, p0.Replicas[1]}
+	move := file("move.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[%d,%d],"log_dirs":["any","any"]}]}`, target[0], target[1]))
+	out = ok(t, "", "", "reassign", "--bootstrap-server", addr, "--execute", "--reassignment-json-file", move)
+	if !strings.Contains(out, "Save this to use as the --reassignment-json-file option during rollback") ||
+		!strings.Contains(out, fmt.Sprintf(`"replicas":[%d,%d]`, p0.Replicas[0], p0.Replicas[1])) ||
+		!strings.Contains(out, "Successfully started partition reassignments for mv-0") {
+		t.Fatalf("--execute:\n%s", out)
+	}
+	retry(t, "reassign --verify", func() result {
+		return strata(t, "", "", "reassign", "--bootstrap-server", addr, "--verify", "--reassignment-json-file", move)
+	}, "Reassignment of partition mv-0 is completed.")
+	if out := ok(t, "", "", "reassign", "--bootstrap-server", addr, "--list"); !strings.Contains(out, "No partition reassignments found.") {
+		t.Fatalf("--list after the move:\n%s", out)
+	}
+	if out := ok(t, "", "", "reassign", "--bootstrap-server", addr, "--cancel", "--reassignment-json-file", move); !strings.Contains(out, "None of the specified partition reassignments are active.") {
+		t.Fatalf("--cancel of a move done:\n%s", out)
+	}
+	out = ok(t, "", "", "consume", "--bootstrap-server", ports[2*(other-1)], "--topic", "mv", "--partition", "0", "--from-beginning", "--exit-at-end")
+	if got := strings.Join(strings.Fields(out), " "); got != "a b c" {
+		t.Fatalf("consumed %q after the move, want a b c", got)
+	}
+
+	// A move onto a stopped member stays in progress until cancelled.
+	stopped := p0.Replicas[0] // a replica no more: mv-0 is on target now
+	members[stopped-1].stop(t)
+	members[stopped-1] = nil
+	live := ports[2*(other-1)]
+	back := file("back.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"mv","partition":0,"replicas":[%d,%d]}]}`, stopped, other))
+	retry(t, "reassign --execute onto a stopped member", func() result {
+		return strata(t, "", "", "reassign", "--bootstrap-server", live, "--execute", "--reassignment-json-file", back)
+	}, "Successfully started partition reassignments for mv-0")
+	r := strata(t, "", "", "reassign", "--bootstrap-server", live, "--verify", "--reassignment-json-file", back)
+	if r.code != 1 || !strings.Contains(r.stdout, "Reassignment of partition mv-0 is still in progress.") {
+		t.Fatalf("--verify of a move in progress: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	want := fmt.Sprintf("mv-0: replicas: %d,%d,%d. adding: %d. removing: %d.", stopped, other, target[1], stopped, target[1])
+	if out := ok(t, "", "", "reassign", "--bootstrap-server", live, "--list"); !strings.Contains(out, want) {
+		t.Fatalf("--list: no %q in\n%s", want, out)
+	}
+	if r := strata(t, "", "", "reassign", "--bootstrap-server", live, "--execute", "--reassignment-json-file", move); r.code == 0 || !strings.Contains(r.stderr, "--additional") {
+		t.Fatalf("--execute while a move is in progress: exit %d\n%s", r.code, r.stderr)
+	}
+	if out := ok(t, "", "", "reassign", "--bootstrap-server", live, "--cancel", "--reassignment-json-file", back); !strings.Contains(out, "Successfully cancelled partition reassignments for: mv-0") {
+		t.Fatalf("--cancel:\n%s", out)
+	}
+	ok(t, "", "", "reassign", "--bootstrap-server", live, "--verify", "--reassignment-json-file", move)
+
+	// Refused: an unknown broker (exit 1), and usage errors (exit 2).
+	bad := file("bad.json", `{"version":1,"partitions":[{"topic":"mv","partition":1,"replicas":[1,9]}]}`)
+	if r := strata(t, "", "", "reassign", "--bootstrap-server", live, "--execute", "--reassignment-json-file", bad); r.code != 1 || !strings.Contains(r.stderr, "INVALID_REPLICA_ASSIGNMENT") {
+		t.Fatalf("--execute onto broker 9: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, args := range [][]string{
+		{"--list", "--verify"},
+		{"--execute"},
+		{"--execute", "--reassignment-json-file", topics},
+		{"--execute", "--reassignment-json-file", move, "--throttle", "1000"},
+		{"--execute", "--reassignment-json-file", file("dup.json", `{"partitions":[{"topic":"mv","partition":0,"replicas":[1]},{"topic":"mv","partition":0,"replicas":[2]}]}`)},
+		{"--generate", "--topics-to-move-json-file", topics},
+	} {
+		if r := strata(t, "", "", append([]string{"reassign", "--bootstrap-server", live}, args...)...); r.code != 2 {
+			t.Fatalf("reassign %v: exit %d, want 2 (usage)\n%s", args, r.code, r.stderr)
+		}
+	}
+}
+
+// retry runs f until it exits 0 with every want in its stdout, for up to
+// 30 s: a cluster of processes that is forming, or a move under way,
+// announces nothing a test could wait for.
+func retry(t *testing.T, what string, f func() result, want ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r := f()
+		done := r.code == 0
+		for _, w := range want {
+			done = done && strings.Contains(r.stdout, w)
+		}
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: exit %d\n%s%s", what, r.code, r.stdout, r.stderr)
+		}
+		time.Sleep(100 * time.Millisecond) // polling other processes
+	}
+}
