@@ -51,8 +51,8 @@ func TestKadmReassignments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for tp, code := range map[[2]any]error{
-		{topic, int32(0)}: kerr.InvalidReplicaAssignment,
-		{topic, int32(7)}: kerr.UnknownTopicOrPartition,
+		{topic, int32(0)}:  kerr.InvalidReplicaAssignment,
+		{topic, int32(7)}:  kerr.UnknownTopicOrPartition,
 		{"nope", int32(0)}: kerr.UnknownTopicOrPartition,
 	} {
 		r := res[tp[0].(string)][tp[1].(int32)]
