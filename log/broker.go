@@ -49,6 +49,7 @@ type Broker struct {
 	purgMu  sync.Mutex // orders the purgatory sizes told to cfg.Metrics
 	groups  *group.Coordinator
 	shares  *share.Coordinator // share groups (broker_share.go)
+	txn     *txnHost           // the transaction coordinator (broker_txn.go)
 	cleaner *cleaner           // log compaction
 	// The cleaner's goroutine starts with the store's loop (startCleaner);
 	// cleanerMu guards its start against Close, which closes stop under it.
@@ -179,6 +180,7 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 		b.wheel.Stop()
 		return nil, err
 	}
+	b.startTxn()
 	b.cleaner = newCleaner(b)
 	b.cleanerReadyToStart()
 	return b, nil
@@ -497,7 +499,8 @@ func (b *Broker) shutdown(closeStore func() error) error {
 	b.cleanerMu.Lock() // no cleaner starts after this
 	close(b.stop)
 	b.cleanerMu.Unlock()
-	b.wg.Wait() // the cleaner, before the partitions it cleans close
+	b.wg.Wait()  // the cleaner, before the partitions it cleans close
+	b.closeTxn() // its markers go through the groups and the partitions
 	b.closeShares()
 	b.groups.Close()
 	err := closeStore()

@@ -76,7 +76,7 @@ func (b *Broker) deriveMissingOverrides(meta topicsMeta) {
 	}
 	defaults := b.cfg.DefaultTopic.WithDefaults()
 	for name, t := range b.topics {
-		if name == OffsetsTopic {
+		if internalTopic(name) {
 			continue
 		}
 		t.overrides = derivedOverrides(t.cfg, defaults)
@@ -89,7 +89,7 @@ func (b *Broker) editableTopic(name, what string) (*Topic, error) {
 	if err := ValidTopicName(name); err != nil {
 		return nil, err
 	}
-	if name == OffsetsTopic {
+	if internalTopic(name) {
 		return nil, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
 	if b.closed {
@@ -260,7 +260,7 @@ func (b *Broker) DeleteRecords(ctx context.Context, tp TopicPartition, offset in
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	if tp.Topic == OffsetsTopic {
+	if internalTopic(tp.Topic) {
 		return 0, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, tp.Topic)
 	}
 	p, err := b.Partition(tp.Topic, tp.Partition)

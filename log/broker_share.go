@@ -31,7 +31,9 @@ const shareConfigsFile = "share_group_configs.json"
 
 // internalTopic reports whether name is one of the broker's internal
 // topics, which users neither list, create nor delete.
-func internalTopic(name string) bool { return name == OffsetsTopic || name == ShareStateTopic }
+func internalTopic(name string) bool {
+	return name == OffsetsTopic || name == ShareStateTopic || name == TransactionStateTopic
+}
 
 // startShares starts the share coordinator over ShareStateTopic, which it
 // replays: the share-partitions come back as they were last written.
