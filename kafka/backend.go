@@ -6,6 +6,8 @@ import (
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/txn"
 )
 
 // Backend is what a Server serves: the topics and partitions of a broker.
@@ -49,6 +51,7 @@ var (
 	_ Backend             = (*log.Broker)(nil)
 	_ BatchBorrower       = (*log.Broker)(nil)
 	_ OffsetsTopicCreator = (*log.Broker)(nil)
+	_ TxnBackend          = (*log.Broker)(nil)
 )
 
 // OffsetsTopicCreator is implemented by a standalone Backend (*log.Broker)
@@ -58,6 +61,21 @@ var (
 // it in CoordinatorFor.)
 type OffsetsTopicCreator interface {
 	CreateOffsetsTopic() error
+}
+
+// TxnBackend is what a Backend implements to serve transactions (KIP-98):
+// InitProducerId with a transactional id, FindCoordinator for one,
+// AddPartitionsToTxn, AddOffsetsToTxn, EndTxn, WriteTxnMarkers, the
+// transactional produce's checks and the transaction admin APIs.
+// *log.Broker does, coordinating every transactional id itself.
+type TxnBackend interface {
+	// TxnCoordinator returns the coordinator of transactionalID on this
+	// node, waiting until ctx ends while it loads
+	// (log.ErrTxnCoordinatorLoading then).
+	TxnCoordinator(ctx context.Context, transactionalID string) (*txn.Coordinator, error)
+	// WriteTxnMarker appends a COMMIT or ABORT marker to a partition this
+	// node leads (WriteTxnMarkers).
+	WriteTxnMarker(ctx context.Context, tp log.TopicPartition, m batch.Marker) error
 }
 
 // topicID is the id a topic is known by in Metadata v10+, Fetch v13+ and

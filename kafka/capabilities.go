@@ -32,6 +32,7 @@ type capabilities struct {
 	quotas         *quotaManager         // DescribeClientQuotas, AlterClientQuotas; the quotas enforced
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
+	txns           TxnBackend            // the transaction APIs (txn.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -56,6 +57,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.txnOffsets, _ = b.(TxnOffsetCommitter)
 	c.offsetsTopic, _ = b.(OffsetsTopicCreator)
 	c.reassigner, _ = b.(Reassigner)
+	c.txns, _ = b.(TxnBackend)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -89,4 +91,6 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.elector != nil }, electLeadersAPIs},
 	{func(s *Server) bool { return s.caps.reassigner != nil }, reassignAPIs},
 	{func(s *Server) bool { return s.caps.quotas != nil }, quotaAPIs},
+	// The coordinator hands out producer ids: both are needed.
+	{func(s *Server) bool { return s.caps.txns != nil && s.caps.producerIDs != nil }, txnAPIs},
 }

@@ -77,6 +77,11 @@ type (
 		capsBase
 		QuotaBackend
 	}
+	capsTxns struct {
+		capsBase
+		ProducerIDBackend
+		TxnBackend
+	}
 	capsBorrower struct{ capsBase }
 	capsAll      struct {
 		capsBase
@@ -140,7 +145,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"ClusterBackend", capsCluster{capsBase: b}, false, base},
 		{"ListenerBackend", capsListener{capsBase: b}, false, base},
 		{"GroupRouter", capsGroupRouter{capsBase: b}, false, with(groups)},
-		{"ProducerIDBackend", capsProducerIDs{capsBase: b}, false, with(map[int16][2]int16{initProducerIDKey: {0, 4}})},
+		{"ProducerIDBackend", capsProducerIDs{capsBase: b}, false, with(map[int16][2]int16{initProducerIDKey: {0, 5}})},
 		{"PartitionCreator", capsPartitions{capsBase: b}, false, with(map[int16][2]int16{createPartitionsKey: {0, 3}})},
 		{"TopicConfigAlterer", capsConfigs{capsBase: b}, false, with(map[int16][2]int16{incrementalAlterConfigsKey: {0, 1}})},
 		{"RecordsDeleter", capsRecords{capsBase: b}, false, with(map[int16][2]int16{deleteRecordsKey: {0, 2}})},
@@ -150,8 +155,10 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"ACLBackend", capsACLs{capsBase: b}, false, with(acls)},
 		{"SCRAMBackend", capsSCRAM{capsBase: b}, false, with(scram)},
 		{"QuotaBackend", capsQuotas{capsBase: b}, false, with(quotas)},
+		{"TxnBackend", capsTxns{capsBase: b}, false, with(map[int16][2]int16{initProducerIDKey: {0, 5},
+			addPartitionsToTxnKey: {0, 5}, addOffsetsToTxnKey: {0, 4}, endTxnKey: {0, 5}, writeTxnMarkersKey: {0, 2}})},
 		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, quotas, map[int16][2]int16{
-			initProducerIDKey: {0, 4}, createPartitionsKey: {0, 3},
+			initProducerIDKey: {0, 5}, createPartitionsKey: {0, 3},
 			incrementalAlterConfigsKey: {0, 1}, deleteRecordsKey: {0, 2},
 		})},
 	} {

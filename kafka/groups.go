@@ -42,6 +42,9 @@ func handleFindCoordinator(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	answer := func(key string) (node int32, host string, port int32, code int16, msg *string) {
+		if req.CoordinatorType == coordinatorTransaction {
+			return c.s.findTxnCoordinator(key)
+		}
 		if req.CoordinatorType != coordinatorGroup {
 			// Transactions and share groups are not served.
 			return -1, "", -1, errInvalidRequest, kmsg.StringPtr("only group coordinators (key type 0) are served")

@@ -111,13 +111,14 @@ func TestFindCoordinatorEveryVersion(t *testing.T) {
 			require.Equal(t, [3]any{int32(1), host, port}, [3]any{rc.NodeID, rc.Host, rc.Port})
 		}
 	}
-	// Transactions are not coordinated here.
+	// Transactional ids are coordinated here too (txn_test.go).
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.SetVersion(4)
 	req.CoordinatorType = 1
 	req.CoordinatorKeys = []string{"txn"}
 	resp := c.do(req).(*kmsg.FindCoordinatorResponse)
-	require.Equal(t, errInvalidRequest, resp.Coordinators[0].ErrorCode)
+	require.Equal(t, errNone, resp.Coordinators[0].ErrorCode)
+	require.Equal(t, [3]any{int32(1), host, port}, [3]any{resp.Coordinators[0].NodeID, resp.Coordinators[0].Host, resp.Coordinators[0].Port})
 }
 
 // TestGroupLifecycle runs Kafka's classic protocol over the wire, as a

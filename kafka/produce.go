@@ -35,13 +35,12 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		ackErr, ackMsg = errInvalidRequiredAcks, "acks must be -1, 0 or 1"
 	}
 	switch {
-	case req.TransactionID != nil:
+	case req.TransactionID != nil && s.caps.txns == nil:
 		ackErr, ackMsg = errTransactionalIDAuthorizationFailed, "transactions are not supported"
-	case hasTransactionalRecords(req):
+	case req.TransactionID == nil && hasTransactionalRecords(req):
 		// Kafka refuses transactional records without a transactional
-		// id the same way. Until the transaction coordinator is served,
-		// nothing could end such a transaction: the partition's last
-		// stable offset would stay behind it.
+		// id the same way: no coordinator would ever end them, and the
+		// partition's last stable offset would stay behind them.
 		ackErr, ackMsg = errTransactionalIDAuthorizationFailed, "transactional records without a transactional id"
 	}
 	// A produce read whole is carried out even if its connection then
@@ -113,6 +112,13 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		jctx := jobCtx()
 		defer order.Placed(jctx)
 		p := &resp.Topics[jb.t].Partitions[jb.p]
+		if req.TransactionID != nil {
+			// In the producer's transaction? (KIP-890, txn_produce.go)
+			if code, msg := s.checkTxnProduce(jctx, *req.TransactionID, jb.tp, jb.recs, req.Version); code != errNone {
+				p.ErrorCode, p.ErrorMessage = code, msg
+				return
+			}
+		}
 		p.ErrorCode, p.BaseOffset, p.LogStartOffset, p.ErrorMessage = s.produce(jctx, jb.tp, jb.recs, acks)
 	}
 	if len(jobs) > 1 && len(distinct) == len(jobs) && acks != log.AcksNone {

@@ -18,10 +18,11 @@ const initProducerIDKey int16 = 22
 
 // idempotenceAPIs are served when the backend hands out producer ids.
 var idempotenceAPIs = []api{
-	// Transactions are not served: only a null transactional id is
-	// answered; v3+ re-initialise a known id and epoch (KIP-360), which is
-	// answered with a new id.
-	{key: initProducerIDKey, min: 0, max: 4, handle: handleInitProducerID},
+	// A transactional id goes to its coordinator (txn.go), if the
+	// backend runs one; without one, v3+ re-initialise a known id and
+	// epoch (KIP-360), which is answered with a new id. v5 only adds
+	// TRANSACTION_ABORTABLE to what may be answered.
+	{key: initProducerIDKey, min: 0, max: 5, handle: handleInitProducerID},
 }
 
 func handleInitProducerID(ctx context.Context, c *conn, r kmsg.Request) reply {
@@ -29,7 +30,7 @@ func handleInitProducerID(ctx context.Context, c *conn, r kmsg.Request) reply {
 	resp := req.ResponseKind().(*kmsg.InitProducerIDResponse)
 	resp.ProducerID, resp.ProducerEpoch = -1, -1
 	if req.TransactionalID != nil {
-		resp.ErrorCode = errTransactionalIDAuthorizationFailed
+		initTxnProducerID(ctx, c, req, resp)
 		return reply{resp: resp}
 	}
 	pid, err := c.s.caps.producerIDs.InitProducerID(ctx)

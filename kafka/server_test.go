@@ -91,7 +91,8 @@ func TestApiVersions(t *testing.T) {
 		require.Contains(t, keys, produceKey)
 		require.Contains(t, keys, fetchKey)
 		require.Equal(t, [2]int16{0, 3}, keys[createPartitionsKey], "CreatePartitions is served: log.Broker is a PartitionCreator")
-		require.Equal(t, [2]int16{0, 4}, keys[initProducerIDKey], "InitProducerId is served: the broker hands out producer ids")
+		require.Equal(t, [2]int16{0, 5}, keys[initProducerIDKey], "InitProducerId is served: the broker hands out producer ids")
+		require.Equal(t, [2]int16{0, 5}, keys[endTxnKey], "the transaction APIs are served: log.Broker is a TxnBackend")
 		require.NotContains(t, keys, saslHandshakeKey, "no SASL configured")
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/txn"
 )
 
 // Kafka's error codes that Strata uses (Kafka's protocol guide, "Error
@@ -60,6 +61,11 @@ const (
 	InvalidRequest                     int16 = 42
 	OutOfOrderSequenceNumber           int16 = 45
 	InvalidProducerEpoch               int16 = 47
+	InvalidTxnState                    int16 = 48
+	InvalidProducerIDMapping           int16 = 49
+	InvalidTransactionTimeout          int16 = 50
+	ConcurrentTransactions             int16 = 51
+	TransactionCoordinatorFenced       int16 = 52
 	TransactionalIDAuthorizationFailed int16 = 53
 	OperationNotAttempted              int16 = 55
 	SaslAuthenticationFailed           int16 = 58
@@ -75,6 +81,7 @@ const (
 	FencedInstanceID                   int16 = 82
 	InvalidRecord                      int16 = 87
 	UnstableOffsetCommit               int16 = 88
+	ProducerFenced                     int16 = 90
 	ResourceNotFound                   int16 = 91
 	DuplicateResource                  int16 = 92
 	UnacceptableCredential             int16 = 93
@@ -85,6 +92,7 @@ const (
 	StaleMemberEpoch                   int16 = 113
 	MismatchedEndpointType             int16 = 114
 	UnsupportedEndpointType            int16 = 115
+	TransactionAbortable               int16 = 120
 	InvalidRegularExpression           int16 = 128
 )
 
@@ -171,6 +179,19 @@ var table = []Row{
 	{ErrInvalidPartitions, InvalidPartitions},
 	{ErrInvalidReplicationFactor, InvalidReplicationFactor},
 	{ErrInvalidReplicaAssignment, InvalidReplicaAssignment},
+	// Transactions: the partition's and the coordinator's (package txn).
+	{log.ErrInvalidTxnState, InvalidTxnState},
+	{log.ErrTransactionCoordinatorFenced, TransactionCoordinatorFenced},
+	{log.ErrTxnCoordinatorLoading, CoordinatorLoadInProgress},
+	{txn.ErrClosed, NotCoordinator},
+	{txn.ErrConcurrentTransactions, ConcurrentTransactions},
+	{txn.ErrProducerFenced, ProducerFenced},
+	{txn.ErrInvalidProducerEpoch, InvalidProducerEpoch},
+	{txn.ErrInvalidProducerIDMapping, InvalidProducerIDMapping},
+	{txn.ErrInvalidTxnState, InvalidTxnState},
+	{txn.ErrInvalidTransactionTimeout, InvalidTransactionTimeout},
+	{txn.ErrTransactionAbortable, TransactionAbortable},
+	{txn.ErrInvalidRequest, InvalidRequest},
 	// Any other invalid request (log.Broker's Fetch of an unknown
 	// isolation, the controller's): INVALID_REQUEST, as replica answered.
 	{log.ErrInvalidRequest, InvalidRequest},
