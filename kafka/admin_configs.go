@@ -460,6 +460,10 @@ func handleDescribeConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 				res.Configs = append(res.Configs, rc)
 			}
 		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		case kmsg.ConfigResourceTypeGroupConfig:
+			if !s.describeGroupConfig(rr.ResourceName, rr.ConfigNames, &res) { // share groups (share_configs.go)
+				res.ErrorCode = errInvalidRequest
+			}
 		default:
 			res.ErrorCode = errInvalidRequest
 		}
@@ -503,6 +507,8 @@ func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) r
 		switch {
 		case seen[key{rr.ResourceType, rr.ResourceName}] > 1:
 			err = fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, rr.ResourceName)
+		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
+			err = c.s.alterGroupConfig(rr, req.ValidateOnly) // share groups (share_configs.go)
 		case rr.ResourceType != kmsg.ConfigResourceTypeTopic:
 			err = fmt.Errorf("%w: only topic configs can be altered", errInvalidRequestErr)
 		default:

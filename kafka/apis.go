@@ -82,8 +82,9 @@ var (
 	}
 )
 
-// maxAPIKey is the largest key of the tables (RemoveRaftVoter, quorum.go).
-const maxAPIKey = removeRaftVoterKey
+// maxAPIKey is the largest key of the tables (DeleteShareGroupOffsets,
+// share.go).
+const maxAPIKey = deleteShareGroupOffsetsKey
 
 // apiSet is the APIs one server serves, by key.
 type apiSet [maxAPIKey + 1]*api

@@ -30,6 +30,7 @@ type capabilities struct {
 	elector        LeaderElector         // ElectLeaders (elect.go)
 	reassigner     Reassigner            // Alter/ListPartitionReassignments (reassign.go)
 	quotas         *quotaManager         // DescribeClientQuotas, AlterClientQuotas; the quotas enforced
+	shares         *shareServer          // share groups (share.go)
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
 	txns           TxnBackend            // the transaction APIs (txn.go)
@@ -58,6 +59,9 @@ func resolveCapabilities(b Backend) capabilities {
 	c.offsetsTopic, _ = b.(OffsetsTopicCreator)
 	c.reassigner, _ = b.(Reassigner)
 	c.txns, _ = b.(TxnBackend)
+	if sb, ok := b.(ShareBackend); ok {
+		c.shares = newShareServer(sb)
+	}
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -93,4 +97,5 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.quotas != nil }, quotaAPIs},
 	// The coordinator hands out producer ids: both are needed.
 	{func(s *Server) bool { return s.caps.txns != nil && s.caps.producerIDs != nil }, txnAPIs},
+	{(*Server).shareGroupsServed, shareAPIs}, // KIP-932 (share.go)
 }

@@ -97,6 +97,11 @@ type (
 		ACLBackend
 		SCRAMBackend
 		QuotaBackend
+		ShareBackend
+	}
+	capsShares struct {
+		capsBase
+		ShareBackend
 	}
 )
 
@@ -123,6 +128,8 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 	acls := map[int16][2]int16{describeACLsKey: {0, 3}, createACLsKey: {0, 3}, deleteACLsKey: {0, 3}}
 	scram := map[int16][2]int16{describeUserSCRAMKey: {0, 0}, alterUserSCRAMKey: {0, 0}}
 	quotas := map[int16][2]int16{describeClientQuotasKey: {0, 1}, alterClientQuotasKey: {0, 1}}
+	shares := map[int16][2]int16{shareGroupHeartbeatKey: {1, 1}, shareGroupDescribeKey: {1, 1}, shareFetchKey: {1, 2},
+		shareAcknowledgeKey: {1, 2}, describeShareGroupOffsetsKey: {0, 1}, alterShareGroupOffsetsKey: {0, 0}, deleteShareGroupOffsetsKey: {0, 0}}
 	with := func(extra ...map[int16][2]int16) map[int16][2]int16 {
 		out := maps.Clone(base)
 		for _, e := range extra {
@@ -157,7 +164,8 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"QuotaBackend", capsQuotas{capsBase: b}, false, with(quotas)},
 		{"TxnBackend", capsTxns{capsBase: b}, false, with(map[int16][2]int16{initProducerIDKey: {0, 5},
 			addPartitionsToTxnKey: {0, 5}, addOffsetsToTxnKey: {0, 4}, endTxnKey: {0, 5}, writeTxnMarkersKey: {0, 2}})},
-		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, quotas, map[int16][2]int16{
+		{"ShareBackend", capsShares{capsBase: b}, false, with(shares)},
+		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, quotas, shares, map[int16][2]int16{
 			initProducerIDKey: {0, 5}, createPartitionsKey: {0, 3},
 			incrementalAlterConfigsKey: {0, 1}, deleteRecordsKey: {0, 2},
 		})},
@@ -196,6 +204,7 @@ func capsPresent(c capabilities) map[string]bool {
 		"borrower": c.borrower != nil, "acls": c.acls != nil,
 		"scram":  c.scram != nil,
 		"quotas": c.quotas != nil,
+		"shares": c.shares != nil,
 	}
 }
 
@@ -212,7 +221,7 @@ func TestCapabilitiesResolved(t *testing.T) {
 	require.Equal(t, all, capsPresent(resolveCapabilities(capsAll{})))
 	broker := maps.Clone(none)
 	for _, k := range []string{"producerIDs", "partitions", "configs", "records", "epochs", "borrower", "acls", "scram",
-		"quotas"} {
+		"quotas", "shares"} {
 		broker[k] = true
 	}
 	require.Equal(t, broker, capsPresent(resolveCapabilities((*log.Broker)(nil))))

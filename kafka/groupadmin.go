@@ -39,6 +39,7 @@ func handleListGroups(_ context.Context, c *conn, r kmsg.Request) reply {
 			resp.Groups = append(resp.Groups, g)
 		}
 	}
+	c.s.listShareGroups(resp, match, req.StatesFilter, req.TypesFilter) // KIP-932 (share.go)
 	return reply{resp: resp}
 }
 
@@ -115,6 +116,9 @@ func handleDeleteGroups(ctx context.Context, c *conn, r kmsg.Request) reply {
 		gc, code := c.s.coordinatorFor(ctx, id)
 		if code == errNone {
 			code = groupCode(ctx, gc.Delete(ctx, id))
+		}
+		if shareCode, ok := c.s.deleteShareGroup(ctx, id); ok && code == errGroupIDNotFound {
+			code = shareCode // KIP-932 (share.go)
 		}
 		g.ErrorCode = code
 		resp.Groups = append(resp.Groups, g)

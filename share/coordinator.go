@@ -159,6 +159,9 @@ type Coordinator struct {
 	configs map[string]GroupConfig
 
 	callbacks sync.WaitGroup // armed timers whose callback has not returned
+
+	watchMu sync.Mutex
+	watch   chan struct{} // closed when records become Available again (Watch)
 }
 
 type groupEntry struct {

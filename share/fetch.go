@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/strata-log/strata/tp"
@@ -136,7 +137,65 @@ func (c *Coordinator) Acknowledge(ctx context.Context, group, member string, t T
 	if !renewed.IsZero() {
 		c.armLock(pe, renewed)
 	}
+	if releases(batches) {
+		c.signal()
+	}
 	return nil
+}
+
+func releases(batches []AckBatch) bool {
+	for _, b := range batches {
+		if slices.Contains(b.Types, AckRelease) {
+			return true
+		}
+	}
+	return false
+}
+
+// Unacquire gives back the records of partition t from offset from on
+// that member acquired with its last Acquire and that were not delivered
+// (a fetch response could not hold them): they are Available again with
+// the delivery count they had, as if never acquired.
+func (c *Coordinator) Unacquire(group, member string, t TopicPartition, from int64) {
+	ge, err := c.lookup(group, false)
+	if err != nil {
+		return
+	}
+	ge.mu.Lock()
+	pe := ge.parts[t]
+	ge.mu.Unlock()
+	if pe == nil {
+		return
+	}
+	pe.mu.Lock()
+	n := pe.p.unacquire(member, from)
+	pe.mu.Unlock()
+	if n > 0 {
+		c.signal()
+	}
+}
+
+// Watch returns a channel closed the next time records become Available
+// again in some share-partition (released, their lock expired, their
+// member gone, offsets altered): a fetch that found nothing to acquire
+// waits on it and on new records.
+func (c *Coordinator) Watch() <-chan struct{} {
+	c.watchMu.Lock()
+	defer c.watchMu.Unlock()
+	if c.watch == nil {
+		c.watch = make(chan struct{})
+	}
+	return c.watch
+}
+
+// signal wakes the Watch channel's waiters.
+func (c *Coordinator) signal() {
+	c.watchMu.Lock()
+	if c.watch != nil {
+		close(c.watch)
+		c.watch = nil
+	}
+	c.watchMu.Unlock()
 }
 
 // LockDuration is how long group's members hold a record they acquired.
@@ -207,6 +266,7 @@ func (c *Coordinator) lockFired(pe *partEntry, a *armed) {
 		if err := c.flush(pe, false); err != nil {
 			c.cfg.Logger.Warn("share: store records released at lock expiry", "group", pe.key.group, "err", err)
 		}
+		c.signal()
 	}
 	if next := pe.p.minDeadline; !next.IsZero() {
 		c.armLock(pe, next)

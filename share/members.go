@@ -146,14 +146,25 @@ func (c *Coordinator) memberGone(ge *groupEntry, member string) {
 			c.callbacks.Done()
 		}
 	}
+	c.releaseMember(ge, member)
+}
+
+// releaseMember releases member's records in every share-partition of
+// the group. ge.mu is held.
+func (c *Coordinator) releaseMember(ge *groupEntry, member string) {
+	released := false
 	for t, pe := range ge.parts {
 		pe.mu.Lock()
 		if pe.p.releaseMember(member) > 0 {
+			released = true
 			if err := c.flush(pe, false); err != nil {
 				c.cfg.Logger.Warn("share: store released records", "group", ge.id, "partition", t, "err", err)
 			}
 		}
 		pe.mu.Unlock()
+	}
+	if released {
+		c.signal()
 	}
 }
 
@@ -167,13 +178,5 @@ func (c *Coordinator) ReleaseMember(group, member string) {
 	}
 	ge.mu.Lock()
 	defer ge.mu.Unlock()
-	for t, pe := range ge.parts {
-		pe.mu.Lock()
-		if pe.p.releaseMember(member) > 0 {
-			if err := c.flush(pe, false); err != nil {
-				c.cfg.Logger.Warn("share: store released records", "group", ge.id, "partition", t, "err", err)
-			}
-		}
-		pe.mu.Unlock()
-	}
+	c.releaseMember(ge, member)
 }

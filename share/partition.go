@@ -298,6 +298,24 @@ func (p *partition) expire(now time.Time) int {
 	return n
 }
 
+// unacquire gives back the records from offset from on that member
+// acquired and that were never delivered (a fetch could not return
+// them): Available again, their delivery count as before the acquisition.
+func (p *partition) unacquire(member string, from int64) int {
+	n := 0
+	for i := max(int(from-p.start), 0); i < len(p.recs); i++ {
+		r := &p.recs[i]
+		if r.state != Acquired || r.member != member {
+			continue
+		}
+		r.state, r.member, r.deadline = Available, "", time.Time{}
+		r.count--
+		p.avail = min(p.avail, i)
+		n++
+	}
+	return n
+}
+
 // releaseMember releases the records member holds (it left, or its share
 // session ended) and reports how many.
 func (p *partition) releaseMember(member string) int {

@@ -18,6 +18,7 @@ import (
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/share"
 	"github.com/strata-log/strata/txn"
 )
 
@@ -94,6 +95,9 @@ const (
 	UnsupportedEndpointType            int16 = 115
 	TransactionAbortable               int16 = 120
 	InvalidRegularExpression           int16 = 128
+	InvalidRecordState                 int16 = 121
+	ShareSessionNotFound               int16 = 122
+	InvalidShareSessionEpoch           int16 = 123
 )
 
 // Errors of Kafka-protocol conditions with a code of their own and no
@@ -171,6 +175,7 @@ var table = []Row{
 	{group.ErrUnsupportedAssignor, UnsupportedAssignor},
 	{group.ErrStaleMemberEpoch, StaleMemberEpoch},
 	{group.ErrInvalidRegularExpression, InvalidRegularExpression},
+	{share.ErrInvalidRecordState, InvalidRecordState},
 	{ErrNotCoordinator, NotCoordinator},
 	{ErrCoordinatorLoading, CoordinatorLoadInProgress},
 	{ErrOffsetMetadataTooLarge, OffsetMetadataTooLarge},

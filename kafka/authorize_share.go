@@ -1,0 +1,222 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/acl"
+)
+
+// The authorization of the share-group APIs, as Kafka's KafkaApis checks
+// them: Read on the group for the heartbeat, the fetch, the
+// acknowledgement and altering offsets (Delete on it for deleting them,
+// Describe for describing), and on the topics Describe for the
+// heartbeat's subscription and the offsets' description, Read for the
+// rest. A topic denied is answered TOPIC_AUTHORIZATION_FAILED and left
+// out of what the handler sees.
+func init() {
+	authorizeRules[shareGroupHeartbeatKey] = authorizeShareGroupHeartbeat
+	authorizeRules[shareGroupDescribeKey] = authorizeShareGroupDescribe
+	authorizeRules[shareFetchKey] = authorizeShareFetch
+	authorizeRules[shareAcknowledgeKey] = authorizeShareAcknowledge
+	authorizeRules[describeShareGroupOffsetsKey] = authorizeDescribeShareGroupOffsets
+	authorizeRules[alterShareGroupOffsetsKey] = authorizeAlterShareGroupOffsets
+	authorizeRules[deleteShareGroupOffsetsKey] = authorizeDeleteShareGroupOffsets
+}
+
+func authorizeShareGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.ShareGroupHeartbeatRequest)
+	code := errNone
+	if !c.allowed(acl.OpRead, acl.Group(req.GroupID)) {
+		code = errGroupAuthorizationFailed
+	} else {
+		for _, t := range req.SubscribedTopicNames {
+			if !c.allowed(acl.OpDescribe, acl.Topic(t)) {
+				code = errTopicAuthorizationFailed
+				break
+			}
+		}
+	}
+	if code == errNone {
+		return next(ctx, c, req)
+	}
+	resp := kmsg.NewPtrShareGroupHeartbeatResponse()
+	resp.ErrorCode = code
+	return reply{resp: resp}
+}
+
+func authorizeShareGroupDescribe(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.ShareGroupDescribeRequest)
+	keep, refused := split(req.GroupIDs, func(g *string) bool { return !c.allowed(acl.OpDescribe, acl.Group(*g)) })
+	req.GroupIDs = keep
+	rep := serve(ctx, c, req, len(keep) == 0, next)
+	resp := rep.resp.(*kmsg.ShareGroupDescribeResponse)
+	if req.IncludeAuthorizedOperations {
+		for i := range resp.Groups {
+			g := &resp.Groups[i]
+			g.AuthorizedOperations = c.authorizedOps(acl.Group(g.GroupID), groupOps)
+		}
+	}
+	for _, id := range refused {
+		g := kmsg.NewShareGroupDescribeResponseGroup()
+		g.GroupID, g.ErrorCode = id, errGroupAuthorizationFailed
+		resp.Groups = append(resp.Groups, g)
+	}
+	return rep
+}
+
+// topicAllowed reports whether the connection may do op on the topic of
+// id (an unknown id passes: the handler answers it).
+func (c *conn) topicAllowed(op acl.Operation, id [16]byte) bool {
+	name, ok := c.s.topicName(id)
+	return !ok || c.allowed(op, acl.Topic(name))
+}
+
+func authorizeShareFetch(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.ShareFetchRequest)
+	if req.GroupID == nil || !c.allowed(acl.OpRead, acl.Group(*req.GroupID)) {
+		resp := kmsg.NewPtrShareFetchResponse()
+		resp.ErrorCode = errGroupAuthorizationFailed
+		return reply{resp: resp}
+	}
+	keep, refused := split(req.Topics, func(t *kmsg.ShareFetchRequestTopic) bool { return !c.topicAllowed(acl.OpRead, t.TopicID) })
+	req.Topics = keep
+	rep := next(ctx, c, req)
+	if resp, ok := rep.resp.(*kmsg.ShareFetchResponse); ok {
+		for _, t := range refused {
+			rt := kmsg.NewShareFetchResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareFetchResponseTopicPartition()
+				rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.Partition, errTopicAuthorizationFailed, errTopicAuthorizationFailed
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return rep
+}
+
+func authorizeShareAcknowledge(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.ShareAcknowledgeRequest)
+	if req.GroupID == nil || !c.allowed(acl.OpRead, acl.Group(*req.GroupID)) {
+		resp := kmsg.NewPtrShareAcknowledgeResponse()
+		resp.ErrorCode = errGroupAuthorizationFailed
+		return reply{resp: resp}
+	}
+	keep, refused := split(req.Topics, func(t *kmsg.ShareAcknowledgeRequestTopic) bool { return !c.topicAllowed(acl.OpRead, t.TopicID) })
+	req.Topics = keep
+	rep := next(ctx, c, req)
+	if resp, ok := rep.resp.(*kmsg.ShareAcknowledgeResponse); ok {
+		for _, t := range refused {
+			rt := kmsg.NewShareAcknowledgeResponseTopic()
+			rt.TopicID = t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, errTopicAuthorizationFailed
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+	}
+	return rep
+}
+
+func authorizeDescribeShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.DescribeShareGroupOffsetsRequest)
+	keep, refused := split(req.Groups, func(g *kmsg.DescribeShareGroupOffsetsRequestGroup) bool {
+		return !c.allowed(acl.OpDescribe, acl.Group(g.GroupID))
+	})
+	var deniedTopics []map[string][]int32
+	for i := range keep {
+		g := &keep[i]
+		denied := map[string][]int32{}
+		if g.Topics != nil {
+			ok, no := split(g.Topics, func(t *kmsg.DescribeShareGroupOffsetsRequestGroupTopic) bool {
+				return !c.allowed(acl.OpDescribe, acl.Topic(t.Topic))
+			})
+			g.Topics = ok
+			for _, t := range no {
+				denied[t.Topic] = t.Partitions
+			}
+		}
+		deniedTopics = append(deniedTopics, denied)
+	}
+	req.Groups = keep
+	rep := serve(ctx, c, req, len(keep) == 0, next)
+	resp := rep.resp.(*kmsg.DescribeShareGroupOffsetsResponse)
+	for i := range resp.Groups {
+		g := &resp.Groups[i]
+		// Topics asked for all: those the connection may not describe
+		// are left out.
+		g.Topics, _ = split(g.Topics, func(t *kmsg.DescribeShareGroupOffsetsResponseGroupTopic) bool {
+			return !c.allowed(acl.OpDescribe, acl.Topic(t.Topic))
+		})
+		if i < len(deniedTopics) {
+			for name, parts := range deniedTopics[i] {
+				rt := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopic()
+				rt.Topic, rt.TopicID = name, topicID(name)
+				for _, p := range parts {
+					rp := kmsg.NewDescribeShareGroupOffsetsResponseGroupTopicPartition()
+					rp.Partition, rp.ErrorCode = p, errTopicAuthorizationFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				g.Topics = append(g.Topics, rt)
+			}
+		}
+	}
+	for _, g := range refused {
+		rg := kmsg.NewDescribeShareGroupOffsetsResponseGroup()
+		rg.GroupID, rg.ErrorCode = g.GroupID, errGroupAuthorizationFailed
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return rep
+}
+
+func authorizeAlterShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.AlterShareGroupOffsetsRequest)
+	if !c.allowed(acl.OpRead, acl.Group(req.GroupID)) {
+		resp := kmsg.NewPtrAlterShareGroupOffsetsResponse()
+		resp.ErrorCode = errGroupAuthorizationFailed
+		return reply{resp: resp}
+	}
+	keep, refused := split(req.Topics, func(t *kmsg.AlterShareGroupOffsetsRequestTopic) bool {
+		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
+	})
+	req.Topics = keep
+	rep := serve(ctx, c, req, len(keep) == 0 && len(refused) > 0, next)
+	resp := rep.resp.(*kmsg.AlterShareGroupOffsetsResponse)
+	for _, t := range refused {
+		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, topicID(t.Topic)
+		for _, p := range t.Partitions {
+			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+			rp.Partition, rp.ErrorCode = p.Partition, errTopicAuthorizationFailed
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return rep
+}
+
+func authorizeDeleteShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.DeleteShareGroupOffsetsRequest)
+	if !c.allowed(acl.OpDelete, acl.Group(req.GroupID)) {
+		resp := kmsg.NewPtrDeleteShareGroupOffsetsResponse()
+		resp.ErrorCode = errGroupAuthorizationFailed
+		return reply{resp: resp}
+	}
+	keep, refused := split(req.Topics, func(t *kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
+		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
+	})
+	req.Topics = keep
+	rep := serve(ctx, c, req, len(keep) == 0 && len(refused) > 0, next)
+	resp := rep.resp.(*kmsg.DeleteShareGroupOffsetsResponse)
+	for _, t := range refused {
+		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+		rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, topicID(t.Topic), errTopicAuthorizationFailed
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return rep
+}
