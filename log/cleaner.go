@@ -28,6 +28,11 @@ import (
 // keeps every record is copied unchanged, and one that keeps none is dropped
 // or, when it must stay (its producer's last, or the end of a cleaned
 // segment), becomes an empty batch without compression.
+//
+// Transactions follow Kafka's LogCleaner rules (cleaner_txn.go): nothing at
+// or past the last stable offset is cleaned, aborted data goes, markers go
+// a delete retention after their transaction's data, and the .txnindex of
+// a cleaned segment holds the entries of the ABORT markers it keeps.
 
 // segInfo is what the planner knows of a segment.
 type segInfo struct {

@@ -20,8 +20,9 @@ import (
 //     completed, its indexes and then its .log renamed to their final names
 //     (replacing the first segment it replaces); the load then deletes the
 //     other replaced segments, which lie inside its offsets;
-//   - an .index.swap or .timeindex.swap without its .log.swap belongs to a
-//     swap whose .log was renamed already: it is deleted.
+//   - an .index.swap, .timeindex.swap or .txnindex.swap without its
+//     .log.swap belongs to a swap whose .log was renamed already: it is
+//     deleted.
 //
 // It returns the base offsets of the segments whose indexes the load must
 // rebuild from their .log (recovery): those of completed swaps.
@@ -55,7 +56,7 @@ func (p *Partition) finishCleaning() (map[int64]bool, error) {
 			continue
 		}
 		p.logger.Info("completing an interrupted swap of cleaned segments", "partition", p.String(), "segment", base)
-		for _, ext := range []string{".index", ".timeindex", ".log"} {
+		for _, ext := range []string{".index", ".timeindex", ".txnindex", ".log"} {
 			from := segment.Name(base, ext) + segment.SwapSuffix
 			if !has[from] {
 				continue
@@ -69,7 +70,7 @@ func (p *Partition) finishCleaning() (map[int64]bool, error) {
 		changed = true
 	}
 	for _, n := range names {
-		for _, ext := range []string{".index", ".timeindex"} {
+		for _, ext := range []string{".index", ".timeindex", ".txnindex"} {
 			if base, ok := baseOf(n, ext); ok && has[n] {
 				if err := p.fs.Remove(path(n)); err != nil && !isNotExist(err) {
 					return nil, fmt.Errorf("log: open %s: remove %s: %w", p, n, err)

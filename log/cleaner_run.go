@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/segment/batch"
 )
@@ -180,7 +181,7 @@ func (c *cleaner) plan(p *Partition, now time.Time) (cleanPlan, error) {
 	in := cleanInput{
 		segs:         make([]segInfo, len(segs)),
 		start:        p.StartOffset(),
-		hw:           p.HighWatermark(),
+		hw:           min(p.LastStableOffset(), p.HighWatermark()), // nothing of an open transaction is cleaned
 		firstDirty:   c.firstDirty[TopicPartition{Topic: p.topic, Partition: p.id}],
 		firstDirtyTs: -1,
 		now:          now,
@@ -257,16 +258,39 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 	c.maxInflate = p.maxInflate
 	c.filter.Limit = p.maxInflate
 	m := c.m
-	lastBatch := map[int64]int64{}
+	// The last data batch of each producer id, and its last marker, which
+	// is kept only if the producer has no data batch there (Kafka's
+	// lastRecordsOfActiveProducers: the marker then holds its epoch).
+	lastBatch, lastMarker := map[int64]int64{}, map[int64]int64{}
+	note := func(h batch.Header) {
+		switch {
+		case h.ProducerID < 0:
+		case h.Control():
+			lastMarker[h.ProducerID] = h.BaseOffset
+		default:
+			lastBatch[h.ProducerID] = h.BaseOffset
+		}
+	}
 	mapEnd := plan.end
 	full := false
+	// Neither markers nor the records of aborted transactions are mapped:
+	// an aborted record never supersedes a committed one.
+	var mapAb abortFilter
+	for _, s := range segs {
+		if s.NextOffset() > plan.firstDirty {
+			aborted, err := p.AbortedTransactions(nil, s.BaseOffset(), plan.end)
+			if err != nil {
+				return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
+			}
+			mapAb.reset(aborted)
+			break
+		}
+	}
 	for _, s := range segs {
 		if s.NextOffset() <= plan.firstDirty && !full {
 			// Clean part: only producer ids, from the headers.
 			if err := c.walk(s, s.BaseOffset(), false, func(b []byte, h batch.Header) (bool, error) {
-				if h.ProducerID >= 0 {
-					lastBatch[h.ProducerID] = h.BaseOffset
-				}
+				note(h)
 				return true, nil
 			}); err != nil {
 				return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
@@ -279,9 +303,10 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 		// From the segment's start: the producer ids of its clean batches
 		// count too.
 		err := c.walk(s, s.BaseOffset(), true, func(b []byte, h batch.Header) (bool, error) {
-			if h.NextOffset() <= plan.firstDirty {
-				if h.ProducerID >= 0 {
-					lastBatch[h.ProducerID] = h.BaseOffset
+			skip := mapAb.skip(h, b)
+			if h.NextOffset() <= plan.firstDirty || skip {
+				if !full {
+					note(h)
 				}
 				return true, nil
 			}
@@ -297,8 +322,8 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 			if err != nil {
 				return false, err
 			}
-			if h.ProducerID >= 0 && !full {
-				lastBatch[h.ProducerID] = h.BaseOffset
+			if !full {
+				note(h)
 			}
 			return !full, nil
 		})
@@ -338,6 +363,9 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 		}
 		return true
 	}
+	keepAll := func(*batch.Record) bool { return true }
+	keepNone := func(*batch.Record) bool { return false }
+	txns := newCleanTxns()
 	i := 0
 	for _, n := range groupSegments(infos, limits) {
 		group := segs[i : i+n]
@@ -352,6 +380,12 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 		}
 		scfg := p.segCfg
 		scfg.MaxIndexBytes = int(min(int64(p.config().MaxIndexBytes), (limits.indexBytes(groupBytes)/24+2)*24))
+		var aborted []index.AbortedTxn
+		if err := p.abortedTxnEntries(group[0].BaseOffset(), group[len(group)-1].NextOffset(),
+			func(t index.AbortedTxn) { aborted = append(aborted, t) }, func() { aborted = aborted[:0] }); err != nil {
+			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
+		}
+		txns.add(aborted)
 		cw, err := segment.CreateCleaned(p.fs, p.dir, group[0].BaseOffset(), scfg, now, c.writeBuf)
 		if err != nil {
 			return plan.firstDirty, fmt.Errorf("log: clean %s: %w", p, err)
@@ -360,7 +394,33 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 			last := gi == len(group)-1
 			err = c.walk(s, s.BaseOffset(), true, func(b []byte, h batch.Header) (bool, error) {
 				keepH = h
-				out, kept, err := c.filter.Apply(c.out[:0], b, h, horizon, keep)
+				data, hasData := lastBatch[h.ProducerID]
+				producersLast := h.ProducerID >= 0 && (!h.Control() && data == h.BaseOffset ||
+					h.Control() && !hasData && lastMarker[h.ProducerID] == h.BaseOffset)
+				groupEnd := last && h.NextOffset() == s.NextOffset()
+				kf, hz := keep, horizon
+				if h.Control() {
+					// A marker is kept whole, never emptied (it would no
+					// longer parse), and compared with no key; one whose
+					// transaction's data is gone gets a delete horizon and
+					// goes after it.
+					discardable, entry := txns.onControl(h, b)
+					if entry != nil {
+						if err := cw.AppendAbortedTxn(*entry); err != nil {
+							return false, err
+						}
+					}
+					if hzSet, ok := h.DeleteHorizon(); discardable && ok && nowMs >= hzSet && !producersLast && !groupEnd {
+						return true, nil
+					}
+					kf = keepAll
+					if !discardable {
+						hz = -1
+					}
+				} else if txns.onBatch(h) {
+					kf = keepNone // an aborted transaction's
+				}
+				out, kept, err := c.filter.Apply(c.out[:0], b, h, hz, kf)
 				c.out = out
 				if err != nil {
 					return false, inflated(err)
@@ -369,8 +429,7 @@ func (c *cleaner) clean(p *Partition, plan cleanPlan, now time.Time) (int64, err
 				// only) when it is its producer's last, so that producer
 				// state survives, or when it ends the group, so that the
 				// cleaned segment ends where the old ones did.
-				if kept == 0 && !(h.ProducerID >= 0 && lastBatch[h.ProducerID] == h.BaseOffset) &&
-					!(last && h.NextOffset() == s.NextOffset()) {
+				if kept == 0 && !producersLast && !groupEnd {
 					return true, nil
 				}
 				oh, err := batch.ParseHeader(out)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/segment/batch"
 )
@@ -79,54 +80,65 @@ type AbortedTransaction struct {
 // from the one holding from on, until an entry shows that no later segment
 // holds one (Kafka's collectAbortedTransactions). It appends to dst.
 func (p *Partition) AbortedTransactions(dst []AbortedTransaction, from, to int64) ([]AbortedTransaction, error) {
-	if p.closed.Load() {
-		return dst, p.closedErr()
-	}
 	n := len(dst)
-	for retry := 0; ; retry++ {
-		out, err := p.collectAborted(dst, from, to)
-		if !errors.Is(err, errSegmentGone) || retry > 100 {
-			if err != nil {
-				return dst[:n], fmt.Errorf("log: aborted transactions of %s in [%d, %d): %w", p, from, to, err)
-			}
-			return out, nil
-		}
-		// The cleaner or retention replaced segments under us: again, in
-		// the new list.
-		dst = dst[:n]
-		if p.closed.Load() {
-			return dst, p.closedErr()
-		}
+	err := p.abortedTxnEntries(from, to, func(t index.AbortedTxn) {
+		dst = append(dst, AbortedTransaction{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset})
+	}, func() { dst = dst[:n] })
+	if err != nil {
+		return dst[:n], err
 	}
+	return dst, nil
 }
 
 var errSegmentGone = errors.New("segment gone")
 
-func (p *Partition) collectAborted(dst []AbortedTransaction, from, to int64) ([]AbortedTransaction, error) {
+// abortedTxnEntries calls fn with the .txnindex entries that overlap
+// [from, to), as AbortedTransactions finds them; restart, called before it
+// looks again when the segments were replaced under it, undoes what fn got.
+func (p *Partition) abortedTxnEntries(from, to int64, fn func(index.AbortedTxn), restart func()) error {
+	for retry := 0; ; retry++ {
+		if p.closed.Load() {
+			return p.closedErr()
+		}
+		err := p.collectAborted(from, to, fn)
+		if errors.Is(err, errSegmentGone) && retry < 100 {
+			// The cleaner or retention replaced segments under us: again,
+			// in the new list.
+			restart()
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("log: aborted transactions of %s in [%d, %d): %w", p, from, to, err)
+		}
+		return nil
+	}
+}
+
+func (p *Partition) collectAborted(from, to int64, fn func(index.AbortedTxn)) error {
 	segs := *p.segs.Load()
 	for _, s := range segs {
 		if s.NextOffset() <= from && s != segs[len(segs)-1] {
 			continue
 		}
 		if !s.Acquire() {
-			return dst, errSegmentGone
+			return errSegmentGone
 		}
 		txns, complete, err := s.AbortedTxns(from, to)
 		s.Release()
 		if errors.Is(err, segment.ErrClosed) {
-			return dst, errSegmentGone
+			return errSegmentGone
 		}
 		if err != nil {
-			return dst, err
+			return err
 		}
 		for _, t := range txns {
-			dst = append(dst, AbortedTransaction{ProducerID: t.ProducerID, FirstOffset: t.FirstOffset})
+			fn(t)
 		}
 		if complete {
 			break
 		}
 	}
-	return dst, nil
+	return nil
 }
 
 // abortFilter drops the batches of aborted transactions from the batches

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/strata-log/strata/index"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/vfs"
 )
@@ -87,6 +88,13 @@ func (c *Cleaned) flush() error {
 	return nil
 }
 
+// AppendAbortedTxn adds the .txnindex entry of a transaction whose ABORT
+// marker the cleaned segment keeps (Kafka's cleaner rewrites the index of
+// what it cleans). Entries come in the order of their markers.
+func (c *Cleaned) AppendAbortedTxn(t index.AbortedTxn) error {
+	return c.s.AppendAbortedTxn(t)
+}
+
 // Size is the number of bytes appended.
 func (c *Cleaned) Size() int64 { return c.pos + int64(len(c.buf)) }
 
@@ -113,13 +121,21 @@ func (c *Cleaned) Commit() (*Segment, error) {
 		err = s.FlushIndexes()
 	}
 	// The renames and the new suffix change the names the files are
-	// opened by: no one opens them meanwhile.
+	// opened by: no one opens them meanwhile. The .txnindex, made durable
+	// by Sync, exists only if an entry was appended; it is closed, to be
+	// opened again by its new name.
+	s.closeTxnIndex()
 	s.fmu.Lock()
-	for _, ext := range []string{".index", ".timeindex", ".log"} {
+	for _, ext := range []string{".index", ".timeindex", ".txnindex", ".log"} {
 		if err != nil {
 			break
 		}
 		from := s.path(ext)
+		if ext == ".txnindex" {
+			if _, serr := s.fs.Stat(from); isNotExist(serr) {
+				continue
+			}
+		}
 		if err = s.fs.Rename(from, filepath.Join(s.dir, Name(s.base, ext)+SwapSuffix)); err != nil {
 			err = fmt.Errorf("segment: rename %s: %w", from, err)
 		}
@@ -144,7 +160,7 @@ func (c *Cleaned) Commit() (*Segment, error) {
 // Abort closes the cleaned segment and removes its files.
 func (c *Cleaned) Abort() {
 	c.s.Close()
-	for _, ext := range []string{".log", ".index", ".timeindex"} {
+	for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 		for _, sfx := range []string{CleanedSuffix, SwapSuffix} {
 			c.s.fs.Remove(filepath.Join(c.s.dir, Name(c.s.base, ext)+sfx))
 		}
@@ -154,18 +170,30 @@ func (c *Cleaned) Abort() {
 // Install renames the files of a committed cleaned segment from .swap to
 // their final names, replacing those of the segment with the same base
 // offset (readers holding that one keep its open files), indexes first and
-// the .log last. The caller syncs the directory, and then deletes the other
-// segments the cleaned one replaces.
+// the .log last. A cleaned segment without a .txnindex removes the one of
+// the segment it replaces, before its .log is renamed: a crash in between
+// completes the swap at open, which rebuilds the indexes. The caller syncs
+// the directory, and then deletes the other segments the cleaned one
+// replaces.
 func (s *Segment) Install() error {
 	if sfx := s.suffix.Load(); sfx == nil || *sfx != SwapSuffix {
 		return fmt.Errorf("segment: install %s: not a committed cleaned segment", s.path(".log"))
 	}
+	s.closeTxnIndex() // opened again by its final name
 	// The renames change the names the files are opened by.
 	s.fmu.Lock()
 	defer s.fmu.Unlock()
-	for _, ext := range []string{".index", ".timeindex", ".log"} {
-		from := s.path(ext)
-		if err := s.fs.Rename(from, filepath.Join(s.dir, Name(s.base, ext))); err != nil {
+	for _, ext := range []string{".index", ".timeindex", ".txnindex", ".log"} {
+		from, to := s.path(ext), filepath.Join(s.dir, Name(s.base, ext))
+		if ext == ".txnindex" {
+			if _, err := s.fs.Stat(from); isNotExist(err) {
+				if err := s.fs.Remove(to); err != nil && !isNotExist(err) {
+					return fmt.Errorf("segment: remove %s: %w", to, err)
+				}
+				continue
+			}
+		}
+		if err := s.fs.Rename(from, to); err != nil {
 			return fmt.Errorf("segment: rename %s: %w", from, err)
 		}
 	}
@@ -206,7 +234,7 @@ func (s *Segment) ReadInto(buf []byte, offset int64) ([]byte, error) {
 // and removes its .swap files. The caller syncs the directory.
 func (s *Segment) Discard() {
 	s.Close()
-	for _, ext := range []string{".log", ".index", ".timeindex"} {
+	for _, ext := range []string{".log", ".index", ".timeindex", ".txnindex"} {
 		s.fs.Remove(filepath.Join(s.dir, Name(s.base, ext)+SwapSuffix))
 	}
 }

@@ -48,7 +48,10 @@ const filterScratchMax = 4 << 20
 // empty batch). With horizon >= 0, a batch that keeps a tombstone (a record
 // with a null value) and has no delete horizon yet gets one: attribute bit 6
 // and base timestamp horizon, every kept record's timestamp delta
-// re-encoded so that its timestamp does not change.
+// re-encoded so that its timestamp does not change. So does a control
+// batch that keeps its record (a transaction marker the cleaner may
+// remove once its transaction's data is gone, Kafka's rule): the cleaner
+// passes a horizon only for those.
 //
 // A compressed batch is decompressed (with a pooled decoder, into the
 // Filter's scratch buffer) and its records checked as Validate checks them;
@@ -156,7 +159,7 @@ func (f *Filter) filter(dst, b []byte, h Header, horizon int64, keep func(r *Rec
 	if i != len(b) {
 		return dst, 0, false, corruptf("%d bytes after the last of %d records", len(b)-i, h.NumRecords)
 	}
-	rebase := horizon >= 0 && tombstone && h.Attributes&attrDeleteHorizon == 0
+	rebase := horizon >= 0 && (tombstone || h.Control() && kept > 0) && h.Attributes&attrDeleteHorizon == 0
 	if !rebase && kept == int(h.NumRecords) {
 		return append(dst, b...), kept, false, nil
 	}
