@@ -34,6 +34,7 @@ type capabilities struct {
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
 	txns           TxnBackend            // the transaction APIs (txn.go)
+	logDirs        LogDirDescriber       // DescribeLogDirs (logdirs.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -62,6 +63,7 @@ func resolveCapabilities(b Backend) capabilities {
 	if sb, ok := b.(ShareBackend); ok {
 		c.shares = newShareServer(sb)
 	}
+	c.logDirs, _ = b.(LogDirDescriber)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -97,5 +99,7 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.quotas != nil }, quotaAPIs},
 	// The coordinator hands out producer ids: both are needed.
 	{func(s *Server) bool { return s.caps.txns != nil && s.caps.producerIDs != nil }, txnAPIs},
-	{(*Server).shareGroupsServed, shareAPIs}, // KIP-932 (share.go)
+	{(*Server).shareGroupsServed, shareAPIs},                          // KIP-932 (share.go)
+	{func(*Server) bool { return true }, describeTopicPartitionsAPIs}, // Metadata's, paged
+	{func(s *Server) bool { return s.caps.logDirs != nil }, describeLogDirsAPIs},
 }

@@ -116,6 +116,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		produceKey: {3, 13}, fetchKey: {4, 16}, listOffsetsKey: {1, 6},
 		metadataKey: {0, 12}, apiVersionsKey: {0, 3}, createTopicsKey: {0, 7},
 		deleteTopicsKey: {0, 6}, describeConfigsKey: {0, 4}, describeClusterKey: {0, 1},
+		describeTopicPartitionsKey: {0, 0},
 	}
 	groups := map[int16][2]int16{
 		findCoordinatorKey: {0, 6}, joinGroupKey: {0, 9}, syncGroupKey: {0, 5},
