@@ -15,6 +15,7 @@ func init() {
 	// describe must be left out before the page is cut.
 	authorizeRules[describeTopicPartitionsKey] = nil
 	authorizeRules[describeLogDirsKey] = authorizeDescribeLogDirs
+	authorizeRules[offsetDeleteKey] = authorizeOffsetDelete
 }
 
 // authorizeDescribeLogDirs: Describe on the cluster. Refused, no
@@ -27,4 +28,41 @@ func authorizeDescribeLogDirs(ctx context.Context, c *conn, req kmsg.Request, ne
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
 	resp.ErrorCode = errClusterAuthorizationFailed
 	return reply{resp: resp}
+}
+
+// authorizeOffsetDelete: Delete on the group (refused: GROUP_AUTHORIZATION_FAILED
+// alone), then Read on each topic: a refused topic's partitions are
+// TOPIC_AUTHORIZATION_FAILED, the others deleted, as Kafka checks it. The
+// group is still asked when every topic is refused (its own errors come
+// first, as in Kafka).
+func authorizeOffsetDelete(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.OffsetDeleteRequest)
+	if !c.allowed(acl.OpDelete, acl.Group(req.Group)) {
+		resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+		resp.ErrorCode = errGroupAuthorizationFailed
+		return reply{resp: resp}
+	}
+	keep, refused := split(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) bool {
+		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
+	})
+	if refused == nil {
+		return next(ctx, c, req)
+	}
+	req.Topics = keep
+	rep := next(ctx, c, req)
+	resp := rep.resp.(*kmsg.OffsetDeleteResponse)
+	if resp.ErrorCode != errNone {
+		return rep
+	}
+	for _, rt := range refused {
+		t := kmsg.NewOffsetDeleteResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetDeleteResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, errTopicAuthorizationFailed
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
+	}
+	return rep
 }

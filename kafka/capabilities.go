@@ -85,6 +85,7 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.epochs != nil && s.caps.replica == nil }, epochAPIs},
 	{(*Server).groupsServed, groupAPIs},
 	{(*Server).groupsServed, consumerGroupAPIs}, // KIP-848 (groups848.go)
+	{(*Server).groupsServed, offsetDeleteAPIs},  // KIP-496 (offsetdelete.go)
 	// A cluster member allocates producer ids through its controller
 	// (blocks recorded in the metadata), unique cluster-wide.
 	{func(s *Server) bool { return s.caps.producerIDs != nil }, idempotenceAPIs},

@@ -123,6 +123,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		heartbeatKey: {0, 4}, leaveGroupKey: {0, 5}, offsetCommitKey: {0, 9},
 		offsetFetchKey: {0, 9}, listGroupsKey: {0, 5}, describeGroupsKey: {0, 6},
 		deleteGroupsKey: {0, 2}, consumerGroupHeartbeatKey: {0, 1}, consumerGroupDescribeKey: {0, 1},
+		offsetDeleteKey: {0, 0},
 	}
 	sasl := map[int16][2]int16{saslHandshakeKey: {0, 1}, saslAuthenticateKey: {0, 2}}
 	replicaEpoch := map[int16][2]int16{offsetForLeaderEpochKey: {3, 4}}

@@ -80,6 +80,7 @@ const (
 	MemberIDRequired                   int16 = 79
 	GroupMaxSizeReached                int16 = 81
 	FencedInstanceID                   int16 = 82
+	GroupSubscribedToTopic             int16 = 86
 	InvalidRecord                      int16 = 87
 	UnstableOffsetCommit               int16 = 88
 	ProducerFenced                     int16 = 90
@@ -170,6 +171,7 @@ var table = []Row{
 	{group.ErrGroupMaxSizeReached, GroupMaxSizeReached},
 	{group.ErrNonEmptyGroup, NonEmptyGroup},
 	{group.ErrGroupNotFound, GroupIDNotFound},
+	{group.ErrGroupSubscribedToTopic, GroupSubscribedToTopic},
 	{group.ErrFencedMemberEpoch, FencedMemberEpoch},
 	{group.ErrUnreleasedInstanceID, UnreleasedInstanceID},
 	{group.ErrUnsupportedAssignor, UnsupportedAssignor},
