@@ -100,7 +100,8 @@ var optionalAPIs = []struct {
 	{func(s *Server) bool { return s.caps.quotas != nil }, quotaAPIs},
 	// The coordinator hands out producer ids: both are needed.
 	{func(s *Server) bool { return s.caps.txns != nil && s.caps.producerIDs != nil }, txnAPIs},
-	{(*Server).shareGroupsServed, shareAPIs},                          // KIP-932 (share.go)
-	{func(*Server) bool { return true }, describeTopicPartitionsAPIs}, // Metadata's, paged
+	{(*Server).shareGroupsServed, shareAPIs}, // KIP-932 (share.go)
+	// Metadata's topic half, paged: every server.
+	{func(*Server) bool { return true }, describeTopicPartitionsAPIs},
 	{func(s *Server) bool { return s.caps.logDirs != nil }, describeLogDirsAPIs},
 }
