@@ -76,6 +76,9 @@ type TxnBackend interface {
 	// WriteTxnMarker appends a COMMIT or ABORT marker to a partition this
 	// node leads (WriteTxnMarkers).
 	WriteTxnMarker(ctx context.Context, tp log.TopicPartition, m batch.Marker) error
+	// Producers returns the producers a partition this node leads knows
+	// (DescribeProducers).
+	Producers(ctx context.Context, tp log.TopicPartition) ([]log.ProducerInfo, error)
 }
 
 // topicID is the id a topic is known by in Metadata v10+, Fetch v13+ and

@@ -104,4 +104,5 @@ var optionalAPIs = []struct {
 	// Metadata's topic half, paged: every server.
 	{func(*Server) bool { return true }, describeTopicPartitionsAPIs},
 	{func(s *Server) bool { return s.caps.logDirs != nil }, describeLogDirsAPIs},
+	{func(s *Server) bool { return s.caps.txns != nil }, txnAdminAPIs},
 }

@@ -165,7 +165,8 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"SCRAMBackend", capsSCRAM{capsBase: b}, false, with(scram)},
 		{"QuotaBackend", capsQuotas{capsBase: b}, false, with(quotas)},
 		{"TxnBackend", capsTxns{capsBase: b}, false, with(map[int16][2]int16{initProducerIDKey: {0, 5},
-			addPartitionsToTxnKey: {0, 5}, addOffsetsToTxnKey: {0, 4}, endTxnKey: {0, 5}, writeTxnMarkersKey: {0, 2}})},
+			addPartitionsToTxnKey: {0, 5}, addOffsetsToTxnKey: {0, 4}, endTxnKey: {0, 5}, writeTxnMarkersKey: {0, 2},
+			describeProducersKey: {0, 0}, describeTransactionsKey: {0, 0}, listTransactionsKey: {0, 2}})},
 		{"ShareBackend", capsShares{capsBase: b}, false, with(shares)},
 		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, quotas, shares, map[int16][2]int16{
 			initProducerIDKey: {0, 5}, createPartitionsKey: {0, 3},

@@ -268,3 +268,21 @@ func (b *Broker) WriteTxnMarker(ctx context.Context, p TopicPartition, m batch.M
 func (b *Broker) completeGroupTxnMarker(ctx context.Context, p TopicPartition, m batch.Marker) error {
 	return b.completeGroupTxn(ctx, m.ProducerID, m.ProducerEpoch, m.Commit)
 }
+
+// Producers returns the state of every producer partition tp knows, by
+// producer id (Kafka's DescribeProducers): epoch, last sequence and
+// timestamp, the coordinator epoch of its last marker and the first offset
+// of its open transaction (-1 if none), which is how a hanging transaction
+// is found and aborted.
+func (b *Broker) Producers(ctx context.Context, tp TopicPartition) ([]ProducerInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	p, err := b.Partition(tp.Topic, tp.Partition)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ps.Producers(), nil
+}

@@ -83,6 +83,7 @@ func commands() []command {
 		{"leader-election", "elect partition leaders: preferred, or unclean (kafka-leader-election.sh)", runLeaderElection},
 		{"reassign", "move partitions between brokers (kafka-reassign-partitions.sh)", runReassign},
 		{"quotas", "alter and describe client quotas (kafka-configs.sh --entity-type users/clients)", runQuotas},
+		{"transactions", "list, describe and abort transactions (kafka-transactions.sh)", runTransactions},
 		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 		{"version", "print strata's version", runVersion},
 	}

@@ -88,6 +88,7 @@ const (
 	DuplicateResource                  int16 = 92
 	UnacceptableCredential             int16 = 93
 	UnknownTopicID                     int16 = 100
+	TransactionalIDNotFound            int16 = 105
 	FencedMemberEpoch                  int16 = 110
 	UnreleasedInstanceID               int16 = 111
 	UnsupportedAssignor                int16 = 112
