@@ -304,7 +304,10 @@ func (s *Server) listShareGroups(resp *kmsg.ListGroupsResponse, match func(filte
 // deleteShareGroup deletes id if it is a share group; handled is false
 // if it is none.
 func (s *Server) deleteShareGroup(ctx context.Context, id string) (code int16, handled bool) {
-	if s.caps.shares == nil || !s.caps.shares.coord().Is(id) {
+	if s.caps.shares == nil {
+		return 0, false
+	}
+	if _, ok := s.caps.shares.coord().Describe(id); !ok {
 		return 0, false
 	}
 	return groupCode(ctx, s.caps.shares.coord().DeleteGroup(ctx, id)), true
