@@ -2,10 +2,14 @@ package log
 
 import (
 	"bytes"
+	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -376,5 +380,118 @@ func checkTxnLayout(t *testing.T, p *Partition) {
 				}), "aborted batch at %d of producer %d has no .txnindex entry (%v)", h.BaseOffset, h.ProducerID, entries)
 			}
 		}
+	}
+}
+
+// TestReadCommittedDuringCleaning: READ_COMMITTED readers (Records and
+// Broker.Fetch, which read the segments and then their .txnindex) scan a
+// log of committed and aborted transactions again and again while the
+// cleaner rewrites it pass after pass, its markers given delete horizons
+// and removed: a scan never errors, never returns an aborted record, and
+// finds every key's committed latest value.
+func TestReadCommittedDuringCleaning(t *testing.T) {
+	fs := vfs.NewMem()
+	cfg := TopicConfig{SegmentBytes: 500, DeleteRetention: time.Second, MinCleanableDirtyRatio: 0.0001}
+	b, p := compacted(t, fs, cfg, Config{})
+	defer func() { require.NoError(t, b.Close()) }()
+	rng := rand.New(rand.NewPCG(3, 27))
+	seq := map[int64]int32{}
+	latest := map[string]string{}
+	for i := range 300 {
+		pid := int64(1 + rng.IntN(3))
+		key := fmt.Sprint("k", rng.IntN(8))
+		_, _, err := p.AppendBatch(txnKeyed(pid, seq[pid], true, key))
+		require.NoError(t, err)
+		seq[pid]++
+		commit := i%3 != 0
+		_, err = p.AppendMarker(markerOf(pid, 0, 0, commit))
+		require.NoError(t, err)
+		if commit {
+			latest[key] = fmt.Sprint(key, "/p", pid)
+		}
+	}
+	require.NoError(t, p.Roll())
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	for r := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				got := map[string]string{}
+				var err error
+				if r == 0 {
+					for rec, rerr := range p.RecordsIsolated(0, ReadCommitted) {
+						if rerr != nil {
+							err = rerr
+							break
+						}
+						got[string(rec.Key)] = string(rec.Value)
+					}
+				} else {
+					var vals []string
+					vals, err = fetchAllE(b, p, FetchTxnCommitted)
+					for _, v := range vals {
+						k, _, _ := strings.Cut(v, "/")
+						got[k] = v
+					}
+				}
+				if err != nil {
+					t.Errorf("reader %d: %v", r, err)
+					return
+				}
+				if !maps.Equal(got, latest) {
+					t.Errorf("reader %d: read %v, want %v", r, got, latest)
+					return
+				}
+			}
+		}()
+	}
+	for pass := range 20 {
+		b.cleaner.firstDirty[TopicPartition{Topic: "c"}] = 0
+		_, err := b.cleaner.run(t0.Add(time.Duration(pass) * time.Second))
+		require.NoError(t, err)
+	}
+	stop.Store(true)
+	wg.Wait()
+	require.Empty(t, b.cleaner.uncleanable)
+	require.Equal(t, latest, committedView(t, p))
+}
+
+// fetchAllE is fetchAll without a testing.T, for a goroutine: the values
+// read from the log start by Broker.Fetch at isolation iso.
+func fetchAllE(b *Broker, p *Partition, iso FetchIsolation) ([]string, error) {
+	var out []string
+	var ab abortFilter
+	for off := p.StartOffset(); ; {
+		resp, err := b.Fetch(context.Background(), FetchRequest{
+			Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: p.topic, Partition: p.id}, Offset: off, MaxBytes: 300}},
+			MaxWait:    time.Nanosecond, Isolation: iso,
+		})
+		if err != nil {
+			return nil, err
+		}
+		fp := resp.Partitions[0]
+		raw, err := fp.Records.Bytes()
+		resp.Release()
+		if err == nil {
+			err = fp.Err
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(raw) == 0 {
+			return out, nil
+		}
+		ab.reset(fp.AbortedTransactions)
+		var hdrs []Header
+		recs, next, err := decodeBuiltFrom(nil, &hdrs, raw, nil, &ab, fp.TopicPartition, off)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range recs {
+			out = append(out, string(r.Value))
+		}
+		off = next
 	}
 }

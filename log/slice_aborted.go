@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 
 	"github.com/strata-log/strata/index"
@@ -125,7 +126,8 @@ func (p *Partition) collectAborted(from, to int64, fn func(index.AbortedTxn)) er
 		}
 		txns, complete, err := s.AbortedTxns(from, to)
 		s.Release()
-		if errors.Is(err, segment.ErrClosed) {
+		if errors.Is(err, segment.ErrClosed) || errors.Is(err, fs.ErrNotExist) {
+			// Retired, or its index renamed by the cleaner's install.
 			return errSegmentGone
 		}
 		if err != nil {
