@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/kafka/kafkatest"
+	"github.com/strata-log/strata/log"
 )
 
 // describe848 answers ConsumerGroupDescribe of group through cl.
@@ -220,5 +225,123 @@ func TestKgo848Regex(t *testing.T) {
 	g, err := describe848(ctx, admCl, group)
 	if err != nil || len(g.Members) != 1 || g.Members[0].SubscribedTopicRegex == nil {
 		t.Fatalf("describe: %+v, %v", g, err)
+	}
+}
+
+// TestStrataClient848Group: a Strata Consumer of the consumer group
+// protocol (log.GroupProtocolConsumer) over kafka.Dial and a kgo consumer
+// with kgo.ServerSideBalancer share one KIP-848 group, on a three-broker
+// kfake cluster (random topic ids, learned from Metadata) and on Strata's
+// own server: the coordinator splits the partitions between them, every
+// record is read, the commits reach the end offsets.
+func TestStrataClient848Group(t *testing.T) {
+	const topic, group, parts = "orders", "g848", 6
+	for _, backend := range []string{"kfake", "strata"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx := testCtx(t, 60*time.Second)
+			var seeds []string
+			if backend == "kfake" {
+				kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(parts, topic))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer kc.Close()
+				seeds = kc.ListenAddrs()
+			} else {
+				seeds = []string{kafkatest.New(t, kafkatest.Topic(topic, parts)).Addr()}
+			}
+			cl, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: seeds})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			p, err := log.NewProducer(cl, log.ProducerConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := makeRecs("g848-"+backend, 300)
+			sendAll(ctx, t, p, topic, want)
+			if err := p.Close(); err != nil {
+				t.Fatal(err)
+			}
+
+			cons, err := log.NewConsumer(cl, log.ConsumerConfig{
+				Group: group, Topics: []string{topic}, Protocol: log.GroupProtocolConsumer, MaxWait: 100 * time.Millisecond,
+				SessionTimeout: 10 * time.Second, HeartbeatInterval: 100 * time.Millisecond, RebalanceTimeout: 10 * time.Second,
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			strata := make(chan log.Record, 64)
+			pctx, stop := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for pctx.Err() == nil {
+					rs, err := cons.Poll(pctx)
+					if err != nil {
+						if pctx.Err() == nil {
+							t.Errorf("strata poll: %v", err)
+						}
+						return
+					}
+					for _, r := range rs {
+						select {
+						case strata <- r:
+						case <-pctx.Done():
+							return
+						}
+					}
+					if err := cons.Commit(pctx); err != nil && pctx.Err() == nil && !errors.Is(err, log.ErrStaleMemberEpoch) &&
+						!errors.Is(err, log.ErrFencedMemberEpoch) && !errors.Is(err, log.ErrUnknownMember) {
+						t.Errorf("strata commit: %v", err)
+					}
+				}
+			}()
+			defer func() {
+				stop()
+				wg.Wait()
+				if err := cons.Close(); err != nil {
+					t.Errorf("close: %v", err)
+				}
+			}()
+			kgoRecs := make(chan *kgo.Record, 64)
+			m := startKgoMember(t, seeds[0], group, topic, kgoRecs, kgo.ServerSideBalancer())
+			defer m.close()
+
+			seen := map[string]bool{}
+			for len(seen) < len(want) {
+				select {
+				case r := <-strata:
+					seen[string(r.Value)] = true
+				case r := <-kgoRecs:
+					seen[string(r.Value)] = true
+				case <-ctx.Done():
+					t.Fatalf("the group consumed %d records of %d", len(seen), len(want))
+				}
+			}
+			drain(ctx, strata)
+			drain(ctx, kgoRecs)
+			admCl := kgoClient(t, seeds[0])
+			await848(ctx, t, admCl, group, "stable with two members, 3 partitions each", func(g kmsg.ConsumerGroupDescribeResponseGroup) bool {
+				// By partition alone: kfake names the topics by id only.
+				var as [][]int32
+				for _, m := range g.Members {
+					var ps []int32
+					for _, t := range m.Assignment.TopicPartitions {
+						ps = append(ps, t.Partitions...)
+					}
+					as = append(as, ps)
+				}
+				return g.State == "Stable" && len(g.Members) == 2 && balanced(as, parts)
+			})
+			adm := kadm.NewClient(admCl)
+			ends, err := adm.ListEndOffsets(ctx, topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			awaitCommitted(ctx, t, adm, group, topic, ends)
+		})
 	}
 }

@@ -84,6 +84,8 @@ type Client struct {
 	coordinators map[string]string        // group → its coordinator's host:port
 	exclusive    map[*brokerConn]struct{} // every connection of the join/sync pool
 	idle         map[string][]*brokerConn // the pool's idle connections, by address
+
+	ids topicIDs // topic ids of the consumer group protocol (client_group848.go)
 }
 
 var _ log.Client = (*Client)(nil)

@@ -2,6 +2,8 @@ package replica
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -206,3 +208,41 @@ func (b *Broker) FetchOffsets(ctx context.Context, groupID string, tps []log.Top
 	err = b.groupCall(ctx, groupID, func(g log.GroupClient) (err error) { out, err = g.FetchOffsets(ctx, groupID, tps); return err })
 	return out, err
 }
+
+// ConsumerHeartbeat runs a heartbeat of the consumer group protocol
+// (KIP-848) at the group's coordinator: this member's, or the leader's of
+// the group's partition of __consumer_offsets, over the Transport (Kafka's
+// ConsumerGroupHeartbeat when it is the Kafka protocol). A member is so a
+// log.ConsumerGroupClient: a log.Consumer on it may choose
+// GroupProtocolConsumer. A join without a MemberID is given one here, as a
+// Kafka 4 client makes its own, so that a join tried again at a moved
+// coordinator is the same member rather than a second one.
+func (b *Broker) ConsumerHeartbeat(ctx context.Context, req group.ConsumerHeartbeatRequest) (resp group.ConsumerHeartbeatResponse, err error) {
+	if req.MemberID == "" && req.MemberEpoch == 0 {
+		var id [16]byte
+		rand.Read(id[:]) // never fails (crypto/rand)
+		req.MemberID = base64.RawURLEncoding.EncodeToString(id[:])
+	}
+	err = b.groupCall(ctx, req.Group, func(g log.GroupClient) (err error) {
+		cg, ok := g.(log.ConsumerGroupClient)
+		if !ok {
+			return fmt.Errorf("%w: the transport to the coordinator of %q does not carry the consumer group protocol", log.ErrInvalidConfig, req.Group)
+		}
+		resp, err = cg.ConsumerHeartbeat(ctx, req)
+		return err
+	})
+	return resp, err
+}
+
+func (g localGroups) ConsumerHeartbeat(ctx context.Context, req group.ConsumerHeartbeatRequest) (group.ConsumerHeartbeatResponse, error) {
+	c, err := g.coordinator(req.Group)
+	if err != nil {
+		return group.ConsumerHeartbeatResponse{}, err
+	}
+	return c.ConsumerHeartbeat(ctx, req)
+}
+
+var (
+	_ log.ConsumerGroupClient = (*Broker)(nil)
+	_ log.ConsumerGroupClient = localGroups{}
+)
