@@ -560,9 +560,12 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (han
 	if ordered != nil {
 		ctx = order.With(ctx, ordered)
 	}
+	if c.s.caps.quotas != nil {
+		c.boundFetchToQuota(&p.h, req) // quota_manager.go
+	}
 	rep := a.handle(ctx, c, req)
 	if c.s.caps.quotas != nil {
-		p.throttle = c.throttle(&p.h, &rep)
+		p.throttle = c.throttle(p, req, &rep)
 	}
 	if c.s.cfg.Metrics != nil {
 		p.obs.failed = rep.closeAfter || responseFailed(rep.resp)
@@ -603,6 +606,14 @@ func (c *conn) write() {
 			c.pause(p.delay)
 			c.s.authDelayed.Add(-1)
 		}
+		if p.throttle > 0 && !failed {
+			// Muted from as the response is written (KIP-219): set
+			// first, so that a client that waits out throttle_time_ms
+			// finds the connection open again, and before inFlight
+			// drops, which the reader of a throttled connection waits
+			// for (waitMuted).
+			c.mute(p.throttle)
+		}
 		c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
 		c.inFlight.Add(-1)
 		if failed {
@@ -612,12 +623,6 @@ func (c *conn) write() {
 		var outBytes int64
 		if c.s.cfg.Metrics != nil {
 			outBytes = responseBytes(p) // before writeOut consumes p.out
-		}
-		if p.throttle > 0 && !failed {
-			// Muted from as the response is written (KIP-219): set
-			// first, so that a client that waits out throttle_time_ms
-			// finds the connection open again.
-			c.mute(p.throttle)
 		}
 		if p.out != nil {
 			c.setWriteDeadline()
@@ -696,9 +701,6 @@ type reply struct {
 	records    []fetched
 	none       bool // no response (acks=0 produce)
 	closeAfter bool
-	// quotaBytes, of a produce, is the record bytes counted against the
-	// client's quota.
-	quotaBytes int64
 }
 
 // api is one API the server serves.

@@ -58,7 +58,6 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		t, p int // where its result goes in resp
 	}
 	var jobs []job
-	var quotaBytes int64 // the record batches, counted against a quota
 	distinct := map[log.TopicPartition]bool{}
 	for i := range req.Topics {
 		rt := &req.Topics[i]
@@ -76,7 +75,6 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		}
 		for j := range rt.Partitions {
 			rp := &rt.Partitions[j]
-			quotaBytes += int64(len(rp.Records))
 			p := kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
 			p.BaseOffset, p.LogAppendTime, p.LogStartOffset = -1, -1, -1
@@ -145,9 +143,9 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		}
 	}
 	if req.Acks == 0 {
-		return reply{none: true, closeAfter: failed, quotaBytes: quotaBytes}
+		return reply{none: true, closeAfter: failed}
 	}
-	return reply{resp: resp, quotaBytes: quotaBytes}
+	return reply{resp: resp}
 }
 
 // produce appends one partition's records.

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,10 +68,16 @@ func quotaUser(principal string) string {
 
 // record records bytes of the quota (a byte-rate key) of user and
 // clientID and returns how long to throttle the client: zero if no quota
-// applies or it is kept.
-func (m *quotaManager) record(quota, user, clientID string, bytes int64) time.Duration {
+// applies or it is kept. With undo, a throttled client's bytes are taken
+// back out (Kafka's unrecord: a throttled fetch is answered empty, so
+// nothing was sent). bytes is called only when a quota applies.
+func (m *quotaManager) record(quota, user, clientID string, bytes func() int64, undo bool) time.Duration {
 	q, from, ok := m.b.ClientQuotas().Lookup(quota, user, clientID)
-	if !ok || bytes <= 0 {
+	if !ok {
+		return 0
+	}
+	n := bytes()
+	if n <= 0 {
 		return 0
 	}
 	k := quotaKey{quota: quota, hasUser: from.User.In, hasClient: from.ClientID.In}
@@ -96,49 +103,109 @@ func (m *quotaManager) record(quota, user, clientID string, bytes int64) time.Du
 		w = &rateWindow{}
 		m.windows[k] = w
 	}
-	return w.recordThrottle(now, float64(bytes), q)
+	d := w.recordThrottle(now, float64(n), q)
+	if d > 0 && undo {
+		w.record(now, -float64(n))
+	}
+	return d
+}
+
+// maxWindowBytes is the most bytes the quota of user and clientID lets
+// through in a measured span (Kafka's getMaxValueInQuotaWindow: the quota
+// × (samples-1) windows); false if no quota applies.
+func (m *quotaManager) maxWindowBytes(quota, user, clientID string) (int64, bool) {
+	q, _, ok := m.b.ClientQuotas().Lookup(quota, user, clientID)
+	if !ok {
+		return 0, false
+	}
+	return int64(min(q*(quotaSamples-1)*quotaWindow.Seconds(), math.MaxInt32)), true
+}
+
+// headerClientID is the client id of a request, "" if null.
+func headerClientID(h *header) string {
+	if h.clientID != nil {
+		return *h.clientID
+	}
+	return ""
+}
+
+// boundFetchToQuota lowers a consumer's fetch max bytes to what its quota
+// lets through in a measured span, as Kafka does, so that a response is
+// never more than the quota could ever let through. Followers' fetches
+// are not client fetches. Before the handler; with quotas only.
+func (c *conn) boundFetchToQuota(h *header, r kmsg.Request) {
+	req, ok := r.(*kmsg.FetchRequest)
+	if !ok || req.ReplicaID >= 0 || req.Version < 3 || req.MaxBytes <= 0 || c.s.caps.quotas.b.ClientQuotas().Len() == 0 {
+		return
+	}
+	if n, ok := c.s.caps.quotas.maxWindowBytes(log.QuotaConsumerByteRate, quotaUser(c.principal()), headerClientID(h)); ok {
+		req.MaxBytes = int32(min(int64(req.MaxBytes), max(n, 1)))
+	}
 }
 
 // throttle records the bytes of a produce request or fetch response
 // against its client's quota, sets the response's throttle_time_ms and
 // returns how long the connection is to be muted once it is sent
-// (KIP-219). A produce is counted by its record batches (Kafka counts the
-// whole request), a fetch by the records it returns.
-func (c *conn) throttle(h *header, rep *reply) time.Duration {
+// (KIP-219). The bytes are those Kafka counts: a produce's whole request
+// as read (header included), a fetch's whole response as encoded. A
+// fetch over the quota is answered empty, as Kafka's KIP-219 broker does:
+// its bytes are not counted, its records are released and the consumer
+// fetches them again once its throttle has passed. Followers' fetches
+// are not measured (client quotas are not replication quotas).
+func (c *conn) throttle(p *pending, req kmsg.Request, rep *reply) time.Duration {
 	m := c.s.caps.quotas
 	if m == nil || m.b.ClientQuotas().Len() == 0 {
 		return 0 // the common case: no quotas, nothing measured
 	}
-	clientID := ""
-	if h.clientID != nil {
-		clientID = *h.clientID
-	}
-	var d time.Duration
-	switch resp := rep.resp.(type) {
-	case *kmsg.ProduceResponse:
-		d = m.record(log.QuotaProducerByteRate, quotaUser(c.principal()), clientID, rep.quotaBytes)
-		resp.ThrottleMillis = int32(d / time.Millisecond)
-	case *kmsg.FetchResponse:
-		var n int64
-		if rep.records != nil {
-			for i := range rep.records {
-				n += rep.records[i].len()
-			}
-		} else {
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					n += int64(len(p.RecordBatches))
-				}
-			}
+	user, clientID := quotaUser(c.principal()), headerClientID(&p.h)
+	switch r := req.(type) {
+	case *kmsg.ProduceRequest:
+		if _, ok := rep.resp.(*kmsg.ProduceResponse); !ok && !rep.none {
+			return 0
 		}
-		d = m.record(log.QuotaConsumerByteRate, quotaUser(c.principal()), clientID, n)
-		resp.ThrottleMillis = int32(d / time.Millisecond)
-	default:
-		if rep.none && rep.quotaBytes > 0 { // acks=0: muted without an answer
-			d = m.record(log.QuotaProducerByteRate, quotaUser(c.principal()), clientID, rep.quotaBytes)
+		d := m.record(log.QuotaProducerByteRate, user, clientID, func() int64 { return p.reqBytes }, false)
+		if resp, ok := rep.resp.(*kmsg.ProduceResponse); ok {
+			resp.ThrottleMillis = int32(d / time.Millisecond)
+		} // else acks=0: muted without an answer
+		return d
+	case *kmsg.FetchRequest:
+		resp, ok := rep.resp.(*kmsg.FetchResponse)
+		if !ok || r.ReplicaID >= 0 {
+			return 0
 		}
+		size := func() int64 { return fetchResponseSize(p.h, resp, rep.records) }
+		d := m.record(log.QuotaConsumerByteRate, user, clientID, size, true)
+		if d > 0 {
+			c.dropFetched(rep.records)
+			empty := r.ResponseKind().(*kmsg.FetchResponse)
+			empty.SessionID = resp.SessionID
+			rep.resp, rep.records = empty, nil
+			resp = empty
+		}
+		resp.ThrottleMillis = int32(d / time.Millisecond)
+		return d
 	}
-	return d
+	return 0
+}
+
+// fetchResponseSize is the size of a fetch response frame: encoded, and
+// the records spliced into it.
+func fetchResponseSize(h header, resp *kmsg.FetchResponse, records []fetched) int64 {
+	resp.SetVersion(h.version)
+	n := int64(len(appendResponse(nil, h, resp)))
+	for i := range records {
+		n += records[i].len()
+	}
+	return n
+}
+
+// dropFetched releases the records of a fetch response that will not be
+// sent.
+func (c *conn) dropFetched(records []fetched) {
+	for i := range records {
+		records[i].b.Release()
+		c.copied.Add(-records[i].copied)
+	}
 }
 
 // mute keeps the reader from handling another request for d from now,
@@ -149,12 +216,25 @@ func (c *conn) mute(d time.Duration) {
 
 // waitMuted waits, before a request read is handled, until the mute of a
 // throttled response has passed; false if the connection stops meanwhile.
-// Reader only.
+// A connection throttled once handles one request at a time from then on,
+// as Kafka handles every connection: the next request waits for the
+// responses before it to be written, so that it never slips in ahead of
+// the mute of a throttled one (a client with several requests in flight
+// would otherwise have them all handled before the first throttle is
+// known). Reader only.
 func (c *conn) waitMuted() bool {
 	until := c.mutedUntil.Load()
 	if until == 0 {
 		return true
 	}
+	for c.inFlight.Load() > 0 { // each written response frees its request: c.freed
+		select {
+		case <-c.freed:
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+	until = c.mutedUntil.Load()
 	clk := c.s.caps.quotas.clock()
 	for {
 		d := time.Unix(0, until).Sub(clk.Now())

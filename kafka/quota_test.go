@@ -134,21 +134,46 @@ func TestQuotaManagerWindows(t *testing.T) {
 		{Entity: log.QuotaEntity{User: log.QuotaDefault()}, Ops: []log.QuotaOp{{Key: log.QuotaProducerByteRate, Value: 1000}}},
 	})
 	m := newQuotaManager(quotaSetBackend{set}, clocktest.New(quotaT0))
+	rec := func(quota, user, clientID string, n int64) time.Duration {
+		return m.record(quota, user, clientID, func() int64 { return n }, false)
+	}
 	// 10 000 bytes over the 10 s least span is the quota: alice's two
 	// client ids together reach it, the next byte is over.
-	require.Zero(t, m.record(log.QuotaProducerByteRate, "alice", "a", 5000))
-	require.Zero(t, m.record(log.QuotaProducerByteRate, "alice", "b", 5000))
-	require.Positive(t, m.record(log.QuotaProducerByteRate, "alice", "c", 1000))
+	require.Zero(t, rec(log.QuotaProducerByteRate, "alice", "a", 5000))
+	require.Zero(t, rec(log.QuotaProducerByteRate, "alice", "b", 5000))
+	require.Positive(t, rec(log.QuotaProducerByteRate, "alice", "c", 1000))
 	// bob and carol each have the default quota of their own.
-	require.Zero(t, m.record(log.QuotaProducerByteRate, "bob", "a", 10000))
-	require.Zero(t, m.record(log.QuotaProducerByteRate, "carol", "a", 10000))
-	require.Positive(t, m.record(log.QuotaProducerByteRate, "bob", "z", 1000))
+	require.Zero(t, rec(log.QuotaProducerByteRate, "bob", "a", 10000))
+	require.Zero(t, rec(log.QuotaProducerByteRate, "carol", "a", 10000))
+	require.Positive(t, rec(log.QuotaProducerByteRate, "bob", "z", 1000))
 	// No consumer quota: fetches are not measured.
-	require.Zero(t, m.record(log.QuotaConsumerByteRate, "alice", "a", 1<<30))
+	require.Zero(t, rec(log.QuotaConsumerByteRate, "alice", "a", 1<<30))
 	require.Len(t, m.windows, 3)
 	// Idle windows are forgotten once a whole span has passed.
 	clk := m.clock().(*clocktest.Clock)
 	clk.Advance(quotaSamples * quotaWindow)
-	require.Zero(t, m.record(log.QuotaProducerByteRate, "bob", "a", 1))
+	require.Zero(t, rec(log.QuotaProducerByteRate, "bob", "a", 1))
 	require.Len(t, m.windows, 1)
+}
+
+// TestQuotaManagerUndo: bytes recorded with undo are taken back when the
+// client is throttled (a fetch answered empty), kept when it is not; the
+// size is not computed when no quota applies.
+func TestQuotaManagerUndo(t *testing.T) {
+	set, _ := (&log.QuotaSet{}).Alter([]log.QuotaAlteration{
+		{Entity: log.QuotaEntity{User: log.QuotaNamed("alice")}, Ops: []log.QuotaOp{{Key: log.QuotaConsumerByteRate, Value: 1000}}},
+	})
+	m := newQuotaManager(quotaSetBackend{set}, clocktest.New(quotaT0))
+	n := func(v int64) func() int64 { return func() int64 { return v } }
+	require.Zero(t, m.record(log.QuotaConsumerByteRate, "alice", "a", n(9000), true), "under: kept")
+	require.Positive(t, m.record(log.QuotaConsumerByteRate, "alice", "a", n(5000), true), "over: taken back")
+	// Only the 9000 kept count: 1000 more is exactly the quota.
+	require.Zero(t, m.record(log.QuotaConsumerByteRate, "alice", "a", n(1000), true))
+	require.Positive(t, m.record(log.QuotaConsumerByteRate, "alice", "a", n(1), true))
+	max, ok := m.maxWindowBytes(log.QuotaConsumerByteRate, "alice", "a")
+	require.True(t, ok)
+	require.Equal(t, int64(10000), max)
+	_, ok = m.maxWindowBytes(log.QuotaConsumerByteRate, "bob", "a")
+	require.False(t, ok)
+	require.Zero(t, m.record(log.QuotaConsumerByteRate, "bob", "a", func() int64 { panic("sized without a quota") }, true))
 }
