@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/share"
 	"github.com/strata-log/strata/vfs"
 )
@@ -20,8 +21,9 @@ const ShareStateTopic = "__share_group_state"
 
 // shareStateTopicConfig: every write is fsynced before the share
 // coordinator answers (an accepted record is never delivered again after a
-// crash); the records are kept (a snapshot replaces the updates before
-// it, which Kafka prunes with DeleteRecords: not done yet).
+// crash); the records before the oldest of the share-partitions' latest
+// snapshots are dropped (DeleteRecordsBefore), as Kafka's share
+// coordinator prunes its topic.
 var shareStateTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1, Cleanup: CleanupDelete}
 
 // shareConfigsFile holds the share groups' configurations
@@ -93,19 +95,42 @@ func (b *Broker) ShareCoordinator() *share.Coordinator { return b.shares }
 // replays it (share.StateLog).
 type shareStateLog struct{ b *Broker }
 
-var _ share.StateLog = shareStateLog{}
+var (
+	_ share.StateLog    = shareStateLog{}
+	_ share.StatePruner = shareStateLog{}
+)
 
 // Replay reads ShareStateTopic from its start to its end, if it exists.
-func (l shareStateLog) Replay(ctx context.Context, fn func(key, value []byte) error) error {
+func (l shareStateLog) Replay(ctx context.Context, fn func(offset int64, key, value []byte) error) error {
 	l.b.mu.RLock()
 	t, ok := l.b.topics[ShareStateTopic]
 	l.b.mu.RUnlock()
 	if !ok {
 		return nil
 	}
-	for _, p := range t.parts {
-		if err := replayPartition(ctx, p, fn); err != nil {
+	p := t.parts[0]
+	for off, end := p.StartOffset(), p.EndOffset(); off < end; {
+		if err := ctx.Err(); err != nil {
 			return err
+		}
+		raw, err := p.ReadBatches(off, 1<<20, end)
+		if err != nil {
+			return fmt.Errorf("log: read %s: %w", p, err)
+		}
+		if len(raw) == 0 {
+			return nil
+		}
+		err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
+			off = h.NextOffset()
+			return batch.Records(bt, h, func(r *batch.Record) error {
+				if err := fn(r.Offset, r.Key, r.Value); err != nil {
+					return fmt.Errorf("offset %d: %w", r.Offset, err)
+				}
+				return nil
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("log: read %s: %w", p, err)
 		}
 	}
 	return nil
@@ -113,10 +138,10 @@ func (l shareStateLog) Replay(ctx context.Context, fn func(key, value []byte) er
 
 // Append appends records as one batch to ShareStateTopic, creating it
 // on first use; the topic fsyncs every batch.
-func (l shareStateLog) Append(records []share.Record) error {
+func (l shareStateLog) Append(records []share.Record) (int64, error) {
 	p, err := l.b.internalPartition(ShareStateTopic, shareStateTopicConfig)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	bd := pooledBuilder(p.config().Compression.appendCodec())
 	defer builders.Put(bd)
@@ -125,7 +150,18 @@ func (l shareStateLog) Append(records []share.Record) error {
 	for _, r := range records {
 		bd.Append(now, r.Key, r.Value, nil)
 	}
-	_, _, err = p.AppendBatch(bd.Bytes())
+	base, _, err := p.AppendBatch(bd.Bytes())
+	return base, err
+}
+
+// DeleteBefore drops the records before offset: those every
+// share-partition's latest snapshot made obsolete (share.StatePruner).
+func (l shareStateLog) DeleteBefore(offset int64) error {
+	p, err := l.b.internalPartition(ShareStateTopic, shareStateTopicConfig)
+	if err != nil {
+		return err
+	}
+	_, err = p.DeleteRecordsBefore(offset)
 	return err
 }
 

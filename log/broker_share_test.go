@@ -65,3 +65,33 @@ func TestShareStateIsDurable(t *testing.T) {
 		require.NoError(t, b.Close())
 	}
 }
+
+// TestShareStateIsPruned: once every share-partition has a snapshot past
+// them, the records of __share_group_state before it are dropped, and
+// what is left restores the same state.
+func TestShareStateIsPruned(t *testing.T) {
+	leaktest.Check(t)
+	fs := vfs.NewMem()
+	ctx := context.Background()
+	b := openT(t, fs, "/d")
+	tp, err := b.CreateTopic("t", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	p, err := tp.Partition(0)
+	require.NoError(t, err)
+	appendN(t, p, 1, 1200)
+	sc := b.ShareCoordinator()
+	require.NoError(t, sc.SetGroupConfig("g", share.GroupConfig{AutoOffsetReset: "earliest"}))
+	t0 := TopicPartition{Topic: "t"}
+	for range 1100 { // one update record each, a snapshot every 500
+		rs, err := sc.Acquire(ctx, "g", "m1", t0, 1)
+		require.NoError(t, err)
+		require.NoError(t, sc.Acknowledge(ctx, "g", "m1", t0, []share.AckBatch{{First: rs[0].First, Last: rs[0].Last, Types: []share.AckType{share.AckAccept}}}))
+	}
+	st, err := b.Partition(ShareStateTopic, 0)
+	require.NoError(t, err)
+	require.Greater(t, st.StartOffset(), int64(900), "records before the latest snapshot dropped")
+	require.NoError(t, b.Close())
+	b = openT(t, fs, "/d")
+	defer b.Close()
+	require.Equal(t, int64(1100), b.ShareCoordinator().Offsets("g")[t0].StartOffset)
+}

@@ -239,9 +239,10 @@ func (c *Coordinator) deleteParts(ge *groupEntry, del func(TopicPartition) bool)
 		pe.mu.Lock()
 		var err error
 		if c.log != nil {
-			err = c.log.Append([]Record{{Key: encodeKey(recSnapshot, pe.key)}, {Key: encodeKey(recUpdate, pe.key)}})
+			_, err = c.log.Append([]Record{{Key: encodeKey(recSnapshot, pe.key)}, {Key: encodeKey(recUpdate, pe.key)}})
 		}
 		if err == nil {
+			c.forgetSnapshot(pe.key)
 			pe.gone = true
 			if pe.timer != nil && pe.timer.stop.Stop() {
 				c.callbacks.Done()

@@ -32,10 +32,19 @@ type Record struct{ Key, Value []byte }
 // StateLog is __share_group_state as the Coordinator writes and replays
 // it.
 type StateLog interface {
-	// Replay calls fn with every record, in order.
-	Replay(ctx context.Context, fn func(key, value []byte) error) error
-	// Append makes records durable, in order, before it returns.
-	Append(records []Record) error
+	// Replay calls fn with every record and its offset, in order.
+	Replay(ctx context.Context, fn func(offset int64, key, value []byte) error) error
+	// Append makes records durable, in order, before it returns, and
+	// returns the offset of the first.
+	Append(records []Record) (int64, error)
+}
+
+// StatePruner is a StateLog that can drop the records before an offset
+// (DeleteRecords). With one, the Coordinator drops the records every
+// share-partition's latest snapshot has made obsolete, as Kafka's share
+// coordinator does.
+type StatePruner interface {
+	DeleteBefore(offset int64) error
 }
 
 // Config configures a Coordinator. The zero value of a field means its
@@ -162,6 +171,14 @@ type Coordinator struct {
 
 	watchMu sync.Mutex
 	watch   chan struct{} // closed when records become Available again (Watch)
+
+	// pruneMu (a leaf) guards snaps, the log offset of each live
+	// share-partition's latest snapshot, and pruned, the offset before
+	// which the log's records were dropped.
+	pruneMu sync.Mutex
+	snaps   map[stateKey]int64
+	pruned  int64
+	pruner  StatePruner
 }
 
 type groupEntry struct {
@@ -196,7 +213,8 @@ func Open(ctx context.Context, cfg Config, log StateLog) (*Coordinator, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	c := &Coordinator{cfg: cfg, log: log, clock: cfg.Clock, groups: map[string]*groupEntry{}, configs: map[string]GroupConfig{}}
+	c := &Coordinator{cfg: cfg, log: log, clock: cfg.Clock, groups: map[string]*groupEntry{}, configs: map[string]GroupConfig{}, snaps: map[stateKey]int64{}}
+	c.pruner, _ = log.(StatePruner)
 	for g, gc := range cfg.GroupConfigs {
 		if gc.validate() == nil && gc != (GroupConfig{}) {
 			c.configs[g] = gc
@@ -209,7 +227,7 @@ func Open(ctx context.Context, cfg Config, log StateLog) (*Coordinator, error) {
 	for _, t := range cfg.TopicNames() {
 		names[tp.TopicID(t)] = t
 	}
-	err := log.Replay(ctx, func(key, value []byte) error {
+	err := log.Replay(ctx, func(offset int64, key, value []byte) error {
 		kind, k, err := decodeKey(key)
 		if errors.Is(err, errNotShareRecord) {
 			return nil
@@ -227,6 +245,7 @@ func Open(ctx context.Context, cfg Config, log StateLog) (*Coordinator, error) {
 			if ge := c.groups[k.group]; ge != nil {
 				delete(ge.parts, t)
 			}
+			delete(c.snaps, k)
 			return nil
 		}
 		v, err := decodeValue(kind, value)
@@ -246,6 +265,7 @@ func Open(ctx context.Context, cfg Config, log StateLog) (*Coordinator, error) {
 		if kind == recSnapshot {
 			pe.p.resetTo(v.start)
 			pe.epoch, pe.updates = v.snapshotEpoch, 0
+			c.snaps[k] = offset
 		} else {
 			pe.updates++
 		}

@@ -13,29 +13,42 @@ import (
 
 // memLog is a StateLog in memory; fail makes Append fail.
 type memLog struct {
-	mu   sync.Mutex
-	recs []Record
-	fail error
+	mu    sync.Mutex
+	recs  []Record
+	start int64 // offset of recs[0]
+	fail  error
 }
 
-func (l *memLog) Append(rs []Record) error {
+func (l *memLog) Append(rs []Record) (int64, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.fail != nil {
-		return l.fail
+		return 0, l.fail
 	}
+	base := l.start + int64(len(l.recs))
 	l.recs = append(l.recs, rs...)
+	return base, nil
+}
+
+func (l *memLog) Replay(ctx context.Context, fn func(off int64, k, v []byte) error) error {
+	l.mu.Lock()
+	recs, start := append([]Record(nil), l.recs...), l.start
+	l.mu.Unlock()
+	for i, r := range recs {
+		if err := fn(start+int64(i), r.Key, r.Value); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-func (l *memLog) Replay(ctx context.Context, fn func(k, v []byte) error) error {
+// DeleteBefore drops the records before offset (StatePruner).
+func (l *memLog) DeleteBefore(offset int64) error {
 	l.mu.Lock()
-	recs := append([]Record(nil), l.recs...)
-	l.mu.Unlock()
-	for _, r := range recs {
-		if err := fn(r.Key, r.Value); err != nil {
-			return err
-		}
+	defer l.mu.Unlock()
+	if n := offset - l.start; n > 0 {
+		l.recs = l.recs[min(n, int64(len(l.recs))):]
+		l.start = offset
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func TestKilledMemberAndCrash(t *testing.T) {
 	var killedHeld int
 	killedAt, crashAt := 3+rng.IntN(5), 10+rng.IntN(5)
 	for round := 0; round < 400; round++ {
-		if accepted[0] != nil && len(accepted[0]) == perPartition && len(accepted[1]) == perPartition {
+		if len(accepted[0]) == perPartition && len(accepted[1]) == perPartition {
 			break
 		}
 		if round == crashAt {
@@ -109,6 +109,12 @@ func TestKilledMemberAndCrash(t *testing.T) {
 		if s := f.state(p); s.StartOffset != perPartition {
 			t.Errorf("partition %d: start offset %d", p, s.StartOffset)
 		}
+	}
+	f.log.mu.Lock()
+	pruned, kept := f.log.start, len(f.log.recs)
+	f.log.mu.Unlock()
+	if pruned == 0 {
+		t.Errorf("no record of the state log was dropped (%d kept)", kept)
 	}
 	if d, _ := f.c.Describe("g"); len(d.Members) != 2 {
 		t.Errorf("the killed member is still in the group: %+v", d.Members)

@@ -224,19 +224,55 @@ func (c *Coordinator) flush(pe *partEntry, whole bool) error {
 		rec.Key = encodeKey(recUpdate, pe.key)
 		rec.Value = encodeValue(recUpdate, stateValue{snapshotEpoch: pe.epoch, leaderEpoch: -1, start: pe.p.start, batches: changes})
 	}
+	var at int64
 	if c.log != nil {
-		if err := c.log.Append([]Record{rec}); err != nil {
+		var err error
+		if at, err = c.log.Append([]Record{rec}); err != nil {
 			pe.p.changed = append(changes, pe.p.changed...)
 			return err
 		}
 	}
-	if rec.Key[1] == recSnapshot {
-		pe.epoch++
-		pe.updates = 0
-	} else {
+	if rec.Key[1] != recSnapshot {
 		pe.updates++
+		return nil
 	}
+	pe.epoch++
+	pe.updates = 0
+	c.snapshotAt(pe.key, at)
 	return nil
+}
+
+// snapshotAt notes that the latest snapshot of a share-partition is at
+// offset at of the log, and drops the records no share-partition needs
+// any more: those before the oldest latest snapshot.
+func (c *Coordinator) snapshotAt(k stateKey, at int64) {
+	if c.pruner == nil {
+		return
+	}
+	c.pruneMu.Lock()
+	c.snaps[k] = at
+	oldest := int64(-1)
+	for _, o := range c.snaps {
+		if oldest < 0 || o < oldest {
+			oldest = o
+		}
+	}
+	if oldest <= c.pruned {
+		c.pruneMu.Unlock()
+		return
+	}
+	c.pruned = oldest
+	c.pruneMu.Unlock()
+	if err := c.pruner.DeleteBefore(oldest); err != nil {
+		c.cfg.Logger.Warn("share: drop obsolete records of __share_group_state", "before", oldest, "err", err)
+	}
+}
+
+// forgetSnapshot: the share-partition of k was deleted.
+func (c *Coordinator) forgetSnapshot(k stateKey) {
+	c.pruneMu.Lock()
+	delete(c.snaps, k)
+	c.pruneMu.Unlock()
 }
 
 // armLock arms the share-partition's lock timer to fire at at, unless it
