@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/kafka/kafkatest"
 )
 
@@ -47,13 +48,14 @@ func TestClientQuotas(t *testing.T) {
 	}
 	defer admCl.Close()
 	adm := kadm.NewClient(admCl)
-	testQuotaAdmin(ctx, t, adm, "throttled", quota)
+	testQuotaAdmin(ctx, t, adm, "throttled", quota, func() {})
 	testProducerOverQuota(ctx, t, []string{fx.Addr()}, nil, topic, "throttled", quota)
 }
 
 // testQuotaAdmin sets producer_byte_rate of clientID through adm and
-// checks it is described, and that an invalid alteration is refused.
-func testQuotaAdmin(ctx context.Context, t *testing.T, adm *kadm.Client, clientID string, quota float64) {
+// checks it is described (once applied() returns: on a cluster, every
+// member has it), and that an invalid alteration is refused.
+func testQuotaAdmin(ctx context.Context, t *testing.T, adm *kadm.Client, clientID string, quota float64, applied func()) {
 	t.Helper()
 	entity := kadm.ClientQuotaEntity{{Type: "client-id", Name: &clientID}}
 	res, err := adm.AlterClientQuotas(ctx, []kadm.AlterClientQuotaEntry{{
@@ -62,6 +64,7 @@ func testQuotaAdmin(ctx context.Context, t *testing.T, adm *kadm.Client, clientI
 	if err != nil || len(res) != 1 || res[0].Err != nil {
 		t.Fatalf("alter client quotas: %v %+v", err, res)
 	}
+	applied()
 	desc, err := adm.DescribeClientQuotas(ctx, true, []kadm.DescribeClientQuotaComponent{{Type: "client-id", MatchName: &clientID, MatchType: 0}})
 	if err != nil {
 		t.Fatal(err)
@@ -134,4 +137,29 @@ func testProducerOverQuota(ctx context.Context, t *testing.T, seeds []string, di
 	if acked.Load() == 0 {
 		t.Fatal("nothing acknowledged")
 	}
+}
+
+// TestClientQuotasCluster: on a three-member cluster, kadm's
+// AlterClientQuotas through any member is committed by the controller and
+// every member describes the quota; a kgo producer over it is throttled
+// by the leader of its partition as a standalone broker throttles it
+// (quotas are per broker, as in Kafka).
+func TestClientQuotasCluster(t *testing.T) {
+	const topic, quota = "q", 32 << 10
+	c := startCluster(t, 3)
+	ctx := testCtx(t, 90*time.Second)
+	adm := kadm.NewClient(newClusterKgo(t, c))
+	if _, err := adm.CreateTopic(ctx, 1, 3, nil, topic); err != nil {
+		t.Fatal(err)
+	}
+	testQuotaAdmin(ctx, t, adm, "throttled", quota, func() {
+		c.waitImage("the quota", func(img *controller.Image) bool { return img.ClientQuotas().Len() == 1 })
+	})
+	for _, b := range c.members {
+		q, _, ok := b.Image().ClientQuotas().Lookup("producer_byte_rate", "ANONYMOUS", "throttled")
+		if !ok || q != quota {
+			t.Fatalf("member %d: quota %v %v", b.ID(), q, ok)
+		}
+	}
+	testProducerOverQuota(ctx, t, c.seeds(), c.dial, topic, "throttled", quota)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/kafka/kafkatest"
 )
 
@@ -106,5 +107,65 @@ func TestUserSCRAMs(t *testing.T) {
 	desc, err = admin.DescribeUserSCRAMs(ctx, "carol")
 	if err != nil || !errors.Is(desc["carol"].Err, kerr.ResourceNotFound) {
 		t.Fatalf("describe carol deleted: %+v %v, want RESOURCE_NOT_FOUND", desc, err)
+	}
+}
+
+// TestUserSCRAMsCluster: on a three-member cluster, kadm adds a SCRAM user
+// through one member's client listener (AlterUserScramCredentials goes to
+// the active controller); the user logs in on every member and every
+// member describes it; an ordinary user may not alter; deleted through
+// another member, the user is refused everywhere.
+func TestUserSCRAMsCluster(t *testing.T) {
+	c, listeners := startSecuredCluster(t, map[string]string{"admin": "admin-secret", "alice": "alice-secret"})
+	ctx := testCtx(t, 60*time.Second)
+	login := func(addr, pass string) error {
+		cl := c.onlyMember(t, addr, "carol", pass, kgo.RequestRetries(0))
+		defer cl.Close()
+		return cl.Ping(ctx)
+	}
+	alice := kadm.NewClient(c.scramClient(t, listeners, "alice", "alice-secret"))
+	up := func() []kadm.UpsertSCRAM { // kadm salts it in place: a new one per call
+		return []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha256, Iterations: 8192, Password: "carol-secret"}}
+	}
+	res, err := alice.AlterUserSCRAMs(ctx, nil, up())
+	if !errors.Is(err, kerr.ClusterAuthorizationFailed) && !errors.Is(res["carol"].Err, kerr.ClusterAuthorizationFailed) {
+		t.Fatalf("alice adds carol: %v %v, want CLUSTER_AUTHORIZATION_FAILED", res, err)
+	}
+	res, err = kadm.NewClient(c.onlyMember(t, listeners[0], "admin", "admin-secret")).AlterUserSCRAMs(ctx, nil, up())
+	if err != nil || res["carol"].Err != nil {
+		t.Fatalf("admin adds carol: %v %v", res, err)
+	}
+	c.waitImage("carol", func(img *controller.Image) bool {
+		_, ok := img.SCRAMCredential("SCRAM-SHA-256", "carol")
+		return ok
+	})
+	for i, addr := range listeners {
+		if err := login(addr, "carol-secret"); err != nil {
+			t.Fatalf("carol logs in on member %d: %v", i+1, err)
+		}
+		if err := login(addr, "wrong"); err == nil {
+			t.Fatalf("carol logs in on member %d with a wrong password", i+1)
+		}
+		desc, err := kadm.NewClient(c.onlyMember(t, addr, "admin", "admin-secret")).DescribeUserSCRAMs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := desc["carol"]; d.Err != nil || len(d.CredInfos) != 1 || d.CredInfos[0] != (kadm.CredInfo{Mechanism: kadm.ScramSha256, Iterations: 8192}) || len(desc) != 1 {
+			t.Fatalf("member %d describes %+v", i+1, desc)
+		}
+	}
+	res, err = kadm.NewClient(c.onlyMember(t, listeners[2], "admin", "admin-secret")).AlterUserSCRAMs(ctx,
+		[]kadm.DeleteSCRAM{{User: "carol", Mechanism: kadm.ScramSha256}}, nil)
+	if err != nil || res["carol"].Err != nil {
+		t.Fatalf("admin deletes carol: %v %v", res, err)
+	}
+	c.waitImage("carol gone", func(img *controller.Image) bool {
+		_, ok := img.SCRAMCredential("SCRAM-SHA-256", "carol")
+		return !ok
+	})
+	for i, addr := range listeners {
+		if err := login(addr, "carol-secret"); err == nil {
+			t.Fatalf("carol logs in on member %d once deleted", i+1)
+		}
 	}
 }
