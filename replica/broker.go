@@ -60,7 +60,10 @@ type Broker struct {
 	fetchers map[int]*fetcher // by source (leader) broker
 
 	alters *alterQueue
-	pids   *log.ProducerIDAllocator // blocks from the controller (idempotence.go)
+	// leaderQuota and followerQuota are the replication throttles
+	// (throttle.go); disabled at a zero rate.
+	leaderQuota, followerQuota *replicationQuota
+	pids                       *log.ProducerIDAllocator // blocks from the controller (idempotence.go)
 
 	tokens atomic.Uint64
 	order  produceOrder // idempotent produces keep their order (order.go)
@@ -107,6 +110,8 @@ func Start(cfg Config) (*Broker, error) {
 	}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
 	b.alters = newAlterQueue()
+	b.leaderQuota = newReplicationQuota(cfg.LeaderReplicationThrottledRate, cfg.ReplicationQuotaWindow)
+	b.followerQuota = newReplicationQuota(cfg.FollowerReplicationThrottledRate, cfg.ReplicationQuotaWindow)
 	b.pids = log.NewProducerIDAllocator(controllerProducerIDs{b})
 	var cleanup []func()
 	fail := func(err error) (*Broker, error) {

@@ -75,6 +75,16 @@ type Config struct {
 	FetchMaxWait time.Duration
 	// FetchMaxBytes bounds one partition in a follower's fetch; 0 → 1 MiB.
 	FetchMaxBytes int
+	// LeaderReplicationThrottledRate and FollowerReplicationThrottledRate
+	// cap, in bytes per second, what this member sends as a leader to,
+	// and fetches as a follower for, replicas out of the ISR — those
+	// catching up, as a reassignment's new replicas do (Kafka's
+	// leader/follower.replication.throttled.rate, throttle.go); 0 → no
+	// cap. ReplicationQuotaWindow is the quotas' sample window (Kafka's
+	// replication.quota.window.size.seconds; 11 samples); 0 → 1 s.
+	LeaderReplicationThrottledRate   int64
+	FollowerReplicationThrottledRate int64
+	ReplicationQuotaWindow           time.Duration
 	// ProduceTimeout bounds an acks=all produce whose context has no
 	// deadline; 0 → 30 s.
 	ProduceTimeout time.Duration
@@ -126,6 +136,9 @@ func (c Config) withDefaults() Config {
 	if c.FetchMaxWait == 0 {
 		c.FetchMaxWait = 500 * time.Millisecond
 	}
+	if c.ReplicationQuotaWindow == 0 {
+		c.ReplicationQuotaWindow = quotaWindow
+	}
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = 1 << 20
 	}
@@ -158,8 +171,10 @@ func (c Config) validate() error {
 		return bad("no Addr")
 	case c.RaftAddr == "":
 		return bad("no RaftAddr")
-	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0 || c.StartTimeout < 0:
+	case c.ReplicaLagTime < 0 || c.FetchMaxWait < 0 || c.ProduceTimeout < 0 || c.StartTimeout < 0 || c.ReplicationQuotaWindow < 0:
 		return bad("negative duration")
+	case c.LeaderReplicationThrottledRate < 0 || c.FollowerReplicationThrottledRate < 0:
+		return bad("negative replication throttled rate")
 	}
 	if _, _, err := c.dataPlaneTLS(); err != nil {
 		return err

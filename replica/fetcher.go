@@ -152,6 +152,12 @@ func (f *fetcher) run() {
 				if d := ps.backoff.Sub(now); wait < 0 || d < wait {
 					wait = d
 				}
+			case ps.fetch != nil && !ps.inISR.Load() && b.followerQuota.exceeded(now):
+				// Catching up and over the follower quota (throttle.go):
+				// not in this fetch; looked at again within a window.
+				if d := b.cfg.ReplicationQuotaWindow; wait < 0 || d < wait {
+					wait = d
+				}
 			case ps.fetch != nil:
 				sent = append(sent, sentFetch{ps: ps, f: *ps.fetch})
 			case ps.epochReq != nil:
@@ -272,6 +278,9 @@ func (f *fetcher) handle(s sentFetch, r *transport.ReplicaFetchedPartition) {
 		b.backOff(ps)
 	} else {
 		ps.backoffStep = 0
+	}
+	if !ps.inISR.Load() {
+		b.followerQuota.record(b.cfg.Clock.Now(), int64(len(raw)))
 	}
 	ps.pending = raw
 	b.runFollower(ps, ps.fm.Step(fr, nil))

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +21,7 @@ type partState struct {
 	p       *log.Partition
 
 	leading atomic.Bool // the leader machine leads (read without mu)
+	inISR   atomic.Bool // this member is in the ISR, as the metadata says (throttle.go)
 
 	mu      sync.Mutex
 	removed bool
@@ -64,6 +66,7 @@ func (b *Broker) applyPartition(ps *partState, st controller.PartitionState, min
 			inel = append(inel, r)
 		}
 	}
+	ps.inISR.Store(slices.Contains(st.ISR, b.cfg.ID))
 	p := ps.p
 	md := machine.Metadata{
 		Leader: st.Leader, LeaderEpoch: st.LeaderEpoch, PartitionEpoch: st.PartitionEpoch,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/strata-log/strata/internal/order"
@@ -23,6 +24,11 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 	now := b.cfg.Clock.Now()
 	resp := transport.ReplicaFetchResponse{Partitions: make([]transport.ReplicaFetchedPartition, len(req.Partitions))}
 	ready := make([]*partState, len(req.Partitions))
+	// throttled: the follower is out of the ISR and the leader's
+	// replication quota is used up (throttle.go): no records this time,
+	// and they do not end the wait.
+	throttled := make([]bool, len(req.Partitions))
+	quotaFull := b.leaderQuota.exceeded(now)
 	anyNew, anyErr := false, false
 	for i, fp := range req.Partitions {
 		out := &resp.Partitions[i]
@@ -37,6 +43,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 			Replica: req.ReplicaID, LeaderEpoch: fp.CurrentLeaderEpoch, FetchOffset: fp.FetchOffset,
 			LastFetchedEpoch: fp.LastFetchedEpoch, LogStart: fp.LogStartOffset,
 		}, nil))
+		outOfSync := b.leaderQuota.enabled() && !slices.Contains(ps.pm.ISR(), req.ReplicaID)
 		ps.mu.Unlock()
 		if ans == nil {
 			out.Err, anyErr = ErrNotLeader, true
@@ -49,7 +56,8 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 			continue
 		}
 		ready[i] = ps
-		if fp.FetchOffset < ans.LogEnd {
+		throttled[i] = outOfSync
+		if fp.FetchOffset < ans.LogEnd && !(outOfSync && quotaFull) {
 			anyNew = true
 		}
 	}
@@ -73,7 +81,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 		out.LogEndOffset = end
 		out.HighWatermark = max(out.HighWatermark, min(ps.p.HighWatermark(), end))
 		out.LogStartOffset = ps.p.StartOffset()
-		if fp.FetchOffset >= end {
+		if fp.FetchOffset >= end || throttled[i] && b.leaderQuota.exceeded(b.cfg.Clock.Now()) {
 			continue
 		}
 		recs, err := ps.p.Slice(fp.FetchOffset, max(fp.MaxBytes, 1), end)
@@ -82,6 +90,9 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 			continue
 		}
 		out.Records = recs
+		if throttled[i] {
+			b.leaderQuota.record(b.cfg.Clock.Now(), recs.Len())
+		}
 	}
 	return resp, nil
 }

@@ -36,8 +36,10 @@ deleted; a removed leader hands leadership to the first new replica.
 --verify prints each partition's state and exits 1 while a move is in
 progress (or the replicas differ from the file's); --cancel stops the
 moves of the file still in progress, back to the replicas before them;
---list prints the moves in progress. Replication throttles (--throttle)
-are not supported yet: a move copies as fast as the followers fetch.`
+--list prints the moves in progress. --throttle is not supported: a
+member's replication throttles are set when it starts
+(replica.Config.LeaderReplicationThrottledRate and
+FollowerReplicationThrottledRate).`
 
 // reassignmentFile is kafka-reassign-partitions.sh's reassignment JSON.
 type reassignmentFile struct {
@@ -68,7 +70,7 @@ func runReassign(e *env, args []string) error {
 	fs.StringVar(&topicsFile, "topics-to-move-json-file", "", "`FILE`: the topics to move ({\"version\":1,\"topics\":[{\"topic\":\"t\"}]})")
 	fs.StringVar(&reassignFile, "reassignment-json-file", "", "`FILE`: the target replicas ({\"version\":1,\"partitions\":[...]})")
 	fs.StringVar(&brokerList, "broker-list", "", "`IDS`: with --generate, the brokers to assign to, comma-separated")
-	fs.StringVar(&throttle, "throttle", "", "`BYTES/S`: not supported yet (refused)")
+	fs.StringVar(&throttle, "throttle", "", "`BYTES/S`: not supported (refused): members' throttles are set at their start")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -89,7 +91,7 @@ func runReassign(e *env, args []string) error {
 		return usagef("give one of --generate, --execute, --verify, --cancel, --list")
 	}
 	if throttle != "" {
-		return usagef("--throttle: replication throttles are not supported yet")
+		return usagef("--throttle is not supported: a member's replication throttles are set when it starts")
 	}
 	var moves reassignmentFile
 	switch {
