@@ -98,6 +98,13 @@ func (ss *shareSession) add(t log.TopicPartition) {
 	}
 }
 
+// unhook stops the connection's close hook, if it has not run.
+func (ss *shareSession) unhook() {
+	if ss.stop() {
+		ss.conn.s.wg.Done()
+	}
+}
+
 // next moves the session to its next epoch (1 after the largest).
 func (ss *shareSession) next() {
 	if ss.epoch == 1<<31-1 {
@@ -112,7 +119,7 @@ func (s *shareServer) open(c *conn, key shareSessionKey, parts []log.TopicPartit
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.sessions[key]; old != nil {
-		old.stop()
+		old.unhook()
 		delete(s.sessions, key)
 	}
 	if len(s.sessions) >= maxShareSessions {
@@ -122,7 +129,13 @@ func (s *shareServer) open(c *conn, key shareSessionKey, parts []log.TopicPartit
 	for _, t := range parts {
 		ss.add(t)
 	}
-	ss.stop = context.AfterFunc(c.ctx, func() { s.dropped(key, ss) })
+	// The hook's goroutine is the server's: Close waits for it (s.wg is
+	// above zero while this connection's request is served).
+	c.s.wg.Add(1)
+	ss.stop = context.AfterFunc(c.ctx, func() {
+		defer c.s.wg.Done()
+		s.dropped(key, ss)
+	})
 	s.sessions[key] = ss
 	return ss, errNone
 }
@@ -167,7 +180,7 @@ func (s *shareServer) close(key shareSessionKey) int16 {
 	s.mu.Lock()
 	ss := s.sessions[key]
 	if ss != nil {
-		ss.stop()
+		ss.unhook()
 		delete(s.sessions, key)
 	}
 	s.mu.Unlock()

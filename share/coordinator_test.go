@@ -386,3 +386,51 @@ func TestCoordinatorOtherGroupType(t *testing.T) {
 		t.Fatalf("no member id: %v", err)
 	}
 }
+
+// TestCoordinatorLogBehindState: a log that ends before the
+// share-partition's start (the topic made again under its name, or
+// records lost in a crash) starts the share-partition anew rather than
+// waiting for the log to catch up.
+func TestCoordinatorLogBehindState(t *testing.T) {
+	f := newFixture(t, Config{GroupConfigs: map[string]GroupConfig{"g": {AutoOffsetReset: "earliest"}}})
+	f.produce(0, 10)
+	f.join("m1")
+	f.acquire("m1", 0, 100)
+	if err := f.ack("m1", 0, 0, 9, AckAccept); err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	f.ends[0] = 3 // the topic again, three records in
+	f.mu.Unlock()
+	if got := f.acquire("m1", 0, 100); got != "0-2@1 " {
+		t.Fatalf("acquired %q", got)
+	}
+}
+
+// TestCoordinatorUnacquireAndWatch: records a fetch could not return go
+// back with their delivery count as before, and wake a Watch.
+func TestCoordinatorUnacquireAndWatch(t *testing.T) {
+	f := newFixture(t, Config{})
+	f.join("m1")
+	f.produce(0, 6)
+	if got := f.acquire("m1", 0, 100); got != "0-5@1 " {
+		t.Fatalf("acquired %q", got)
+	}
+	w := f.c.Watch()
+	f.c.Unacquire("g", "m1", TopicPartition{Topic: "t"}, 4)
+	select {
+	case <-w:
+	default:
+		t.Fatal("Watch not woken by records given back")
+	}
+	if got := f.acquire("m1", 0, 100); got != "4-5@1 " {
+		t.Fatalf("acquired %q after the unacquire: the delivery count should not have grown", got)
+	}
+	w = f.c.Watch()
+	f.clk.Advance(DefaultLockDuration)
+	select {
+	case <-w:
+	default:
+		t.Fatal("Watch not woken by expired locks")
+	}
+}

@@ -78,6 +78,19 @@ func (c *Coordinator) Acquire(ctx context.Context, group, member string, t Topic
 		return nil, nil // deleted meanwhile: nothing to deliver from it now
 	}
 	moved := pe.p.logStartMoved(logStart)
+	if pe.p.start > logEnd {
+		// The log is behind the share-partition: the topic was deleted
+		// and made again under its name (its id, tp.TopicID, is the
+		// same), or a crash lost records the state had seen. Start anew.
+		c.mu.Lock()
+		reset := c.offsetReset(group)
+		c.mu.Unlock()
+		pe.p.resetTo(initialStart(reset, logStart, logEnd))
+		pe.p.takeChanges()
+		if err := c.flush(pe, true); err != nil {
+			return nil, fmt.Errorf("share: store share-partition state of group %q, %s: %w", group, t, err)
+		}
+	}
 	ranges, deadline := pe.p.acquire(c.clock.Now(), member, max, logEnd)
 	if len(ranges) > 0 {
 		c.armLock(pe, deadline)
