@@ -115,7 +115,7 @@ func TestClientConsumerHeartbeat(t *testing.T) {
 	leaktest.Check(t)
 	s, b, _ := start(t, Config{}, logtest.Topic("t", 2))
 	ctx := context.Background()
-	cl, err := Dial(ctx, DialConfig{Seeds: []string{s.Addr()}})
+	cl, err := Dial(ctx, DialConfig{Seeds: []string{s.Addr()}, ClientID: "billing"})
 	require.NoError(t, err)
 	defer cl.Close()
 
@@ -141,6 +141,7 @@ func TestClientConsumerHeartbeat(t *testing.T) {
 	d, ok := b.GroupCoordinator().DescribeConsumerGroup("g")
 	require.True(t, ok)
 	require.Equal(t, h.Assignment, d.Members[0].Assignment)
+	require.Equal(t, "billing", d.Members[0].ClientID, "the request header's client id names the member")
 
 	// Revoke before assign: a second member gets what the first still
 	// reports it owns (sent by topic id) only once it reports it gone.

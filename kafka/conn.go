@@ -554,7 +554,7 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (han
 		}
 	}()
 	ctx := c.ctx
-	if p.h.key == joinGroupKey {
+	if p.h.key == joinGroupKey || p.h.key == consumerGroupHeartbeatKey {
 		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
 	}
 	if ordered != nil {

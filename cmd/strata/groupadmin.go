@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -138,4 +139,51 @@ func (a *admin) deleteGroup(t *target, id string) error {
 		}
 		return resp.Groups[0].ErrorCode, nil, nil
 	})
+}
+
+// describeConsumerGroup describes a consumer-protocol group (KIP-848) with
+// ConsumerGroupDescribe on its coordinator; false when the coordinator
+// knows no such group (GROUP_ID_NOT_FOUND) or does not serve the API.
+func (a *admin) describeConsumerGroup(t *target, id string) (group.ConsumerGroupDescription, bool, error) {
+	var d group.ConsumerGroupDescription
+	found := false
+	err := a.onCoordinator(t, id, func(ca *admin) (int16, *string, error) {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{id}
+		r, err := ca.do(req, 1)
+		if err != nil {
+			if strings.Contains(err.Error(), "does not serve") {
+				return 0, nil, nil // a broker before Kafka 4: no consumer groups
+			}
+			return 0, nil, err
+		}
+		resp := r.(*kmsg.ConsumerGroupDescribeResponse)
+		if len(resp.Groups) != 1 {
+			return 0, nil, fmt.Errorf("ConsumerGroupDescribe: %d groups for one", len(resp.Groups))
+		}
+		g := resp.Groups[0]
+		const groupIDNotFound = 69
+		if g.ErrorCode == groupIDNotFound {
+			return 0, nil, nil
+		}
+		if g.ErrorCode != 0 {
+			return g.ErrorCode, g.ErrorMessage, nil
+		}
+		found = true
+		d = group.ConsumerGroupDescription{Group: g.Group, State: g.State, Epoch: g.Epoch, AssignmentEpoch: g.AssignmentEpoch, Assignor: g.AssignorName}
+		for _, m := range g.Members {
+			md := group.ConsumerMemberDescription{MemberID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, MemberEpoch: m.MemberEpoch}
+			for _, tp := range m.Assignment.TopicPartitions {
+				for _, p := range tp.Partitions {
+					md.Assignment = append(md.Assignment, log.TopicPartition{Topic: tp.Topic, Partition: int(p)})
+				}
+			}
+			d.Members = append(d.Members, md)
+		}
+		return 0, nil, nil
+	})
+	if err != nil {
+		return d, false, fmt.Errorf("describe consumer group %s: %w", id, err)
+	}
+	return d, found, nil
 }

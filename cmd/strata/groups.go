@@ -14,18 +14,25 @@ import (
 )
 
 const groupsHelp = `
-Lists, describes and deletes consumer groups on a data dir or a
+Lists, describes, deletes and resets consumer groups on a data dir or a
 Kafka-protocol broker, as kafka-consumer-groups.sh does. The action is a
-word (list, describe, delete) or Kafka's flag for it (--list, --describe,
---delete).
+word (list, describe, delete, reset-offsets) or Kafka's flag for it
+(--list, --describe, --delete, --reset-offsets).
 
   strata groups --bootstrap-server ADDR|--data-dir DIR list
   strata groups --bootstrap-server ADDR|--data-dir DIR describe --group G [--topic T]
   strata groups --bootstrap-server ADDR|--data-dir DIR describe --all-groups
   strata groups --bootstrap-server ADDR|--data-dir DIR delete --group G [--group G2]...
   strata groups --bootstrap-server ADDR|--data-dir DIR delete --all-groups
+  strata groups ... list [--type[=classic,consumer]] [--state[=Stable,...]]
+  strata groups ... reset-offsets --group G|--all-groups --topic T[:P,P...]|--all-topics
+        --to-earliest|--to-latest|--to-datetime TIME|--shift-by N [--execute|--dry-run]
 
-list prints the id of every group, one per line.
+list prints the id of every group, one per line, classic groups and groups
+of the consumer protocol (KIP-848) alike. With --type and/or --state it
+prints GROUP, TYPE (classic or consumer) and STATE columns, those asked
+for, keeping only the types and states given after "=" (Kafka 4's --list
+--type --state).
 
 describe prints, for every partition the group has a committed offset on
 or a member is assigned (of --topic only, with it), the committed offset,
@@ -34,6 +41,21 @@ partition: its CONSUMER-ID, HOST and CLIENT-ID ("-" for none). A member
 without partitions has a line of its own. Over --bootstrap-server it asks
 the group's coordinator (FindCoordinator, DescribeGroups, OffsetFetch for
 all of the group's topics).
+
+A consumer-protocol group's members and assignment come from
+ConsumerGroupDescribe.
+
+reset-offsets commits new offsets for a group without active members
+(Empty or Dead, as Kafka requires), on every partition of --topic T (or
+T:0,2 for those) or, with --all-topics, of every topic the group has
+committed offsets on: --to-earliest the log start, --to-latest the log
+end, --to-datetime the first offset at or after TIME (2006-01-02T15:04:05.000,
+local time, or with a zone as in RFC 3339; the log end when there is
+none), --shift-by N the committed offset plus N (kept within the log; a
+partition without a committed offset is an error). It prints GROUP, TOPIC,
+PARTITION, NEW-OFFSET; only with --execute are the offsets committed
+(--dry-run, the default, changes nothing), as kafka-consumer-groups.sh
+--reset-offsets does.
 
 delete deletes groups without active members and their committed offsets
 (Kafka's DeleteGroups); a group with members is not deleted, and the exit
@@ -44,18 +66,56 @@ type groupsFlags struct {
 	groups    stringList
 	topic     string
 	allGroups bool
+	listType  optionalList // list --type[=classic,consumer]
+	listState optionalList // list --state[=Stable,...]
+	reset     resetFlags
 }
 
+// optionalList is a flag that may be given alone (--type) or with a
+// comma-separated list of values (--type=consumer,classic), as Kafka's
+// options with an optional argument.
+type optionalList struct {
+	set  bool
+	vals []string
+}
+
+func (o *optionalList) String() string   { return strings.Join(o.vals, ",") }
+func (o *optionalList) IsBoolFlag() bool { return true }
+func (o *optionalList) Set(v string) error {
+	o.set = true
+	if v == "true" {
+		return nil
+	}
+	for _, x := range strings.Split(v, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			o.vals = append(o.vals, x)
+		}
+	}
+	return nil
+}
+
+// allows reports whether v is among the values given (case aside), or
+// none were.
+func (o *optionalList) allows(v string) bool {
+	return len(o.vals) == 0 || slices.ContainsFunc(o.vals, func(x string) bool { return strings.EqualFold(x, v) })
+}
+
+// groupActions are groups' actions, as words or Kafka's flags.
+var groupActions = []string{"list", "describe", "delete", "reset-offsets"}
+
 func runGroups(e *env, args []string) (err error) {
-	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe|delete [--group G]... [--all-groups] [--topic T]", groupsHelp)
+	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe|delete|reset-offsets [--group G]... [--all-groups] [--topic T]", groupsHelp)
 	var t target
 	t.register(fs)
 	var f groupsFlags
 	fs.Var(&f.groups, "group", "`GROUP` to describe or delete; repeatable")
 	fs.StringVar(&f.topic, "topic", "", "`NAME`: describe only this topic (default: every topic of the group)")
-	fs.BoolVar(&f.allGroups, "all-groups", false, "describe or delete every group")
+	fs.BoolVar(&f.allGroups, "all-groups", false, "describe, delete or reset every group")
+	fs.Var(&f.listType, "type", "list: print each group's TYPE; `=TYPES` (classic,consumer) keeps those")
+	fs.Var(&f.listState, "state", "list: print each group's STATE; `=STATES` (Empty,Stable,...) keeps those")
+	f.reset.register(fs)
 	actions := map[string]*bool{}
-	for _, a := range []string{"list", "describe", "delete"} {
+	for _, a := range groupActions {
 		actions[a] = fs.Bool(a, false, "the "+a+" action (Kafka's flag form)")
 	}
 	pos, err := parseInterleaved(fs, args)
@@ -63,24 +123,28 @@ func runGroups(e *env, args []string) (err error) {
 		return err
 	}
 	var chosen []string
-	for _, a := range []string{"list", "describe", "delete"} {
+	for _, a := range groupActions {
 		if *actions[a] {
 			chosen = append(chosen, a)
 		}
 	}
 	for _, p := range pos {
 		if _, ok := actions[p]; !ok {
-			return usagef("unknown action %q (want list, describe or delete)", p)
+			return usagef("unknown action %q (want list, describe, delete or reset-offsets)", p)
 		}
 		chosen = append(chosen, p)
 	}
 	if len(chosen) != 1 {
-		return usagef("want one action: list, describe or delete")
+		return usagef("want one action: list, describe, delete or reset-offsets")
 	}
 	action := chosen[0]
 	switch {
 	case action == "list" && (len(f.groups) > 0 || f.allGroups || f.topic != ""):
 		return usagef("list takes no --group, --all-groups or --topic")
+	case action != "list" && (f.listType.set || f.listState.set):
+		return usagef("--type and --state are list's")
+	case action != "reset-offsets" && f.reset.any():
+		return usagef("--to-*, --shift-by, --execute, --dry-run and --all-topics are reset-offsets'")
 	case action != "list" && len(f.groups) > 0 && f.allGroups:
 		return usagef("give --group or --all-groups, not both")
 	case action != "list" && len(f.groups) == 0 && !f.allGroups:
@@ -98,6 +162,11 @@ func runGroups(e *env, args []string) (err error) {
 	defer c.close(&err)
 	g := &groupsAdmin{c: c, t: &t}
 	defer g.close()
+	if action == "reset-offsets" {
+		if err := f.reset.check(f.topic); err != nil {
+			return err
+		}
+	}
 	ids := []string(f.groups)
 	if action == "list" || f.allGroups {
 		all, err := g.list()
@@ -105,15 +174,19 @@ func runGroups(e *env, args []string) (err error) {
 			return err
 		}
 		if action == "list" {
-			for _, id := range all {
-				fmt.Fprintln(e.stdout, id)
-			}
+			printListing(e, all, &f)
 			return nil
 		}
-		ids = all
+		ids = ids[:0]
+		for _, l := range all {
+			ids = append(ids, l.Group)
+		}
 	}
-	if action == "delete" {
+	switch action {
+	case "delete":
 		return g.delete(e, ids)
+	case "reset-offsets":
+		return g.resetOffsets(e, ids, f.topic, &f.reset)
 	}
 	if f.topic != "" {
 		if _, err := c.topicPartitions(f.topic); err != nil {
@@ -157,19 +230,57 @@ func (g *groupsAdmin) admin() (*admin, error) {
 	return g.a, nil
 }
 
-func (g *groupsAdmin) list() ([]string, error) {
+// list returns every group, sorted by id, with its type and state: the
+// data dir's coordinator's, or ListGroups of every broker (v5: with the
+// group type).
+func (g *groupsAdmin) list() ([]group.Listing, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
 	if g.c.broker != nil {
-		return g.c.broker.GroupCoordinator().Groups(), nil
+		return g.c.broker.ListGroups(ctx)
 	}
-	a, err := g.admin()
-	if err != nil {
-		return nil, err
-	}
-	ids, err := a.listGroups()
+	ls, err := g.c.kafka.ListGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (a broker that does not serve ListGroups closes the connection)", err)
 	}
-	return ids, nil
+	return ls, nil
+}
+
+// printListing prints list's answer: ids, or the columns asked for.
+func printListing(e *env, all []group.Listing, f *groupsFlags) {
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	if !f.listType.set && !f.listState.set {
+		for _, l := range all {
+			fmt.Fprintln(w, l.Group)
+		}
+		return
+	}
+	header := "GROUP"
+	if f.listType.set {
+		header += "\tTYPE"
+	}
+	if f.listState.set {
+		header += "\tSTATE"
+	}
+	fmt.Fprintln(w, header)
+	for _, l := range all {
+		typ := l.Type
+		if typ == "" {
+			typ = group.TypeClassic
+		}
+		if !f.listType.allows(typ) || !f.listState.allows(string(l.State)) {
+			continue
+		}
+		row := l.Group
+		if f.listType.set {
+			row += "\t" + typ
+		}
+		if f.listState.set {
+			row += "\t" + string(l.State)
+		}
+		fmt.Fprintln(w, row)
+	}
 }
 
 // groupState is what describe prints of a group.
@@ -181,6 +292,9 @@ type groupState struct {
 func (g *groupsAdmin) state(ctx context.Context, id string) (groupState, error) {
 	if g.c.broker != nil {
 		gc := g.c.broker.GroupCoordinator()
+		if d, ok := gc.DescribeConsumerGroup(id); ok {
+			return groupState{members: consumerMembers(d), committed: gc.Committed(id, nil)}, nil
+		}
 		d, _ := gc.Describe(id)
 		return groupState{members: d.Members, committed: gc.Committed(id, nil)}, nil
 	}
@@ -191,6 +305,17 @@ func (g *groupsAdmin) state(ctx context.Context, id string) (groupState, error) 
 	members, err := a.describeGroup(g.t, id)
 	if err != nil {
 		return groupState{}, err
+	}
+	if len(members) == 0 {
+		// Not a classic group with members: a consumer-protocol group's
+		// are described by ConsumerGroupDescribe.
+		d, ok, err := a.describeConsumerGroup(g.t, id)
+		if err != nil {
+			return groupState{}, err
+		}
+		if ok {
+			members = consumerMembers(d)
+		}
 	}
 	committed, err := g.c.kafka.FetchOffsets(ctx, id, nil)
 	if err != nil {
@@ -269,6 +394,16 @@ func (g *groupsAdmin) describe(w *strings.Builder, id, topic string, named bool)
 		fmt.Fprintf(w, "%s\t-\t-\t-\t-\t-\t%s\n", id, memberColumns(m))
 	}
 	return nil
+}
+
+// consumerMembers are a consumer-protocol group's members as describe
+// prints them.
+func consumerMembers(d group.ConsumerGroupDescription) []group.MemberDescription {
+	out := make([]group.MemberDescription, 0, len(d.Members))
+	for _, m := range d.Members {
+		out = append(out, group.MemberDescription{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost, Assignment: m.Assignment})
+	}
+	return out
 }
 
 // memberColumns are the CONSUMER-ID, HOST and CLIENT-ID columns of m.

@@ -284,21 +284,3 @@ func joinInt32(xs []int32) string {
 	}
 	return strings.Join(s, ",")
 }
-
-// listGroups returns the ids of the broker's consumer groups, sorted.
-func (a *admin) listGroups() ([]string, error) {
-	r, err := a.do(kmsg.NewPtrListGroupsRequest(), 2)
-	if err != nil {
-		return nil, err
-	}
-	resp := r.(*kmsg.ListGroupsResponse)
-	if err := kafkaCodeError(resp.ErrorCode, nil); err != nil {
-		return nil, fmt.Errorf("list groups: %w", err)
-	}
-	ids := make([]string, 0, len(resp.Groups))
-	for _, g := range resp.Groups {
-		ids = append(ids, g.Group)
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
