@@ -149,6 +149,8 @@ func (p *Partition) collectAborted(from, to int64, fn func(index.AbortedTxn)) er
 type abortFilter struct {
 	txns   []AbortedTransaction // by first offset; those not reached yet
 	active []int64              // producers whose aborted transaction the batches are in
+	it     batch.Iter           // reads a marker's record without allocating
+	rec    batch.Record
 }
 
 // reset starts the filter for a read whose aborted transactions are txns,
@@ -172,14 +174,26 @@ func (f *abortFilter) skip(h batch.Header, b []byte) bool {
 		}
 	}
 	if h.Control() {
-		if len(f.active) > 0 {
-			if m, _, err := batch.ParseMarker(b); err == nil && !m.Commit {
-				if i := slices.Index(f.active, h.ProducerID); i >= 0 {
-					f.active = slices.Delete(f.active, i, i+1)
-				}
-			}
+		if i := slices.Index(f.active, h.ProducerID); i >= 0 && f.isAbort(h, b) {
+			f.active = slices.Delete(f.active, i, i+1)
 		}
 		return true
 	}
 	return h.Transactional() && slices.Contains(f.active, h.ProducerID)
+}
+
+// isAbort reports whether the control batch b is an ABORT marker.
+func (f *abortFilter) isAbort(h batch.Header, b []byte) bool {
+	if h.Compression() != batch.CompressionNone {
+		m, _, err := batch.ParseMarker(b) // never written by Kafka; checked all the same
+		return err == nil && !m.Commit
+	}
+	if f.it.Reset(b, h) != nil {
+		return false
+	}
+	if ok, err := f.it.Next(&f.rec); !ok || err != nil {
+		return false
+	}
+	t, err := batch.ParseControlKey(f.rec.Key)
+	return err == nil && t == batch.ControlAbort
 }
