@@ -77,11 +77,11 @@ func (a *admin) tryOnCoordinator(t *target, id string, do func(*admin) (int16, *
 	return do(ca)
 }
 
-// describeGroup returns the members of group id with their assignments
-// decoded (Kafka's consumer protocol), from DescribeGroups on its
-// coordinator. A group the coordinator does not know has none.
-func (a *admin) describeGroup(t *target, id string) ([]group.MemberDescription, error) {
-	var members []group.MemberDescription
+// describeGroup describes group id, its members' assignments decoded
+// (Kafka's consumer protocol), from DescribeGroups on its coordinator. A
+// group the coordinator does not know has no members (and no state).
+func (a *admin) describeGroup(t *target, id string) (group.Description, error) {
+	var d group.Description
 	err := a.onCoordinator(t, id, func(ca *admin) (int16, *string, error) {
 		req := kmsg.NewPtrDescribeGroupsRequest()
 		req.Groups = []string{id}
@@ -101,7 +101,7 @@ func (a *admin) describeGroup(t *target, id string) ([]group.MemberDescription, 
 		if g.ErrorCode != 0 {
 			return g.ErrorCode, g.ErrorMessage, nil
 		}
-		members = members[:0]
+		d = group.Description{Group: id, State: group.State(g.State), ProtocolType: g.ProtocolType, Protocol: g.Protocol}
 		for _, m := range g.Members {
 			md := group.MemberDescription{ID: m.MemberID, ClientID: m.ClientID, ClientHost: m.ClientHost}
 			if g.ProtocolType == "consumer" && len(m.MemberAssignment) > 0 {
@@ -114,14 +114,14 @@ func (a *admin) describeGroup(t *target, id string) ([]group.MemberDescription, 
 					}
 				}
 			}
-			members = append(members, md)
+			d.Members = append(d.Members, md)
 		}
 		return 0, nil, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("describe group %s: %w", id, err)
+		return group.Description{}, fmt.Errorf("describe group %s: %w", id, err)
 	}
-	return members, nil
+	return d, nil
 }
 
 // deleteGroup deletes group id (DeleteGroups on its coordinator).
@@ -176,6 +176,11 @@ func (a *admin) describeConsumerGroup(t *target, id string) (group.ConsumerGroup
 			for _, tp := range m.Assignment.TopicPartitions {
 				for _, p := range tp.Partitions {
 					md.Assignment = append(md.Assignment, log.TopicPartition{Topic: tp.Topic, Partition: int(p)})
+				}
+			}
+			for _, tp := range m.TargetAssignment.TopicPartitions {
+				for _, p := range tp.Partitions {
+					md.TargetAssignment = append(md.TargetAssignment, log.TopicPartition{Topic: tp.Topic, Partition: int(p)})
 				}
 			}
 			d.Members = append(d.Members, md)

@@ -22,6 +22,7 @@ word (list, describe, delete, reset-offsets) or Kafka's flag for it
   strata groups --bootstrap-server ADDR|--data-dir DIR list
   strata groups --bootstrap-server ADDR|--data-dir DIR describe --group G [--topic T]
   strata groups --bootstrap-server ADDR|--data-dir DIR describe --all-groups
+  strata groups ... describe --group G|--all-groups --state|--members
   strata groups --bootstrap-server ADDR|--data-dir DIR delete --group G [--group G2]...
   strata groups --bootstrap-server ADDR|--data-dir DIR delete --all-groups
   strata groups ... list [--type[=classic,consumer]] [--state[=Stable,...]]
@@ -43,7 +44,14 @@ the group's coordinator (FindCoordinator, DescribeGroups, OffsetFetch for
 all of the group's topics).
 
 A consumer-protocol group's members and assignment come from
-ConsumerGroupDescribe.
+ConsumerGroupDescribe. describe --state prints a row per group instead:
+GROUP, TYPE (classic or consumer), STATE, ASSIGNMENT-STRATEGY (a classic
+group's protocol, a consumer group's server assignor), #MEMBERS and, for a
+consumer group, GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH; describe --members
+a row per member: GROUP, CONSUMER-ID, HOST, CLIENT-ID, #PARTITIONS and, for
+a consumer group, its EPOCH, its ASSIGNMENT (as topic(0,1)) and its
+TARGET-ASSIGNMENT, the partitions it is still to get or give up showing
+between the two.
 
 reset-offsets commits new offsets for a group without active members
 (Empty or Dead, as Kafka requires), on every partition of --topic T (or
@@ -67,7 +75,8 @@ type groupsFlags struct {
 	topic     string
 	allGroups bool
 	listType  optionalList // list --type[=classic,consumer]
-	listState optionalList // list --state[=Stable,...]
+	listState optionalList // list --state[=Stable,...]; describe --state
+	members   bool         // describe --members
 	reset     resetFlags
 }
 
@@ -112,7 +121,8 @@ func runGroups(e *env, args []string) (err error) {
 	fs.StringVar(&f.topic, "topic", "", "`NAME`: describe only this topic (default: every topic of the group)")
 	fs.BoolVar(&f.allGroups, "all-groups", false, "describe, delete or reset every group")
 	fs.Var(&f.listType, "type", "list: print each group's TYPE; `=TYPES` (classic,consumer) keeps those")
-	fs.Var(&f.listState, "state", "list: print each group's STATE; `=STATES` (Empty,Stable,...) keeps those")
+	fs.Var(&f.listState, "state", "list: print each group's STATE; `=STATES` (Empty,Stable,...) keeps those; describe: a row per group with its type, state, members and epochs")
+	fs.BoolVar(&f.members, "members", false, "describe: a row per member with its partitions (and epoch and target assignment in a consumer group)")
 	f.reset.register(fs)
 	actions := map[string]*bool{}
 	for _, a := range groupActions {
@@ -141,8 +151,16 @@ func runGroups(e *env, args []string) (err error) {
 	switch {
 	case action == "list" && (len(f.groups) > 0 || f.allGroups || f.topic != ""):
 		return usagef("list takes no --group, --all-groups or --topic")
-	case action != "list" && (f.listType.set || f.listState.set):
-		return usagef("--type and --state are list's")
+	case action != "list" && f.listType.set:
+		return usagef("--type is list's")
+	case action != "list" && action != "describe" && f.listState.set:
+		return usagef("--state is list's and describe's")
+	case action == "describe" && f.listState.set && len(f.listState.vals) > 0:
+		return usagef("describe --state takes no states")
+	case action != "describe" && f.members:
+		return usagef("--members is describe's")
+	case f.members && f.listState.set:
+		return usagef("give --members or --state, not both")
 	case action != "reset-offsets" && f.reset.any():
 		return usagef("--to-*, --shift-by, --execute, --dry-run and --all-topics are reset-offsets'")
 	case action != "list" && len(f.groups) > 0 && f.allGroups:
@@ -194,13 +212,25 @@ func runGroups(e *env, args []string) (err error) {
 		}
 	}
 	var rows strings.Builder
+	header := "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID"
 	for _, id := range ids {
-		if err := g.describe(&rows, id, f.topic, !f.allGroups); err != nil {
+		var err error
+		switch {
+		case f.listState.set:
+			header = "GROUP\tTYPE\tSTATE\tASSIGNMENT-STRATEGY\t#MEMBERS\tGROUP-EPOCH\tTARGET-ASSIGNMENT-EPOCH"
+			err = g.describeState(&rows, id)
+		case f.members:
+			header = "GROUP\tCONSUMER-ID\tHOST\tCLIENT-ID\t#PARTITIONS\tEPOCH\tASSIGNMENT\tTARGET-ASSIGNMENT"
+			err = g.describeMembers(&rows, id)
+		default:
+			err = g.describe(&rows, id, f.topic, !f.allGroups)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	w := bufio.NewWriter(e.stdout)
-	fmt.Fprintln(w, "GROUP\tTOPIC\tPARTITION\tCURRENT-OFFSET\tLOG-END-OFFSET\tLAG\tCONSUMER-ID\tHOST\tCLIENT-ID")
+	fmt.Fprintln(w, header)
 	w.WriteString(rows.String())
 	return w.Flush()
 }
@@ -287,26 +317,29 @@ func printListing(e *env, all []group.Listing, f *groupsFlags) {
 type groupState struct {
 	members   []group.MemberDescription // with Assignment decoded
 	committed map[log.TopicPartition]int64
+	classic   group.Description               // of a classic group
+	consumer  *group.ConsumerGroupDescription // of a consumer-protocol group, else nil
 }
 
 func (g *groupsAdmin) state(ctx context.Context, id string) (groupState, error) {
 	if g.c.broker != nil {
 		gc := g.c.broker.GroupCoordinator()
 		if d, ok := gc.DescribeConsumerGroup(id); ok {
-			return groupState{members: consumerMembers(d), committed: gc.Committed(id, nil)}, nil
+			return groupState{members: consumerMembers(d), committed: gc.Committed(id, nil), consumer: &d}, nil
 		}
 		d, _ := gc.Describe(id)
-		return groupState{members: d.Members, committed: gc.Committed(id, nil)}, nil
+		return groupState{members: d.Members, committed: gc.Committed(id, nil), classic: d}, nil
 	}
 	a, err := g.admin()
 	if err != nil {
 		return groupState{}, err
 	}
-	members, err := a.describeGroup(g.t, id)
-	if err != nil {
+	var st groupState
+	if st.classic, err = a.describeGroup(g.t, id); err != nil {
 		return groupState{}, err
 	}
-	if len(members) == 0 {
+	st.members = st.classic.Members
+	if len(st.members) == 0 {
 		// Not a classic group with members: a consumer-protocol group's
 		// are described by ConsumerGroupDescribe.
 		d, ok, err := a.describeConsumerGroup(g.t, id)
@@ -314,14 +347,97 @@ func (g *groupsAdmin) state(ctx context.Context, id string) (groupState, error) 
 			return groupState{}, err
 		}
 		if ok {
-			members = consumerMembers(d)
+			st.members, st.consumer = consumerMembers(d), &d
 		}
 	}
-	committed, err := g.c.kafka.FetchOffsets(ctx, id, nil)
-	if err != nil {
+	if st.committed, err = g.c.kafka.FetchOffsets(ctx, id, nil); err != nil {
 		return groupState{}, fmt.Errorf("group %s: offsets: %w", id, err)
 	}
-	return groupState{members: members, committed: committed}, nil
+	return st, nil
+}
+
+// describeState prints describe --state's row of group id: its type,
+// state, assignment strategy (the protocol of a classic group, the server
+// assignor of a consumer group), member count and, for a consumer group,
+// its epoch and target assignment epoch.
+func (g *groupsAdmin) describeState(w *strings.Builder, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	st, err := g.state(ctx, id)
+	if err != nil {
+		return err
+	}
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	if d := st.consumer; d != nil {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", id, group.TypeConsumer, d.State, dash(d.Assignor), len(d.Members), d.Epoch, d.AssignmentEpoch)
+		return nil
+	}
+	state := st.classic.State
+	if state == "" {
+		state = group.StateDead
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t-\t-\n", id, group.TypeClassic, state, dash(st.classic.Protocol), len(st.members))
+	return nil
+}
+
+// describeMembers prints describe --members' rows of group id: a member a
+// row, with its partitions (Kafka's topic(0,1) form) and, for a consumer
+// group, its epoch and target assignment.
+func (g *groupsAdmin) describeMembers(w *strings.Builder, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	st, err := g.state(ctx, id)
+	if err != nil {
+		return err
+	}
+	epochs, targets := map[string]string{}, map[string]string{}
+	if d := st.consumer; d != nil {
+		for _, m := range d.Members {
+			epochs[m.MemberID], targets[m.MemberID] = fmt.Sprint(m.MemberEpoch), assignmentColumn(m.TargetAssignment)
+		}
+	}
+	for i := range st.members {
+		m := &st.members[i]
+		epoch, target := "-", "-"
+		if e, ok := epochs[m.ID]; ok {
+			epoch, target = e, targets[m.ID]
+		}
+		fmt.Fprintf(w, "%s\t%s\t%d\t%s\t%s\t%s\n", id, memberColumns(m), len(m.Assignment), epoch, assignmentColumn(m.Assignment), target)
+	}
+	return nil
+}
+
+// assignmentColumn prints partitions as Kafka's tool does: t(0,1),u(2);
+// "-" for none.
+func assignmentColumn(tps []log.TopicPartition) string {
+	if len(tps) == 0 {
+		return "-"
+	}
+	sorted := slices.Clone(tps)
+	slices.SortFunc(sorted, func(a, b log.TopicPartition) int {
+		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
+			return c
+		}
+		return a.Partition - b.Partition
+	})
+	var b strings.Builder
+	for i, tp := range sorted {
+		switch {
+		case i == 0:
+			fmt.Fprintf(&b, "%s(%d", tp.Topic, tp.Partition)
+		case sorted[i-1].Topic != tp.Topic:
+			fmt.Fprintf(&b, "),%s(%d", tp.Topic, tp.Partition)
+		default:
+			fmt.Fprintf(&b, ",%d", tp.Partition)
+		}
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
 // describe prints the rows of group id (of topic only, unless ""). A

@@ -76,6 +76,23 @@ func TestGroups848ListDescribeReset(t *testing.T) {
 		}
 	}
 
+	// describe --state and --members: a row per group, per member.
+	st := strings.Split(strings.TrimSuffix(ok(t, "", "", "groups", "--bootstrap-server", b, "describe", "--all-groups", "--state"), "\n"), "\n")
+	if len(st) != 3 || st[0] != "GROUP\tTYPE\tSTATE\tASSIGNMENT-STRATEGY\t#MEMBERS\tGROUP-EPOCH\tTARGET-ASSIGNMENT-EPOCH" ||
+		st[1] != "classic\tclassic\tEmpty\t-\t0\t-\t-" || !strings.HasPrefix(st[2], "g848\tconsumer\tStable\tuniform\t1\t") {
+		t.Errorf("describe --state: %q", st)
+	} else if f := strings.Split(st[2], "\t"); f[5] != f[6] || f[5] == "0" {
+		t.Errorf("describe --state of g848: epochs %s and %s, want one epoch above 0", f[5], f[6])
+	}
+	ms := strings.Split(strings.TrimSuffix(ok(t, "", "", "groups", "--bootstrap-server", b, "describe", "--group", "g848", "--members"), "\n"), "\n")
+	if len(ms) != 2 || ms[0] != "GROUP\tCONSUMER-ID\tHOST\tCLIENT-ID\t#PARTITIONS\tEPOCH\tASSIGNMENT\tTARGET-ASSIGNMENT" {
+		t.Fatalf("describe --members: %q", ms)
+	}
+	if f := strings.Split(ms[1], "\t"); len(f) != 8 || f[0] != "g848" || f[1] != rows[0][6] || f[3] != "app848" || f[4] != "2" ||
+		f[5] == "-" || f[6] != "orders(0,1)" || f[7] != "orders(0,1)" {
+		t.Errorf("describe --members row %q", f)
+	}
+
 	// Active: refused, nothing committed.
 	r := strata(t, "", "", "groups", "--bootstrap-server", b, "reset-offsets", "--group", "g848", "--topic", "orders", "--to-earliest", "--execute")
 	if r.code != exitProblem || !strings.Contains(r.stderr, "can only be reset if the group 'g848' is inactive, but the current state is Stable") {
@@ -153,6 +170,9 @@ func TestGroups848ListDescribeReset(t *testing.T) {
 	if out := ok(t, "", "", "groups", "--data-dir", dir, "list", "--type"); out != "GROUP\tTYPE\nclassic\tclassic\ng848\tconsumer\n" {
 		t.Errorf("data dir list --type: %q", out)
 	}
+	if out := ok(t, "", "", "groups", "--data-dir", dir, "describe", "--group", "g848", "--state"); !strings.HasPrefix(out, "GROUP\tTYPE") || !strings.Contains(out, "\ng848\tconsumer\tEmpty\tuniform\t0\t") {
+		t.Errorf("data dir describe --state: %q", out)
+	}
 }
 
 func TestGroupsResetUsage(t *testing.T) {
@@ -167,6 +187,10 @@ func TestGroupsResetUsage(t *testing.T) {
 		{"reset-offsets", "--group", "g", "--topic", "orders", "--shift-by", "x"},
 		{"describe", "--group", "g", "--to-earliest"},
 		{"describe", "--group", "g", "--type"},
+		{"describe", "--group", "g", "--state=Stable"},
+		{"describe", "--group", "g", "--state", "--members"},
+		{"list", "--members"},
+		{"delete", "--group", "g", "--state"},
 	} {
 		r := strata(t, "", "", append([]string{"groups", "--data-dir", dir}, args...)...)
 		if r.code != exitUsage || r.stdout != "" {
