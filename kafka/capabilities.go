@@ -34,6 +34,7 @@ type capabilities struct {
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
 	txns           TxnBackend            // the transaction APIs (txn.go)
+	txnEnds        *txnEndLocks          // with txns: EndTxn waits for the produces it verified (txn_produce.go)
 	logDirs        LogDirDescriber       // DescribeLogDirs (logdirs.go)
 }
 
@@ -60,6 +61,9 @@ func resolveCapabilities(b Backend) capabilities {
 	c.offsetsTopic, _ = b.(OffsetsTopicCreator)
 	c.reassigner, _ = b.(Reassigner)
 	c.txns, _ = b.(TxnBackend)
+	if c.txns != nil {
+		c.txnEnds = new(txnEndLocks)
+	}
 	if sb, ok := b.(ShareBackend); ok {
 		c.shares = newShareServer(sb)
 	}

@@ -112,6 +112,7 @@ func handleProduce(ctx context.Context, c *conn, r kmsg.Request) reply {
 		p := &resp.Topics[jb.t].Partitions[jb.p]
 		if req.TransactionID != nil {
 			// In the producer's transaction? (KIP-890, txn_produce.go)
+			defer s.caps.txnEnds.produce(*req.TransactionID)()
 			if code, msg := s.checkTxnProduce(jctx, *req.TransactionID, jb.tp, jb.recs, req.Version); code != errNone {
 				p.ErrorCode, p.ErrorMessage = code, msg
 				return

@@ -270,7 +270,9 @@ func handleEndTxn(ctx context.Context, c *conn, r kmsg.Request) reply {
 	if req.Version >= 5 {
 		clientTV = txn.TV2 // KIP-890 part 2: the epoch is bumped
 	}
+	unlock := c.s.caps.txnEnds.end(req.TransactionalID) // after the produces checked against it
 	pe, err := coord.EndTxn(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit, clientTV)
+	unlock()
 	if err != nil {
 		resp.ErrorCode = txnErrorCode(err, req.Version >= 2)
 		return reply{resp: resp}

@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"errors"
+	"hash/fnv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -11,6 +13,39 @@ import (
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/txn"
 )
+
+// txnEndLocks orders a transactional produce and its transaction's end:
+// a produce holds its transactional id's lock, shared, from its check
+// against the transaction to its append, and EndTxn takes it exclusively
+// while the coordinator decides. Without it a produce checked while the
+// transaction was open could be appended after the commit's marker,
+// opening a transaction in the partition that no coordinator knows, and
+// holding its last stable offset back until it is aborted by hand (Kafka
+// guards the same race with a verification entry in the producer state).
+// The coordinator's own aborts (timeout, fence) bump the producer epoch,
+// which the partition checks. The ids share 64 locks by hash.
+type txnEndLocks [64]sync.RWMutex
+
+func (l *txnEndLocks) lock(id string) *sync.RWMutex {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return &l[h.Sum32()%uint32(len(l))]
+}
+
+// produce locks id for a produce; the result unlocks it.
+func (l *txnEndLocks) produce(id string) func() {
+	m := l.lock(id)
+	m.RLock()
+	return m.RUnlock
+}
+
+// end locks id for EndTxn, once the produces in flight are appended; the
+// result unlocks it.
+func (l *txnEndLocks) end(id string) func() {
+	m := l.lock(id)
+	m.Lock()
+	return m.Unlock
+}
 
 // checkTxnProduce checks a transactional produce's batch against its
 // producer's transaction before it is appended (KIP-890 part 1: Kafka's

@@ -37,6 +37,13 @@ func txnBatchOf(pid int64, epoch int16, seq int32, values ...string) []byte {
 // partitions), its coordinator loaded.
 func txnClient(t *testing.T) (*Client, *log.Broker) {
 	t.Helper()
+	_, c, b := txnServer(t)
+	return c, b
+}
+
+// txnServer is txnClient with its server.
+func txnServer(t *testing.T) (*Server, *Client, *log.Broker) {
+	t.Helper()
 	leaktest.Check(t)
 	s, b, _ := start(t, Config{}, logtest.Topic("t", 2))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -46,7 +53,7 @@ func txnClient(t *testing.T) (*Client, *log.Broker) {
 	c, err := Dial(ctx, DialConfig{Seeds: []string{s.Addr()}})
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
-	return c, b
+	return s, c, b
 }
 
 func request[R kmsg.Response](t *testing.T, c *Client, req kmsg.Request, version int16) R {
@@ -370,4 +377,47 @@ func TestTxnOffsetsCompletedByEndTxn(t *testing.T) {
 	require.Equal(t, int64(-1), fetched(), "aborted: never committed")
 	commit(9, true)
 	require.Equal(t, int64(9), fetched())
+}
+
+// EndTxn waits for the produces checked against the transaction: a batch
+// checked while the transaction was open is appended before the commit's
+// marker, never after it (where it would open a transaction no coordinator
+// knows). The test holds the produce side of the id's lock, as a produce
+// between its check and its append does, and appends meanwhile.
+func TestEndTxnWaitsForCheckedProduce(t *testing.T) {
+	s, c, b := txnServer(t)
+	init := initTxn(t, c, "etl", 4, -1, -1)
+	pid, epoch := init.ProducerID, init.ProducerEpoch
+	t0 := tp.TopicPartition{Topic: "t", Partition: 0}
+	require.Equal(t, errNone, addTxnPartitions(t, c, "etl", 3, pid, epoch, t0)[t0])
+	require.Equal(t, errNone, produceTxn(t, c, "etl", 9, 0, txnBatchOf(pid, epoch, 0, "a")))
+
+	unlock := s.caps.txnEnds.produce("etl") // checked, not yet appended
+	done := make(chan int16, 1)
+	go func() {
+		req := kmsg.NewPtrEndTxnRequest()
+		req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit = "etl", pid, epoch, true
+		resp, err := c.Request(context.Background(), req, 3)
+		if err != nil {
+			done <- -100
+			return
+		}
+		done <- resp.(*kmsg.EndTxnResponse).ErrorCode
+	}()
+	// EndTxn must not be decided meanwhile. This cannot be awaited (it
+	// must not happen): the check gives an EndTxn that does not wait
+	// half a second to be answered, which it is in well under that.
+	select {
+	case code := <-done:
+		t.Fatalf("EndTxn answered (%d) while a checked produce was not appended", code)
+	case <-time.After(500 * time.Millisecond):
+	}
+	p0, _ := b.Partition("t", 0)
+	_, _, err := p0.AppendBatch(txnBatchOf(pid, epoch, 1, "b"))
+	require.NoError(t, err)
+	unlock()
+	require.Equal(t, errNone, <-done)
+	m := lastMarker(t, awaitEnd(t, b, "t", 0, 3))
+	require.True(t, m.Commit)
+	require.Equal(t, int64(3), p0.LastStableOffset(), "both records committed, nothing left open")
 }
