@@ -86,9 +86,12 @@ type LogRecord struct {
 // TxnCommitRequest is a transactional offset commit (Kafka's
 // TxnOffsetCommit).
 type TxnCommitRequest struct {
-	Group         string
-	ProducerID    int64
-	ProducerEpoch int16
+	// TransactionalID is the producer's, carried for a Kafka client's
+	// request (the coordinator does not read it).
+	TransactionalID string
+	Group           string
+	ProducerID      int64
+	ProducerEpoch   int16
 	// MemberID, GroupInstanceID and Generation (TxnOffsetCommit v3+,
 	// KIP-447) fence a zombie member: set, they are checked as a plain
 	// commit's are; unset ("", "", -1: older clients) they are not.

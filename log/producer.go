@@ -115,6 +115,18 @@ type ProducerConfig struct {
 	// buffer.memory); 0 → 32 MiB. Send and SendAsync block while it is
 	// full, up to Timeout.
 	BufferBytes int
+	// TransactionalID makes the producer transactional (Kafka's
+	// transactional.id, KIP-98; see BeginTransaction): its records are
+	// written in transactions that commit or abort atomically, with the
+	// consumer offsets sent to them. It implies Idempotent (and so
+	// AcksAll), and the Client must be a TxnClient. One producer at a time
+	// per id: a new one fences the older ones.
+	TransactionalID string
+	// TransactionTimeout is how long the coordinator lets a transaction of
+	// the producer stay open before it aborts it (Kafka's
+	// transaction.timeout.ms); 0 → 1 minute. It must not pass the
+	// coordinator's maximum (15 minutes by default).
+	TransactionTimeout time.Duration
 	// Logger receives a line for each failed batch holding fire-and-forget
 	// records (nil done), whose errors would otherwise go unseen;
 	// nil → discard.
@@ -135,6 +147,12 @@ const (
 )
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
+	if c.TransactionalID != "" {
+		c.Idempotent = true
+		if c.TransactionTimeout == 0 {
+			c.TransactionTimeout = DefaultTransactionTimeout
+		}
+	}
 	if c.Linger == 0 {
 		c.Linger = defaultLinger
 	}
@@ -175,6 +193,8 @@ func (c ProducerConfig) validate() error {
 		// As Kafka: a batch acknowledged by a leader alone can be lost in a
 		// failover, and its successors then have a gap before them.
 		return bad("an idempotent producer needs AcksAll, not %v", c.Acks)
+	case c.TransactionTimeout < 0 || c.TransactionalID == "" && c.TransactionTimeout != 0:
+		return bad("transaction timeout %v without a transactional id, or negative", c.TransactionTimeout)
 	case c.RetryBackoff < 0:
 		return bad("negative retry backoff %v", c.RetryBackoff)
 	case c.Acks < AcksAll || c.Acks > AcksNone:
@@ -250,11 +270,12 @@ type Producer struct {
 	pid      ProducerID
 	pidState int8
 	pidWait  chan struct{}
-	fatal    error     // ErrProducerFenced: every send fails with it
-	clock    time.Time // the anchor of nowMsLocked, with its monotonic reading
-	clockNs  int64     // clock.UnixNano()
-	lastMs   int64     // the timestamp of the previous record...
-	lastTime time.Time // ...as a Time: most records share their ms
+	fatal    error        // ErrProducerFenced: every send fails with it
+	txn      *txnProducer // with a TransactionalID (producer_txn.go)
+	clock    time.Time    // the anchor of nowMsLocked, with its monotonic reading
+	clockNs  int64        // clock.UnixNano()
+	lastMs   int64        // the timestamp of the previous record...
+	lastTime time.Time    // ...as a Time: most records share their ms
 
 	// waiters are Send's, reused. Per Producer, not per package: a channel
 	// made inside a testing/synctest bubble must stay in it.
@@ -402,7 +423,15 @@ func NewProducer(c Client, cfg ProducerConfig) (*Producer, error) {
 	// that only embeds a Broker: its ProduceBatch is what it means to be
 	// called.
 	broker := builtProducer(c)
+	var txn *txnProducer
+	if cfg.TransactionalID != "" {
+		var err error
+		if txn, err = newTxnProducer(c, cfg); err != nil {
+			return nil, err
+		}
+	}
 	p := &Producer{
+		txn:       txn,
 		c:         c,
 		broker:    broker,
 		cfg:       cfg,

@@ -44,6 +44,9 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	if err == nil && p.fatal != nil {
 		err = p.fatal
 	}
+	if err == nil && p.txn != nil {
+		err = p.txn.sendableLocked()
+	}
 	var part int
 	if err == nil {
 		part, err = p.partitionLocked(t, r)

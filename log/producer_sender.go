@@ -111,6 +111,15 @@ func (p *Producer) work(ps *partState) {
 				continue
 			}
 		}
+		if p.txn != nil {
+			// Its partition joins the transaction before its first batch.
+			if err := p.addToTxnLocked(ps, b.pid, b.deadline); err != nil {
+				b.inAttempt = false
+				ps.sending--
+				p.resolveLocked(ps, b, -1, err)
+				continue
+			}
+		}
 		retry := b.attempts > 0
 		b.attempts++
 		p.kickLocked(ps) // another worker for the next batch, if it may go
@@ -132,6 +141,10 @@ func (p *Producer) work(ps *partState) {
 			b.own()
 			batch.SetBaseOffset(b.raw, 0)
 			batch.SetPartitionLeaderEpoch(b.raw, -1)
+		}
+		if p.txn != nil {
+			b.own()
+			markTransactional(b.raw)
 		}
 		var spans []batch.Span
 		if p.broker != nil && len(b.raw) >= tailMinBatch {
@@ -264,6 +277,10 @@ func (p *Producer) answerLocked(ps *partState, b *pbatch, res ProduceResult, err
 		if b.predPending {
 			// A batch before it may not have reached the broker yet.
 			b.waitPred = true
+		} else if p.txn != nil {
+			// The coordinator owns a transactional producer's epoch: the
+			// transaction fails, and its abort bumps the epoch.
+			p.resolveLocked(ps, b, -1, wrapped)
 		} else {
 			ps.rewrite = true
 		}
@@ -328,6 +345,9 @@ func (p *Producer) timeoutErr(tp TopicPartition, last error) error {
 func (p *Producer) resolveLocked(ps *partState, b *pbatch, base int64, err error) {
 	b.resolved, b.base, b.err = true, base, err
 	ps.unresolved--
+	if err != nil && p.txn != nil {
+		p.txn.failLocked(err)
+	}
 	if err != nil && b.seqSet && b.attempts == 0 {
 		for n := b.next; n != nil; n = n.next {
 			if n.attempts > 0 || n.inAttempt {
@@ -407,7 +427,7 @@ func (p *Producer) recycleLocked(b *pbatch) {
 // ensurePIDLocked gets the producer's id from the Client if it has none,
 // or waits for the fetch under way. It releases mu while it waits.
 func (p *Producer) ensurePIDLocked(deadline time.Time) error {
-	for p.pidState != pidReady {
+	for p.pidState != pidReady || p.txn != nil && p.txn.bump {
 		if p.pidState == pidFetching {
 			ch := p.pidWait
 			p.mu.Unlock()
@@ -415,10 +435,20 @@ func (p *Producer) ensurePIDLocked(deadline time.Time) error {
 			p.mu.Lock()
 			continue
 		}
+		current := ProducerID{ID: -1, Epoch: -1}
+		if p.pidState == pidReady {
+			current = p.pid // a transactional producer's epoch bump (KIP-360)
+		}
 		p.pidState, p.pidWait = pidFetching, make(chan struct{})
 		p.mu.Unlock()
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
-		pid, err := p.c.InitProducerID(ctx)
+		var pid ProducerID
+		var err error
+		if p.txn != nil {
+			pid, err = p.initTxnPID(ctx, current)
+		} else {
+			pid, err = p.c.InitProducerID(ctx)
+		}
 		cancel()
 		p.mu.Lock()
 		close(p.pidWait)
@@ -430,13 +460,16 @@ func (p *Producer) ensurePIDLocked(deadline time.Time) error {
 			return fmt.Errorf("log: producer: init producer id: %w", err)
 		}
 		p.pid, p.pidState = pid, pidReady
+		if p.txn != nil {
+			p.txn.bump = false
+		}
 	}
 	return nil
 }
 
 // canAssignLocked reports whether ps's next batch can get its sequence now.
 func (p *Producer) canAssignLocked(ps *partState) bool {
-	return p.pidState == pidReady && !ps.rewrite
+	return p.pidState == pidReady && !ps.rewrite && (p.txn == nil || !p.txn.bump)
 }
 
 // assignLocked gives b the next sequence of ps; before is the number of

@@ -1,0 +1,181 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/vfs"
+)
+
+// readValues reads topic from the start to its end at isolation (its last
+// stable offset for ReadCommitted: what is decided now) and returns the
+// values in offset order per partition, concatenated.
+func readValues(t *testing.T, b *Broker, topic string, isolation IsolationLevel) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := NewConsumer(b, ConsumerConfig{Topics: []string{topic}, Isolation: isolation, MaxWait: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer c.Close()
+	n, err := b.Partitions(ctx, topic)
+	require.NoError(t, err)
+	var out []string
+	for {
+		done := true
+		for i := range n {
+			at := LatestOffset
+			if isolation == ReadCommitted {
+				at = LatestStableOffset
+			}
+			end, err := b.ListOffset(ctx, TopicPartition{Topic: topic, Partition: i}, at)
+			require.NoError(t, err)
+			pos, err := c.Position(topic, i)
+			require.NoError(t, err)
+			done = done && pos >= end
+		}
+		if done {
+			return out
+		}
+		recs, err := c.Poll(ctx)
+		require.NoError(t, err)
+		for _, r := range recs {
+			out = append(out, string(r.Value))
+		}
+	}
+}
+
+// committedSoon waits until READ_COMMITTED readers of topic see want
+// (in any order) and the group's committed offsets are offsets: a
+// transaction's markers are written after CommitTransaction returns, as
+// Kafka's coordinator writes them after answering EndTxn.
+func committedSoon(t *testing.T, b *Broker, topic string, want []string, groupID string, offsets map[TopicPartition]int64) {
+	t.Helper()
+	tps := slices.Collect(maps.Keys(offsets))
+	require.Eventually(t, func() bool {
+		got := readValues(t, b, topic, ReadCommitted)
+		slices.Sort(got)
+		committed, err := b.FetchOffsets(context.Background(), groupID, tps)
+		require.NoError(t, err)
+		return slices.Equal(got, want) && maps.Equal(committed, offsets)
+	}, 10*time.Second, 5*time.Millisecond)
+}
+
+func newTxnProducerT(t *testing.T, b *Broker, id string) *Producer {
+	t.Helper()
+	p, err := NewProducer(b, ProducerConfig{TransactionalID: id, Linger: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	return p
+}
+
+// A transaction's records are seen by READ_COMMITTED readers once it
+// commits, never if it aborts; its offsets are the group's committed ones
+// once it commits; the producer's records go nowhere outside one.
+func TestProducerTransactionsOnBroker(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 2})
+	require.NoError(t, err)
+	_, err = b.CreateTopic("in", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	p := newTxnProducerT(t, b, "t1")
+
+	_, err = p.Send(ctx, Record{Topic: "out", Value: []byte("outside")})
+	require.ErrorIs(t, err, ErrInvalidTxnState)
+	require.ErrorIs(t, p.CommitTransaction(ctx), ErrInvalidTxnState)
+
+	send := func(vals ...string) {
+		for _, v := range vals {
+			_, err := p.Send(ctx, Record{Topic: "out", Key: []byte(v), Value: []byte(v)})
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, p.BeginTransaction())
+	require.ErrorIs(t, p.BeginTransaction(), ErrInvalidTxnState)
+	send("a1", "a2", "a3")
+	in0 := TopicPartition{Topic: "in", Partition: 0}
+	require.NoError(t, p.SendOffsetsToTransaction(ctx, map[TopicPartition]int64{in0: 3}, GroupMetadata{Group: "g", Generation: -1}))
+	require.Empty(t, readValues(t, b, "out", ReadCommitted), "open: nothing visible")
+	got, err := b.FetchOffsets(ctx, "g", []TopicPartition{in0})
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.NoError(t, p.CommitTransaction(ctx))
+	committedSoon(t, b, "out", []string{"a1", "a2", "a3"}, "g", map[TopicPartition]int64{in0: 3})
+
+	require.NoError(t, p.BeginTransaction())
+	send("b1", "b2")
+	require.NoError(t, p.SendOffsetsToTransaction(ctx, map[TopicPartition]int64{in0: 5}, GroupMetadata{Group: "g", Generation: -1}))
+	require.NoError(t, p.AbortTransaction(ctx))
+	require.ElementsMatch(t, []string{"a1", "a2", "a3", "b1", "b2"}, readValues(t, b, "out", ReadUncommitted))
+	require.Eventually(t, func() bool { return len(b.GroupCoordinator().PendingTxn("g", nil)) == 0 }, 10*time.Second, 5*time.Millisecond)
+	committedSoon(t, b, "out", []string{"a1", "a2", "a3"}, "g", map[TopicPartition]int64{in0: 3}) // the aborted offsets dropped
+
+	require.NoError(t, p.BeginTransaction())
+	send("c1")
+	require.NoError(t, p.CommitTransaction(ctx))
+	committedSoon(t, b, "out", []string{"a1", "a2", "a3", "c1"}, "g", map[TopicPartition]int64{in0: 3})
+}
+
+// A second producer of the transactional id fences the first: the first's
+// open transaction is aborted, and its later sends and commits fail with
+// ErrProducerFenced.
+func TestProducerTransactionFencing(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	old := newTxnProducerT(t, b, "same")
+	require.NoError(t, old.BeginTransaction())
+	_, err = old.Send(ctx, Record{Topic: "out", Value: []byte("zombie")})
+	require.NoError(t, err)
+
+	fresh := newTxnProducerT(t, b, "same")
+	require.NoError(t, fresh.InitTransactions(ctx))
+	require.NoError(t, fresh.BeginTransaction())
+	_, err = fresh.Send(ctx, Record{Topic: "out", Value: []byte("fresh")})
+	require.NoError(t, err)
+	require.NoError(t, fresh.CommitTransaction(ctx))
+
+	err = old.CommitTransaction(ctx)
+	require.Error(t, err)
+	require.True(t, fenced(err), "%v", err)
+	committedSoon(t, b, "out", []string{"fresh"}, "g", nil)
+}
+
+// A record that fails in a transaction makes it abortable: the commit is
+// refused, the abort goes through, and the next transaction works.
+func TestProducerTransactionAbortable(t *testing.T) {
+	leaktest.Check(t)
+	ctx := context.Background()
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 1, MaxMessageBytes: 1024})
+	require.NoError(t, err)
+	p := newTxnProducerT(t, b, "t")
+	require.NoError(t, p.BeginTransaction())
+	_, err = p.Send(ctx, Record{Topic: "out", Value: []byte("ok")})
+	require.NoError(t, err)
+	_, err = p.Send(ctx, Record{Topic: "out", Value: make([]byte, 4096)})
+	require.ErrorIs(t, err, ErrRecordTooLarge)
+	require.ErrorIs(t, p.CommitTransaction(ctx), ErrTransactionAbortable)
+	require.ErrorIs(t, p.CommitTransaction(ctx), ErrInvalidTxnState)
+	require.NoError(t, p.AbortTransaction(ctx))
+	require.NoError(t, p.BeginTransaction())
+	for i := range 3 {
+		_, err = p.Send(ctx, Record{Topic: "out", Value: fmt.Appendf(nil, "v%d", i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, p.CommitTransaction(ctx))
+	committedSoon(t, b, "out", []string{"v0", "v1", "v2"}, "g", nil)
+}
