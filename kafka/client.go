@@ -86,6 +86,8 @@ type Client struct {
 	idle         map[string][]*brokerConn // the pool's idle connections, by address
 
 	ids topicIDs // topic ids of the consumer group protocol (client_group848.go)
+
+	txnIDs map[int64]string // producer id → its transactional id (client_txn.go)
 }
 
 var _ log.Client = (*Client)(nil)
@@ -394,6 +396,7 @@ func (c *Client) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch 
 	rp.Partition, rp.Records = int32(tp.Partition), batch
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
+	req.TransactionID = c.transactionalID(batch)
 	idempotent := batchProducerID(batch) >= 0
 	ctx, cancel := withRequestTimeout(ctx)
 	defer cancel()
