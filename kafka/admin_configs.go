@@ -420,8 +420,8 @@ func createdConfigs(cfg, overrides log.TopicConfig) []kmsg.CreateTopicsResponseT
 // handleDescribeConfigs describes topics' configurations: each config's
 // value, whether it was set on the topic (DYNAMIC_TOPIC_CONFIG, not
 // default) or is the default (DEFAULT_CONFIG), and whether it can be
-// altered (read-only unless the backend alters topic configs). Broker
-// resources get an empty list.
+// altered (read-only unless the backend alters topic configs). A broker
+// resource lists the dynamic broker configs (alterconfigs.go).
 func handleDescribeConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DescribeConfigsRequest)
 	s := c.s
@@ -459,7 +459,14 @@ func handleDescribeConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 				}
 				res.Configs = append(res.Configs, rc)
 			}
-		case kmsg.ConfigResourceTypeBroker, kmsg.ConfigResourceTypeBrokerLogger:
+		case kmsg.ConfigResourceTypeBroker:
+			// The dynamic broker configs (alterconfigs.go).
+			cfgs, err := s.describeBrokerConfigs(rr, req.IncludeSynonyms)
+			if err != nil {
+				res.ErrorCode, res.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
+			}
+			res.Configs = cfgs
+		case kmsg.ConfigResourceTypeBrokerLogger:
 		case kmsg.ConfigResourceTypeGroupConfig:
 			if !s.describeGroupConfig(rr.ResourceName, rr.ConfigNames, &res) { // share groups (share_configs.go)
 				res.ErrorCode = errInvalidRequest

@@ -16,6 +16,7 @@ func init() {
 	authorizeRules[describeTopicPartitionsKey] = nil
 	authorizeRules[describeLogDirsKey] = authorizeDescribeLogDirs
 	authorizeRules[offsetDeleteKey] = authorizeOffsetDelete
+	authorizeRules[legacyAlterConfigsKey] = authorizeLegacyAlterConfigs
 }
 
 // authorizeDescribeLogDirs: Describe on the cluster. Refused, no
@@ -63,6 +64,30 @@ func authorizeOffsetDelete(ctx context.Context, c *conn, r kmsg.Request, next ha
 			t.Partitions = append(t.Partitions, p)
 		}
 		resp.Topics = append(resp.Topics, t)
+	}
+	return rep
+}
+
+// authorizeLegacyAlterConfigs: AlterConfigs on each topic, on the cluster
+// for a broker's (as IncrementalAlterConfigs); refused resources are
+// answered with their *_AUTHORIZATION_FAILED and change nothing.
+func authorizeLegacyAlterConfigs(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.AlterConfigsRequest)
+	keep, refused := split(req.Resources, func(rr *kmsg.AlterConfigsRequestResource) bool {
+		res, _ := configResource(rr.ResourceType, rr.ResourceName)
+		return !c.allowed(acl.OpAlterConfigs, res)
+	})
+	if refused == nil {
+		return next(ctx, c, req)
+	}
+	req.Resources = keep
+	rep := serve(ctx, c, req, len(keep) == 0, next)
+	resp := rep.resp.(*kmsg.AlterConfigsResponse)
+	for _, rr := range refused {
+		_, code := configResource(rr.ResourceType, rr.ResourceName)
+		t := kmsg.NewAlterConfigsResponseResource()
+		t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
+		resp.Resources = append(resp.Resources, t)
 	}
 	return rep
 }

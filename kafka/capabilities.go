@@ -36,6 +36,7 @@ type capabilities struct {
 	txns           TxnBackend            // the transaction APIs (txn.go)
 	txnEnds        *txnEndLocks          // with txns: EndTxn waits for the produces it verified (txn_produce.go)
 	logDirs        LogDirDescriber       // DescribeLogDirs (logdirs.go)
+	brokerConfigs  BrokerConfigAlterer   // dynamic broker configs: AlterConfigs, DescribeConfigs (alterconfigs.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -68,6 +69,7 @@ func resolveCapabilities(b Backend) capabilities {
 		c.shares = newShareServer(sb)
 	}
 	c.logDirs, _ = b.(LogDirDescriber)
+	c.brokerConfigs, _ = b.(BrokerConfigAlterer)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -109,4 +111,5 @@ var optionalAPIs = []struct {
 	{func(*Server) bool { return true }, describeTopicPartitionsAPIs},
 	{func(s *Server) bool { return s.caps.logDirs != nil }, describeLogDirsAPIs},
 	{func(s *Server) bool { return s.caps.txns != nil }, txnAdminAPIs},
+	{func(s *Server) bool { return s.caps.configs != nil }, legacyAlterConfigsAPIs},
 }

@@ -156,7 +156,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"GroupRouter", capsGroupRouter{capsBase: b}, false, with(groups)},
 		{"ProducerIDBackend", capsProducerIDs{capsBase: b}, false, with(map[int16][2]int16{initProducerIDKey: {0, 5}})},
 		{"PartitionCreator", capsPartitions{capsBase: b}, false, with(map[int16][2]int16{createPartitionsKey: {0, 3}})},
-		{"TopicConfigAlterer", capsConfigs{capsBase: b}, false, with(map[int16][2]int16{incrementalAlterConfigsKey: {0, 1}})},
+		{"TopicConfigAlterer", capsConfigs{capsBase: b}, false, with(map[int16][2]int16{incrementalAlterConfigsKey: {0, 1}, legacyAlterConfigsKey: {0, 2}})},
 		{"RecordsDeleter", capsRecords{capsBase: b}, false, with(map[int16][2]int16{deleteRecordsKey: {0, 2}})},
 		{"EpochEndOffsetter", capsEpochs{capsBase: b}, false, with(map[int16][2]int16{offsetForLeaderEpochKey: {0, 4}})},
 		{"EpochEndOffsetter+ReplicaBackend", capsEpochsReplica{capsBase: b}, false, with(replicaEpoch)},
@@ -170,7 +170,7 @@ func TestCapabilitiesAdvertised(t *testing.T) {
 		{"ShareBackend", capsShares{capsBase: b}, false, with(shares)},
 		{"all", capsAll{capsBase: b}, true, with(groups, sasl, replicaEpoch, acls, scram, quotas, shares, map[int16][2]int16{
 			initProducerIDKey: {0, 5}, createPartitionsKey: {0, 3},
-			incrementalAlterConfigsKey: {0, 1}, deleteRecordsKey: {0, 2},
+			incrementalAlterConfigsKey: {0, 1}, legacyAlterConfigsKey: {0, 2}, deleteRecordsKey: {0, 2},
 		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -88,6 +88,7 @@ func seedRequests() [][]byte {
 	au := kmsg.NewPtrSASLAuthenticateRequest()
 	au.SASLAuthBytes = []byte("\x00user\x00pass")
 	add(au, 0, 2)
+	describeSeeds(add) // describe_fuzz_test.go
 	return out
 }
 

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/group"
@@ -63,6 +64,8 @@ type Broker struct {
 	acls   *aclStore   // acls.json (acls.go)
 	scram  *scramStore // scram.json (scram.go)
 	quotas *quotaStore // quotas.json (quota_store.go)
+
+	dyn atomic.Pointer[dynamicDefaults] // broker-configs.json (broker_admin_defaults.go)
 
 	pidMu sync.Mutex           // guards pids
 	pids  *ProducerIDAllocator // opened by the first InitProducerID
@@ -157,8 +160,12 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 		return nil, err
 	}
 	b.store = store
-	if !store.fresh { // a new data dir has no topics.json and no stray
+	dynFound, err := b.openDynamicDefaults()
+	if err == nil && !store.fresh { // a new data dir has no topics.json and no stray
 		err = b.load()
+	}
+	if err == nil && dynFound {
+		b.applyDynamicDefaults()
 	}
 	if err == nil {
 		b.acls, err = openACLStore(b.fs, dir)
@@ -335,7 +342,7 @@ func (b *Broker) CreateTopic(name string, cfg TopicConfig) (*Topic, error) {
 		return nil, fmt.Errorf("%w: %s is internal", ErrInvalidTopic, name)
 	}
 	overrides := topicOverrides(cfg)
-	cfg = cfg.merge(b.cfg.DefaultTopic).WithDefaults()
+	cfg = cfg.merge(b.topicDefaults()).WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

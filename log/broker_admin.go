@@ -227,7 +227,7 @@ func (b *Broker) alteredTopic(name string, overrides TopicConfig) (old, next *To
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg := overrides.merge(b.cfg.DefaultTopic).WithDefaults()
+	cfg := overrides.merge(b.topicDefaults()).WithDefaults()
 	cfg.Partitions, cfg.ReplicationFactor = t.cfg.Partitions, t.cfg.ReplicationFactor
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, err
