@@ -492,8 +492,8 @@ const (
 // SET and DELETE on any topic config, APPEND and SUBTRACT on list configs
 // (cleanup.policy; INVALID_REQUEST on others). An unknown config or a bad
 // value is INVALID_CONFIG, an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a
-// resource or a config listed twice INVALID_REQUEST, a broker resource
-// INVALID_REQUEST (broker configs are not alterable). validate_only checks
+// resource or a config listed twice INVALID_REQUEST; a broker resource
+// alters the dynamic broker configs (alterconfigs.go). validate_only checks
 // and changes nothing.
 func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.IncrementalAlterConfigsRequest)
@@ -516,6 +516,8 @@ func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) r
 			err = fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, rr.ResourceName)
 		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
 			err = c.s.alterGroupConfig(rr, req.ValidateOnly) // share groups (share_configs.go)
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && c.s.caps.brokerConfigs != nil:
+			err = c.s.alterBrokerConfigs(rr, req.ValidateOnly) // alterconfigs.go
 		case rr.ResourceType != kmsg.ConfigResourceTypeTopic:
 			err = fmt.Errorf("%w: only topic configs can be altered", errInvalidRequestErr)
 		default:

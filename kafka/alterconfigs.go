@@ -186,14 +186,11 @@ func (s *Server) replaceBrokerConfigs(rr kmsg.AlterConfigsRequestResource, valid
 	}
 	var d log.TopicConfig
 	for _, kv := range rr.Configs {
-		topicName, ok := brokerTopicConfig(kv.Name)
-		switch {
-		case !ok && staticBrokerConfigs[kv.Name]:
-			return fmt.Errorf("%w: %s cannot be updated dynamically", log.ErrInvalidConfig, kv.Name)
-		case !ok:
-			return fmt.Errorf("%w: unknown broker config %s (the dynamic ones are the log's defaults: log.retention.ms, log.segment.bytes, ...)", log.ErrInvalidConfig, kv.Name)
+		def, err := dynamicBrokerConfig(kv.Name)
+		if err != nil {
+			return err
 		}
-		if err := SetTopicConfig(&d, topicName, *kv.Value); err != nil {
+		if err := SetTopicConfig(&d, def.name, *kv.Value); err != nil {
 			return fmt.Errorf("%s: %w", kv.Name, err)
 		}
 	}
@@ -273,4 +270,69 @@ func (s *Server) describeBrokerConfigs(rr kmsg.DescribeConfigsRequestResource, s
 		out = append(out, rc)
 	}
 	return out, nil
+}
+
+// dynamicBrokerConfig is the topic config a dynamic broker config stands
+// for; INVALID_CONFIG for a read-only or an unknown one.
+func dynamicBrokerConfig(name string) (*topicConfigDef, error) {
+	topicName, ok := brokerTopicConfig(name)
+	switch {
+	case !ok && staticBrokerConfigs[name]:
+		return nil, fmt.Errorf("%w: %s cannot be updated dynamically", log.ErrInvalidConfig, name)
+	case !ok:
+		return nil, fmt.Errorf("%w: unknown broker config %s (the dynamic ones are the log's defaults: log.retention.ms, log.segment.bytes, ...)", log.ErrInvalidConfig, name)
+	}
+	d, _ := topicConfigDefOf(topicName)
+	return d, nil
+}
+
+// alterBrokerConfigs applies (or, validateOnly, checks) an
+// IncrementalAlterConfigs of a BROKER resource to the dynamic broker
+// configs of its scope: SET and DELETE on any, APPEND and SUBTRACT on
+// log.cleanup.policy, the list one.
+func (s *Server) alterBrokerConfigs(rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	scope, err := s.brokerScope(rr.ResourceName)
+	if err != nil {
+		return err
+	}
+	a := s.caps.brokerConfigs
+	cur := a.TopicDefaults(scope)
+	names := map[string]bool{}
+	for _, op := range rr.Configs {
+		if names[op.Name] {
+			return fmt.Errorf("%w: config %s listed more than once", errInvalidRequestErr, op.Name)
+		}
+		names[op.Name] = true
+		d, err := dynamicBrokerConfig(op.Name)
+		if err != nil {
+			return err
+		}
+		switch op.Op {
+		case opSet:
+			if op.Value == nil {
+				return fmt.Errorf("%w: %s: SET without a value", log.ErrInvalidConfig, op.Name)
+			}
+			err = SetTopicConfig(&cur, d.name, *op.Value)
+		case opDelete:
+			err = DeleteTopicConfig(&cur, d.name)
+		case opAppend, opSubtract:
+			if d.typ != kmsg.ConfigTypeList {
+				return fmt.Errorf("%w: %s is not a list config: APPEND and SUBTRACT do not apply", errInvalidRequestErr, op.Name)
+			}
+			value := ""
+			if op.Value != nil {
+				value = *op.Value
+			}
+			err = alterList(&cur, a.EffectiveTopicDefaults(), d, op.Op == opAppend, splitList(value))
+		default:
+			return fmt.Errorf("%w: unknown operation %d on %s", errInvalidRequestErr, op.Op, op.Name)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", op.Name, err)
+		}
+	}
+	if validateOnly {
+		return a.ValidateTopicDefaults(scope, cur)
+	}
+	return a.AlterTopicDefaults(scope, cur)
 }

@@ -160,3 +160,47 @@ func TestAuthorizeLegacyAlterConfigs(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, time.Minute, o.RetentionTime)
 }
+
+func incAlter(c *testClient, name string, ops ...kmsg.IncrementalAlterConfigsRequestResourceConfig) int16 {
+	req := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	rr := kmsg.NewIncrementalAlterConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName, rr.Configs = brokerRes, name, ops
+	req.Resources = append(req.Resources, rr)
+	return c.do(req).(*kmsg.IncrementalAlterConfigsResponse).Resources[0].ErrorCode
+}
+
+func incOp(name string, op kmsg.IncrementalAlterConfigOp, value string) kmsg.IncrementalAlterConfigsRequestResourceConfig {
+	c := kmsg.NewIncrementalAlterConfigsRequestResourceConfig()
+	c.Name, c.Op = name, op
+	if value != "\x00" {
+		c.Value = kmsg.StringPtr(value)
+	}
+	return c
+}
+
+// TestIncrementalAlterBrokerConfigs: IncrementalAlterConfigs changes the
+// dynamic broker configs one by one (kadm's AlterBrokerConfigs).
+func TestIncrementalAlterBrokerConfigs(t *testing.T) {
+	s, b, _ := start(t, Config{NodeID: 1}, logtest.Topic("t", 1))
+	c := dial(t, s.Addr())
+	require.Equal(t, errNone, incAlter(c, "", incOp("log.retention.ms", opSet, "60000"), incOp("log.segment.bytes", opSet, "1048576")))
+	require.Equal(t, errNone, incAlter(c, "", incOp("log.segment.bytes", opDelete, "\x00")))
+	require.Equal(t, log.TopicConfig{RetentionTime: time.Minute}, b.TopicDefaults(log.ClusterDefaults))
+	require.Equal(t, errNone, incAlter(c, "1", incOp("log.cleanup.policy", opAppend, "compact")))
+	require.Equal(t, log.CleanupCompactDelete, b.TopicDefaults(log.NodeDefaults).Cleanup)
+	cfg, err := b.TopicConfig("t")
+	require.NoError(t, err)
+	require.Equal(t, log.CleanupCompactDelete, cfg.Cleanup)
+	require.Equal(t, time.Minute, cfg.RetentionTime)
+	// Refused, nothing changes.
+	for _, code := range []int16{
+		incAlter(c, "", incOp("log.retention.ms", opAppend, "1")),
+		incAlter(c, "", incOp("log.dirs", opSet, "/x")),
+		incAlter(c, "", incOp("log.retention.ms", opSet, "\x00")),
+		incAlter(c, "2", incOp("log.retention.ms", opSet, "1")),
+		incAlter(c, "", incOp("log.retention.ms", opSet, "5"), incOp("log.retention.ms", opDelete, "\x00")),
+	} {
+		require.NotEqual(t, errNone, code)
+	}
+	require.Equal(t, log.TopicConfig{RetentionTime: time.Minute}, b.TopicDefaults(log.ClusterDefaults))
+}
