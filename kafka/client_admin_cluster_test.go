@@ -101,12 +101,15 @@ func TestClientAdminCluster(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	clusterAdmin(t, c, "remote")
-	// The deletion was committed by the controller; the member the
-	// Client asks lists topics once it has applied it.
-	img := via.Image()
-	for slices.Contains(img.Topics(), "remote") {
-		img, err = via.WaitImage(ctx, img.Version())
-		require.NoError(t, err)
+	// The deletion was committed by the controller; a member lists topics
+	// once it has applied it, and the Client may ask any member (it learnt
+	// them all from Metadata), so wait for every one.
+	for _, m := range members {
+		img := m.Image()
+		for slices.Contains(img.Topics(), "remote") {
+			img, err = m.WaitImage(ctx, img.Version())
+			require.NoError(t, err)
+		}
 	}
 	names, err := c.ListTopics(ctx)
 	require.NoError(t, err)
