@@ -210,7 +210,7 @@ func (a *admin) topicConfig(name string) (log.TopicConfig, error) {
 }
 
 // runTopicsKafka runs a topics action against a Kafka-protocol broker.
-func runTopicsKafka(e *env, t *target, action, topic string, cfg log.TopicConfig, ifExists, ifNotExists bool) (err error) {
+func runTopicsKafka(e *env, t *target, action, topic string, cfg log.TopicConfig, ifExists, ifNotExists bool, filter partitionFilter) (err error) {
 	a, err := dialAdmin(t)
 	if err != nil {
 		return err
@@ -255,6 +255,12 @@ func runTopicsKafka(e *env, t *target, action, topic string, cfg log.TopicConfig
 		if err != nil {
 			return err
 		}
+		live := func(int32) bool { return true }
+		if filter.unavailable { // topics_filter.go
+			if live, err = a.liveBrokers(); err != nil {
+				return err
+			}
+		}
 		w := bufio.NewWriter(e.stdout)
 		for _, t := range ts {
 			cfg, err := a.topicConfig(t.name)
@@ -265,9 +271,14 @@ func runTopicsKafka(e *env, t *target, action, topic string, cfg log.TopicConfig
 			if len(t.partitions) > 0 {
 				rf = len(t.partitions[0].Replicas)
 			}
-			fmt.Fprintf(w, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
-				t.name, len(t.partitions), rf, formatTopicConfig(cfg))
+			if !filter.any() {
+				fmt.Fprintf(w, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
+					t.name, len(t.partitions), rf, formatTopicConfig(cfg))
+			}
 			for _, p := range t.partitions {
+				if !filter.keep(p.Leader, p.Replicas, p.ISR, cfg.MinInSyncReplicas, live) {
+					continue
+				}
 				fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tLeader: %d\tReplicas: %s\tIsr: %s\n",
 					t.name, p.Partition, p.Leader, joinInt32(p.Replicas), joinInt32(p.ISR))
 			}

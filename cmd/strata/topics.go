@@ -41,7 +41,14 @@ alter grows a topic to --partitions N in all (never fewer: Kafka's rule),
 sets each --config on the topic and makes each --delete-config the default
 again, as kafka-topics.sh --alter and kafka-configs.sh --alter do; the
 settings it does not name stay as they are. On a Kafka-protocol broker it
-sends CreatePartitions and IncrementalAlterConfigs.`
+sends CreatePartitions and IncrementalAlterConfigs.
+
+describe takes one of kafka-topics.sh's report options, and then prints
+only the partitions it names, without the topics' lines:
+--under-replicated-partitions (ISR smaller than the replicas),
+--under-min-isr-partitions (ISR smaller than min.insync.replicas, or no
+leader), --at-min-isr-partitions (ISR exactly min.insync.replicas) and
+--unavailable-partitions (no leader, or one that is not a live broker).`
 
 var topicActions = []string{"list", "create", "describe", "delete", "alter"}
 
@@ -62,6 +69,8 @@ func runTopics(e *env, args []string) (err error) {
 	fs.Var(&configs, "config", "`KEY=VALUE` topic configuration for create and alter, Kafka's names; repeatable")
 	var deleteConfigs stringList
 	fs.Var(&deleteConfigs, "delete-config", "`KEY` of a topic configuration alter makes the default again; repeatable")
+	var filter partitionFilter
+	filter.register(fs)
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -82,6 +91,12 @@ func runTopics(e *env, args []string) (err error) {
 		return usagef("want exactly one action of %s, got %d", strings.Join(topicActions, ", "), len(actions))
 	}
 	action := actions[0]
+	if filter.any() && action != "describe" {
+		return usagef("--under-replicated-partitions, --under-min-isr-partitions, --at-min-isr-partitions and --unavailable-partitions are for describe")
+	}
+	if filter.count() > 1 {
+		return usagef("--under-replicated-partitions, --under-min-isr-partitions, --at-min-isr-partitions and --unavailable-partitions: one at most")
+	}
 	if isFlagSet(fs, "partitions") && *partitions <= 0 {
 		return usagef("--partitions %d: a topic has at least one partition", *partitions)
 	}
@@ -134,7 +149,7 @@ func runTopics(e *env, args []string) (err error) {
 		return err
 	}
 	if t.bootstrap != "" {
-		return runTopicsKafka(e, &t, action, *topic, cfg, *ifExists, *ifNotExists)
+		return runTopicsKafka(e, &t, action, *topic, cfg, *ifExists, *ifNotExists, filter)
 	}
 	b, err := openBroker(e, &t, action == "create")
 	if err != nil {
@@ -175,7 +190,7 @@ func runTopics(e *env, args []string) (err error) {
 			}
 			names = []string{*topic}
 		}
-		return describeTopics(e, b, names)
+		return describeTopics(e, b, names, filter)
 	}
 	return err
 }
@@ -191,7 +206,10 @@ func isTopicAction(s string) bool {
 
 // describeTopics prints each topic and its partitions, as kafka-topics.sh
 // --describe does, with the offsets and sizes of the data dir.
-func describeTopics(e *env, b *log.Broker, names []string) error {
+// With a report option (filter), only the partitions it names are printed,
+// without the topics' lines: a data dir is the only replica and leader of
+// each, so only the min.insync.replicas options can name any.
+func describeTopics(e *env, b *log.Broker, names []string, filter partitionFilter) error {
 	w := bufio.NewWriter(e.stdout)
 	for _, name := range names {
 		top, err := b.Topic(name)
@@ -199,12 +217,18 @@ func describeTopics(e *env, b *log.Broker, names []string) error {
 			return err
 		}
 		cfg := top.Config()
-		fmt.Fprintf(w, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
-			name, top.Partitions(), cfg.ReplicationFactor, formatTopicConfig(cfg))
+		if !filter.any() {
+			fmt.Fprintf(w, "Topic: %s\tPartitionCount: %d\tReplicationFactor: %d\tConfigs: %s\n",
+				name, top.Partitions(), cfg.ReplicationFactor, formatTopicConfig(cfg))
+		}
+		self := []int32{0}
 		for i := range top.Partitions() {
 			p, err := top.Partition(i)
 			if err != nil {
 				return err
+			}
+			if !filter.keep(0, self, self, cfg.MinInSyncReplicas, func(int32) bool { return true }) {
+				continue
 			}
 			fmt.Fprintf(w, "\tTopic: %s\tPartition: %d\tStartOffset: %d\tEndOffset: %d\tSize: %d\tSegments: %d\n",
 				name, i, p.StartOffset(), p.EndOffset(), p.Size(), p.Segments())
