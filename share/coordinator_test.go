@@ -56,7 +56,7 @@ func (l *memLog) DeleteBefore(offset int64) error {
 // fixture is a coordinator over one topic "t" of two partitions whose
 // logs end at ends[p] and start at starts[p].
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	clk    *clocktest.Clock
 	log    *memLog
 	mu     sync.Mutex
@@ -66,7 +66,7 @@ type fixture struct {
 	c      *Coordinator
 }
 
-func newFixture(t *testing.T, cfg Config) *fixture {
+func newFixture(t testing.TB, cfg Config) *fixture {
 	f := &fixture{t: t, clk: clocktest.New(t0), log: &memLog{}}
 	cfg.Partitions = func(topic string) (int, error) {
 		if topic == "t" {
