@@ -12,7 +12,9 @@
 #   make kgo-suite TESTS='REGEX' [KGO_TEST_RECORDS=N]
 # Environment (kgo's helpers_test.go reads the KGO_* ones):
 #   TESTS             the -run regex (default: every test)
-#   KGO_TEST_RF       replication factor of the suite's topics (default 1: one broker)
+#   MEMBERS           1 (default): one strata serve; 3: a cluster of three members (each a
+#                     Raft voter and a broker, free ports picked with python3)
+#   KGO_TEST_RF       replication factor of the suite's topics (default 1, 3 for a cluster)
 #   KGO_TEST_RECORDS  records the ETL tests produce and consume (default here 50000;
 #                     kgo's own default is 500000)
 #   KGO_LOG_LEVEL     debug|info|none for the clients' logs (kgo's default info)
@@ -35,6 +37,8 @@
 #     scripts/kgo-suite.sh '^TestGroupETL$'
 #   everything:
 #     scripts/kgo-suite.sh
+#   against a three-member cluster, any of them (issue 27):
+#     MEMBERS=3 scripts/kgo-suite.sh '^TestGroupETL$'
 # Add -v (e.g. scripts/kgo-suite.sh '^TestGroupSimple$' -v) to see each subtest.
 set -euo pipefail
 
@@ -53,12 +57,14 @@ if [ ! -d "$src/pkg/kgo" ]; then
 fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/strata-kgo-suite.XXXXXX")
-server_pid=
+pids=()
 cleanup() {
-	if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
+	for pid in "${pids[@]}"; do
+		kill -TERM "$pid" 2>/dev/null || true
+	done
+	for pid in "${pids[@]}"; do
+		wait "$pid" 2>/dev/null || true
+	done
 	if [ "${KEEP:-0}" = 1 ]; then
 		echo "kgo-suite: kept $tmp" >&2
 	else
@@ -96,50 +102,99 @@ echo "kgo-suite: building strata" >&2
 echo "kgo-suite: building kgo's tests" >&2 # warms the build cache for go test below
 (cd "$tmp/franz-go" && GOFLAGS=-mod=mod go test -c -o "$tmp/kgo.test" ./pkg/kgo)
 
-# shellcheck disable=SC2086 # STRATA_FLAGS is a list of flags
-"$tmp/strata" serve --data-dir "$tmp/data" --listen 127.0.0.1:0 --auto-create-topics \
-	${STRATA_FLAGS:-} >"$tmp/serve.out" 2>"$tmp/serve.log" &
-server_pid=$!
+# freeports N prints N ports free now (bound to port 0 and released).
+freeports() {
+	python3 -c 'import socket,sys
+ss=[socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss: s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$1"
+}
 
-addr=
-for _ in $(seq 1 300); do
-	addr=$(sed -n 's/^listening on //p' "$tmp/serve.out" | head -n1)
-	[ -n "$addr" ] && break
-	if ! kill -0 "$server_pid" 2>/dev/null; then
-		echo "kgo-suite: strata serve exited before listening:" >&2
-		cat "$tmp/serve.log" >&2
-		exit 1
-	fi
-	sleep 0.1
-done
-if [ -z "$addr" ]; then
-	echo "kgo-suite: strata serve printed no address in 30s" >&2
-	exit 1
+# start_member I ARGS... starts strata serve number I (logs serve-I.out/.log).
+pids=()
+start_member() {
+	local i=$1
+	shift
+	# shellcheck disable=SC2086 # STRATA_FLAGS is a list of flags
+	"$tmp/strata" serve --data-dir "$tmp/data-$i" --auto-create-topics "$@" \
+		${STRATA_FLAGS:-} >"$tmp/serve-$i.out" 2>"$tmp/serve-$i.log" &
+	pids+=($!)
+}
+
+# await_member I prints the address member I listens on, once it says so.
+await_member() {
+	local i=$1 a=
+	for _ in $(seq 1 600); do
+		a=$(sed -n 's/^listening on //p' "$tmp/serve-$i.out" | head -n1)
+		if [ -n "$a" ]; then
+			echo "$a"
+			return 0
+		fi
+		if ! kill -0 "${pids[$((i - 1))]}" 2>/dev/null; then
+			echo "kgo-suite: strata serve $i exited before listening:" >&2
+			cat "$tmp/serve-$i.log" >&2
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "kgo-suite: strata serve $i printed no address in 60s" >&2
+	return 1
+}
+
+MEMBERS=${MEMBERS:-1}
+addrs=()
+if [ "$MEMBERS" = 1 ]; then
+	start_member 1 --listen 127.0.0.1:0
+	addrs+=("$(await_member 1)")
+	rf=1
+else
+	# A cluster: each member a Raft voter and a broker (strata serve --raft-addr --peer).
+	read -r -a ports <<<"$(freeports $((2 * MEMBERS)))"
+	peers=()
+	for i in $(seq 1 "$MEMBERS"); do
+		peers+=(--peer "$i=127.0.0.1:${ports[$((2 * i - 2))]},127.0.0.1:${ports[$((2 * i - 1))]}")
+	done
+	for i in $(seq 1 "$MEMBERS"); do
+		start_member "$i" --node-id "$i" --listen "127.0.0.1:${ports[$((2 * i - 2))]}" \
+			--raft-addr "127.0.0.1:${ports[$((2 * i - 1))]}" "${peers[@]}"
+	done
+	for i in $(seq 1 "$MEMBERS"); do
+		addrs+=("$(await_member "$i")")
+	done
+	rf=$((MEMBERS < 3 ? MEMBERS : 3))
 fi
-echo "kgo-suite: strata serve on $addr (log $tmp/serve.log); go test -run '$TESTS'" >&2
+seeds=$(
+	IFS=,
+	echo "${addrs[*]}"
+)
+echo "kgo-suite: strata serve ($MEMBERS) on $seeds (logs $tmp/serve-*.log); go test -run '$TESTS'" >&2
 
 status=0
 (
 	cd "$tmp/franz-go/pkg/kgo" &&
-		KGO_SEEDS="$addr" \
-			KGO_TEST_RF="${KGO_TEST_RF:-1}" \
+		KGO_SEEDS="$seeds" \
+			KGO_TEST_RF="${KGO_TEST_RF:-$rf}" \
 			KGO_TEST_RECORDS="${KGO_TEST_RECORDS:-50000}" \
 			GOFLAGS=-mod=mod \
 			go test -count=1 -run "$TESTS" -timeout "$TIMEOUT" "$@" .
 ) || status=$?
 
-kill -TERM "$server_pid" 2>/dev/null || true
-serve_status=0
-wait "$server_pid" || serve_status=$?
-server_pid=
-if [ "$serve_status" -ne 0 ]; then
-	echo "kgo-suite: strata serve exited $serve_status; its log:" >&2
-	tail -n 50 "$tmp/serve.log" >&2
-	[ "$status" -eq 0 ] && status=1
-fi
+for pid in "${pids[@]}"; do
+	kill -TERM "$pid" 2>/dev/null || true
+done
+for i in $(seq 1 "${#pids[@]}"); do
+	serve_status=0
+	wait "${pids[$((i - 1))]}" || serve_status=$?
+	if [ "$serve_status" -ne 0 ]; then
+		echo "kgo-suite: strata serve $i exited $serve_status; its log:" >&2
+		tail -n 50 "$tmp/serve-$i.log" >&2
+		[ "$status" -eq 0 ] && status=1
+	fi
+done
+pids=()
 if [ "$status" -ne 0 ]; then
-	echo "kgo-suite: FAIL (exit $status); last lines of the server log:" >&2
-	tail -n 20 "$tmp/serve.log" >&2
+	echo "kgo-suite: FAIL (exit $status); last lines of the server logs:" >&2
+	tail -n 20 "$tmp"/serve-*.log >&2
 else
 	echo "kgo-suite: ok" >&2
 fi
