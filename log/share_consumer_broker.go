@@ -1,0 +1,179 @@
+package log
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/share"
+)
+
+// The Broker's side of ShareClient: its share coordinator, in the process.
+
+var _ ShareClient = (*Broker)(nil)
+
+// ShareHeartbeat is Kafka's ShareGroupHeartbeat at the broker's share
+// coordinator.
+func (b *Broker) ShareHeartbeat(ctx context.Context, req share.HeartbeatRequest) (share.HeartbeatResponse, error) {
+	return b.shares.Heartbeat(ctx, req)
+}
+
+// ShareAcknowledge applies member's acknowledgements, each partition's
+// all or none; the first partition's error is returned (wrapped), the
+// others are applied all the same.
+func (b *Broker) ShareAcknowledge(ctx context.Context, group, member string, acks map[TopicPartition][]share.AckBatch) error {
+	var first error
+	for t, batches := range acks {
+		if err := b.shares.Acknowledge(ctx, group, member, t, batches); err != nil && first == nil {
+			first = fmt.Errorf("log: acknowledge %s: %w", t, err)
+		}
+	}
+	return first
+}
+
+// ShareFetch acquires records of req.Partitions for a member, at most
+// req.MaxRecords, and returns them read from the log with their delivery
+// counts, waiting up to req.MaxWait when none could be acquired. Acquired
+// offsets that hold no record (compacted away, transaction markers) are
+// acknowledged as gaps here.
+func (b *Broker) ShareFetch(ctx context.Context, req ShareFetchRequest) ([]ShareRecord, error) {
+	max := req.MaxRecords
+	if max <= 0 {
+		max = defaultShareMaxRecords
+	}
+	deadline := b.cfg.Clock.Now().Add(req.MaxWait)
+	for {
+		watch := b.shares.Watch()
+		var out []ShareRecord
+		for _, t := range req.Partitions {
+			if len(out) >= max {
+				break
+			}
+			ranges, err := b.shares.Acquire(ctx, req.Group, req.Member, t, max-len(out))
+			if err != nil {
+				return out, fmt.Errorf("log: share fetch %s: %w", t, err)
+			}
+			if out, err = b.shareRead(ctx, req, t, ranges, out); err != nil {
+				return out, err
+			}
+		}
+		left := deadline.Sub(b.cfg.Clock.Now())
+		if len(out) > 0 || left <= 0 || ctx.Err() != nil {
+			return out, ctx.Err()
+		}
+		b.shareWait(ctx, req.Partitions, left, watch)
+	}
+}
+
+// shareRead appends to out the records of the acquired ranges of t, and
+// acknowledges as gaps the acquired offsets with no record.
+func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPartition, ranges []share.AcquiredRange, out []ShareRecord) ([]ShareRecord, error) {
+	if len(ranges) == 0 {
+		return out, nil
+	}
+	first, last := ranges[0].First, ranges[len(ranges)-1].Last
+	var gaps []share.AckBatch
+	gap := func(from, to int64) {
+		if from <= to {
+			gaps = append(gaps, share.AckBatch{First: from, Last: to, Types: []share.AckType{share.AckGap}})
+		}
+	}
+	ri, next := 0, first // the range of the next offset expected, the offset
+	for off := first; off <= last; {
+		fr, err := b.Fetch(ctx, FetchRequest{Partitions: []FetchPartition{{TopicPartition: t, Offset: off}}, MaxWait: time.Nanosecond})
+		if err != nil {
+			return out, fmt.Errorf("log: share fetch %s: %w", t, err)
+		}
+		fp := fr.Partitions[0]
+		var raw []byte
+		if err = fp.Err; err == nil {
+			raw, err = fp.Records.Bytes()
+		}
+		fr.Release()
+		if err != nil {
+			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
+		}
+		recs, err := DecodeRecords(raw)
+		if err != nil {
+			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
+		}
+		end := batchesEnd(raw, off)
+		for _, r := range recs {
+			for ri < len(ranges) && r.Offset > ranges[ri].Last {
+				gap(next, ranges[ri].Last)
+				ri++
+				if ri < len(ranges) {
+					next = ranges[ri].First
+				}
+			}
+			if ri == len(ranges) {
+				break
+			}
+			if r.Offset < ranges[ri].First {
+				continue
+			}
+			gap(next, r.Offset-1)
+			next = r.Offset + 1
+			r.Topic, r.Partition = t.Topic, t.Partition
+			out = append(out, ShareRecord{Record: r, DeliveryCount: int(ranges[ri].DeliveryCount)})
+		}
+		if end <= off { // nothing more in the log: the rest are gaps
+			break
+		}
+		off = end
+	}
+	for ; ri < len(ranges); ri++ {
+		gap(next, ranges[ri].Last)
+		if ri+1 < len(ranges) {
+			next = ranges[ri+1].First
+		}
+	}
+	if len(gaps) > 0 {
+		if err := b.shares.Acknowledge(ctx, req.Group, req.Member, t, gaps); err != nil {
+			return out, fmt.Errorf("log: share fetch %s: acknowledge gaps: %w", t, err)
+		}
+	}
+	return out, nil
+}
+
+// batchesEnd returns the offset after the last batch in raw, from if
+// raw holds none.
+func batchesEnd(raw []byte, from int64) int64 {
+	end := from
+	_ = batch.Batches(raw, func(_ []byte, h batch.Header) error { end = max(end, h.NextOffset()); return nil })
+	return end
+}
+
+// shareWait waits up to wait for records appended to parts, records
+// given back (watch) or ctx's end.
+func (b *Broker) shareWait(ctx context.Context, parts []TopicPartition, wait time.Duration, watch <-chan struct{}) {
+	req := FetchRequest{MinBytes: 1, MaxBytes: 1, MaxWait: wait}
+	for _, t := range parts {
+		if p, err := b.Partition(t.Topic, t.Partition); err == nil {
+			req.Partitions = append(req.Partitions, FetchPartition{TopicPartition: t, Offset: p.HighWatermark(), MaxBytes: 1})
+		}
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { // ends with wctx, cancelled before shareWait returns
+		defer close(done)
+		select {
+		case <-watch:
+			cancel()
+		case <-wctx.Done():
+		}
+	}()
+	if len(req.Partitions) == 0 {
+		t := b.cfg.Clock.NewTimer(wait)
+		select {
+		case <-wctx.Done():
+		case <-t.C():
+		}
+		t.Stop()
+	} else if fr, err := b.Fetch(wctx, req); err == nil {
+		fr.Release()
+	}
+	cancel()
+	<-done
+}
