@@ -68,6 +68,15 @@
 // Config.Network (a testnet node in tests) carries Raft and, without Local,
 // the data plane.
 //
+// Partitions move with AlterPartitionReassignments (reassign.go; the
+// steps are the controller's, in its log): a member newly listed as a
+// replica opens an empty one and follows, the leader adds it to the ISR
+// once caught up, which completes the move, and a member no longer listed
+// deletes its replica. Replication throttles (throttle.go) cap the bytes
+// a member sends to, and fetches for, replicas out of the ISR. The
+// member's Kafka server appends a produce only where the member leads
+// (kafka_produce.go): it never sends one on to another member.
+//
 // A consumer group's coordinator is the leader of its __consumer_offsets
 // partition, GroupPartition(group, N), as in Kafka (groups.go). Close is a
 // controlled shutdown: a WantFence heartbeat moves leadership off the
