@@ -179,3 +179,25 @@ func TestProducerTransactionAbortable(t *testing.T) {
 	require.NoError(t, p.CommitTransaction(ctx))
 	committedSoon(t, b, "out", []string{"v0", "v1", "v2"}, "g", nil)
 }
+
+// A transactional id needs a Client that serves transactions; a
+// transaction timeout needs a transactional id; the transaction calls need
+// a transactional producer.
+func TestProducerTransactionConfig(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := NewProducer(struct{ Client }{b}, ProducerConfig{TransactionalID: "x"})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	require.ErrorIs(t, err, ErrTransactionsUnsupported)
+	_, err = NewProducer(b, ProducerConfig{TransactionTimeout: time.Second})
+	require.ErrorIs(t, err, ErrInvalidConfig)
+	_, err = NewProducer(b, ProducerConfig{TransactionalID: "x", Acks: AcksLeader})
+	require.ErrorIs(t, err, ErrInvalidConfig, "transactions are idempotent: AcksAll")
+
+	plain, err := NewProducer(b, ProducerConfig{})
+	require.NoError(t, err)
+	defer plain.Close()
+	require.ErrorIs(t, plain.BeginTransaction(), ErrTransactionalIDRequired)
+	require.ErrorIs(t, plain.CommitTransaction(context.Background()), ErrTransactionalIDRequired)
+}
