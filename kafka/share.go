@@ -88,6 +88,7 @@ type shareSessionKey struct{ group, member string }
 type shareSession struct {
 	epoch int32
 	parts []log.TopicPartition // in the order they were added
+	turn  int                  // the partition the next fetch starts with
 	conn  *conn
 	stop  func() bool // of the connection's close hook
 }

@@ -236,7 +236,14 @@ func (s *shareServer) update(key shareSessionKey, sess *shareSession, add, forge
 		}
 	}
 	sess.next()
-	return append([]log.TopicPartition(nil), sess.parts...)
+	// Each fetch starts one partition further, so that a partition with
+	// a backlog of MaxRecords does not starve the ones after it.
+	out := make([]log.TopicPartition, 0, len(sess.parts))
+	if n := len(sess.parts); n > 0 {
+		sess.turn = (sess.turn + 1) % n
+		out = append(append(out, sess.parts[sess.turn:]...), sess.parts[:sess.turn]...)
+	}
+	return out
 }
 
 // shareAcquire acquires records of parts for member, at most max in all

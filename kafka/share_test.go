@@ -209,3 +209,33 @@ func TestShareGroupConfigs(t *testing.T) {
 	}
 	require.Equal(t, map[string]string{"share.auto.offset.reset": "latest", "share.delivery.count.limit": "5", "share.record.lock.duration.ms": "15000"}, got)
 }
+
+// TestShareFetchTakesTurns: a session's fetches start each at the next
+// partition, so that a backlog on one does not starve the other.
+func TestShareFetchTakesTurns(t *testing.T) {
+	leaktest.Check(t)
+	var recs []log.Record
+	for i := range 40 {
+		recs = append(recs, log.Record{Partition: i % 2, Value: fmt.Appendf(nil, "v%d", i)})
+	}
+	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 2), logtest.Seed("t", recs...))
+	require.NoError(t, b.ShareCoordinator().SetGroupConfig("g", share.GroupConfig{AutoOffsetReset: "earliest"}))
+	s, err := Listen("127.0.0.1:0", b, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	c := dial(t, s.Addr())
+	c.do(shareHeartbeat("m1", 0, "t"))
+	seen := map[int32]int{}
+	for epoch := int32(0); epoch < 4; epoch++ {
+		req := shareFetch("m1", epoch, 5, 0)
+		req.Topics[0].Partitions = append(req.Topics[0].Partitions, kmsg.ShareFetchRequestTopicPartition{Partition: 1})
+		for _, rt := range c.do(req).(*kmsg.ShareFetchResponse).Topics {
+			for _, rp := range rt.Partitions {
+				for _, a := range rp.AcquiredRecords {
+					seen[rp.Partition] += int(a.LastOffset - a.FirstOffset + 1)
+				}
+			}
+		}
+	}
+	require.Equal(t, map[int32]int{0: 10, 1: 10}, seen)
+}
