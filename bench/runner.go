@@ -139,6 +139,7 @@ func allCases() []benchCase {
 		{"server", serverVariants},
 		{"latency", latencyVariants},
 		{"roundtrip", roundTripVariants},
+		{"share", shareVariants},
 	}
 }
 
