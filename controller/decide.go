@@ -182,6 +182,8 @@ func (img *Image) cloneShared() *Image {
 // fenced.
 func fenceBroker(img *Image, id int) []record {
 	acceptable := func(r int) bool { return r != id && img.live(r) }
+	fence := fenceBrokerRecord{ID: id, Epoch: img.brokers[id].Epoch}
+	fenced := img.withFenced([]record{fence}) // moves complete as of after the fence
 	var recs []record
 	for _, t := range img.sortedTopics() {
 		for _, p := range t.parts {
@@ -189,11 +191,11 @@ func fenceBroker(img *Image, id int) []record {
 				continue
 			}
 			if r, ok := partitionChange(t, p, id, acceptable); ok {
-				recs = append(recs, r)
+				recs = append(recs, finishMove(fenced, r))
 			}
 		}
 	}
-	return append(recs, fenceBrokerRecord{ID: id, Epoch: img.brokers[id].Epoch})
+	return append(recs, fence)
 }
 
 // unfenceBroker unfences broker id (registered, fenced) and elects leaders
@@ -201,13 +203,26 @@ func fenceBroker(img *Image, id int) []record {
 func unfenceBroker(img *Image, id int) []record {
 	recs := []record{unfenceBrokerRecord{ID: id, Epoch: img.brokers[id].Epoch}}
 	acceptable := func(r int) bool { return r == id || img.live(r) }
+	unfenced := img.withFenced(recs)
 	for _, t := range img.sortedTopics() {
 		for _, p := range t.parts {
-			if p.Leader != NoLeader || !slices.Contains(p.Replicas, id) {
+			if !slices.Contains(p.Replicas, id) {
 				continue
 			}
-			if r, ok := partitionChange(t, p, 0, acceptable); ok {
-				recs = append(recs, r)
+			if p.Leader == NoLeader {
+				if r, ok := partitionChange(t, p, 0, acceptable); ok {
+					recs = append(recs, finishMove(unfenced, r))
+				}
+				continue
+			}
+			// A move waiting for a live target replica may complete now
+			// (reassign.go).
+			if p.moving() {
+				r := partitionChangeRecord{TopicID: t.id, Partition: p.Partition, Leader: p.Leader, ISR: p.ISR,
+					LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1}
+				if m, ok := finishMove(unfenced, r).(partitionReassignRecord); ok {
+					recs = append(recs, m)
+				}
 			}
 		}
 	}
@@ -421,11 +436,8 @@ func decideAlterPartition(img *Image, req AlterPartitionRequest) ([]record, erro
 	if slices.Equal(isr, p.ISR) {
 		return nil, nil
 	}
-	if r, ok := completeOnISR(img, t, p, isr); ok { // reassign.go
-		return []record{r}, nil
-	}
-	return []record{partitionChangeRecord{
+	return []record{finishMove(img, partitionChangeRecord{ // reassign.go
 		TopicID: t.id, Partition: p.Partition, Leader: p.Leader, ISR: isr,
 		LeaderEpoch: p.LeaderEpoch, PartitionEpoch: p.PartitionEpoch + 1,
-	}}, nil
+	})}, nil
 }

@@ -121,7 +121,11 @@ func decideElectLeaders(img *Image, req electRequest) ([]record, []electResult) 
 			r.Code, r.Message = wireCode(err), err.Error()
 		} else {
 			r.Leader = leader
-			recs = append(recs, rec)
+			m := finishMove(img, rec) // reassign.go
+			if mr, ok := m.(partitionReassignRecord); ok {
+				r.Leader = mr.Leader
+			}
+			recs = append(recs, m)
 		}
 		res = append(res, r)
 	}

@@ -372,25 +372,32 @@ func moveRecord(img *Image, t *topicState, p PartitionState, st movingState) *pa
 	}
 }
 
-// completeOnISR is the step of a reassignment an ISR change may take: with
-// the new isr, the reassignment of p completes if it can. It returns the
-// record that makes both changes, or false when p is not moving or the
-// reassignment cannot complete yet.
-func completeOnISR(img *Image, t *topicState, p PartitionState, isr []int) (partitionReassignRecord, bool) {
-	if !p.moving() {
-		return partitionReassignRecord{}, false
+// finishMove is the step of a reassignment any change of a moving
+// partition may take (Kafka's PartitionChangeBuilder completes a
+// reassignment whatever built the change): with r's ISR and leader, the
+// move completes if it can, and the record returned makes both changes;
+// otherwise it is r. img is the image r is decided on (with liveness as
+// it will be).
+func finishMove(img *Image, r partitionChangeRecord) record {
+	name, ok := img.topicNames[r.TopicID]
+	if !ok {
+		return r
 	}
+	t := img.topics[name]
+	if r.Partition < 0 || r.Partition >= len(t.parts) || !t.parts[r.Partition].moving() {
+		return r
+	}
+	p := t.parts[r.Partition]
 	st := completeReassignment(img, movingState{
-		replicas: p.Replicas, adding: p.AddingReplicas, removing: p.RemovingReplicas, isr: isr, leader: p.Leader,
+		replicas: p.Replicas, adding: p.AddingReplicas, removing: p.RemovingReplicas, isr: r.ISR, leader: r.Leader,
 	})
 	if len(st.adding)+len(st.removing) > 0 {
-		return partitionReassignRecord{}, false
+		return r
 	}
-	rec := moveRecord(img, t, p, st)
-	if rec == nil {
-		return partitionReassignRecord{}, false
+	if rec := moveRecord(img, t, p, st); rec != nil {
+		return *rec
 	}
-	return *rec, true
+	return r
 }
 
 func filter(s []int, keep func(int) bool) []int {

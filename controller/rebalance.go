@@ -48,10 +48,10 @@ func decidePreferredLeaders(img *Image, pct int) []record {
 			if !slices.Contains(pt.p.ISR, b) {
 				continue
 			}
-			recs = append(recs, partitionChangeRecord{
+			recs = append(recs, finishMove(img, partitionChangeRecord{ // reassign.go
 				TopicID: pt.t.id, Partition: pt.p.Partition, Leader: b, ISR: slices.Clone(pt.p.ISR),
 				LeaderEpoch: pt.p.LeaderEpoch + 1, PartitionEpoch: pt.p.PartitionEpoch + 1,
-			})
+			}))
 		}
 	}
 	return recs
