@@ -207,13 +207,19 @@ func (s txnStore) Write(ctx context.Context, key, value []byte) error {
 // txnStatePartition returns the partition of TransactionStateTopic,
 // creating the topic on first use.
 func (b *Broker) txnStatePartition() (*Partition, error) {
+	b.mu.RLock()
+	t, ok := b.topics[TransactionStateTopic]
+	closed := b.closed
+	b.mu.RUnlock()
+	if ok && !closed {
+		return t.parts[0], nil // every write but the first
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil, fmt.Errorf("log: transaction state: %w", ErrClosed)
 	}
-	t, ok := b.topics[TransactionStateTopic]
-	if !ok {
+	if t, ok = b.topics[TransactionStateTopic]; !ok {
 		var err error
 		if t, err = b.createTopicLocked(TransactionStateTopic, txnStateTopicConfig.WithDefaults()); err != nil {
 			return nil, err
