@@ -114,17 +114,18 @@ func produceTxn(t *testing.T, c *Client, id string, version int16, partition int
 	return resp.Topics[0].Partitions[0].ErrorCode
 }
 
-// awaitEnd waits with long polls (no sleeps) until the partition's end
-// offset reaches end.
+// awaitEnd waits with READ_COMMITTED long polls (no sleeps) until the
+// partition's last stable offset reaches end: a marker ending every
+// transaction before it (the LSO is published just after the end offset).
 func awaitEnd(t *testing.T, b *log.Broker, topic string, partition int, end int64) *log.Partition {
 	t.Helper()
 	p, err := b.Partition(topic, partition)
 	require.NoError(t, err)
 	deadline := time.Now().Add(time.Minute)
-	for p.EndOffset() < end {
-		require.True(t, time.Now().Before(deadline), "%s: end %d, awaited %d", p, p.EndOffset(), end)
-		_, err := b.Fetch(context.Background(), log.FetchRequest{MaxWait: 5 * time.Second,
-			Partitions: []log.FetchPartition{{TopicPartition: log.TopicPartition{Topic: topic, Partition: partition}, Offset: p.EndOffset()}}})
+	for p.LastStableOffset() < end {
+		require.True(t, time.Now().Before(deadline), "%s: LSO %d, end %d, awaited %d", p, p.LastStableOffset(), p.EndOffset(), end)
+		_, err := b.Fetch(context.Background(), log.FetchRequest{MaxWait: 5 * time.Second, Isolation: log.FetchTxnCommitted,
+			Partitions: []log.FetchPartition{{TopicPartition: log.TopicPartition{Topic: topic, Partition: partition}, Offset: p.LastStableOffset()}}})
 		require.NoError(t, err)
 	}
 	return p
@@ -138,6 +139,26 @@ func lastMarker(t *testing.T, p *log.Partition) batch.Marker {
 	m, _, err := batch.ParseMarker(raw[:batch.MarkerSize])
 	require.NoError(t, err)
 	return m
+}
+
+// awaitTxnEnded waits until id's transaction is complete (its markers all
+// written, CompleteCommit or CompleteAbort applied). The coordinator
+// offers no wait: until then it answers CONCURRENT_TRANSACTIONS, which
+// Kafka clients retry after a backoff, and this polls
+// DescribeTransactions the same way.
+func awaitTxnEnded(t *testing.T, c *Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		req := kmsg.NewPtrDescribeTransactionsRequest()
+		req.TransactionalIDs = []string{id}
+		st := request[*kmsg.DescribeTransactionsResponse](t, c, req, 0).TransactionStates[0]
+		if st.State == "CompleteCommit" || st.State == "CompleteAbort" {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s still %s", id, st.State)
+		time.Sleep(5 * time.Millisecond) // the clients' retry backoff
+	}
 }
 
 func TestFindCoordinatorTransaction(t *testing.T) {
@@ -222,12 +243,14 @@ func TestTxnCommitAbortOverTheWire(t *testing.T) {
 	require.Equal(t, int64(3), p0.LastStableOffset())
 	p1, _ := b.Partition("t", 1)
 	require.Equal(t, int64(0), p1.EndOffset(), "no marker where nothing was added")
+	awaitTxnEnded(t, c, "etl")
 
 	// The next transaction is aborted.
 	require.Equal(t, errNone, addTxnPartitions(t, c, "etl", 3, pid, epoch, t1)[t1])
 	require.Equal(t, errNone, produceTxn(t, c, "etl", 9, 1, txnBatchOf(pid, epoch, 0, "y")))
 	require.Equal(t, errNone, endTxn(t, c, "etl", 3, pid, epoch, false).ErrorCode)
 	require.False(t, lastMarker(t, awaitEnd(t, b, "t", 1, 2)).Commit)
+	awaitTxnEnded(t, c, "etl")
 
 	// A new producer of the id fences this one.
 	require.Equal(t, int16(1), initTxn(t, c, "etl", 4, -1, -1).ProducerEpoch)
@@ -269,6 +292,7 @@ func TestTxnV2OverTheWire(t *testing.T) {
 	m := lastMarker(t, awaitEnd(t, b, "t", 1, 2))
 	require.True(t, m.Commit)
 	require.Equal(t, epoch+1, m.ProducerEpoch, "the marker carries the new epoch")
+	awaitTxnEnded(t, c, "etl")
 	// A retry of the EndTxn (old epoch) is answered the same.
 	retry := endTxn(t, c, "etl", 5, pid, epoch, true)
 	require.Equal(t, errNone, retry.ErrorCode)
@@ -372,6 +396,7 @@ func TestTxnOffsetsCompletedByEndTxn(t *testing.T) {
 		require.Equal(t, errNone, endTxn(t, c, "etl", 3, pid, epoch, end).ErrorCode)
 		m := lastMarker(t, awaitEnd(t, b, log.OffsetsTopic, 0, before+1))
 		require.Equal(t, end, m.Commit)
+		awaitTxnEnded(t, c, "etl") // the group applied or dropped the offsets before
 	}
 	commit(7, false)
 	require.Equal(t, int64(-1), fetched(), "aborted: never committed")

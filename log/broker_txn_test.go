@@ -41,6 +41,22 @@ func awaitEnd(t *testing.T, b *Broker, topic string, partition int, end int64) *
 	return p
 }
 
+// awaitStable waits, with READ_COMMITTED long polls, until the
+// partition's last stable offset reaches end (the marker that moves it is
+// published just after the end offset).
+func awaitStable(t *testing.T, b *Broker, topic string, partition int, end int64) *Partition {
+	t.Helper()
+	p := awaitEnd(t, b, topic, partition, end)
+	deadline := time.Now().Add(time.Minute)
+	for p.LastStableOffset() < end {
+		require.True(t, time.Now().Before(deadline), "%s: LSO %d, awaited %d", p, p.LastStableOffset(), end)
+		_, err := b.Fetch(context.Background(), FetchRequest{MaxWait: 5 * time.Second, Isolation: FetchTxnCommitted,
+			Partitions: []FetchPartition{{TopicPartition: TopicPartition{Topic: topic, Partition: partition}, Offset: p.LastStableOffset()}}})
+		require.NoError(t, err)
+	}
+	return p
+}
+
 // markerIn returns the marker at offset off of p.
 func markerIn(t *testing.T, p *Partition, off int64) batch.Marker {
 	t.Helper()
@@ -52,15 +68,35 @@ func markerIn(t *testing.T, p *Partition, off int64) batch.Marker {
 	return m
 }
 
-// txnStates returns the coordinator's state of id after the markers of
-// its transaction are written: the CompleteCommit or CompleteAbort record
-// is awaited in TransactionStateTopic.
+// txnState returns id's state as the last of the first records records
+// of TransactionStateTopic holds it, once they are written: the
+// CompleteCommit or CompleteAbort record follows the markers.
 func txnState(t *testing.T, b *Broker, id string, records int64) txn.Metadata {
 	t.Helper()
-	awaitEnd(t, b, TransactionStateTopic, 0, records)
-	m, ok := txnCoordinator(t, b).Describe(id)
-	require.True(t, ok)
-	return m
+	p := awaitEnd(t, b, TransactionStateTopic, 0, records)
+	recs, err := p.ReadAppend(nil, records-1, 1<<20)
+	require.NoError(t, err)
+	require.NotEmpty(t, recs)
+	got, m, err := txn.DecodeRecord(recs[0].Key, recs[0].Value)
+	require.NoError(t, err)
+	require.Equal(t, id, got)
+	return *m
+}
+
+// awaitEnded waits until id's transaction is complete in c. The
+// coordinator offers no wait (it answers ErrConcurrentTransactions until
+// then, which clients retry after a backoff): this polls Describe.
+func awaitEnded(t *testing.T, c *txn.Coordinator, id string) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m, ok := c.Describe(id)
+		if ok && (m.State == txn.CompleteCommit || m.State == txn.CompleteAbort) {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "%s still %v", id, m.State)
+		time.Sleep(time.Millisecond)
+	}
 }
 
 func TestBrokerTxnCommitAbortRestart(t *testing.T) {
@@ -89,7 +125,7 @@ func TestBrokerTxnCommitAbortRestart(t *testing.T) {
 	_, err = c.EndTxn(ctx, "etl", pid.ID, pid.Epoch, true, 0)
 	require.NoError(t, err)
 	for i := range 2 {
-		p := awaitEnd(t, b, "t", i, 4)
+		p := awaitStable(t, b, "t", i, 4)
 		m := markerIn(t, p, 3)
 		require.True(t, m.Commit)
 		require.Equal(t, pid.ID, m.ProducerID)
@@ -97,6 +133,7 @@ func TestBrokerTxnCommitAbortRestart(t *testing.T) {
 	}
 	// Init, add, prepare, complete: four records, fsynced.
 	require.Equal(t, txn.CompleteCommit, txnState(t, b, "etl", 4).State)
+	awaitEnded(t, c, "etl")
 
 	// An abort of the next transaction, in one partition.
 	require.NoError(t, c.AddPartitions(ctx, "etl", pid.ID, pid.Epoch, ps[:1], 0))
@@ -108,6 +145,7 @@ func TestBrokerTxnCommitAbortRestart(t *testing.T) {
 	require.False(t, markerIn(t, awaitEnd(t, b, "t", 0, 7), 6).Commit)
 	require.Len(t, abortedTxns(t, p0), 1)
 	require.Equal(t, txn.CompleteAbort, txnState(t, b, "etl", 7).State)
+	awaitEnded(t, c, "etl")
 	require.NoError(t, b.Close())
 
 	// The state comes back: the id keeps its producer, the next
@@ -172,8 +210,8 @@ func TestBrokerTxnCrashMidCommit(t *testing.T) {
 	b2, err := Open("/d", Config{FS: crashed})
 	require.NoError(t, err)
 	defer b2.Close()
-	for i := range 2 {
-		p := awaitEnd(t, b2, "t", i, 6)
+	for i, end := range []int64{7, 6} { // t-0 gets its marker again
+		p := awaitStable(t, b2, "t", i, end)
 		// t-0 had its marker: it gets a second one, which ends nothing.
 		last := p.EndOffset() - 1
 		require.True(t, markerIn(t, p, last).Commit)
