@@ -68,6 +68,10 @@ type conn struct {
 
 	sasl *saslState // nil: no authentication needed (or done)
 
+	// clientID is the client id of the last request read (reader only):
+	// the next request naming it shares the string.
+	clientID *string
+
 	// copied is the record bytes that fetch responses not yet written
 	// hold in memory (take), at most connCopyBytes.
 	copied atomic.Int64
@@ -92,8 +96,14 @@ type conn struct {
 // pending is one request read and its response to come.
 type pending struct {
 	h    header
-	done chan struct{} // closed once out is set
+	done chan struct{} // receives (or is closed) once out is set
 	out  net.Buffers   // the response frame; nil: no response (acks=0)
+	// pooled: p came from newPending and goes back to pendings once
+	// written; done then has room for one value, sent by finish, and buf
+	// and one are p's own, reused for the next response.
+	pooled bool
+	buf    []byte
+	one    [1][]byte
 	// files are record batches of a fetch response, each sent with
 	// sendfile before out[at]; released once written (or not).
 	files []fileAt
@@ -109,6 +119,51 @@ type pending struct {
 	// throttle mutes the connection that long once the response is
 	// written (a client over its quota).
 	throttle time.Duration
+}
+
+// pendings recycles the pending requests of every connection: the writer
+// puts one back once its response is written (or dropped), with its
+// done channel and its response buffer.
+var pendings = sync.Pool{New: func() any { return &pending{pooled: true, done: make(chan struct{}, 1)} }}
+
+// maxPooledResponse is the largest response buffer a pending keeps for
+// the next one.
+const maxPooledResponse = 64 << 10
+
+// newPending returns a pending request for h, from pendings.
+func newPending(h header) *pending {
+	p := pendings.Get().(*pending)
+	p.h = h
+	return p
+}
+
+// finish tells the writer p's response is set.
+func (p *pending) finish() {
+	if p.pooled {
+		p.done <- struct{}{} // room for it: one finish per use
+		return
+	}
+	close(p.done)
+}
+
+// recycle gives p back to pendings once the writer is done with it.
+func (p *pending) recycle() {
+	if !p.pooled {
+		return
+	}
+	buf := p.buf[:0]
+	if cap(buf) > maxPooledResponse {
+		buf = nil
+	}
+	*p = pending{pooled: true, done: p.done, buf: buf}
+	pendings.Put(p)
+}
+
+// setResponse sets p's response frame to resp's, encoded into p's buffer.
+func (p *pending) setResponse(resp kmsg.Response) {
+	p.buf = appendResponse(p.buf[:0], p.h, resp)
+	p.one[0] = p.buf
+	p.out = p.one[:]
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -347,7 +402,8 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 			}
 		}
 	}
-	h, a, req, err := c.s.decode(frame)
+	h, a, req, err := c.s.decodeReusing(frame, c.clientID)
+	c.clientID = h.clientID
 	switch {
 	case errors.Is(err, errUnsupportedAPIVersions):
 		// KIP-511: answer with UNSUPPORTED_VERSION and the versions
@@ -365,7 +421,7 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 		// and only those of the SASL exchange.
 		return c.authenticate(h, req)
 	}
-	p := &pending{h: h, done: make(chan struct{})}
+	p := newPending(h)
 	var waits []chan struct{}
 	var mine chan struct{}
 	if pr, ok := req.(*kmsg.ProduceRequest); ok {
@@ -422,13 +478,12 @@ func (c *conn) run(j job) {
 	}
 	var ordered func() // the later produces to its partitions may start
 	if j.mine != nil {
-		ordered = sync.OnceFunc(func() { c.leaveLane(j.mine) })
+		mine := j.mine
+		ordered = func() { c.leaveLane(mine) }
 	}
+	key := j.p.h.key // j.p is the writer's, and recycled, once handled
 	handled := c.handle(j.p, j.a, j.req, ordered)
-	if ordered != nil {
-		ordered()
-	}
-	if handled && j.p.h.key == produceKey && c.s.frames != nil {
+	if handled && key == produceKey && c.s.frames != nil {
 		// The backend keeps no part of a batch past Produce
 		// (BatchBorrower), the request's strings are copies and the
 		// response is encoded: nothing refers to the frame now.
@@ -445,7 +500,13 @@ var errUnsupportedAPIVersions = errors.New("kafka: unsupported ApiVersions versi
 // body that does not parse is an error (the connection is closed), except
 // an unknown ApiVersions version (errUnsupportedAPIVersions, h set to v0).
 func (s *Server) decode(frame []byte) (header, *api, kmsg.Request, error) {
-	h, body, err := parseHeader(frame)
+	return s.decodeReusing(frame, nil)
+}
+
+// decodeReusing is decode with the header's client id taken from prev when
+// it is the same (parseHeaderReusing).
+func (s *Server) decodeReusing(frame []byte, prev *string) (header, *api, kmsg.Request, error) {
+	h, body, err := parseHeaderReusing(frame, prev)
 	if err != nil {
 		return h, nil, nil, err
 	}
@@ -532,10 +593,10 @@ func (c *conn) enqueue(p *pending) {
 
 // enqueueDone queues the response resp to h, already done.
 func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
-	p := &pending{h: h, done: make(chan struct{})}
-	p.out = net.Buffers{appendResponse(nil, h, resp)}
+	p := newPending(h)
+	p.setResponse(resp)
 	p.obs.failed = c.s.cfg.Metrics != nil && responseFailed(resp)
-	close(p.done)
+	p.finish()
 	c.enqueue(p)
 	return p
 }
@@ -544,7 +605,7 @@ func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
 // produce, lets the connection's next produces to its partitions start
 // (order.Placed).
 func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (handled bool) {
-	defer close(p.done)
+	defer p.finish()
 	defer func() {
 		// A bug in a handler must not take the server down: the
 		// connection is closed and the bug logged.
@@ -555,10 +616,16 @@ func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (han
 	}()
 	ctx := c.ctx
 	if p.h.key == joinGroupKey || p.h.key == consumerGroupHeartbeatKey {
-		ctx = context.WithValue(ctx, headerKey{}, &p.h) // its client id names the member
+		// Its client id names the member; a copy, as p is recycled
+		// once written and ctx may be kept longer.
+		h := p.h
+		ctx = context.WithValue(ctx, headerKey{}, &h)
 	}
 	if ordered != nil {
+		// The hook runs ordered once: when the produce has its place
+		// (order.Placed), or as handle returns at the latest.
 		ctx = order.With(ctx, ordered)
+		defer order.Placed(ctx)
 	}
 	if c.s.caps.quotas != nil {
 		c.boundFetchToQuota(&p.h, req) // quota_manager.go
@@ -586,7 +653,7 @@ func (c *conn) encode(p *pending, rep reply) {
 		c.s.heldFiles.Add(int64(len(p.files)))
 	default:
 		rep.resp.SetVersion(p.h.version)
-		p.out = net.Buffers{appendResponse(nil, p.h, rep.resp)}
+		p.setResponse(rep.resp)
 	}
 	p.closeAfter = rep.closeAfter
 }
@@ -618,6 +685,7 @@ func (c *conn) write() {
 		c.inFlight.Add(-1)
 		if failed {
 			c.release(p)
+			p.recycle()
 			continue // drain, so that the reader never blocks on a full queue
 		}
 		var outBytes int64
@@ -639,6 +707,7 @@ func (c *conn) write() {
 		if p.closeAfter {
 			failed = true
 		}
+		p.recycle()
 		if failed {
 			// Stop the reader (its next read fails) and what is parked.
 			c.nc.Close()
@@ -672,6 +741,10 @@ func (c *conn) writeOut(p *pending) error {
 		}
 		c.s.sentFiles.Add(1)
 		prev = f.at
+	}
+	if prev == 0 {
+		_, err := p.out.WriteTo(c.nc) // p.out, not a copy: no escaping slice header
+		return err
 	}
 	bufs := p.out[prev:]
 	_, err := bufs.WriteTo(c.nc)

@@ -109,6 +109,13 @@ type header struct {
 // skipHeaderTags); rest is what follows. The key and version are not
 // checked against what the server serves; h.flexible is kmsg's for them.
 func parseHeader(frame []byte) (h header, rest []byte, err error) {
+	return parseHeaderReusing(frame, nil)
+}
+
+// parseHeaderReusing is parseHeader taking h.clientID from prev when the
+// request names the same client id (a connection's requests all do): no
+// allocation for it.
+func parseHeaderReusing(frame []byte, prev *string) (h header, rest []byte, err error) {
 	if len(frame) < 10 {
 		return h, nil, fmt.Errorf("%w: %d bytes is too short for a request header", errBadFrame, len(frame))
 	}
@@ -124,14 +131,52 @@ func parseHeader(frame []byte) (h header, rest []byte, err error) {
 		if int(n) > len(rest) {
 			return h, nil, fmt.Errorf("%w: client id of %d bytes in %d", errBadFrame, n, len(rest))
 		}
-		id := string(rest[:n])
-		h.clientID, rest = &id, rest[n:]
+		if prev != nil && *prev == string(rest[:n]) {
+			h.clientID = prev
+		} else {
+			id := string(rest[:n])
+			h.clientID = &id
+		}
+		rest = rest[n:]
 	}
-	if req := kmsg.RequestForKey(h.key); req != nil && h.version >= 0 {
-		req.SetVersion(h.version)
-		h.flexible = req.IsFlexible()
-	}
+	h.flexible = isFlexible(h.key, h.version)
 	return h, rest, nil
+}
+
+// flexibleFrom holds, for each API key kmsg knows, the first version of
+// its requests that is flexible (KIP-482); -1: none is. Filled once, so
+// that parseHeader need not allocate a request to ask it.
+var flexibleFrom = func() []int16 {
+	var from []int16
+	for key := int16(0); ; key++ {
+		req := kmsg.RequestForKey(key)
+		if req == nil {
+			if key > 200 {
+				return from
+			}
+			from = append(from, -2) // unknown key
+			continue
+		}
+		first := int16(-1)
+		for v := int16(0); v <= req.MaxVersion(); v++ {
+			req.SetVersion(v)
+			if req.IsFlexible() {
+				first = v
+				break
+			}
+		}
+		from = append(from, first)
+	}
+}()
+
+// isFlexible reports whether version v of key's requests is flexible, as
+// kmsg's request for it says.
+func isFlexible(key, v int16) bool {
+	if key < 0 || int(key) >= len(flexibleFrom) || v < 0 {
+		return false
+	}
+	f := flexibleFrom[key]
+	return f >= 0 && v >= f // kmsg's rule is a threshold
 }
 
 // skipHeaderTags skips the tagged fields that end a flexible request

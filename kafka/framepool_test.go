@@ -93,3 +93,42 @@ func TestProduceFramesKeptByBackend(t *testing.T) {
 		require.Equal(t, values(t, sent[i]), values(t, kb.kept[i]), "batch %d, kept by the backend, is intact", i)
 	}
 }
+
+// TestIsFlexibleAsKmsg: parseHeader's table of flexible versions answers
+// as kmsg's requests do, for every key and version (and past them).
+func TestIsFlexibleAsKmsg(t *testing.T) {
+	for key := int16(-1); key < 300; key++ {
+		req := kmsg.RequestForKey(key)
+		for v := int16(-1); v < 40; v++ {
+			want := false
+			if req != nil && v >= 0 {
+				req.SetVersion(v)
+				want = req.IsFlexible()
+			}
+			if got := isFlexible(key, v); got != want {
+				t.Fatalf("key %d v%d: flexible %v, kmsg says %v", key, v, got, want)
+			}
+		}
+	}
+}
+
+// TestParseHeaderReusesClientID: a request naming the client id of the one
+// before shares its string; another id gets its own.
+func TestParseHeaderReusesClientID(t *testing.T) {
+	frame := func(id string) []byte {
+		b := []byte{0, 1, 0, 4, 0, 0, 0, 7, 0, byte(len(id))}
+		return append(b, id...)
+	}
+	h1, _, err := parseHeaderReusing(frame("app"), nil)
+	if err != nil || h1.clientID == nil || *h1.clientID != "app" {
+		t.Fatalf("first: %v %v", h1.clientID, err)
+	}
+	h2, _, err := parseHeaderReusing(frame("app"), h1.clientID)
+	if err != nil || h2.clientID != h1.clientID {
+		t.Fatalf("same id: got %p, want %p (%v)", h2.clientID, h1.clientID, err)
+	}
+	h3, _, err := parseHeaderReusing(frame("other"), h1.clientID)
+	if err != nil || h3.clientID == h1.clientID || *h3.clientID != "other" || *h1.clientID != "app" {
+		t.Fatalf("other id: %q (first now %q, %v)", *h3.clientID, *h1.clientID, err)
+	}
+}

@@ -13,6 +13,9 @@ import (
 // header and returns what follows them; false if they are truncated or
 // malformed.
 func SkipTags(b []byte) ([]byte, bool) {
+	if len(b) > 0 && b[0] == 0 {
+		return b[1:], true // no tagged fields (the usual case), without a tagReader escaping to the heap
+	}
 	tr := tagReader{src: b}
 	kmsg.SkipTags(&tr)
 	return tr.src, !tr.failed
