@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/share"
 )
 
@@ -195,5 +196,60 @@ func TestShareConsumerLockExpiryAndClose(t *testing.T) {
 		st := b.ShareCoordinator().Offsets("g")[TopicPartition{Topic: "t"}]
 		require.Equal(t, int64(0), st.StartOffset, "nothing accepted")
 		require.Equal(t, 10, st.Available)
+	})
+}
+
+// TestShareConsumerGaps: offsets with no record (transaction markers, in
+// the middle and at the end of what is acquired) are acknowledged as
+// gaps, so the share-partition's start moves past them once the records
+// around them are accepted.
+func TestShareConsumerGaps(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		b := shareBroker(t, 1)
+		p, err := b.Partition("t", 0)
+		require.NoError(t, err)
+		marker := func() {
+			_, err := p.AppendMarker(batch.Marker{Commit: true, ProducerID: 7})
+			require.NoError(t, err)
+		}
+		consAppend(t, b, 0, 3) // 0-2
+		marker()               // 3
+		consAppend(t, b, 0, 3) // 4-6
+		marker()               // 7
+		c := newShareT(t, b, ShareConsumerConfig{})
+		var recs []ShareRecord
+		for len(recs) == 0 {
+			recs, err = c.Poll(ctx)
+			require.NoError(t, err)
+		}
+		var offs []int64
+		for _, r := range recs {
+			offs = append(offs, r.Offset)
+		}
+		require.Equal(t, []int64{0, 1, 2, 4, 5, 6}, offs)
+		require.NoError(t, c.Close(ctx)) // releases the six
+		st := b.ShareCoordinator().Offsets("g")[TopicPartition{Topic: "t"}]
+		require.Equal(t, 6, st.Available)
+		require.Equal(t, 2, st.Archived, "the markers, acknowledged as gaps")
+
+		c = newShareT(t, b, ShareConsumerConfig{})
+		recs = nil
+		for len(recs) == 0 {
+			recs, err = c.Poll(ctx)
+			require.NoError(t, err)
+		}
+		require.Len(t, recs, 6)
+		require.NoError(t, c.Close(ctx)) // never acknowledged by hand: Close releases...
+		c = newShareT(t, b, ShareConsumerConfig{})
+		for recs = nil; len(recs) == 0; {
+			recs, err = c.Poll(ctx)
+			require.NoError(t, err)
+		}
+		_, err = c.Poll(ctx) // ...but a Poll accepts them (implicit mode)
+		require.NoError(t, err)
+		st = b.ShareCoordinator().Offsets("g")[TopicPartition{Topic: "t"}]
+		require.Equal(t, int64(8), st.StartOffset, "past the records and both gaps")
+		require.NoError(t, c.Close(ctx))
 	})
 }
