@@ -140,6 +140,7 @@ func allCases() []benchCase {
 		{"latency", latencyVariants},
 		{"roundtrip", roundTripVariants},
 		{"share", shareVariants},
+		{"txn", txnVariants},
 	}
 }
 
