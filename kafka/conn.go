@@ -104,6 +104,7 @@ type pending struct {
 	pooled bool
 	buf    []byte
 	one    [1][]byte
+	bufs   net.Buffers // a fetch response's out, cleared and reused
 	// files are record batches of a fetch response, each sent with
 	// sendfile before out[at]; released once written (or not).
 	files []fileAt
@@ -130,6 +131,10 @@ var pendings = sync.Pool{New: func() any { return &pending{pooled: true, done: m
 // the next one.
 const maxPooledResponse = 64 << 10
 
+// maxPooledBuffers is the most buffers of a fetch response a pending keeps
+// room for.
+const maxPooledBuffers = 64
+
 // newPending returns a pending request for h, from pendings.
 func newPending(h header) *pending {
 	p := pendings.Get().(*pending)
@@ -155,7 +160,12 @@ func (p *pending) recycle() {
 	if cap(buf) > maxPooledResponse {
 		buf = nil
 	}
-	*p = pending{pooled: true, done: p.done, buf: buf}
+	bufs := p.bufs[:cap(p.bufs)]
+	clear(bufs) // the record bytes they held may go
+	if cap(bufs) > maxPooledBuffers {
+		bufs = nil
+	}
+	*p = pending{pooled: true, done: p.done, buf: buf, bufs: bufs[:0]}
 	pendings.Put(p)
 }
 
@@ -649,7 +659,8 @@ func (c *conn) encode(p *pending, rep reply) {
 		for i := range rep.records {
 			p.copied += rep.records[i].copied
 		}
-		p.out, p.files = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records)
+		p.out, p.files, p.buf = c.s.splice.frame(p.h, rep.resp.(*kmsg.FetchResponse), rep.records, p.buf, p.bufs)
+		p.bufs = p.out // kept whole: writing consumes p.out
 		c.s.heldFiles.Add(int64(len(p.files)))
 	default:
 		rep.resp.SetVersion(p.h.version)

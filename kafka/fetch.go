@@ -381,8 +381,9 @@ func newSplicer() *splicer {
 // frame encodes resp, whose partitions in order have records (none: len
 // 0), as a response frame to h: buffers, and the handles to send between
 // them, which it owns (released if it panics; the caller releases them
-// once written).
-func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records []fetched) (_ net.Buffers, files []fileAt) {
+// once written). The frame is encoded into dst[:0] and the buffers
+// listed in out[:0] (either nil: new ones); enc is the encoding's buffer.
+func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records []fetched, dst []byte, out net.Buffers) (_ net.Buffers, files []fileAt, enc []byte) {
 	defer func() {
 		if r := recover(); r != nil {
 			for i := range records {
@@ -406,16 +407,16 @@ func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records []fetched) 
 		}
 	}
 	resp.SetVersion(h.version)
-	enc := appendResponse(nil, h, resp)
+	enc = appendResponse(dst[:0], h, resp)
 	if !spliced {
-		return net.Buffers{enc}, nil
+		return append(out[:0], enc), nil, enc
 	}
 	flexible := resp.IsFlexible()
 	prefix := 4
 	if flexible {
 		prefix = 1 // uvarint(markerLen+1)
 	}
-	out := make(net.Buffers, 0, 2*len(records)+1)
+	out = slices.Grow(out[:0], 2*len(records)+1)
 	rest := enc
 	total := len(enc)
 	for i := range records {
@@ -447,5 +448,5 @@ func (sp *splicer) frame(h header, resp *kmsg.FetchResponse, records []fetched) 
 	}
 	out = append(out, rest)
 	binary.BigEndian.PutUint32(out[0], uint32(total-4))
-	return out, files
+	return out, files, enc
 }

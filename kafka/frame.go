@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -43,12 +44,10 @@ func readFrame(r io.Reader, buf []byte, maxSize int, pool *framePool) (frame []b
 // size once it is read and found within maxSize, before the frame's bytes
 // are: an error from it is returned as it is, the frame unread.
 func readFrameSized(r io.Reader, buf []byte, maxSize int, pool *framePool, sized func(int) error) (frame []byte, started bool, err error) {
-	var size [4]byte
-	n, err := io.ReadFull(r, size[:])
+	sz, n, err := readSize(r)
 	if err != nil {
 		return nil, n > 0, err
 	}
-	sz := int32(binary.BigEndian.Uint32(size[:]))
 	switch {
 	case sz < 0:
 		return nil, true, fmt.Errorf("%w: negative size %d", errBadFrame, sz)
@@ -85,6 +84,32 @@ func readFrameSized(r io.Reader, buf []byte, maxSize int, pool *framePool, sized
 		return nil, true, io.ErrUnexpectedEOF
 	}
 	return b.Bytes(), true, nil
+}
+
+// readSize reads a frame's 4-byte size: from a bufio.Reader's buffer
+// when it can (no array escaping to the heap through io.Reader), n the
+// bytes of it read.
+func readSize(r io.Reader) (sz int32, n int, err error) {
+	if br, ok := r.(*bufio.Reader); ok {
+		b, err := br.Peek(4)
+		if err != nil { // as io.ReadFull fails
+			n = len(b)
+			br.Discard(n)
+			if err == io.EOF && n > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, n, err
+		}
+		sz = int32(binary.BigEndian.Uint32(b))
+		br.Discard(4)
+		return sz, 4, nil
+	}
+	var size [4]byte
+	n, err = io.ReadFull(r, size[:])
+	if err != nil {
+		return 0, n, err
+	}
+	return int32(binary.BigEndian.Uint32(size[:])), n, nil
 }
 
 // eagerFrameBytes is the largest frame whose buffer is allocated at once.

@@ -62,12 +62,15 @@ func (fp *framePool) put(b []byte) {
 	if c < frameRecycleMin || c > frameRecycleMin<<(frameClasses-1) || c&(c-1) != 0 {
 		return
 	}
-	b = b[:c]
 	if fp.poison {
+		b = b[:c]
 		for i := range b {
 			b[i] = 0xa5
 		}
 	}
-	b = b[:0]
-	fp.classes[frameClass(c)].Put(&b)
+	// A new slice header for the pool: taking &b would move the parameter
+	// to the heap on every call, the early returns included.
+	bp := new([]byte)
+	*bp = b[:0]
+	fp.classes[frameClass(c)].Put(bp)
 }
