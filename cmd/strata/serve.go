@@ -76,6 +76,10 @@ Broker and default topic settings take Kafka's server.properties names with
 Any of the last three enforces ACLs (kept in the data dir, managed with
 "strata acls" or any Kafka admin client as a super user).
 
+A cluster member takes, besides those three, leader.replication.throttled.rate
+and follower.replication.throttled.rate (bytes per second; default: none): they
+cap the replication of replicas catching up, as a reassignment's new ones do.
+
 The common ones also have flags of their own (below).`
 
 // serveConfig is what serve's flags set.
@@ -85,6 +89,7 @@ type serveConfig struct {
 	broker                                   log.Config
 	server                                   kafka.Config
 	security                                 serverSecurity
+	throttles                                replicationThrottles
 }
 
 func runServe(e *env, args []string) error {
@@ -162,6 +167,9 @@ func runServe(e *env, args []string) error {
 			os.RemoveAll(c.dataDir)
 		}
 		return err
+	}
+	if c.throttles.set {
+		return usagef("%s are a cluster member's (a standalone broker replicates nothing): give --raft-addr and --peer", strings.Join(throttleOverrideKeys, " and "))
 	}
 	return serve(e, &c, logger)
 }
@@ -295,11 +303,15 @@ func (c *serveConfig) override(kv string) error {
 		if ok, err := c.aclOverride(k, v); ok {
 			return err
 		}
+		if ok, err := c.throttleOverride(k, v); ok {
+			return err
+		}
 		names := []string{"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
 			"log.flush.offset.checkpoint.interval.ms", "group.min.session.timeout.ms", "group.initial.rebalance.delay.ms",
 			"socket.request.max.bytes", "max.connections", "connections.max.idle.ms", "node.id", "auto.create.topics.enable",
 			"max.connections.per.ip", "max.connections.per.ip.overrides", "connection.failed.authentication.delay.ms", "fetch.max.bytes"}
 		names = append(names, aclOverrideKeys...)
+		names = append(names, throttleOverrideKeys...)
 		for bk := range brokerTopicKeys {
 			names = append(names, bk)
 		}

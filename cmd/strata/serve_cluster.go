@@ -93,7 +93,7 @@ func parsePeer(v string) (replica.Peer, error) {
 func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logger *stdlog.Logger) (err error) {
 	switch {
 	case overrides > 0:
-		return usagef("--override and the topic-setting flags are for a standalone broker (a cluster member takes its topics' settings at topic creation), but for %s", strings.Join(aclOverrideKeys, ", "))
+		return usagef("--override and the topic-setting flags are for a standalone broker (a cluster member takes its topics' settings at topic creation), but for %s", strings.Join(append(slices.Clone(aclOverrideKeys), throttleOverrideKeys...), ", "))
 	case c.server.Authorizer != nil && cl.clientAddr == "":
 		return usagef("%s authorize a cluster member's client listener: give it with --client-addr", strings.Join(aclOverrideKeys, ", "))
 	case cl.raftAddr == "":
@@ -138,6 +138,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		}}
 	}
 	cfg.Authorizer = c.server.Authorizer
+	c.throttles.apply(&cfg)
 	if cfg.TLS, err = cl.tlsConfig(); err != nil {
 		return err
 	}
@@ -167,19 +168,21 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		defer stop()
 		fmt.Fprintf(e.stdout, "metrics on %s\n", addr)
 	}
-	logger.Info("serving as a cluster member", "id", cfg.ID, "voter", voter, "addr", b.Addr(), "raft", cl.raftAddr, "voters", len(cl.peers), "data_dir", c.dataDir)
+	logger.Info("serving as a cluster member", "id", cfg.ID, "voter", voter, "addr", b.Addr(), "raft", cl.raftAddr, "voters", len(cl.peers), "data_dir", c.dataDir,
+		"leader_replication_throttled_rate", cfg.LeaderReplicationThrottledRate, "follower_replication_throttled_rate", cfg.FollowerReplicationThrottledRate)
 	<-ctx.Done()
 	logger.Info("shutting down")
 	return nil
 }
 
 // clusterOverrides counts the overrides a cluster member does not take:
-// all but the authorizer's (aclOverrideKeys).
+// all but the authorizer's (aclOverrideKeys) and the replication
+// throttles (throttleOverrideKeys).
 func clusterOverrides(overrides []string) int {
 	n := 0
 	for _, kv := range overrides {
 		k, _, _ := strings.Cut(kv, "=")
-		if !slices.Contains(aclOverrideKeys, strings.TrimSpace(k)) {
+		if k = strings.TrimSpace(k); !slices.Contains(aclOverrideKeys, k) && !slices.Contains(throttleOverrideKeys, k) {
 			n++
 		}
 	}
