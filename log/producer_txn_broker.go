@@ -2,6 +2,7 @@ package log
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -12,7 +13,10 @@ import (
 // process: each call goes to the broker's transaction coordinator
 // (TxnCoordinator) or group coordinator, as Kafka's requests would. The
 // producer speaks transaction version 0 (no epoch bump per transaction;
-// groups added with AddOffsetsToTxn).
+// groups added with AddOffsetsToTxn). Where Kafka's coordinator answers
+// CONCURRENT_TRANSACTIONS (the id's previous transaction still writing its
+// markers) and the client polls, the call here waits for the coordinator
+// to be done with the id (txn.Coordinator.Idle), within ctx.
 
 var _ TxnClient = (*Broker)(nil)
 
@@ -26,7 +30,11 @@ func (b *Broker) InitTxnProducerID(ctx context.Context, transactionalID string, 
 	if current.ID >= 0 {
 		expected = &txn.ProducerIDEpoch{ID: current.ID, Epoch: current.Epoch}
 	}
-	pid, err := c.InitProducerID(ctx, transactionalID, timeout, expected)
+	var pid txn.ProducerIDEpoch
+	err = awaitIdle(ctx, c, transactionalID, func() (err error) {
+		pid, err = c.InitProducerID(ctx, transactionalID, timeout, expected)
+		return err
+	})
 	if err != nil {
 		return ProducerID{}, fmt.Errorf("log: init producer id of transactional id %q: %w", transactionalID, err)
 	}
@@ -47,7 +55,10 @@ func (b *Broker) AddPartitionsToTxn(ctx context.Context, transactionalID string,
 	if err != nil {
 		return err
 	}
-	if err := c.AddPartitions(ctx, transactionalID, pid.ID, pid.Epoch, tps, 0); err != nil {
+	err = awaitIdle(ctx, c, transactionalID, func() error {
+		return c.AddPartitions(ctx, transactionalID, pid.ID, pid.Epoch, tps, 0)
+	})
+	if err != nil {
 		return fmt.Errorf("log: add partitions to transaction of %q: %w", transactionalID, err)
 	}
 	return nil
@@ -63,7 +74,11 @@ func (b *Broker) AddOffsetsToTxn(ctx context.Context, transactionalID string, pi
 	if err != nil {
 		return err
 	}
-	if err := c.AddOffsets(ctx, transactionalID, pid.ID, pid.Epoch, txn.PartitionFor(groupID, offsetsTopicConfig.Partitions), 0); err != nil {
+	part := txn.PartitionFor(groupID, offsetsTopicConfig.Partitions)
+	err = awaitIdle(ctx, c, transactionalID, func() error {
+		return c.AddOffsets(ctx, transactionalID, pid.ID, pid.Epoch, part, 0)
+	})
+	if err != nil {
 		return fmt.Errorf("log: add offsets of group %q to transaction of %q: %w", groupID, transactionalID, err)
 	}
 	return nil
@@ -83,4 +98,21 @@ func (b *Broker) EndTxn(ctx context.Context, transactionalID string, pid Produce
 		return pid, nil
 	}
 	return ProducerID{ID: next.ID, Epoch: next.Epoch}, nil
+}
+
+// awaitIdle calls f until it answers other than
+// txn.ErrConcurrentTransactions, waiting between calls for c to be done
+// with the transactional id; ctx ending stops the wait.
+func awaitIdle(ctx context.Context, c *txn.Coordinator, id string, f func() error) error {
+	for {
+		err := f()
+		if !errors.Is(err, txn.ErrConcurrentTransactions) {
+			return err
+		}
+		select {
+		case <-c.Idle(id):
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for the previous transaction to complete: %w", ctx.Err(), err)
+		}
+	}
 }

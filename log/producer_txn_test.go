@@ -201,3 +201,32 @@ func TestProducerTransactionConfig(t *testing.T) {
 	require.ErrorIs(t, plain.BeginTransaction(), ErrTransactionalIDRequired)
 	require.ErrorIs(t, plain.CommitTransaction(context.Background()), ErrTransactionalIDRequired)
 }
+
+// The next transaction starts right after a commit: the coordinator is
+// still writing the markers of the last, and the producer's first call of
+// the next waits for them (in-process) rather than retrying after
+// RetryBackoff, here far longer than ctx allows.
+func TestProducerTransactionBackToBack(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	p, err := NewProducer(b, ProducerConfig{TransactionalID: "t1", Linger: -1, RetryBackoff: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var want []string
+	for i := range 5 {
+		require.NoError(t, p.BeginTransaction())
+		v := fmt.Sprint("v", i)
+		_, err := p.Send(ctx, Record{Topic: "out", Value: []byte(v)})
+		require.NoError(t, err, "transaction %d", i)
+		require.NoError(t, p.CommitTransaction(ctx), "transaction %d", i)
+		want = append(want, v)
+	}
+	require.Eventually(t, func() bool {
+		return slices.Equal(readValues(t, b, "out", ReadCommitted), want)
+	}, 10*time.Second, 5*time.Millisecond)
+}

@@ -119,6 +119,9 @@ type Coordinator struct {
 	closed  bool
 	timers  map[string]armed
 	waiters uint64 // the last request token
+	// idle holds, per transactional id, the channel Idle handed out while
+	// the id was busy; closed (and removed) once it is not.
+	idle map[string]chan struct{}
 
 	ctx    context.Context // background work; cancelled by Close
 	cancel context.CancelFunc
@@ -142,7 +145,7 @@ func New(cfg Config, load func(yield func(key, value []byte) error) error) (*Coo
 	}
 	cfg = cfg.withDefaults()
 	mc := machineConfig{maxTimeoutMs: int32(cfg.MaxTimeout.Milliseconds()), transactionVersion: cfg.TransactionVersion}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger, m: newMachine(mc, cfg.ProducerIDs), timers: map[string]armed{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, m: newMachine(mc, cfg.ProducerIDs), timers: map[string]armed{}, idle: map[string]chan struct{}{}}
 	if load != nil {
 		err := load(func(key, value []byte) error {
 			id, meta, err := DecodeRecord(key, value)
@@ -183,10 +186,56 @@ func (c *Coordinator) Close() error {
 		c.disarm(a)
 	}
 	clear(c.timers)
+	for _, ch := range c.idle {
+		close(ch)
+	}
+	clear(c.idle)
 	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 	return nil
+}
+
+// step steps the machine with ev and wakes the waiters of Idle whose id
+// is no longer busy. mu is held.
+func (c *Coordinator) step(ev event) []effect {
+	effs := c.m.step(c.nowMs(), ev)
+	for id, ch := range c.idle {
+		if !c.m.busy(id) {
+			close(ch)
+			delete(c.idle, id)
+		}
+	}
+	return effs
+}
+
+// closedChan is the answer of Idle for an id that is not busy.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// Idle returns a channel closed once the transactional id is not busy: no
+// write of its state pending and no transaction of it completing
+// (PrepareCommit or PrepareAbort, markers being written) — the cases its
+// requests answer ErrConcurrentTransactions. A caller in this process
+// waits on it, rather than polling, before asking again; the answer may
+// still be ErrConcurrentTransactions if another request made the id busy
+// meanwhile. The channel is closed at once for an id not busy, and by
+// Close.
+func (c *Coordinator) Idle(id string) <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.m.busy(id) {
+		return closedChan
+	}
+	ch := c.idle[id]
+	if ch == nil {
+		ch = make(chan struct{})
+		c.idle[id] = ch
+	}
+	return ch
 }
 
 // request steps ev for a request and carries out the effects in the
@@ -204,7 +253,7 @@ func (c *Coordinator) request(ctx context.Context, ev func(waiter uint64) event)
 	}
 	c.waiters++
 	w := c.waiters
-	effs := c.m.step(c.nowMs(), ev(w))
+	effs := c.step(ev(w))
 	c.mu.Unlock()
 	res, ok := c.run(c.ctx, effs, w)
 	if !ok {
@@ -254,7 +303,7 @@ func (c *Coordinator) write(ctx context.Context, e effAppend) []effect {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.m.step(c.nowMs(), appendedEvent{id: e.id, err: err})
+	return c.step(appendedEvent{id: e.id, err: err})
 }
 
 // background carries out effs in a goroutine the Coordinator owns: marker
@@ -312,7 +361,7 @@ func (c *Coordinator) writeMarkers(ctx context.Context, e effMarkers) []effect {
 			}
 		}
 		c.mu.Lock()
-		out = append(out, c.m.step(c.nowMs(), markerEvent{id: e.id, p: p})...)
+		out = append(out, c.step(markerEvent{id: e.id, p: p})...)
 		c.mu.Unlock()
 	}
 	return out
@@ -355,7 +404,7 @@ func (c *Coordinator) arm(e effArm) {
 			return
 		}
 		delete(c.timers, id)
-		effs := c.m.step(c.nowMs(), timeoutEvent{id: id})
+		effs := c.step(timeoutEvent{id: id})
 		c.mu.Unlock()
 		c.run(c.ctx, effs, 0)
 	})
@@ -500,7 +549,7 @@ func (c *Coordinator) ExpireIDs(ctx context.Context, expiration time.Duration) i
 			break
 		}
 		c.mu.Lock()
-		effs := c.m.step(c.nowMs(), expireEvent{id: id, expirationMs: expiration.Milliseconds()})
+		effs := c.step(expireEvent{id: id, expirationMs: expiration.Milliseconds()})
 		c.mu.Unlock()
 		for len(effs) > 0 {
 			e := effs[0]

@@ -363,3 +363,50 @@ func TestCoordinatorExpireAndConfig(t *testing.T) {
 	_, err = New(Config{Store: st, Markers: &memMarkers{}, ProducerIDs: func() (int64, error) { return 1, nil }}, st.load)
 	require.ErrorIs(t, err, ErrCorruptRecord)
 }
+
+// Idle is closed once the id's transaction has completed (its markers
+// written), not before; a request then proceeds. Close closes it too.
+func TestCoordinatorIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, mk := &memStore{}, &memMarkers{block: true}
+		c := newTestCoordinator(t, 0, st, mk)
+		select {
+		case <-c.Idle("unknown"):
+		default:
+			t.Fatal("an unknown id is not busy")
+		}
+		pe, err := c.InitProducerID(ctx, "t1", time.Minute, nil)
+		require.NoError(t, err)
+		require.NoError(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpA}, 0))
+		_, err = c.EndTxn(ctx, "t1", pe.ID, pe.Epoch, true, 0)
+		require.NoError(t, err)
+		idle := c.Idle("t1")
+		synctest.Wait()
+		select {
+		case <-idle:
+			t.Fatal("idle while the markers are not written")
+		default:
+		}
+		require.ErrorIs(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpB}, 0), ErrConcurrentTransactions)
+
+		mk.mu.Lock()
+		mk.block = false
+		mk.mu.Unlock()
+		<-idle // the marker retry (after RetryBackoff) completes the transaction
+		meta, ok := c.Describe("t1")
+		require.True(t, ok)
+		require.Equal(t, CompleteCommit, meta.State)
+		require.NoError(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpB}, 0))
+
+		_, err = c.EndTxn(ctx, "t1", pe.ID, pe.Epoch, false, 0)
+		require.NoError(t, err)
+		mk.mu.Lock()
+		mk.block = true
+		mk.mu.Unlock()
+		// Whether or not the abort's marker got out first, Close wakes the waiter.
+		idle = c.Idle("t1")
+		require.NoError(t, c.Close())
+		<-idle
+	})
+}

@@ -633,6 +633,14 @@ func (m *machine) loaded(nowMs int64) []effect {
 	return effs
 }
 
+// busy reports whether id's requests are answered
+// ErrConcurrentTransactions for now: a write of its state is pending or
+// its transaction is completing.
+func (m *machine) busy(id string) bool {
+	e := m.txns[id]
+	return e != nil && (e.pending != nil || e.meta.State == PrepareCommit || e.meta.State == PrepareAbort)
+}
+
 // describe returns a copy of id's metadata, false if there is none (or it
 // is expiring).
 func (m *machine) describe(id string) (Metadata, bool) {
