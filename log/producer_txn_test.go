@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/txn"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -228,5 +230,53 @@ func TestProducerTransactionBackToBack(t *testing.T) {
 	}
 	require.Eventually(t, func() bool {
 		return slices.Equal(readValues(t, b, "out", ReadCommitted), want)
+	}, 10*time.Second, 5*time.Millisecond)
+}
+
+// concurrentBroker answers the first n AddPartitionsToTxn calls
+// ErrConcurrentTransactions, as a coordinator over the wire does while the
+// previous transaction's markers are written.
+type concurrentBroker struct {
+	*Broker
+	mu    sync.Mutex
+	n     int
+	calls int
+}
+
+func (b *concurrentBroker) AddPartitionsToTxn(ctx context.Context, id string, pid ProducerID, tps []TopicPartition) error {
+	b.mu.Lock()
+	b.calls++
+	busy := b.calls <= b.n
+	b.mu.Unlock()
+	if busy {
+		return fmt.Errorf("remote: %w", txn.ErrConcurrentTransactions)
+	}
+	return b.Broker.AddPartitionsToTxn(ctx, id, pid, tps)
+}
+
+// ErrConcurrentTransactions is retried soon (Kafka's producer: after 20
+// ms), not after RetryBackoff doubling: here RetryBackoff is far longer
+// than ctx allows.
+func TestProducerTransactionConcurrentRetry(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	cb := &concurrentBroker{Broker: b, n: 3}
+	p, err := NewProducer(cb, ProducerConfig{TransactionalID: "t1", Linger: -1, RetryBackoff: 10 * time.Second})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, p.BeginTransaction())
+	_, err = p.Send(ctx, Record{Topic: "out", Value: []byte("v")})
+	require.NoError(t, err)
+	require.NoError(t, p.CommitTransaction(ctx))
+	cb.mu.Lock()
+	require.Equal(t, 4, cb.calls)
+	cb.mu.Unlock()
+	require.Eventually(t, func() bool {
+		return slices.Equal(readValues(t, b, "out", ReadCommitted), []string{"v"})
 	}, 10*time.Second, 5*time.Millisecond)
 }
