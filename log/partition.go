@@ -445,7 +445,14 @@ func (p *Partition) Flush() error {
 // calls it, so flushes do not overlap.
 func (p *Partition) flush() error {
 	gen := p.truncGen.Load()
+	// The end offset under mu: an append publishes it before it finishes
+	// under mu (AppendMarker adds the .txnindex entry of an ABORT after the
+	// marker is in the log), and the recovery point must not pass a marker
+	// whose entry this flush cannot see yet: recovery would not rebuild it,
+	// and a later flush skips the segment as below the recovery point.
+	p.mu.Lock()
 	upTo := p.leo.Load()
+	p.mu.Unlock()
 	rp := p.recoveryPoint.Load()
 	p.needFlush.Store(false)
 	fail := func(err error) error {
