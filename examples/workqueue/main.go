@@ -65,6 +65,7 @@ type result struct {
 const topic, group = "jobs", "workers"
 
 func run(ctx context.Context, out io.Writer, o options) (result, error) {
+	out = &lockedWriter{w: out} // the workers print at once
 	res := result{done: map[string][]done{}}
 	b, err := log.Open(o.dir, log.Config{})
 	if err != nil {
@@ -179,4 +180,16 @@ func run(ctx context.Context, out io.Writer, o options) (result, error) {
 	slices.Sort(res.killed)
 	fmt.Fprintf(out, "all %d jobs done, %d of them redone after worker 0 was killed\n", len(res.done), len(res.killed))
 	return res, nil
+}
+
+// lockedWriter serializes the workers' writes to one writer.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
