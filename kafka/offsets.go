@@ -14,6 +14,57 @@ import (
 // epoch of the commit (v6+), and OffsetFetch returns both.
 const maxOffsetMetadata = 4096
 
+// codeCommitted stands in commitOffsets' codes for a partition that goes to
+// the coordinator: it is answered the commit's code.
+const codeCommitted = -2
+
+// commitPartition is what commitOffsets reads of one partition of an
+// OffsetCommit or TxnOffsetCommit request.
+type commitPartition struct {
+	partition   int32
+	offset      int64
+	leaderEpoch int32
+	metadata    *string
+}
+
+// commitOffsets checks the partitions of an OffsetCommit or TxnOffsetCommit
+// as Kafka checks both: a partition of a topic the broker does not have is
+// UNKNOWN_TOPIC_OR_PARTITION, metadata past offset.metadata.max.bytes
+// OFFSET_METADATA_TOO_LARGE. It returns the offsets of the others, to be
+// committed as one, and each partition's code by topic and partition
+// index, codeCommitted for those committed. The leader epoch is kept when
+// withEpoch (the request version carries it) and it is not negative.
+func commitOffsets[T, P any](ctx context.Context, c *conn, topics []T, split func(*T) (string, []P),
+	read func(*P) commitPartition, withEpoch bool) (map[log.TopicPartition]group.CommittedOffset, [][]int16) {
+	offsets := map[log.TopicPartition]group.CommittedOffset{}
+	codes := make([][]int16, len(topics))
+	for i := range topics {
+		topic, parts := split(&topics[i])
+		n, err := c.s.b.Partitions(ctx, topic)
+		codes[i] = make([]int16, len(parts))
+		for j := range parts {
+			p := read(&parts[j])
+			switch {
+			case err != nil || p.partition < 0 || int(p.partition) >= n:
+				codes[i][j] = errUnknownTopicOrPartition
+			case p.metadata != nil && len(*p.metadata) > maxOffsetMetadata:
+				codes[i][j] = errOffsetMetadataTooLarge
+			default:
+				codes[i][j] = codeCommitted
+				co := group.CommittedOffset{Offset: p.offset, LeaderEpoch: -1}
+				if withEpoch && p.leaderEpoch >= 0 {
+					co.LeaderEpoch = p.leaderEpoch
+				}
+				if p.metadata != nil {
+					co.Metadata = *p.metadata
+				}
+				offsets[log.TopicPartition{Topic: topic, Partition: int(p.partition)}] = co
+			}
+		}
+	}
+	return offsets, codes
+}
+
 // handleOffsetCommit commits through the coordinator. A commit with member
 // id "" and generation -1 (v0 has neither) is a simple consumer's, which
 // the coordinator takes while the group has no members. The partitions of
@@ -23,30 +74,13 @@ const maxOffsetMetadata = 4096
 func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.OffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	offsets := map[log.TopicPartition]group.CommittedOffset{}
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		n, err := c.s.b.Partitions(ctx, t.Topic)
-		codes[i] = make([]int16, len(t.Partitions))
-		for j, p := range t.Partitions {
-			switch {
-			case err != nil || p.Partition < 0 || int(p.Partition) >= n:
-				codes[i][j] = errUnknownTopicOrPartition
-			case p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata:
-				codes[i][j] = errOffsetMetadataTooLarge
-			default:
-				codes[i][j] = -2 // committed below
-				co := group.CommittedOffset{Offset: p.Offset, LeaderEpoch: -1}
-				if req.Version >= 6 && p.LeaderEpoch >= 0 {
-					co.LeaderEpoch = p.LeaderEpoch
-				}
-				if p.Metadata != nil {
-					co.Metadata = *p.Metadata
-				}
-				offsets[log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)}] = co
-			}
-		}
-	}
+	offsets, codes := commitOffsets(ctx, c, req.Topics,
+		func(t *kmsg.OffsetCommitRequestTopic) (string, []kmsg.OffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p *kmsg.OffsetCommitRequestTopicPartition) commitPartition {
+			return commitPartition{p.Partition, p.Offset, p.LeaderEpoch, p.Metadata}
+		}, req.Version >= 6)
 	code := errNone
 	if c.s.fenced(req.Group, req.InstanceID, req.MemberID) {
 		code = errFencedInstanceID
@@ -62,7 +96,7 @@ func handleOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
-			if rp.ErrorCode == -2 {
+			if rp.ErrorCode == codeCommitted {
 				rp.ErrorCode = code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
@@ -248,30 +282,13 @@ var txnOffsetAPIs = []api{
 func handleTxnOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.TxnOffsetCommitRequest)
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	offsets := map[log.TopicPartition]group.CommittedOffset{}
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		n, err := c.s.b.Partitions(ctx, t.Topic)
-		codes[i] = make([]int16, len(t.Partitions))
-		for j, p := range t.Partitions {
-			switch {
-			case err != nil || p.Partition < 0 || int(p.Partition) >= n:
-				codes[i][j] = errUnknownTopicOrPartition
-			case p.Metadata != nil && len(*p.Metadata) > maxOffsetMetadata:
-				codes[i][j] = errOffsetMetadataTooLarge
-			default:
-				codes[i][j] = -2 // committed below
-				co := group.CommittedOffset{Offset: p.Offset, LeaderEpoch: -1}
-				if req.Version >= 2 && p.LeaderEpoch >= 0 {
-					co.LeaderEpoch = p.LeaderEpoch
-				}
-				if p.Metadata != nil {
-					co.Metadata = *p.Metadata
-				}
-				offsets[log.TopicPartition{Topic: t.Topic, Partition: int(p.Partition)}] = co
-			}
-		}
-	}
+	offsets, codes := commitOffsets(ctx, c, req.Topics,
+		func(t *kmsg.TxnOffsetCommitRequestTopic) (string, []kmsg.TxnOffsetCommitRequestTopicPartition) {
+			return t.Topic, t.Partitions
+		},
+		func(p *kmsg.TxnOffsetCommitRequestTopicPartition) commitPartition {
+			return commitPartition{p.Partition, p.Offset, p.LeaderEpoch, p.Metadata}
+		}, req.Version >= 2)
 	code := errNone
 	if len(offsets) > 0 {
 		tr := group.TxnCommitRequest{Group: req.Group, ProducerID: req.ProducerID, ProducerEpoch: req.ProducerEpoch,
@@ -293,7 +310,7 @@ func handleTxnOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 		for j, p := range t.Partitions {
 			rp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
 			rp.Partition, rp.ErrorCode = p.Partition, codes[i][j]
-			if rp.ErrorCode == -2 {
+			if rp.ErrorCode == codeCommitted {
 				rp.ErrorCode = code
 			}
 			rt.Partitions = append(rt.Partitions, rp)
