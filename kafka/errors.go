@@ -102,9 +102,9 @@ type Error struct {
 
 func (e *Error) Error() string {
 	if e.err != nil {
-		return fmt.Sprintf("kafka: error code %d: %v", e.Code, e.err)
+		return fmt.Sprintf("kafka: %s (error code %d): %v", kerr.Name(e.Code), e.Code, e.err)
 	}
-	return fmt.Sprintf("kafka: error code %d", e.Code)
+	return fmt.Sprintf("kafka: %s (error code %d)", kerr.Name(e.Code), e.Code)
 }
 
 // Unwrap returns the Strata error of the code, if any.

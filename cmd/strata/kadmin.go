@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 )
@@ -57,17 +58,12 @@ func kafkaCodeError(code int16, msg *string) error {
 	if code == 0 {
 		return nil
 	}
-	names := map[int16]string{
-		3: "UNKNOWN_TOPIC_OR_PARTITION", 17: "INVALID_TOPIC_EXCEPTION", 29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED",
-		36: "TOPIC_ALREADY_EXISTS", 37: "INVALID_PARTITIONS", 38: "INVALID_REPLICATION_FACTOR",
-		40: "INVALID_CONFIG", 41: "NOT_CONTROLLER", 42: "INVALID_REQUEST", 73: "TOPIC_DELETION_DISABLED",
-		14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE", 16: "NOT_COORDINATOR",
-		24: "INVALID_GROUP_ID", 30: "GROUP_AUTHORIZATION_FAILED", 68: "NON_EMPTY_GROUP: the group has active members",
-		69: "GROUP_ID_NOT_FOUND: no such group",
-	}
-	name, ok := names[code]
-	if !ok {
-		name = fmt.Sprintf("Kafka error code %d", code)
+	name := kerr.Name(code)
+	switch code {
+	case kerr.NonEmptyGroup:
+		name += ": the group has active members"
+	case kerr.GroupIDNotFound:
+		name += ": no such group"
 	}
 	text := name
 	if msg != nil && *msg != "" {

@@ -76,7 +76,7 @@ func commands() []command {
 		{"produce", "append one record per line of stdin to a topic", runProduce},
 		{"consume", "print a topic's records", runConsume},
 		{"perf", "measure produce or consume throughput and latency", runPerf},
-		{"groups", "describe a consumer group's committed offsets and lag", runGroups},
+		{"groups", "list, describe, delete and reset the offsets of groups: classic, consumer and share (kafka-consumer-groups.sh)", runGroups},
 		{"acls", "add, remove and list ACLs (kafka-acls.sh)", runACLs},
 		{"users", "add, change, remove and list SCRAM users (kafka-configs.sh --entity-type users)", runUsers},
 		{"quorum", "describe and change the controller quorum's voters (kafka-metadata-quorum.sh)", runQuorum},
@@ -154,8 +154,12 @@ func mainUsage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: strata <command> [flags] [arguments]")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
+	width := 0
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		width = max(width, len(c.name))
+	}
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'strata <command> --help' for a command's flags.")
