@@ -122,48 +122,45 @@ func configResource(t kmsg.ConfigResourceType, name string) (acl.Resource, int16
 	return acl.Cluster(), errClusterAuthorizationFailed
 }
 
+// configDenied reports whether the connection may not do op on the
+// configs of the resource of type t named name.
+func (c *conn) configDenied(op acl.Operation, t kmsg.ConfigResourceType, name string) bool {
+	res, _ := configResource(t, name)
+	return !c.allowed(op, res)
+}
+
 // authorizeDescribeConfigs: DescribeConfigs on each topic, on the cluster
 // for a broker's.
 func authorizeDescribeConfigs(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.DescribeConfigsRequest)
-	keep, refused := split(req.Resources, func(rr *kmsg.DescribeConfigsRequestResource) bool {
-		res, _ := configResource(rr.ResourceType, rr.ResourceName)
-		return !c.allowed(acl.OpDescribeConfigs, res)
-	})
-	if refused == nil {
-		return next(ctx, c, req)
+	denied := func(rr *kmsg.DescribeConfigsRequestResource) bool {
+		return c.configDenied(acl.OpDescribeConfigs, rr.ResourceType, rr.ResourceName)
 	}
-	req.Resources = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.DescribeConfigsResponse)
-	for _, rr := range refused {
-		_, code := configResource(rr.ResourceType, rr.ResourceName)
-		t := kmsg.NewDescribeConfigsResponseResource()
-		t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
-		resp.Resources = append(resp.Resources, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Resources, denied, answerEmpty, next,
+		func(resp *kmsg.DescribeConfigsResponse, refused []kmsg.DescribeConfigsRequestResource) {
+			for _, rr := range refused {
+				_, code := configResource(rr.ResourceType, rr.ResourceName)
+				t := kmsg.NewDescribeConfigsResponseResource()
+				t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
+				resp.Resources = append(resp.Resources, t)
+			}
+		})
 }
 
 // authorizeAlterConfigs: AlterConfigs on each topic, on the cluster for
 // a broker's.
 func authorizeAlterConfigs(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.IncrementalAlterConfigsRequest)
-	keep, refused := split(req.Resources, func(rr *kmsg.IncrementalAlterConfigsRequestResource) bool {
-		res, _ := configResource(rr.ResourceType, rr.ResourceName)
-		return !c.allowed(acl.OpAlterConfigs, res)
-	})
-	if refused == nil {
-		return next(ctx, c, req)
+	denied := func(rr *kmsg.IncrementalAlterConfigsRequestResource) bool {
+		return c.configDenied(acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
 	}
-	req.Resources = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.IncrementalAlterConfigsResponse)
-	for _, rr := range refused {
-		_, code := configResource(rr.ResourceType, rr.ResourceName)
-		t := kmsg.NewIncrementalAlterConfigsResponseResource()
-		t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
-		resp.Resources = append(resp.Resources, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Resources, denied, answerEmpty, next,
+		func(resp *kmsg.IncrementalAlterConfigsResponse, refused []kmsg.IncrementalAlterConfigsRequestResource) {
+			for _, rr := range refused {
+				_, code := configResource(rr.ResourceType, rr.ResourceName)
+				t := kmsg.NewIncrementalAlterConfigsResponseResource()
+				t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
+				resp.Resources = append(resp.Resources, t)
+			}
+		})
 }

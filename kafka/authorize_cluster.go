@@ -10,8 +10,8 @@ import (
 // The cluster-operation APIs' rules, as Kafka's ControllerApis and
 // KafkaApis check them: DescribeQuorum needs Describe on the cluster;
 // AddRaftVoter, RemoveRaftVoter, UnregisterBroker and ElectLeaders need
-// Alter on it. A refused request is answered CLUSTER_AUTHORIZATION_FAILED
-// and reaches no handler.
+// Alter on it (so do the reassignment APIs', in reassign.go). A refused
+// request is answered CLUSTER_AUTHORIZATION_FAILED and reaches no handler.
 func init() {
 	authorizeRules[describeQuorumKey] = authorizeCluster(acl.OpDescribe)
 	authorizeRules[addRaftVoterKey] = authorizeCluster(acl.OpAlter)
@@ -43,6 +43,14 @@ func authorizeCluster(op acl.Operation) rule {
 			return reply{resp: resp}
 		case *kmsg.UnregisterBrokerRequest:
 			resp := req.ResponseKind().(*kmsg.UnregisterBrokerResponse)
+			resp.ErrorCode, resp.ErrorMessage = code, msg
+			return reply{resp: resp}
+		case *kmsg.AlterPartitionAssignmentsRequest:
+			resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+			resp.ErrorCode, resp.ErrorMessage = code, msg
+			return reply{resp: resp}
+		case *kmsg.ListPartitionReassignmentsRequest:
+			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
 			resp.ErrorCode, resp.ErrorMessage = code, msg
 			return reply{resp: resp}
 		case *kmsg.ElectLeadersRequest:

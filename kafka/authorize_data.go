@@ -91,6 +91,50 @@ func serve(ctx context.Context, c *conn, req kmsg.Request, empty bool, next hand
 	return next(ctx, c, req)
 }
 
+// allRefused says what guard does with a request whose every item is
+// refused.
+type allRefused bool
+
+const (
+	// answerEmpty: an empty response of the request's kind, no handler
+	// (the request was only its items).
+	answerEmpty allRefused = false
+	// serveEmpty: the handler runs with no item left (it has more to do:
+	// a share session's epoch, the group's own errors).
+	serveEmpty allRefused = true
+)
+
+// guard is the rule of a request whose items the connection may be
+// refused one by one, as Kafka checks most of them: *items (a slice of
+// req) is split by denied; with nothing refused req goes to next
+// untouched; otherwise only the allowed items are served (none left:
+// as whenAll says) and refuse appends the refused ones, each
+// with its error, to the response.
+func guard[T any, R kmsg.Response](ctx context.Context, c *conn, req kmsg.Request, items *[]T, denied func(*T) bool,
+	whenAll allRefused, next handler, refuse func(resp R, refused []T)) reply {
+	keep, refused := split(*items, denied)
+	if refused == nil {
+		return next(ctx, c, req)
+	}
+	*items = keep
+	rep := serve(ctx, c, req, len(keep) == 0 && whenAll == answerEmpty, next)
+	if resp, ok := rep.resp.(R); ok {
+		refuse(resp, refused)
+	}
+	return rep
+}
+
+// after wraps next with then, called on the response when it is of kind R.
+func after[R kmsg.Response](next handler, then func(R)) handler {
+	return func(ctx context.Context, c *conn, req kmsg.Request) reply {
+		rep := next(ctx, c, req)
+		if resp, ok := rep.resp.(R); ok {
+			then(resp)
+		}
+		return rep
+	}
+}
+
 // defaults sets resp's fields to their defaults (kmsg's Default).
 func defaults(resp kmsg.Response) {
 	if d, ok := resp.(interface{ Default() }); ok {

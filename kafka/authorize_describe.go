@@ -43,29 +43,23 @@ func authorizeOffsetDelete(ctx context.Context, c *conn, r kmsg.Request, next ha
 		resp.ErrorCode = errGroupAuthorizationFailed
 		return reply{resp: resp}
 	}
-	keep, refused := split(req.Topics, func(t *kmsg.OffsetDeleteRequestTopic) bool {
-		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
-	}
-	req.Topics = keep
-	rep := next(ctx, c, req)
-	resp := rep.resp.(*kmsg.OffsetDeleteResponse)
-	if resp.ErrorCode != errNone {
-		return rep
-	}
-	for _, rt := range refused {
-		t := kmsg.NewOffsetDeleteResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetDeleteResponseTopicPartition()
-			p.Partition, p.ErrorCode = rp.Partition, errTopicAuthorizationFailed
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return rep
+	denied := func(t *kmsg.OffsetDeleteRequestTopic) bool { return !c.allowed(acl.OpRead, acl.Topic(t.Topic)) }
+	return guard(ctx, c, req, &req.Topics, denied, serveEmpty, next,
+		func(resp *kmsg.OffsetDeleteResponse, refused []kmsg.OffsetDeleteRequestTopic) {
+			if resp.ErrorCode != errNone {
+				return
+			}
+			for _, rt := range refused {
+				t := kmsg.NewOffsetDeleteResponseTopic()
+				t.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					p := kmsg.NewOffsetDeleteResponseTopicPartition()
+					p.Partition, p.ErrorCode = rp.Partition, errTopicAuthorizationFailed
+					t.Partitions = append(t.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeLegacyAlterConfigs: AlterConfigs on each topic, on the cluster
@@ -73,21 +67,16 @@ func authorizeOffsetDelete(ctx context.Context, c *conn, r kmsg.Request, next ha
 // answered with their *_AUTHORIZATION_FAILED and change nothing.
 func authorizeLegacyAlterConfigs(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.AlterConfigsRequest)
-	keep, refused := split(req.Resources, func(rr *kmsg.AlterConfigsRequestResource) bool {
-		res, _ := configResource(rr.ResourceType, rr.ResourceName)
-		return !c.allowed(acl.OpAlterConfigs, res)
-	})
-	if refused == nil {
-		return next(ctx, c, req)
+	denied := func(rr *kmsg.AlterConfigsRequestResource) bool {
+		return c.configDenied(acl.OpAlterConfigs, rr.ResourceType, rr.ResourceName)
 	}
-	req.Resources = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.AlterConfigsResponse)
-	for _, rr := range refused {
-		_, code := configResource(rr.ResourceType, rr.ResourceName)
-		t := kmsg.NewAlterConfigsResponseResource()
-		t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
-		resp.Resources = append(resp.Resources, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Resources, denied, answerEmpty, next,
+		func(resp *kmsg.AlterConfigsResponse, refused []kmsg.AlterConfigsRequestResource) {
+			for _, rr := range refused {
+				_, code := configResource(rr.ResourceType, rr.ResourceName)
+				t := kmsg.NewAlterConfigsResponseResource()
+				t.ResourceType, t.ResourceName, t.ErrorCode = rr.ResourceType, rr.ResourceName, code
+				resp.Resources = append(resp.Resources, t)
+			}
+		})
 }

@@ -7,22 +7,26 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// authorizeConsumerGroupHeartbeat (KIP-848): Read on the group, and
-// Describe on every topic subscribed by name (TOPIC_AUTHORIZATION_FAILED
-// otherwise, as Kafka 4 answers).
-func authorizeConsumerGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
-	req := r.(*kmsg.ConsumerGroupHeartbeatRequest)
-	code := errNone
-	if !c.allowed(acl.OpRead, acl.Group(req.Group)) {
-		code = errGroupAuthorizationFailed
-	} else {
-		for _, t := range req.SubscribedTopicNames {
-			if !c.allowed(acl.OpDescribe, acl.Topic(t)) {
-				code = errTopicAuthorizationFailed
-				break
-			}
+// subscribeCode is the code of a group heartbeat that subscribes to topics
+// by name (KIP-848's consumer group, KIP-932's share group), as Kafka 4
+// checks it: Read on the group, then Describe on every topic
+// (GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED).
+func (c *conn) subscribeCode(group string, topics []string) int16 {
+	if !c.allowed(acl.OpRead, acl.Group(group)) {
+		return errGroupAuthorizationFailed
+	}
+	for _, t := range topics {
+		if !c.allowed(acl.OpDescribe, acl.Topic(t)) {
+			return errTopicAuthorizationFailed
 		}
 	}
+	return errNone
+}
+
+// authorizeConsumerGroupHeartbeat (KIP-848): subscribeCode.
+func authorizeConsumerGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
+	req := r.(*kmsg.ConsumerGroupHeartbeatRequest)
+	code := c.subscribeCode(req.Group, req.SubscribedTopicNames)
 	if code == errNone {
 		return next(ctx, c, req)
 	}
@@ -31,24 +35,29 @@ func authorizeConsumerGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Reques
 	return reply{resp: resp}
 }
 
+// groupDenied is a guard's denied for an op on groups named by id.
+func (c *conn) groupDenied(op acl.Operation) func(id *string) bool {
+	return func(id *string) bool { return !c.allowed(op, acl.Group(*id)) }
+}
+
 // authorizeConsumerGroupDescribe: Describe on each group; the authorized
 // operations when asked.
 func authorizeConsumerGroupDescribe(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.ConsumerGroupDescribeRequest)
-	keep, refused := split(req.Groups, func(g *string) bool { return !c.allowed(acl.OpDescribe, acl.Group(*g)) })
-	req.Groups = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.ConsumerGroupDescribeResponse)
 	if req.IncludeAuthorizedOperations {
-		for i := range resp.Groups {
-			g := &resp.Groups[i]
-			g.AuthorizedOperations = c.authorizedOps(acl.Group(g.Group), groupOps)
-		}
+		next = after(next, func(resp *kmsg.ConsumerGroupDescribeResponse) {
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				g.AuthorizedOperations = c.authorizedOps(acl.Group(g.Group), groupOps)
+			}
+		})
 	}
-	for _, id := range refused {
-		g := kmsg.NewConsumerGroupDescribeResponseGroup()
-		g.Group, g.ErrorCode = id, errGroupAuthorizationFailed
-		resp.Groups = append(resp.Groups, g)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Groups, c.groupDenied(acl.OpDescribe), answerEmpty, next,
+		func(resp *kmsg.ConsumerGroupDescribeResponse, refused []string) {
+			for _, id := range refused {
+				g := kmsg.NewConsumerGroupDescribeResponseGroup()
+				g.Group, g.ErrorCode = id, errGroupAuthorizationFailed
+				resp.Groups = append(resp.Groups, g)
+			}
+		})
 }

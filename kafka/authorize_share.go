@@ -27,17 +27,7 @@ func init() {
 
 func authorizeShareGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.ShareGroupHeartbeatRequest)
-	code := errNone
-	if !c.allowed(acl.OpRead, acl.Group(req.GroupID)) {
-		code = errGroupAuthorizationFailed
-	} else {
-		for _, t := range req.SubscribedTopicNames {
-			if !c.allowed(acl.OpDescribe, acl.Topic(t)) {
-				code = errTopicAuthorizationFailed
-				break
-			}
-		}
-	}
+	code := c.subscribeCode(req.GroupID, req.SubscribedTopicNames)
 	if code == errNone {
 		return next(ctx, c, req)
 	}
@@ -48,22 +38,22 @@ func authorizeShareGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request, 
 
 func authorizeShareGroupDescribe(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.ShareGroupDescribeRequest)
-	keep, refused := split(req.GroupIDs, func(g *string) bool { return !c.allowed(acl.OpDescribe, acl.Group(*g)) })
-	req.GroupIDs = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.ShareGroupDescribeResponse)
 	if req.IncludeAuthorizedOperations {
-		for i := range resp.Groups {
-			g := &resp.Groups[i]
-			g.AuthorizedOperations = c.authorizedOps(acl.Group(g.GroupID), groupOps)
-		}
+		next = after(next, func(resp *kmsg.ShareGroupDescribeResponse) {
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				g.AuthorizedOperations = c.authorizedOps(acl.Group(g.GroupID), groupOps)
+			}
+		})
 	}
-	for _, id := range refused {
-		g := kmsg.NewShareGroupDescribeResponseGroup()
-		g.GroupID, g.ErrorCode = id, errGroupAuthorizationFailed
-		resp.Groups = append(resp.Groups, g)
-	}
-	return rep
+	return guard(ctx, c, req, &req.GroupIDs, c.groupDenied(acl.OpDescribe), answerEmpty, next,
+		func(resp *kmsg.ShareGroupDescribeResponse, refused []string) {
+			for _, id := range refused {
+				g := kmsg.NewShareGroupDescribeResponseGroup()
+				g.GroupID, g.ErrorCode = id, errGroupAuthorizationFailed
+				resp.Groups = append(resp.Groups, g)
+			}
+		})
 }
 
 // topicAllowed reports whether the connection may do op on the topic of
@@ -80,22 +70,19 @@ func authorizeShareFetch(ctx context.Context, c *conn, r kmsg.Request, next hand
 		resp.ErrorCode = errGroupAuthorizationFailed
 		return reply{resp: resp}
 	}
-	keep, refused := split(req.Topics, func(t *kmsg.ShareFetchRequestTopic) bool { return !c.topicAllowed(acl.OpRead, t.TopicID) })
-	req.Topics = keep
-	rep := next(ctx, c, req)
-	if resp, ok := rep.resp.(*kmsg.ShareFetchResponse); ok {
-		for _, t := range refused {
-			rt := kmsg.NewShareFetchResponseTopic()
-			rt.TopicID = t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewShareFetchResponseTopicPartition()
-				rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.Partition, errTopicAuthorizationFailed, errTopicAuthorizationFailed
-				rt.Partitions = append(rt.Partitions, rp)
+	return guard(ctx, c, req, &req.Topics, func(t *kmsg.ShareFetchRequestTopic) bool { return !c.topicAllowed(acl.OpRead, t.TopicID) },
+		serveEmpty, next, func(resp *kmsg.ShareFetchResponse, refused []kmsg.ShareFetchRequestTopic) {
+			for _, t := range refused {
+				rt := kmsg.NewShareFetchResponseTopic()
+				rt.TopicID = t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewShareFetchResponseTopicPartition()
+					rp.Partition, rp.ErrorCode, rp.AcknowledgeErrorCode = p.Partition, errTopicAuthorizationFailed, errTopicAuthorizationFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
 			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-	}
-	return rep
+		})
 }
 
 func authorizeShareAcknowledge(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
@@ -105,22 +92,19 @@ func authorizeShareAcknowledge(ctx context.Context, c *conn, r kmsg.Request, nex
 		resp.ErrorCode = errGroupAuthorizationFailed
 		return reply{resp: resp}
 	}
-	keep, refused := split(req.Topics, func(t *kmsg.ShareAcknowledgeRequestTopic) bool { return !c.topicAllowed(acl.OpRead, t.TopicID) })
-	req.Topics = keep
-	rep := next(ctx, c, req)
-	if resp, ok := rep.resp.(*kmsg.ShareAcknowledgeResponse); ok {
-		for _, t := range refused {
-			rt := kmsg.NewShareAcknowledgeResponseTopic()
-			rt.TopicID = t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
-				rp.Partition, rp.ErrorCode = p.Partition, errTopicAuthorizationFailed
-				rt.Partitions = append(rt.Partitions, rp)
+	return guard(ctx, c, req, &req.Topics, func(t *kmsg.ShareAcknowledgeRequestTopic) bool { return !c.topicAllowed(acl.OpRead, t.TopicID) },
+		serveEmpty, next, func(resp *kmsg.ShareAcknowledgeResponse, refused []kmsg.ShareAcknowledgeRequestTopic) {
+			for _, t := range refused {
+				rt := kmsg.NewShareAcknowledgeResponseTopic()
+				rt.TopicID = t.TopicID
+				for _, p := range t.Partitions {
+					rp := kmsg.NewShareAcknowledgeResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, errTopicAuthorizationFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
 			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-	}
-	return rep
+		})
 }
 
 func authorizeDescribeShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
@@ -181,23 +165,22 @@ func authorizeAlterShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Reques
 		resp.ErrorCode = errGroupAuthorizationFailed
 		return reply{resp: resp}
 	}
-	keep, refused := split(req.Topics, func(t *kmsg.AlterShareGroupOffsetsRequestTopic) bool {
+	denied := func(t *kmsg.AlterShareGroupOffsetsRequestTopic) bool {
 		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
-	})
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0 && len(refused) > 0, next)
-	resp := rep.resp.(*kmsg.AlterShareGroupOffsetsResponse)
-	for _, t := range refused {
-		rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
-		rt.Topic, rt.TopicID = t.Topic, topicID(t.Topic)
-		for _, p := range t.Partitions {
-			rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p.Partition, errTopicAuthorizationFailed
-			rt.Partitions = append(rt.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, rt)
 	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.AlterShareGroupOffsetsResponse, refused []kmsg.AlterShareGroupOffsetsRequestTopic) {
+			for _, t := range refused {
+				rt := kmsg.NewAlterShareGroupOffsetsResponseTopic()
+				rt.Topic, rt.TopicID = t.Topic, topicID(t.Topic)
+				for _, p := range t.Partitions {
+					rp := kmsg.NewAlterShareGroupOffsetsResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p.Partition, errTopicAuthorizationFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+		})
 }
 
 func authorizeDeleteShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
@@ -207,16 +190,15 @@ func authorizeDeleteShareGroupOffsets(ctx context.Context, c *conn, r kmsg.Reque
 		resp.ErrorCode = errGroupAuthorizationFailed
 		return reply{resp: resp}
 	}
-	keep, refused := split(req.Topics, func(t *kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
+	denied := func(t *kmsg.DeleteShareGroupOffsetsRequestTopic) bool {
 		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
-	})
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0 && len(refused) > 0, next)
-	resp := rep.resp.(*kmsg.DeleteShareGroupOffsetsResponse)
-	for _, t := range refused {
-		rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
-		rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, topicID(t.Topic), errTopicAuthorizationFailed
-		resp.Topics = append(resp.Topics, rt)
 	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.DeleteShareGroupOffsetsResponse, refused []kmsg.DeleteShareGroupOffsetsRequestTopic) {
+			for _, t := range refused {
+				rt := kmsg.NewDeleteShareGroupOffsetsResponseTopic()
+				rt.Topic, rt.TopicID, rt.ErrorCode = t.Topic, topicID(t.Topic), errTopicAuthorizationFailed
+				resp.Topics = append(resp.Topics, rt)
+			}
+		})
 }

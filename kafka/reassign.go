@@ -76,28 +76,8 @@ var reassignAPIs = []api{
 // listing them Describe on it; refused, the answer is
 // CLUSTER_AUTHORIZATION_FAILED at the top and no handler runs.
 func init() {
-	authorizeRules[alterPartitionReassignmentsKey] = authorizeReassign(acl.OpAlter)
-	authorizeRules[listPartitionReassignmentsKey] = authorizeReassign(acl.OpDescribe)
-}
-
-func authorizeReassign(op acl.Operation) rule {
-	return func(ctx context.Context, c *conn, req kmsg.Request, next handler) reply {
-		if c.allowed(op, acl.Cluster()) {
-			return next(ctx, c, req)
-		}
-		msg := kmsg.StringPtr("not authorized on the cluster")
-		switch req := req.(type) {
-		case *kmsg.AlterPartitionAssignmentsRequest:
-			resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
-			resp.ErrorCode, resp.ErrorMessage = errClusterAuthorizationFailed, msg
-			return reply{resp: resp}
-		case *kmsg.ListPartitionReassignmentsRequest:
-			resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-			resp.ErrorCode, resp.ErrorMessage = errClusterAuthorizationFailed, msg
-			return reply{resp: resp}
-		}
-		return reply{none: true, closeAfter: true}
-	}
+	authorizeRules[alterPartitionReassignmentsKey] = authorizeCluster(acl.OpAlter)
+	authorizeRules[listPartitionReassignmentsKey] = authorizeCluster(acl.OpDescribe)
 }
 
 // reassignCode is the Kafka error code of a partition's reassignment error.
