@@ -256,10 +256,8 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 	if err := ctx.Err(); err != nil {
 		return joinResult{}, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return joinResult{}, ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return joinResult{}, err
 	}
 	e := c.groups[group]
 	if e == nil && !create {
@@ -479,10 +477,8 @@ func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	e := c.groups[group]
 	if e == nil {
@@ -538,10 +534,8 @@ func (c *Coordinator) commit(ctx context.Context, group, memberID string, genera
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	e := c.entry(group)
 	unlock, err := c.lockCommits(ctx, e)
@@ -550,10 +544,8 @@ func (c *Coordinator) commit(ctx context.Context, group, memberID string, genera
 	}
 	defer unlock()
 
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	if handled, cerr := c.checkConsumerCommit(group, memberID, generation); handled {
 		err = cerr // a consumer-protocol group's member commits
@@ -593,10 +585,8 @@ func (c *Coordinator) Delete(ctx context.Context, group string) error {
 	if err != nil {
 		return err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	e := c.groups[group]
 	if e == nil && deleted {
@@ -613,10 +603,8 @@ func (c *Coordinator) Delete(ctx context.Context, group string) error {
 	}
 	defer unlock()
 
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	if len(e.st.members) > 0 {
 		c.mu.Unlock()
@@ -889,6 +877,17 @@ func (c *Coordinator) flushMeta() map[string]error {
 	return failed
 }
 
+// lockOpen locks c.mu unless the coordinator is closed: then it returns
+// ErrClosed without c.mu held.
+func (c *Coordinator) lockOpen() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	return nil
+}
+
 // lockCommits takes e's commit lock, which serializes the commits (and
 // deletion) of a group, waiting at most until ctx is done. Called with c.mu
 // held, it returns with c.mu released; e stays in c.groups until unlock,
@@ -904,11 +903,19 @@ func (c *Coordinator) lockCommits(ctx context.Context, e *entry) (unlock func(),
 		c.mu.Unlock()
 		c.commits.Done()
 	}
+	return acquire(ctx, e.commitLock, done)
+}
+
+// acquire takes lock (a channel of capacity 1), waiting at most until ctx
+// is done. done undoes what the caller did to be waited for (Close waits
+// for c.commits): called if ctx ends first, else by unlock after it
+// releases lock.
+func acquire(ctx context.Context, lock chan struct{}, done func()) (unlock func(), err error) {
 	select {
-	case e.commitLock <- struct{}{}:
+	case lock <- struct{}{}:
 	case <-ctx.Done():
 		done()
 		return nil, ctx.Err()
 	}
-	return func() { <-e.commitLock; done() }, nil
+	return func() { <-lock; done() }, nil
 }

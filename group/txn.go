@@ -153,10 +153,8 @@ func (c *Coordinator) TxnCommit(ctx context.Context, req TxnCommitRequest) error
 	}
 	defer unlockProducer()
 
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	e := c.entry(req.Group)
 	unlock, err := c.lockCommits(ctx, e) // after the group's plain commits: log order is apply order
@@ -165,10 +163,8 @@ func (c *Coordinator) TxnCommit(ctx context.Context, req TxnCommitRequest) error
 	}
 	defer unlock()
 
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	err = c.checkTxnCommit(e, req)
 	if err == nil {
@@ -210,10 +206,8 @@ func (c *Coordinator) CompleteTxn(ctx context.Context, producerID int64, produce
 		return err
 	}
 	defer unlockProducer()
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return err
 	}
 	pt := c.txns[producerID]
 	c.mu.Unlock()
@@ -299,10 +293,8 @@ func (c *Coordinator) lockProducer(ctx context.Context, id int64) (unlock func()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, ErrClosed
+	if err := c.lockOpen(); err != nil {
+		return nil, err
 	}
 	if c.txnLocks == nil {
 		c.txnLocks = map[int64]*txnLock{}
@@ -323,13 +315,7 @@ func (c *Coordinator) lockProducer(ctx context.Context, id int64) (unlock func()
 		c.mu.Unlock()
 		c.commits.Done()
 	}
-	select {
-	case l.ch <- struct{}{}:
-	case <-ctx.Done():
-		done()
-		return nil, ctx.Err()
-	}
-	return func() { <-l.ch; done() }, nil
+	return acquire(ctx, l.ch, done)
 }
 
 // checkTxnCommit checks the member fields of req. mu is held.
