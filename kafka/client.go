@@ -88,6 +88,8 @@ type Client struct {
 	ids topicIDs // topic ids of the consumer group protocol (client_group848.go)
 
 	txnIDs map[int64]string // producer id → its transactional id (client_txn.go)
+
+	shares shareSessions // share sessions (client_share.go)
 }
 
 var _ log.Client = (*Client)(nil)

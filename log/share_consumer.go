@@ -7,11 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/strata-log/strata/share"
+	"github.com/strata-log/strata/tp"
 )
 
 // ShareClient is what a ShareConsumer needs from a broker: a share group's
@@ -20,10 +23,12 @@ import (
 type ShareClient interface {
 	// ShareHeartbeat is Kafka's ShareGroupHeartbeat.
 	ShareHeartbeat(ctx context.Context, req share.HeartbeatRequest) (share.HeartbeatResponse, error)
-	// ShareFetch acquires records for a member and returns them with their
-	// delivery counts (Kafka's ShareFetch), waiting up to MaxWait when
-	// none could be acquired. Acquired offsets with no record are
-	// acknowledged as gaps by the client.
+	// ShareFetch first applies req.Acks, then acquires records for a
+	// member and returns them with their delivery counts (Kafka's
+	// ShareFetch, acknowledgements piggy-backed), waiting up to MaxWait
+	// when none could be acquired. Acquired offsets with no record are
+	// acknowledged as gaps by the client. Acknowledgements that fail are
+	// answered as a *ShareAckError with the records fetched all the same.
 	ShareFetch(ctx context.Context, req ShareFetchRequest) ([]ShareRecord, error)
 	// ShareAcknowledge applies a member's acknowledgements, each
 	// partition's all or none (Kafka's ShareAcknowledge).
@@ -36,6 +41,38 @@ type ShareFetchRequest struct {
 	Partitions    []TopicPartition
 	MaxRecords    int           // 0 → 500
 	MaxWait       time.Duration // how long to wait when none can be acquired
+	// Acks are the member's acknowledgements to apply before acquiring,
+	// each partition's all or none; nil: none.
+	Acks map[TopicPartition][]share.AckBatch
+}
+
+// ShareAckError is the error of a ShareFetch whose acknowledgements failed
+// (in part): each failed partition's error. It matches each of them with
+// errors.Is (share.ErrInvalidRecordState when locks expired: the records
+// are delivered again).
+type ShareAckError struct {
+	Partitions map[TopicPartition]error
+}
+
+func (e *ShareAckError) Error() string {
+	parts := slices.SortedFunc(maps.Keys(e.Partitions), tp.Compare)
+	msg := "log: share acknowledgement failed:"
+	for i, t := range parts {
+		if i == 3 {
+			return fmt.Sprintf("%s and %d more", msg, len(parts)-i)
+		}
+		msg += fmt.Sprintf(" %s: %v;", t, e.Partitions[t])
+	}
+	return strings.TrimSuffix(msg, ";")
+}
+
+// Unwrap returns the partitions' errors.
+func (e *ShareAckError) Unwrap() []error {
+	out := make([]error, 0, len(e.Partitions))
+	for _, t := range slices.SortedFunc(maps.Keys(e.Partitions), tp.Compare) {
+		out = append(out, e.Partitions[t])
+	}
+	return out
 }
 
 // defaultShareMaxRecords is Kafka's max.poll.records.
@@ -183,11 +220,12 @@ func NewShareConsumer(client ShareClient, cfg ShareConsumerConfig) (*ShareConsum
 func (c *ShareConsumer) MemberID() string { return c.member }
 
 // Poll returns the next records acquired for the member, waiting up to
-// MaxWait for some; none is no error. It first sends the
-// acknowledgements of the last Poll's records (in implicit mode, those
-// left unacknowledged are accepted). An error sending them is returned
-// (errors.Is share.ErrInvalidRecordState when their locks expired: they
-// are delivered again); the next Poll fetches.
+// MaxWait for some; none is no error. It sends the acknowledgements of
+// the last Poll's records with its fetch (in implicit mode, those left
+// unacknowledged are accepted). When some of them fail, Poll returns a
+// *ShareAckError (errors.Is share.ErrInvalidRecordState when their locks
+// expired: they are delivered again) and no records: those the fetch
+// acquired are released with the next Poll, to any member.
 func (c *ShareConsumer) Poll(ctx context.Context) ([]ShareRecord, error) {
 	if err := c.join(ctx); err != nil {
 		return nil, err
@@ -204,20 +242,27 @@ func (c *ShareConsumer) Poll(ctx context.Context) ([]ShareRecord, error) {
 	acks := c.takeAcks(share.AckAccept)
 	parts := slices.Clone(c.assigned)
 	c.mu.Unlock()
-	if err := c.send(ctx, acks); err != nil {
-		return nil, err
-	}
 	if len(parts) == 0 {
+		if err := c.send(ctx, acks); err != nil {
+			return nil, err
+		}
 		return nil, idle(ctx, c.cfg.MaxWait) // nothing assigned yet
 	}
 	recs, err := c.client.ShareFetch(ctx, ShareFetchRequest{Group: c.cfg.Group, Member: c.member, Partitions: parts,
-		MaxRecords: c.cfg.MaxRecords, MaxWait: c.cfg.MaxWait})
+		MaxRecords: c.cfg.MaxRecords, MaxWait: c.cfg.MaxWait, Acks: acks})
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.poll++
+	var ackErr *ShareAckError
+	if errors.As(err, &ackErr) {
+		for _, r := range recs { // not handed out: released with the next Poll
+			c.held = append(c.held, heldRecord{t: TopicPartition{Topic: r.Topic, Partition: r.Partition}, offset: r.Offset, ack: share.AckRelease, acked: true})
+		}
+		return nil, fmt.Errorf("log: share consumer: acknowledge: %w", err)
+	}
 	for i := range recs {
 		r := &recs[i]
-		r.c, r.poll, r.i = c, c.poll, i
+		r.c, r.poll, r.i = c, c.poll, len(c.held)
 		c.held = append(c.held, heldRecord{t: TopicPartition{Topic: r.Topic, Partition: r.Partition}, offset: r.Offset})
 	}
 	if err != nil {

@@ -32,12 +32,30 @@ func (b *Broker) ShareAcknowledge(ctx context.Context, group, member string, ack
 	return first
 }
 
-// ShareFetch acquires records of req.Partitions for a member, at most
-// req.MaxRecords, and returns them read from the log with their delivery
-// counts, waiting up to req.MaxWait when none could be acquired. Acquired
-// offsets that hold no record (compacted away, transaction markers) are
-// acknowledged as gaps here.
+// ShareFetch applies req.Acks, then acquires records of req.Partitions
+// for a member, at most req.MaxRecords, and returns them read from the
+// log with their delivery counts, waiting up to req.MaxWait when none
+// could be acquired. Acquired offsets that hold no record (compacted away,
+// transaction markers) are acknowledged as gaps here. Acknowledgements
+// that failed are answered as a *ShareAckError, with the records.
 func (b *Broker) ShareFetch(ctx context.Context, req ShareFetchRequest) ([]ShareRecord, error) {
+	var ackErr *ShareAckError
+	for t, batches := range req.Acks {
+		if err := b.shares.Acknowledge(ctx, req.Group, req.Member, t, batches); err != nil {
+			if ackErr == nil {
+				ackErr = &ShareAckError{Partitions: map[TopicPartition]error{}}
+			}
+			ackErr.Partitions[t] = err
+		}
+	}
+	recs, err := b.shareFetch(ctx, req)
+	if err == nil && ackErr != nil {
+		err = ackErr
+	}
+	return recs, err
+}
+
+func (b *Broker) shareFetch(ctx context.Context, req ShareFetchRequest) ([]ShareRecord, error) {
 	max := req.MaxRecords
 	if max <= 0 {
 		max = defaultShareMaxRecords

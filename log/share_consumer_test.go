@@ -253,3 +253,34 @@ func TestShareConsumerGaps(t *testing.T) {
 		require.NoError(t, c.Close(ctx))
 	})
 }
+
+// TestShareConsumerAckAfterLockExpired: an acceptance sent after the
+// record's lock expired fails as a *ShareAckError matching
+// share.ErrInvalidRecordState; the Poll that carried it hands out nothing
+// and the records its fetch acquired are released with the next Poll, so
+// the record comes back.
+func TestShareConsumerAckAfterLockExpired(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		b := shareBroker(t, 1)
+		require.NoError(t, b.ShareCoordinator().SetGroupConfig("g", share.GroupConfig{AutoOffsetReset: "earliest", LockDuration: time.Second}))
+		consAppend(t, b, 0, 1)
+		c := newShareT(t, b, ShareConsumerConfig{MaxWait: 10 * time.Millisecond})
+		defer c.Close(ctx)
+		recs, err := c.Poll(ctx)
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		require.NoError(t, recs[0].Accept())
+		time.Sleep(2 * time.Second) // virtual: the lock expires
+		recs, err = c.Poll(ctx)
+		require.Empty(t, recs)
+		var ae *ShareAckError
+		require.ErrorAs(t, err, &ae)
+		require.ErrorIs(t, err, share.ErrInvalidRecordState)
+		require.Contains(t, ae.Partitions, TopicPartition{Topic: "t"})
+		recs, err = c.Poll(ctx)
+		require.NoError(t, err)
+		require.Len(t, recs, 1)
+		require.Equal(t, 3, recs[0].DeliveryCount, "acquired by the failed Poll, released, acquired again")
+	})
+}

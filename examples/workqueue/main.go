@@ -4,6 +4,10 @@
 // accepted once done. One worker is killed in the middle of a job: the
 // jobs it held come back to the others once their lock expires (-lock),
 // with their delivery count up, and every job is done exactly once.
+//
+// By default the queue is a Broker in the process; with -brokers the same
+// workers run over the Kafka protocol against any Kafka 4.2+ cluster (or
+// `strata serve`), through kafka.Dial.
 package main
 
 import (
@@ -17,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/share"
 )
@@ -24,6 +29,7 @@ import (
 func main() {
 	dir := flag.String("dir", "", "data directory (empty: a temporary one)")
 	var o options
+	flag.StringVar(&o.brokers, "brokers", "", "a Kafka 4.2+ broker's host:port: run over the wire against it (empty: a Broker in the process)")
 	flag.IntVar(&o.jobs, "jobs", 40, "jobs to enqueue")
 	flag.IntVar(&o.workers, "workers", 3, "workers, the first of which is killed mid-job")
 	flag.DurationVar(&o.lock, "lock", 2*time.Second, "how long a worker holds a job it took (share.record.lock.duration.ms)")
@@ -46,7 +52,7 @@ func main() {
 }
 
 type options struct {
-	dir           string
+	dir, brokers  string
 	jobs, workers int
 	lock, work    time.Duration
 }
@@ -67,19 +73,11 @@ const topic, group = "jobs", "workers"
 func run(ctx context.Context, out io.Writer, o options) (result, error) {
 	out = &lockedWriter{w: out} // the workers print at once
 	res := result{done: map[string][]done{}}
-	b, err := log.Open(o.dir, log.Config{})
+	b, err := queue(ctx, o)
 	if err != nil {
 		return res, err
 	}
 	defer b.Close()
-	if _, err := b.CreateTopic(topic, log.TopicConfig{Partitions: 2}); err != nil && !errors.Is(err, log.ErrTopicExists) {
-		return res, err
-	}
-	// The group's configs: start from the first job, a short lock.
-	if err := b.ShareCoordinator().SetGroupConfig(group, share.GroupConfig{AutoOffsetReset: "earliest", LockDuration: o.lock}); err != nil {
-		return res, err
-	}
-
 	prod, err := log.NewProducer(b, log.ProducerConfig{})
 	if err != nil {
 		return res, err
@@ -180,6 +178,48 @@ func run(ctx context.Context, out io.Writer, o options) (result, error) {
 	slices.Sort(res.killed)
 	fmt.Fprintf(out, "all %d jobs done, %d of them redone after worker 0 was killed\n", len(res.done), len(res.killed))
 	return res, nil
+}
+
+// client is what the program needs of the queue: a Broker in the process
+// or a kafka.Client.
+type client interface {
+	log.Client
+	log.ShareClient
+	Close() error
+}
+
+// queue opens the Broker, or dials the cluster, and makes the topic and
+// the group's configs: start from the first job, a short lock.
+func queue(ctx context.Context, o options) (client, error) {
+	gc := share.GroupConfig{AutoOffsetReset: "earliest", LockDuration: o.lock}
+	if o.brokers != "" {
+		cl, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{o.brokers}, ClientID: "workqueue"})
+		if err != nil {
+			return nil, err
+		}
+		if err := cl.CreateTopic(ctx, topic, log.TopicConfig{Partitions: 2}); err != nil && !errors.Is(err, log.ErrTopicExists) {
+			cl.Close()
+			return nil, err
+		}
+		if err := cl.SetShareGroupConfig(ctx, group, gc); err != nil {
+			cl.Close()
+			return nil, err
+		}
+		return cl, nil
+	}
+	b, err := log.Open(o.dir, log.Config{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := b.CreateTopic(topic, log.TopicConfig{Partitions: 2}); err != nil && !errors.Is(err, log.ErrTopicExists) {
+		b.Close()
+		return nil, err
+	}
+	if err := b.ShareCoordinator().SetGroupConfig(group, gc); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
 }
 
 // lockedWriter serializes the workers' writes to one writer.
