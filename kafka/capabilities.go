@@ -34,6 +34,7 @@ type capabilities struct {
 	txnOffsets     TxnOffsetCommitter    // TxnOffsetCommit (offsets.go)
 	offsetsTopic   OffsetsTopicCreator   // FindCoordinator creates __consumer_offsets (standalone)
 	txns           TxnBackend            // the transaction APIs (txn.go)
+	txnRouter      TxnRouter             // with txns: transactional ids coordinated across nodes (txn_router.go)
 	txnEnds        *txnEndLocks          // with txns: EndTxn waits for the produces it verified (txn_produce.go)
 	logDirs        LogDirDescriber       // DescribeLogDirs (logdirs.go)
 	brokerConfigs  BrokerConfigAlterer   // dynamic broker configs: AlterConfigs, DescribeConfigs (alterconfigs.go)
@@ -62,6 +63,9 @@ func resolveCapabilities(b Backend) capabilities {
 	c.offsetsTopic, _ = b.(OffsetsTopicCreator)
 	c.reassigner, _ = b.(Reassigner)
 	c.txns, _ = b.(TxnBackend)
+	if c.txns != nil {
+		c.txnRouter, _ = b.(TxnRouter)
+	}
 	if c.txns != nil {
 		c.txnEnds = new(txnEndLocks)
 	}

@@ -43,7 +43,7 @@ func handleFindCoordinator(ctx context.Context, c *conn, r kmsg.Request) reply {
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	answer := func(key string) (node int32, host string, port int32, code int16, msg *string) {
 		if req.CoordinatorType == coordinatorTransaction {
-			return c.s.findTxnCoordinator(key)
+			return c.s.findTxnCoordinator(ctx, key)
 		}
 		if req.CoordinatorType != coordinatorGroup {
 			// Transactions and share groups are not served.

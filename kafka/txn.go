@@ -53,7 +53,7 @@ func (s *Server) txnCoordinator(id string) (*txn.Coordinator, int16) {
 		return c, errNone
 	case errors.Is(err, log.ErrTxnCoordinatorLoading):
 		return nil, errCoordinatorLoadInProgress
-	case errors.Is(err, log.ErrClosed):
+	case errors.Is(err, log.ErrClosed), errors.Is(err, ErrNotCoordinator):
 		return nil, errNotCoordinator
 	}
 	return nil, errCoordinatorNotAvailable
@@ -61,12 +61,16 @@ func (s *Server) txnCoordinator(id string) (*txn.Coordinator, int16) {
 
 // findTxnCoordinator answers FindCoordinator for a transactional id: this
 // node, which coordinates every id of a standalone broker.
-func (s *Server) findTxnCoordinator(key string) (node int32, host string, port int32, code int16, msg *string) {
+func (s *Server) findTxnCoordinator(ctx context.Context, key string) (node int32, host string, port int32, code int16, msg *string) {
 	switch {
 	case s.caps.txns == nil:
 		return -1, "", -1, errInvalidRequest, kmsg.StringPtr("transactions are not served")
 	case key == "":
 		return -1, "", -1, errInvalidRequest, kmsg.StringPtr("empty transactional id")
+	}
+	if r := s.caps.txnRouter; r != nil {
+		node, host, port, code = s.findRoutedTxnCoordinator(ctx, r, key)
+		return node, host, port, code, nil
 	}
 	host, port = s.advertised()
 	return s.cfg.NodeID, host, port, errNone, nil

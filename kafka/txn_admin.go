@@ -123,12 +123,20 @@ func handleListTransactions(ctx context.Context, c *conn, r kmsg.Request) reply 
 			return reply{resp: resp}
 		}
 	}
-	coord, code := c.s.txnCoordinator("")
-	if code != errNone {
-		resp.ErrorCode = code
-		return reply{resp: resp}
+	var listings []txn.Listing
+	if r := c.s.caps.txnRouter; r != nil {
+		for _, coord := range r.TxnCoordinators() { // this node's, as a Kafka broker lists
+			listings = append(listings, coord.List(f)...)
+		}
+	} else {
+		coord, code := c.s.txnCoordinator("")
+		if code != errNone {
+			resp.ErrorCode = code
+			return reply{resp: resp}
+		}
+		listings = coord.List(f)
 	}
-	for _, l := range coord.List(f) {
+	for _, l := range listings {
 		if pattern != nil && !pattern.MatchString(l.ID) {
 			continue
 		}

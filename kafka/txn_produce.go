@@ -67,18 +67,31 @@ func (s *Server) checkTxnProduce(ctx context.Context, id string, p log.TopicPart
 	if err != nil || !h.Transactional() {
 		return errNone, nil // the append answers a bad batch
 	}
-	fail := func(code int16, err error) (int16, *string) {
-		return code, kmsg.StringPtr(err.Error())
+	ps := []tp.TopicPartition{p}
+	if r := s.caps.txnRouter; r != nil {
+		// The coordinator may be another node's (txn_router.go).
+		err = r.VerifyTxnPartition(ctx, id, log.ProducerID{ID: h.ProducerID, Epoch: h.ProducerEpoch}, p, version >= 12)
+		if err != nil && (CoordinatorMoved(err) || errors.Is(err, log.ErrTxnCoordinatorLoading) || errors.Is(err, log.ErrUnreachable)) {
+			return errNotEnoughReplicas, kmsg.StringPtr("transaction coordinator not available: " + err.Error())
+		}
+		return s.txnProduceCode(err, version)
 	}
 	coord, code := s.txnCoordinator(id)
 	if code != errNone {
 		return errNotEnoughReplicas, kmsg.StringPtr("transaction coordinator not available")
 	}
-	ps := []tp.TopicPartition{p}
 	if version >= 12 {
 		err = coord.AddPartitions(ctx, id, h.ProducerID, h.ProducerEpoch, ps, txn.TV2)
 	} else {
 		err = coord.VerifyPartitions(id, h.ProducerID, h.ProducerEpoch, ps)[p]
+	}
+	return s.txnProduceCode(err, version)
+}
+
+// txnProduceCode is checkTxnProduce's answer for the coordinator's.
+func (s *Server) txnProduceCode(err error, version int16) (int16, *string) {
+	fail := func(code int16, err error) (int16, *string) {
+		return code, kmsg.StringPtr(err.Error())
 	}
 	switch {
 	case err == nil:

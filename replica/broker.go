@@ -69,6 +69,7 @@ type Broker struct {
 	order  produceOrder // idempotent produces keep their order (order.go)
 
 	groups memberGroups // the coordinators of the __consumer_offsets partitions it leads (groups.go)
+	txns   memberTxns   // the coordinators of the __transaction_state partitions it leads (txn.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -297,6 +298,7 @@ func (b *Broker) Close() error {
 			b.cfg.Local.Leave((*localMember)(b))
 		}
 		b.wg.Wait()
+		b.stopTxnCoordinators() // before the group coordinators its markers complete
 		b.stopCoordinator()
 		b.fetchMu.Lock()
 		fs := b.fetchers

@@ -116,6 +116,10 @@ type Config struct {
 	// OffsetsTopicPartitions is the partition count __consumer_offsets is
 	// created with (Kafka's offsets.topic.num.partitions); 0 → 50.
 	OffsetsTopicPartitions int
+	// TransactionStatePartitions is the partition count
+	// __transaction_state is created with (Kafka's
+	// transaction.state.log.num.partitions); 0 → 50.
+	TransactionStatePartitions int
 
 	// Metrics, when set, is told of every ISR change this member commits
 	// as a leader, and is given to its store (flushes) and its Kafka

@@ -227,7 +227,7 @@ func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator
 		// A regex is resolved against every topic, internal ones too, as
 		// Kafka's coordinator resolves it against its metadata image.
 		TopicNames: b.Topics,
-	}, log.PartitionOffsetsLog(ps.p, offsetsAppend{b, tp}.append))
+	}, b.groupOffsetsLog(ps.p, tp)) // with transactional offsets (txn_markers.go)
 }
 
 // stopCoordinator ends every load, closes every coordinator and the

@@ -323,6 +323,7 @@ func (t *kafkaTransport) Produce(ctx context.Context, leader int, tp log.TopicPa
 	pp.Partition, pp.Records = int32(tp.Partition), batch
 	pt.Partitions = append(pt.Partitions, pp)
 	kr.Topics = append(kr.Topics, pt)
+	kr.TransactionID = t.b.transactionalIDOf(batch) // a transactional batch's (txn_route.go)
 	var r kmsg.Response
 	var err error
 	if k, _, _, ok := orderOf(tp, batch); ok {
@@ -361,6 +362,9 @@ func (t *kafkaTransport) Fetch(ctx context.Context, leader int, req log.FetchReq
 		kr.MaxBytes = 50 << 20
 	}
 	kr.SessionEpoch = -1
+	if req.Isolation == log.FetchTxnCommitted {
+		kr.IsolationLevel = 1 // read_committed: below the LSO, with the aborted transactions (txn_read.go)
+	}
 	partMax := req.PartitionMaxBytes
 	if partMax <= 0 {
 		partMax = 1 << 20
@@ -408,6 +412,9 @@ func (t *kafkaTransport) Fetch(ctx context.Context, leader int, req log.FetchReq
 				o.Err = &log.OffsetOutOfRangeError{Requested: req.Partitions[idx[pi]].Offset, Start: rp.LogStartOffset, End: rp.HighWatermark}
 			}
 			o.HighWatermark, o.LastStableOffset, o.LogStartOffset = rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset
+			for _, a := range rp.AbortedTransactions {
+				o.AbortedTransactions = append(o.AbortedTransactions, log.AbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+			}
 			if len(rp.RecordBatches) > 0 {
 				o.Records = log.BatchesOf(rp.RecordBatches)
 			}
@@ -424,6 +431,9 @@ func (t *kafkaTransport) ListOffset(ctx context.Context, leader int, tp log.Topi
 	lt.Topic = tp.Topic
 	lp := kmsg.NewListOffsetsRequestTopicPartition()
 	lp.Partition, lp.CurrentLeaderEpoch, lp.Timestamp = int32(tp.Partition), -1, at
+	if at == log.LatestStableOffset {
+		kr.IsolationLevel, lp.Timestamp = 1, log.LatestOffset // the LSO, as Kafka asks for it
+	}
 	lt.Partitions = append(lt.Partitions, lp)
 	kr.Topics = append(kr.Topics, lt)
 	r, err := t.do(ctx, leader, kr)

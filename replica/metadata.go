@@ -103,6 +103,7 @@ func (b *Broker) apply(img *controller.Image) {
 	}
 	b.img.Store(img)
 	b.syncCoordinator()
+	b.syncTxnCoordinators()
 	b.metaApplied()
 }
 

@@ -261,10 +261,14 @@ func (b *Broker) readLocal(req log.FetchRequest) (resp log.FetchResponse, n int6
 		}
 		p := ps.p
 		hw := p.HighWatermark()
-		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, hw, p.StartOffset()
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, readCommittedBound(p, hw), p.StartOffset()
 		bound := hw
 		if req.Isolation == log.FetchLogEnd || req.ReplicaID > 0 {
 			bound = p.EndOffset()
+		}
+		committed := req.Isolation == log.FetchTxnCommitted && req.ReplicaID <= 0
+		if committed { // below the LSO, itself below the HW (txn_read.go)
+			bound = out.LastStableOffset
 		}
 		budget := min(partMax, maxBytes-int(n))
 		if fp.MaxBytes > 0 {
@@ -280,6 +284,13 @@ func (b *Broker) readLocal(req log.FetchRequest) (resp log.FetchResponse, n int6
 		if err != nil {
 			out.Err, failed = err, true
 			continue
+		}
+		if committed && recs.Len() > 0 {
+			if out.AbortedTransactions, err = abortedBelow(p, fp.Offset, bound); err != nil {
+				recs.Release()
+				out.Err, failed = err, true
+				continue
+			}
 		}
 		out.Records = recs
 		n += recs.Len()
@@ -299,6 +310,8 @@ func (b *Broker) listOffsetLocal(tp log.TopicPartition, at int64) (int64, error)
 		return p.StartOffset(), nil
 	case at == log.LatestOffset:
 		return p.HighWatermark(), nil
+	case at == log.LatestStableOffset: // READ_COMMITTED (txn_read.go)
+		return readCommittedBound(p, p.HighWatermark()), nil
 	case at < 0:
 		return 0, fmt.Errorf("%w: ListOffset at %d", log.ErrInvalidRequest, at)
 	}
