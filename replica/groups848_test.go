@@ -2,9 +2,7 @@ package replica_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -110,38 +108,10 @@ func testConsumerProtocolOnMembers(t *testing.T, tr string) {
 	c.createTopic("t", log.TopicConfig{Partitions: parts, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	createOffsetsTopic(t, c)
-	coord, g := 0, ""
-	for id, gid := range groupsOn(t, c) {
-		if id > coord {
-			coord, g = id, gid
-		}
-	}
-	var hosts []int
-	for id := 1; id <= 3; id++ {
-		if id != coord {
-			hosts = append(hosts, id)
-		}
-	}
-	vals := values(total)
-	produce := func(via int, from, to int) {
-		// Idempotent: a send that meets the leader change is not written twice.
-		prod, err := log.NewProducer(c.member(via), log.ProducerConfig{Acks: log.AcksAll, Idempotent: true, Timeout: 10 * time.Second})
-		require.NoError(t, err)
-		for i := from; i < to; i++ {
-			_, err := prod.Send(ctx, log.Record{Topic: "t", Partition: i % parts, Value: []byte(vals[i])})
-			require.NoError(t, err)
-		}
-		require.NoError(t, prod.Close())
-	}
-	produce(hosts[0], 0, total/2)
+	r := newGroupRun(t, ctx, c, parts, total)
+	coord, g, hosts := r.coord, r.g, r.hosts
+	r.produce(hosts[0], 0, total/2, true)
 
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	committed := make(chan struct{}, 64)
-	stop := make(chan struct{})
-	errs := make(chan error, len(hosts))
-	var wg sync.WaitGroup
 	conses := make([]*log.Consumer, len(hosts))
 	for i, id := range hosts {
 		cons, err := log.NewConsumer(c.member(id), log.ConsumerConfig{
@@ -150,52 +120,9 @@ func testConsumerProtocolOnMembers(t *testing.T, tr string) {
 		})
 		require.NoError(t, err)
 		conses[i] = cons
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cons.Close()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				recs, err := cons.Poll(ctx)
-				if err != nil {
-					errs <- fmt.Errorf("member %d: poll: %w", id, err)
-					return
-				}
-				mu.Lock()
-				for _, r := range recs {
-					seen[string(r.Value)] = true
-				}
-				mu.Unlock()
-				if len(recs) == 0 {
-					continue
-				}
-				switch err := cons.Commit(ctx); {
-				case err == nil:
-					select {
-					case committed <- struct{}{}:
-					default:
-					}
-				case errors.Is(err, log.ErrStaleMemberEpoch), errors.Is(err, log.ErrFencedMemberEpoch), errors.Is(err, group.ErrUnknownMember):
-					// A newer epoch or a rejoin: the next Poll applies it.
-				default:
-					errs <- fmt.Errorf("member %d: commit: %w", id, err)
-					return
-				}
-			}
-		}()
+		// A newer epoch or a rejoin: the next Poll applies it.
+		r.consume(id, cons, log.ErrStaleMemberEpoch, log.ErrFencedMemberEpoch, group.ErrUnknownMember)
 	}
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
-		}
-		wg.Wait()
-	}()
 	// The two split the partitions, at the coordinator and in what they hold.
 	require.Eventually(t, func() bool {
 		d, at, ok := describe848(c, g)
@@ -203,56 +130,24 @@ func testConsumerProtocolOnMembers(t *testing.T, tr string) {
 			len(conses[0].Assignment()) == parts/2 && len(conses[1].Assignment()) == parts/2
 	}, 60*time.Second, 10*time.Millisecond, "the consumers split %s's partitions", g)
 
-	tps := make([]log.TopicPartition, parts)
-	for p := range tps {
-		tps[p] = log.TopicPartition{Topic: "t", Partition: p}
-	}
-	// waitCommitted waits, commit by commit, until the group has committed
-	// want records in all.
-	waitCommitted := func(want int64) map[log.TopicPartition]int64 {
-		t.Helper()
-		for {
-			offs, err := c.member(hosts[0]).FetchOffsets(ctx, g, tps)
-			require.NoError(t, err)
-			var sum int64
-			for _, o := range offs {
-				sum += o
-			}
-			if sum >= want {
-				return offs
-			}
-			select {
-			case <-committed:
-			case err := <-errs:
-				t.Fatal(err)
-			case <-ctx.Done():
-				ends := map[log.TopicPartition]int64{}
-				for _, tp := range tps {
-					ends[tp], _ = c.member(hosts[0]).ListOffset(context.Background(), tp, log.LatestOffset)
-				}
-				d, at, _ := describe848(c, g)
-				t.Fatalf("group %s committed %v, want %d records; ends %v; at %d: %+v; held %v %v", g, offs, want, ends, at, d, conses[0].Assignment(), conses[1].Assignment())
-			}
+	explain := func() string {
+		ends := map[log.TopicPartition]int64{}
+		for _, tp := range r.tps {
+			ends[tp], _ = c.member(hosts[0]).ListOffset(context.Background(), tp, log.LatestOffset)
 		}
+		d, at, _ := describe848(c, g)
+		return fmt.Sprintf("ends %v; at %d: %+v; held %v %v", ends, at, d, conses[0].Assignment(), conses[1].Assignment())
 	}
-	waitCommitted(1)
+	r.waitCommitted(1, explain)
 
 	c.stop(coord)
 	next := c.waitLeaderNot(c.member(hosts[0]), log.OffsetsTopic, replica.GroupPartition(g, replica.DefaultOffsetsTopicPartitions), coord)
 	require.Contains(t, hosts, next)
-	produce(hosts[1], total/2, total)
-	final := waitCommitted(total)
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	mu.Lock()
-	require.Len(t, seen, total, "every acknowledged record consumed")
-	mu.Unlock()
+	r.produce(hosts[1], total/2, total, true)
+	final := r.waitCommitted(total, explain)
+	r.finish()
 	var sum int64
-	for _, tp := range tps {
+	for _, tp := range r.tps {
 		end, err := c.member(hosts[0]).ListOffset(ctx, tp, log.LatestOffset)
 		require.NoError(t, err)
 		require.Equal(t, end, final[tp], "%v committed to its end", tp)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -182,136 +183,193 @@ func testGroupCoordinatorFailover(t *testing.T, tr string) {
 	c.createTopic("t", log.TopicConfig{Partitions: parts, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	createOffsetsTopic(t, c)
-	coord, g := 0, ""
-	for id, gid := range groupsOn(t, c) {
-		if id > coord {
-			coord, g = id, gid
-		}
-	}
-	var hosts []int
-	for id := 1; id <= 3; id++ {
-		if id != coord {
-			hosts = append(hosts, id)
-		}
-	}
-	vals := values(total)
-	produce := func(via int, from, to int) {
-		prod, err := log.NewProducer(c.member(via), log.ProducerConfig{Acks: log.AcksAll, Timeout: 10 * time.Second})
-		require.NoError(t, err)
-		for i := from; i < to; i++ {
-			_, err := prod.Send(ctx, log.Record{Topic: "t", Partition: i % parts, Value: []byte(vals[i])})
-			require.NoError(t, err)
-		}
-		require.NoError(t, prod.Close())
-	}
-	produce(1, 0, total/2)
-
-	var mu sync.Mutex
-	seen := map[string]bool{}
-	committed := make(chan struct{}, 64) // a consumer committed
-	stop := make(chan struct{})
-	errs := make(chan error, len(hosts))
-	var wg sync.WaitGroup
-	for _, id := range hosts {
+	r := newGroupRun(t, ctx, c, parts, total)
+	r.produce(1, 0, total/2, false)
+	for _, id := range r.hosts {
 		cons, err := log.NewConsumer(c.member(id), log.ConsumerConfig{
-			Group: g, Topics: []string{"t"}, MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second,
+			Group: r.g, Topics: []string{"t"}, MaxWait: 50 * time.Millisecond, SessionTimeout: 6 * time.Second,
 		})
 		require.NoError(t, err)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cons.Close()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				recs, err := cons.Poll(ctx)
-				if err != nil {
-					errs <- fmt.Errorf("member %d: poll: %w", id, err)
-					return
-				}
-				mu.Lock()
-				for _, r := range recs {
-					seen[string(r.Value)] = true
-				}
-				mu.Unlock()
-				if len(recs) == 0 {
-					continue
-				}
-				switch err := cons.Commit(ctx); {
-				case err == nil:
-					select {
-					case committed <- struct{}{}:
-					default:
-					}
-				case errors.Is(err, group.ErrRebalanceInProgress), errors.Is(err, group.ErrIllegalGeneration), errors.Is(err, group.ErrUnknownMember):
-					// The next Poll rejoins.
-				default:
-					errs <- fmt.Errorf("member %d: commit: %w", id, err)
-					return
-				}
-			}
-		}()
+		// The next Poll rejoins.
+		r.consume(id, cons, group.ErrRebalanceInProgress, group.ErrIllegalGeneration, group.ErrUnknownMember)
 	}
-	tps := make([]log.TopicPartition, parts)
-	for p := range tps {
-		tps[p] = log.TopicPartition{Topic: "t", Partition: p}
-	}
-	sum := func(offs map[log.TopicPartition]int64) (s int64) {
-		for _, o := range offs {
-			s += o
-		}
-		return s
-	}
-	// waitCommitted waits, commit by commit, until the group has committed
-	// want records in all.
-	waitCommitted := func(want int64) map[log.TopicPartition]int64 {
-		t.Helper()
-		for {
-			offs, err := c.member(hosts[0]).FetchOffsets(ctx, g, tps)
-			require.NoError(t, err)
-			if sum(offs) >= want {
-				return offs
-			}
-			select {
-			case <-committed:
-			case err := <-errs:
-				t.Fatal(err)
-			case <-ctx.Done():
-				t.Fatalf("group %s committed %v, want %d records", g, offs, want)
-			}
-		}
-	}
-	before := waitCommitted(1)
+	before := r.waitCommitted(1, nil)
 
-	c.stop(coord)
-	next := c.waitLeaderNot(c.member(hosts[0]), log.OffsetsTopic, replica.GroupPartition(g, replica.DefaultOffsetsTopicPartitions), coord)
-	require.Contains(t, hosts, next)
+	c.stop(r.coord)
+	next := c.waitLeaderNot(c.member(r.hosts[0]), log.OffsetsTopic, replica.GroupPartition(r.g, replica.DefaultOffsetsTopicPartitions), r.coord)
+	require.Contains(t, r.hosts, next)
 	// The new coordinator has what the old one acknowledged.
-	after, err := c.member(hosts[1]).FetchOffsets(ctx, g, tps)
+	after, err := c.member(r.hosts[1]).FetchOffsets(ctx, r.g, r.tps)
 	require.NoError(t, err)
 	for tp, off := range before {
 		require.GreaterOrEqual(t, after[tp], off, "%v after the failover, %v before", after, before)
 	}
 
-	produce(hosts[1], total/2, total)
-	final := waitCommitted(total)
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	mu.Lock()
-	require.Len(t, seen, total, "every acknowledged record consumed")
-	mu.Unlock()
+	r.produce(r.hosts[1], total/2, total, false)
+	final := r.waitCommitted(total, nil)
+	r.finish()
 	for p := range parts {
 		require.EqualValues(t, total/parts, final[log.TopicPartition{Topic: "t", Partition: p}])
 	}
-	require.True(t, knows(c.member(next), g), "the new coordinator, member %d, knows the group", next)
+	require.True(t, knows(c.member(next), r.g), "the new coordinator, member %d, knows the group", next)
+}
+
+// groupRun is the fixture of the coordinator failover tests: the group
+// whose coordinator is the member of the highest id, consumers of it on
+// the two other members (hosts) that poll, keep every value seen and
+// commit, and the records of topic "t" they consume. Its consumers are
+// stopped and waited for before the test ends.
+type groupRun struct {
+	t     *testing.T
+	ctx   context.Context
+	c     *memberCluster
+	coord int    // the member coordinating g
+	g     string // a group coordinated by coord
+	hosts []int  // the other members
+	parts int    // of "t"
+	tps   []log.TopicPartition
+	vals  []string // value i goes to partition i % parts
+
+	mu        sync.Mutex
+	seen      map[string]bool
+	committed chan struct{} // a consumer committed
+	stop      chan struct{}
+	errs      chan error // a consumer's failure
+	wg        sync.WaitGroup
+}
+
+// newGroupRun creates __consumer_offsets on c (of 3 members) and picks the
+// group and hosts.
+func newGroupRun(t *testing.T, ctx context.Context, c *memberCluster, parts, total int) *groupRun {
+	t.Helper()
+	createOffsetsTopic(t, c)
+	r := &groupRun{t: t, ctx: ctx, c: c, parts: parts, vals: values(total), seen: map[string]bool{},
+		committed: make(chan struct{}, 64), stop: make(chan struct{})}
+	for id, gid := range groupsOn(t, c) {
+		if id > r.coord {
+			r.coord, r.g = id, gid
+		}
+	}
+	for id := 1; id <= 3; id++ {
+		if id != r.coord {
+			r.hosts = append(r.hosts, id)
+		}
+	}
+	r.errs = make(chan error, len(r.hosts))
+	for p := range parts {
+		r.tps = append(r.tps, log.TopicPartition{Topic: "t", Partition: p})
+	}
+	t.Cleanup(r.halt)
+	return r
+}
+
+// produce writes values [from, to) through member via (acks all;
+// idempotent, a send that meets a leader change is not written twice).
+func (r *groupRun) produce(via, from, to int, idempotent bool) {
+	r.t.Helper()
+	prod, err := log.NewProducer(r.c.member(via), log.ProducerConfig{Acks: log.AcksAll, Idempotent: idempotent, Timeout: 10 * time.Second})
+	require.NoError(r.t, err)
+	for i := from; i < to; i++ {
+		_, err := prod.Send(r.ctx, log.Record{Topic: "t", Partition: i % r.parts, Value: []byte(r.vals[i])})
+		require.NoError(r.t, err)
+	}
+	require.NoError(r.t, prod.Close())
+}
+
+// consume runs cons, on member id, until stop: it polls, keeps what it
+// got and commits it. A commit error that is one of retry is left to the
+// next Poll; any other error, or a failed Poll, ends it on errs.
+func (r *groupRun) consume(id int, cons *log.Consumer, retry ...error) {
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer cons.Close()
+		for {
+			select {
+			case <-r.stop:
+				return
+			default:
+			}
+			recs, err := cons.Poll(r.ctx)
+			if err != nil {
+				r.errs <- fmt.Errorf("member %d: poll: %w", id, err)
+				return
+			}
+			r.mu.Lock()
+			for _, rec := range recs {
+				r.seen[string(rec.Value)] = true
+			}
+			r.mu.Unlock()
+			if len(recs) == 0 {
+				continue
+			}
+			err = cons.Commit(r.ctx)
+			switch {
+			case err == nil:
+				select {
+				case r.committed <- struct{}{}:
+				default:
+				}
+			case slices.ContainsFunc(retry, func(e error) bool { return errors.Is(err, e) }):
+			default:
+				r.errs <- fmt.Errorf("member %d: commit: %w", id, err)
+				return
+			}
+		}
+	}()
+}
+
+// waitCommitted waits, commit by commit, until the group has committed
+// want records in all, and returns its offsets; explain, if not nil, adds
+// to the failure message.
+func (r *groupRun) waitCommitted(want int64, explain func() string) map[log.TopicPartition]int64 {
+	r.t.Helper()
+	for {
+		offs, err := r.c.member(r.hosts[0]).FetchOffsets(r.ctx, r.g, r.tps)
+		require.NoError(r.t, err)
+		var sum int64
+		for _, o := range offs {
+			sum += o
+		}
+		if sum >= want {
+			return offs
+		}
+		select {
+		case <-r.committed:
+		case err := <-r.errs:
+			r.t.Fatal(err)
+		case <-r.ctx.Done():
+			more := ""
+			if explain != nil {
+				more = "; " + explain()
+			}
+			r.t.Fatalf("group %s committed %v, want %d records%s", r.g, offs, want, more)
+		}
+	}
+}
+
+// halt stops the consumers and waits for them.
+func (r *groupRun) halt() {
+	select {
+	case <-r.stop:
+	default:
+		close(r.stop)
+	}
+	r.wg.Wait()
+}
+
+// finish halts the consumers and checks that none failed and that every
+// value was consumed.
+func (r *groupRun) finish() {
+	r.t.Helper()
+	r.halt()
+	close(r.errs)
+	for err := range r.errs {
+		require.NoError(r.t, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Len(r.t, r.seen, len(r.vals), "every acknowledged record consumed")
 }
 
 // A group's metadata survives its coordinator: a member of a stable group
