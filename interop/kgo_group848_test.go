@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -265,47 +264,9 @@ func TestStrataClient848Group(t *testing.T) {
 				t.Fatal(err)
 			}
 
-			cons, err := log.NewConsumer(cl, log.ConsumerConfig{
-				Group: group, Topics: []string{topic}, Protocol: log.GroupProtocolConsumer, MaxWait: 100 * time.Millisecond,
-				SessionTimeout: 10 * time.Second, HeartbeatInterval: 100 * time.Millisecond, RebalanceTimeout: 10 * time.Second,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
 			strata := make(chan log.Record, 64)
-			pctx, stop := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for pctx.Err() == nil {
-					rs, err := cons.Poll(pctx)
-					if err != nil {
-						if pctx.Err() == nil {
-							t.Errorf("strata poll: %v", err)
-						}
-						return
-					}
-					for _, r := range rs {
-						select {
-						case strata <- r:
-						case <-pctx.Done():
-							return
-						}
-					}
-					if err := cons.Commit(pctx); err != nil && pctx.Err() == nil && !errors.Is(err, log.ErrStaleMemberEpoch) &&
-						!errors.Is(err, log.ErrFencedMemberEpoch) && !errors.Is(err, log.ErrUnknownMember) {
-						t.Errorf("strata commit: %v", err)
-					}
-				}
-			}()
-			defer func() {
-				stop()
-				wg.Wait()
-				if err := cons.Close(); err != nil {
-					t.Errorf("close: %v", err)
-				}
-			}()
+			stop := startStrataMember(t, cl, log.GroupProtocolConsumer, group, topic, strata)
+			defer stop()
 			kgoRecs := make(chan *kgo.Record, 64)
 			m := startKgoMember(t, seeds[0], group, topic, kgoRecs, kgo.ServerSideBalancer())
 			defer m.close()
