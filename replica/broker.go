@@ -70,6 +70,7 @@ type Broker struct {
 
 	groups memberGroups // the coordinators of the __consumer_offsets partitions it leads (groups.go)
 	txns   memberTxns   // the coordinators of the __transaction_state partitions it leads (txn.go)
+	shares memberShares // share groups: memberships and share-partitions it serves (share.go)
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -159,6 +160,10 @@ func Start(cfg Config) (*Broker, error) {
 	b.ctl = ctl
 	cleanup = append(cleanup, func() { ctl.Close() })
 	b.img.Store(ctl.Image())
+	if err := b.startShares(); err != nil { // before the servers, which use it
+		return fail(err)
+	}
+	cleanup = append(cleanup, b.stopShares)
 
 	if cfg.Local != nil {
 		if !cfg.Local.Join((*localMember)(b)) {
@@ -204,6 +209,8 @@ func Start(cfg Config) (*Broker, error) {
 	go b.heartbeat()
 	go b.tickLoop()
 	go b.alterLoop()
+	b.wg.Add(1)
+	go b.shareLoop()
 	if err := b.awaitReady(); err != nil {
 		b.Close()
 		return nil, err
@@ -300,6 +307,7 @@ func (b *Broker) Close() error {
 		b.wg.Wait()
 		b.stopTxnCoordinators() // before the group coordinators its markers complete
 		b.stopCoordinator()
+		b.stopShares()
 		b.fetchMu.Lock()
 		fs := b.fetchers
 		b.fetchers = map[int]*fetcher{}

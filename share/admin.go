@@ -68,6 +68,9 @@ func (c *Coordinator) List() []Listing {
 	c.mu.Unlock()
 	var out []Listing
 	for _, ge := range groups {
+		if c.coordinates(ge.id) != nil {
+			continue // listed by its coordinator
+		}
 		ge.mu.Lock()
 		if len(ge.g.members) > 0 || len(ge.parts) > 0 {
 			out = append(out, Listing{Group: ge.id, State: ge.g.state()})

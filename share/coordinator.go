@@ -91,6 +91,10 @@ type Config struct {
 	// ShareSnapshot record) after this many updates
 	// (share.coordinator.snapshot.update.records.per.snapshot, 500).
 	SnapshotEvery int
+	// Placement, in a cluster, says which groups' membership and which
+	// partitions' share-partitions this broker serves now (cluster.go);
+	// nil: all of them (a standalone broker).
+	Placement Placement
 }
 
 func (c Config) withDefaults() Config {

@@ -58,6 +58,9 @@ func (c *Coordinator) Acquire(ctx context.Context, group, member string, t Topic
 	if group != "" && c.cfg.OtherGroup(group) {
 		return nil, fmt.Errorf("%w: %q is not a share group", ErrGroupNotFound, group)
 	}
+	if err := c.leads(t); err != nil {
+		return nil, err
+	}
 	ge, err := c.lookup(group, true)
 	if err != nil {
 		return nil, err
@@ -116,6 +119,9 @@ func (c *Coordinator) Acquire(ctx context.Context, group, member string, t Topic
 // a store error (wrapped; nothing applied), ErrClosed, ctx's error.
 func (c *Coordinator) Acknowledge(ctx context.Context, group, member string, t TopicPartition, batches []AckBatch) error {
 	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := c.leads(t); err != nil {
 		return err
 	}
 	ge, err := c.lookup(group, false)

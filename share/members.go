@@ -57,6 +57,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) (Hear
 	case req.Group != "" && c.cfg.OtherGroup(req.Group):
 		return HeartbeatResponse{}, fmt.Errorf("%w: %q is not a share group", ErrGroupNotFound, req.Group)
 	}
+	if err := c.coordinates(req.Group); err != nil {
+		return HeartbeatResponse{}, err
+	}
 	ge, err := c.lookup(req.Group, req.MemberEpoch == joinEpoch)
 	if err != nil {
 		if req.MemberEpoch != joinEpoch && req.Group != "" && !c.isClosed() {
@@ -87,6 +90,9 @@ func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) (Hear
 			for _, p := range ans.assignment[t] {
 				tp := TopicPartition{Topic: t, Partition: p}
 				resp.Assignment = append(resp.Assignment, tp)
+				if c.leads(tp) != nil {
+					continue // its leader initializes it, at its first fetch
+				}
 				// Kafka initializes a share-partition's state when it is
 				// first assigned: with share.auto.offset.reset=latest, the
 				// records produced from then on are the group's.

@@ -1,0 +1,461 @@
+package replica
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sync"
+	"time"
+
+	"github.com/strata-log/strata/internal/kerr"
+	"github.com/strata-log/strata/kafka"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/segment/batch"
+	"github.com/strata-log/strata/share"
+	"github.com/strata-log/strata/tp"
+)
+
+// Share groups (KIP-932) in a cluster, placed as Kafka places them. A
+// group's membership (ShareGroupHeartbeat, ShareGroupDescribe, the
+// assignment) is served by its group coordinator: the leader of the
+// group's partition of __consumer_offsets, as for consumer groups
+// (groups.go). A share-partition — a group's in-flight records of one
+// partition, their locks and delivery counts — is held by the leader of
+// that partition, which serves ShareFetch and ShareAcknowledge for it and
+// writes every change to __share_group_state (as many partitions as
+// __consumer_offsets, Config.OffsetsTopicPartitions: Kafka's 50; RF 3)
+// as an acks=all produce before it answers. When leadership of a
+// partition moves, the new leader loads its share-partitions back from
+// __share_group_state (the records the old leader had acquired come back
+// Available, to be delivered again) and answers NOT_LEADER_OR_FOLLOWER
+// meanwhile; the old one forgets them.
+//
+// Each member runs one share.Coordinator for both roles, told what it
+// serves by sharePlacement. The state of a partition's share-partitions,
+// of every group, is in one partition of __share_group_state, picked by
+// the hash of its topic id and partition (ShareStatePartition):
+// a new leader reads one partition to load them. The records keep Kafka's
+// key (group, topic id, partition) and formats.
+//
+// Not done here (yet): membership is kept in memory only (Kafka also
+// writes it to __consumer_offsets): when the coordinator moves, members
+// get UNKNOWN_MEMBER_ID and join again; __share_group_state is never
+// pruned (several leaders write each of its partitions).
+
+// memberShares is the share groups of one member.
+type memberShares struct {
+	mu     sync.Mutex
+	c      *share.Coordinator
+	led    map[log.TopicPartition]*ledShare // partitions whose share-partitions are loaded or loading
+	closed bool
+	loads  sync.WaitGroup
+}
+
+// ledShare is a led partition's share-partitions, in the leader epoch
+// they were loaded in; loaded is false while its goroutine reads them.
+type ledShare struct {
+	epoch  int32
+	loaded bool
+	cancel context.CancelFunc
+}
+
+// startShares opens the member's share coordinator (it loads nothing:
+// shareLoop loads each partition as the member comes to lead it).
+func (b *Broker) startShares() error {
+	c, err := share.Open(context.Background(), share.Config{
+		Partitions: func(t string) (int, error) {
+			if t == log.OffsetsTopic || t == log.ShareStateTopic || t == log.TransactionStateTopic {
+				return 0, fmt.Errorf("%w: %s", log.ErrUnknownTopic, t)
+			}
+			return b.Partitions(context.Background(), t)
+		},
+		Offsets: func(t log.TopicPartition) (int64, int64, error) {
+			ps := b.part(t)
+			if ps == nil {
+				return 0, 0, fmt.Errorf("%w: %s-%d has no replica on broker %d", log.ErrNotLeader, t.Topic, t.Partition, b.cfg.ID)
+			}
+			return ps.p.StartOffset(), ps.p.HighWatermark(), nil
+		},
+		OtherGroup: func(g string) bool {
+			if gc := b.localCoordinator(g); gc != nil {
+				_, ok := gc.Type(g)
+				return ok
+			}
+			return false
+		},
+		Clock:     b.cfg.Clock,
+		Logger:    b.log,
+		Placement: sharePlacement{b},
+	}, shareStateLog{b})
+	if err != nil {
+		return fmt.Errorf("replica: start share coordinator: %w", err)
+	}
+	b.shares.c = c
+	return nil
+}
+
+// stopShares ends the loads and closes the share coordinator (Close, once
+// the goroutines that use it have stopped).
+func (b *Broker) stopShares() {
+	s := &b.shares
+	s.mu.Lock()
+	s.closed = true
+	for _, ls := range s.led {
+		ls.cancel()
+	}
+	s.led = nil
+	s.mu.Unlock()
+	s.loads.Wait()
+	if s.c != nil {
+		s.c.Close()
+	}
+}
+
+// shareLoop brings the share-partitions and memberships this member holds
+// in line with each metadata image it applies, until Close.
+func (b *Broker) shareLoop() {
+	defer b.wg.Done()
+	for {
+		ch := b.metaWatch()
+		b.syncShares()
+		select {
+		case <-ch:
+		case <-b.ctx.Done():
+			return
+		}
+	}
+}
+
+// syncShares drops the share-partitions of the partitions this member no
+// longer leads (or leads in a new epoch), starts loading those of the
+// partitions it has come to lead, and forgets the members of the groups it
+// no longer coordinates.
+func (b *Broker) syncShares() {
+	img := b.img.Load()
+	want := map[log.TopicPartition]int32{}
+	for _, name := range img.Topics() {
+		if name == log.OffsetsTopic || name == log.ShareStateTopic || name == log.TransactionStateTopic {
+			continue
+		}
+		t, _ := img.Topic(name)
+		for _, st := range t.Partitions {
+			if st.Leader != b.cfg.ID {
+				continue
+			}
+			t := log.TopicPartition{Topic: name, Partition: st.Partition}
+			if ps := b.part(t); ps != nil && ps.leading.Load() {
+				want[t] = st.LeaderEpoch
+			}
+		}
+	}
+	s := &b.shares
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || b.ctx.Err() != nil {
+		return
+	}
+	for t, ls := range s.led {
+		if e, ok := want[t]; !ok || e != ls.epoch {
+			ls.cancel()
+			delete(s.led, t)
+			s.c.Drop(t)
+		}
+	}
+	for t, e := range want {
+		if _, ok := s.led[t]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(b.ctx)
+		ls := &ledShare{epoch: e, cancel: cancel}
+		if s.led == nil {
+			s.led = map[log.TopicPartition]*ledShare{}
+		}
+		s.led[t] = ls
+		s.loads.Add(1)
+		go b.loadShares(ctx, t, ls)
+	}
+	s.c.DropMembers(b.leadsGroupPartition)
+}
+
+// loadShares loads the share-partitions of t for ls from
+// __share_group_state, trying again after a failed read, until they are
+// loaded or ls is cancelled.
+func (b *Broker) loadShares(ctx context.Context, t log.TopicPartition, ls *ledShare) {
+	s := &b.shares
+	defer s.loads.Done()
+	backoff := 20 * time.Millisecond
+	for {
+		err := s.c.Load(ctx, t, shareStateReader{b: b, tp: b.shareStateTP(t)})
+		s.mu.Lock()
+		current := s.led[t] == ls && ctx.Err() == nil
+		if err == nil && current {
+			ls.loaded = true
+		}
+		s.mu.Unlock()
+		if !current {
+			// Superseded while it loaded: what it loaded is dropped by
+			// syncShares, or loaded again by the next load.
+			return
+		}
+		if err == nil {
+			b.log.Debug("replica: share-partitions loaded", "partition", t, "leader epoch", ls.epoch)
+			return
+		}
+		b.log.Warn("replica: load share-partitions", "partition", t, "err", err)
+		tm := time.NewTimer(backoff)
+		select {
+		case <-tm.C:
+			backoff = min(2*backoff, time.Second)
+		case <-ctx.Done():
+			tm.Stop()
+			return
+		}
+	}
+}
+
+// leadsGroupPartition reports whether this member leads the partition of
+// __consumer_offsets of a group (loaded or not).
+func (b *Broker) leadsGroupPartition(group string) bool {
+	gtp, ok := b.groupTP(group)
+	if !ok {
+		return false
+	}
+	l, ok := b.img.Load().Leader(gtp.Topic, gtp.Partition)
+	return ok && l == b.cfg.ID
+}
+
+// sharePlacement tells the share coordinator what this member serves now
+// (share.Placement).
+type sharePlacement struct{ b *Broker }
+
+func (p sharePlacement) Coordinates(group string) error {
+	if p.b.localCoordinator(group) != nil {
+		return nil
+	}
+	if p.b.leadsGroupPartition(group) {
+		return fmt.Errorf("%w: broker %d loads the coordinator of share group %q", kerr.ErrCoordinatorLoading, p.b.cfg.ID, group)
+	}
+	return fmt.Errorf("%w: broker %d does not coordinate share group %q", kafka.ErrNotCoordinator, p.b.cfg.ID, group)
+}
+
+func (p sharePlacement) Leads(t log.TopicPartition) error {
+	b := p.b
+	st, ok := b.img.Load().Partition(t.Topic, t.Partition)
+	if !ok {
+		return fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, t.Topic, t.Partition)
+	}
+	ps := b.part(t)
+	if st.Leader != b.cfg.ID || ps == nil || !ps.leading.Load() {
+		return fmt.Errorf("%w: broker %d does not lead %s-%d", log.ErrNotLeader, b.cfg.ID, t.Topic, t.Partition)
+	}
+	b.shares.mu.Lock()
+	ls := b.shares.led[t]
+	loaded := ls != nil && ls.loaded && ls.epoch == st.LeaderEpoch
+	b.shares.mu.Unlock()
+	if !loaded {
+		return fmt.Errorf("%w: broker %d loads the share-partitions of %s-%d", log.ErrNotLeader, b.cfg.ID, t.Topic, t.Partition)
+	}
+	return nil
+}
+
+// ShareStatePartition returns the partition of __share_group_state, of n,
+// that holds the share-partitions of partition t of every group: FNV-1a
+// of its topic id (tp.TopicID) and partition, modulo n.
+func ShareStatePartition(t log.TopicPartition, n int) int {
+	id := tp.TopicID(t.Topic)
+	return shareStatePartitionOf(id, int32(t.Partition), n)
+}
+
+func shareStatePartitionOf(id [16]byte, partition int32, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	h := fnv.New32a()
+	h.Write(id[:])
+	h.Write([]byte{byte(partition >> 24), byte(partition >> 16), byte(partition >> 8), byte(partition)})
+	return int(h.Sum32() % uint32(n))
+}
+
+func (b *Broker) shareStatePartitions() int {
+	if n, ok := b.img.Load().PartitionCount(log.ShareStateTopic); ok && n > 0 {
+		return n
+	}
+	return b.offsetsPartitions()
+}
+
+// shareStateTP is the partition of __share_group_state holding t's
+// share-partitions.
+func (b *Broker) shareStateTP(t log.TopicPartition) log.TopicPartition {
+	return log.TopicPartition{Topic: log.ShareStateTopic, Partition: ShareStatePartition(t, b.shareStatePartitions())}
+}
+
+// shareStateLog is __share_group_state as the member's share coordinator
+// writes it (share.StateLog). Replay reads nothing: the coordinator loads
+// each partition's share-partitions when this member comes to lead it
+// (shareStateReader).
+type shareStateLog struct{ b *Broker }
+
+func (shareStateLog) Replay(context.Context, func(int64, []byte, []byte) error) error { return nil }
+
+// Append writes records, each to the partition of __share_group_state
+// its key's partition picks, as acks=all produces (creating the topic on
+// first use). It returns the offset of the first.
+func (l shareStateLog) Append(records []share.Record) (int64, error) {
+	b := l.b
+	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProduceTimeout)
+	defer cancel()
+	if err := b.ensureShareStateTopic(ctx); err != nil {
+		return 0, err
+	}
+	n := b.shareStatePartitions()
+	first := int64(-1)
+	for i := 0; i < len(records); {
+		id, p, err := share.StateKeyPartition(records[i].Key)
+		if err != nil {
+			return 0, err
+		}
+		part := shareStatePartitionOf(id, p, n)
+		j := i + 1
+		for ; j < len(records); j++ {
+			id2, p2, err := share.StateKeyPartition(records[j].Key)
+			if err != nil || shareStatePartitionOf(id2, p2, n) != part {
+				break
+			}
+		}
+		var bd batch.Builder
+		now := time.Now().UnixMilli()
+		bd.Reset(now)
+		for _, r := range records[i:j] {
+			bd.Append(now, r.Key, r.Value, nil)
+		}
+		base, err := b.Produce(ctx, log.TopicPartition{Topic: log.ShareStateTopic, Partition: part}, bd.Bytes(), log.AcksAll)
+		if err != nil {
+			return 0, fmt.Errorf("replica: write %s-%d: %w", log.ShareStateTopic, part, err)
+		}
+		if first < 0 {
+			first = base
+		}
+		i = j
+	}
+	return first, nil
+}
+
+// shareStateReader is one partition of __share_group_state read from its
+// leader, from its start to its high watermark (share.StateLog, for
+// Coordinator.Load).
+type shareStateReader struct {
+	b  *Broker
+	tp log.TopicPartition
+}
+
+func (r shareStateReader) Append([]share.Record) (int64, error) {
+	return 0, errors.New("replica: a share state reader does not write")
+}
+
+func (r shareStateReader) Replay(ctx context.Context, fn func(offset int64, key, value []byte) error) error {
+	b := r.b
+	if _, ok := b.img.Load().PartitionCount(log.ShareStateTopic); !ok {
+		return nil // no state was ever written
+	}
+	off, end := int64(0), int64(-1)
+	for end < 0 || off < end {
+		fctx, cancel := context.WithTimeout(ctx, b.cfg.ProduceTimeout)
+		resp, err := b.Fetch(fctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: r.tp, Offset: off, MaxBytes: 1 << 20}}, MaxWait: time.Millisecond})
+		cancel()
+		if err != nil {
+			return err
+		}
+		fp := resp.Partitions[0]
+		var oor *log.OffsetOutOfRangeError
+		switch {
+		case errors.As(fp.Err, &oor) && off < fp.LogStartOffset:
+			resp.Release()
+			off = fp.LogStartOffset
+			continue
+		case fp.Err != nil:
+			resp.Release()
+			return fmt.Errorf("read %s-%d at %d: %w", r.tp.Topic, r.tp.Partition, off, fp.Err)
+		}
+		if end < 0 {
+			end = fp.HighWatermark
+			if fp.TopicPartition != r.tp || fp.HighWatermark < 0 {
+				// An answer without the partition (its leader moving).
+				end = -1
+			}
+		}
+		raw, err := fp.Records.Bytes()
+		resp.Release()
+		if err != nil {
+			return err
+		}
+		if len(raw) == 0 {
+			if end >= 0 && off >= end {
+				return nil
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			continue
+		}
+		err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
+			next := h.NextOffset()
+			err := batch.Records(bt, h, func(rec *batch.Record) error {
+				if rec.Offset < off {
+					return nil
+				}
+				return fn(rec.Offset, rec.Key, rec.Value)
+			})
+			off = max(off, next)
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("read %s-%d: %w", r.tp.Topic, r.tp.Partition, err)
+		}
+	}
+	return nil
+}
+
+// ensureShareStateTopic creates __share_group_state if the metadata lacks
+// it: Config.OffsetsTopicPartitions (Kafka's 50) partitions, RF 3 (or fewer, with fewer brokers),
+// min.insync.replicas 2.
+func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
+	if _, ok := b.img.Load().PartitionCount(log.ShareStateTopic); ok {
+		return nil
+	}
+	live := 0
+	for _, bi := range b.img.Load().Brokers() {
+		if !bi.Fenced {
+			live++
+		}
+	}
+	rf := max(1, min(3, live))
+	n := b.offsetsPartitions()
+	err := b.CreateTopic(ctx, log.ShareStateTopic, log.TopicConfig{
+		Partitions: n, ReplicationFactor: rf, MinInSyncReplicas: min(2, rf),
+		RetentionTime: -1, Cleanup: log.CleanupDelete,
+	})
+	if err != nil && !errors.Is(err, log.ErrTopicExists) {
+		return err
+	}
+	for {
+		ch := b.metaWatch()
+		if _, ok := b.img.Load().PartitionCount(log.ShareStateTopic); ok {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("replica: %s: %w", log.ShareStateTopic, ctx.Err())
+		case <-b.ctx.Done():
+			return log.ErrClosed
+		}
+	}
+}
+
+// ShareCoordinator returns the member's share coordinator
+// (kafka.ShareBackend): the memberships of the share groups it
+// coordinates and the share-partitions of the partitions it leads; other
+// groups' heartbeats get NOT_COORDINATOR, other partitions' fetches
+// NOT_LEADER_OR_FOLLOWER.
+func (b kafkaBackend) ShareCoordinator() *share.Coordinator { return b.shares.c }
