@@ -75,7 +75,7 @@ func (s *Server) topicMetadata(ctx context.Context, name string, id [16]byte, ve
 		return t
 	}
 	t.TopicID = topicID(name)
-	t.IsInternal = name == log.OffsetsTopic || name == log.TransactionStateTopic
+	t.IsInternal = name == log.OffsetsTopic || name == log.TransactionStateTopic || name == log.ShareStateTopic
 	node := s.cfg.NodeID
 	for i := range n {
 		p := kmsg.NewMetadataResponseTopicPartition()
