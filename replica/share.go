@@ -50,6 +50,9 @@ type memberShares struct {
 	led    map[log.TopicPartition]*ledShare // partitions whose share-partitions are loaded or loading
 	closed bool
 	loads  sync.WaitGroup
+
+	cfgMu   sync.Mutex                   // after the coordinator's SetGroupConfig
+	configs map[string]share.GroupConfig // as last read from or written to the log (share_configs.go)
 }
 
 // ledShare is a led partition's share-partitions, in the leader epoch
@@ -84,9 +87,10 @@ func (b *Broker) startShares() error {
 			}
 			return false
 		},
-		Clock:     b.cfg.Clock,
-		Logger:    b.log,
-		Placement: sharePlacement{b},
+		Clock:             b.cfg.Clock,
+		Logger:            b.log,
+		Placement:         sharePlacement{b},
+		StoreGroupConfigs: b.storeShareConfigs,
 	}, shareStateLog{b})
 	if err != nil {
 		return fmt.Errorf("replica: start share coordinator: %w", err)
@@ -116,6 +120,9 @@ func (b *Broker) stopShares() {
 // in line with each metadata image it applies, until Close.
 func (b *Broker) shareLoop() {
 	defer b.wg.Done()
+	var wg sync.WaitGroup
+	wg.Go(b.followShareConfigs) // until Close, as this loop
+	defer wg.Wait()
 	for {
 		ch := b.metaWatch()
 		b.syncShares()

@@ -24,14 +24,17 @@ import (
 
 // shareCluster starts 3 members with topic (parts partitions, RF 3) and
 // __consumer_offsets, and sets share.auto.offset.reset=earliest for group
-// on every member.
+// through member 2: every member applies it from __share_group_state.
 func shareCluster(t *testing.T, topic string, parts int, group string) *memberCluster {
 	t.Helper()
 	c := startClusterOver(t, 3, "local")
 	c.createTopic(topic, log.TopicConfig{Partitions: parts, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	createOffsetsTopic(t, c)
+	gc := share.GroupConfig{AutoOffsetReset: "earliest"}
+	require.NoError(t, replica.ShareCoordinatorOf(c.member(2)).SetGroupConfig(group, gc))
 	for _, b := range c.members {
-		require.NoError(t, replica.ShareCoordinatorOf(b).SetGroupConfig(group, share.GroupConfig{AutoOffsetReset: "earliest"}))
+		require.Eventually(t, func() bool { return replica.ShareCoordinatorOf(b).GroupConfig(group) == gc },
+			20*time.Second, 5*time.Millisecond, "member %d has not applied the group config", b.ID())
 	}
 	return c
 }
