@@ -179,7 +179,7 @@ func TestShareGroupLeaderFailover(t *testing.T) {
 	var recs []log.ShareRecord
 	for len(recs) == 0 {
 		recs, err = sc.Poll(ctx)
-		require.NoError(t, ctx.Err())
+		require.NoError(t, err)
 	}
 	require.Len(t, recs, 10)
 	a := newAccepted()
