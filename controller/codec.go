@@ -28,6 +28,8 @@ import (
 // PartitionEpoch. A producerIDsRecord is BrokerID, BrokerEpoch,
 // NextProducerID (int64). An unregisterBrokerRecord (type 10) is ID, Epoch.
 // The security records (types 64-68) are laid out in security_codec.go.
+// A configRecord (type 11) is the resource type byte (2 topic, 4 broker),
+// resource name, key and value strings, remove bool (value "" then).
 // A partitionReassignRecord (type 20) is TopicID, Partition, Replicas,
 // AddingReplicas, RemovingReplicas, Leader, ISR, LeaderEpoch,
 // PartitionEpoch; a partitionRecord of a partition being reassigned has
@@ -144,6 +146,12 @@ func appendRecord(b []byte, r record) []byte {
 		b = binary.AppendVarint(b, r.Epoch)
 	case aclRecord, removeACLRecord, scramRecord, removeSCRAMRecord, quotaRecord:
 		b = appendSecurityRecord(b, r) // security_codec.go
+	case configRecord:
+		b = append(b, byte(r.Type))
+		b = appendString(b, r.Name)
+		b = appendString(b, r.Key)
+		b = appendString(b, r.Value)
+		b = appendBool(b, r.Remove)
 	default:
 		panic(fmt.Sprintf("controller: unknown record type %T", r))
 	}
@@ -403,6 +411,12 @@ func (d *decoder) record() record {
 		return unregisterBrokerRecord{ID: d.int(), Epoch: d.varint()}
 	case typeACL, typeRemoveACL, typeSCRAM, typeRemoveSCRAM, typeQuota:
 		return d.securityRecord(t) // security_codec.go
+	case typeConfig:
+		r := configRecord{Type: ConfigResourceType(d.byte()), Name: d.string(), Key: d.string(), Value: d.string(), Remove: d.bool()}
+		if d.err == nil && (r.Type != TopicConfigs && r.Type != BrokerConfigs || r.Key == "" || r.Remove && r.Value != "") {
+			d.fail("config record of %s %q key %q", r.Type, r.Name, r.Key)
+		}
+		return r
 	default:
 		d.fail("record type %d", t)
 		return nil
@@ -438,7 +452,8 @@ func imageRecords(img *Image) []record {
 	if img.nextProducerID > 0 {
 		recs = append(recs, producerIDsRecord{NextProducerID: img.nextProducerID})
 	}
-	recs = append(recs, securityRecords(img)...) // ACLs, SCRAM credentials, quotas (security.go)
+	recs = append(recs, securityRecords(img)...)     // ACLs, SCRAM credentials, quotas (security.go)
+	recs = append(recs, brokerConfigRecords(img)...) // dynamic broker configs (configs.go)
 	return recs
 }
 

@@ -172,6 +172,7 @@ func (img *Image) cloneShared() *Image {
 		topics:          maps.Clone(img.topics),
 		topicNames:      maps.Clone(img.topicNames),
 		sec:             img.sec, // copied on write (security.go)
+		brokerConfigs:   maps.Clone(img.brokerConfigs),
 		owner:           new(ownerToken),
 	}
 }

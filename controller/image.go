@@ -112,6 +112,10 @@ type Image struct {
 	// sec is the ACLs, SCRAM credentials and client quotas (security.go);
 	// nil: none.
 	sec *securityState
+	// brokerConfigs are the dynamic broker configs by resource name (""
+	// the cluster's defaults, else a broker id; configs.go). The inner
+	// maps are replaced, never modified, so images share them.
+	brokerConfigs map[string]map[string]string
 	// owner marks the topicStates this image may modify in place; clone gives
 	// both images new owners so that shared topicStates are copied on write.
 	owner *ownerToken
@@ -125,7 +129,7 @@ type topicState struct {
 	id      TopicID
 	minISR  int
 	unclean bool
-	configs map[string]string // never modified after creation
+	configs map[string]string // replaced by a change (configs.go), never modified
 	// parts' Replicas and ISR slices are never modified in place: a change
 	// replaces them, so copies of parts may share them.
 	parts []PartitionState

@@ -350,6 +350,9 @@ func (c *Controller) decide(st *leaderState, o op) ([]record, outcome, error) {
 		return recs, outcome{}, err
 	case opCreateACLs, opDeleteACLs, opAlterSCRAM, opAlterQuotas:
 		return decideSecurity(img, o) // security.go
+	case opAlterConfigs:
+		recs, res := decideAlterConfigs(img, o.Configs) // configs.go
+		return recs, outcome{Configs: res}, nil
 	}
 	return nil, outcome{}, fmt.Errorf("%w: unknown operation %q", ErrInvalidRequest, o.Kind)
 }

@@ -29,6 +29,7 @@ const (
 	// records of a cluster without listeners are what they always were.
 	typeRegisterBrokerListeners recordType = 9
 	typeUnregisterBroker        recordType = 10
+	// typeConfig (11) is a configRecord (configs.go).
 	// Reassignments (reassign.go): typePartitionMoving is a partitionRecord
 	// of a partition with a reassignment in progress (snapshots); one
 	// without keeps typePartition's layout.
@@ -221,6 +222,8 @@ func (img *Image) apply(r record) error {
 		delete(img.brokers, r.ID)
 	case aclRecord, removeACLRecord, scramRecord, removeSCRAMRecord, quotaRecord:
 		return img.applySecurity(r) // security.go
+	case configRecord:
+		return img.applyConfig(r) // configs.go
 	default:
 		return fmt.Errorf("%w: record type %T", errInapplicable, r)
 	}

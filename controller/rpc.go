@@ -66,6 +66,7 @@ type op struct {
 	Elect       electRequest               `json:"elect,omitzero"`
 	Security    securityOp                 `json:"security,omitzero"` // security.go
 	Reassign    []ReassignTarget           `json:"reassign,omitzero"`
+	Configs     []ConfigAlteration         `json:"configs,omitzero"` // configs.go
 }
 
 // outcome is what an op yields.
@@ -80,6 +81,7 @@ type outcome struct {
 	Elections   []electResult    `json:"elections,omitzero"`
 	Security    securityOutcome  `json:"security,omitzero"` // security.go
 	Reassigned  []reassignResult `json:"reassigned,omitzero"`
+	Configs     []configResult   `json:"configs,omitzero"` // configs.go
 	// Version is the metadata version (Raft index) the op's records
 	// committed at; 0 when it had none.
 	Version uint64 `json:"version,omitzero"`
