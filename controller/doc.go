@@ -153,7 +153,8 @@
 // # Formats
 //
 // A Raft entry (codec.go): format byte 1, uvarint record count, then each
-// record as a type byte (1..10; 20 and 21 for reassignments, codec.go) and its
+// record as a type byte (1..10; 11 a dynamic config, configs.go; 20 and 21
+// for reassignments; 64..68 security, security_codec.go) and its
 // fields in order — ints as zigzag varints (shortest form only), strings as
 // uvarint length + bytes, the topic ID as 16 raw bytes, bools as one byte,
 // int lists as uvarint count + varints, configs as uvarint count + (key,

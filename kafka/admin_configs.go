@@ -459,11 +459,23 @@ func handleDescribeConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 				}
 				res.Configs = append(res.Configs, rc)
 			}
+			// The replication throttles (alterconfigs_throttle.go).
+			if th, err := s.describeThrottles(rr.ResourceType, rr.ResourceName, rr.ConfigNames, req.IncludeSynonyms); err == nil {
+				res.Configs = append(res.Configs, th...)
+			}
 		case kmsg.ConfigResourceTypeBroker:
 			// The dynamic broker configs (alterconfigs.go).
 			cfgs, err := s.describeBrokerConfigs(rr, req.IncludeSynonyms)
+			if err == nil && s.caps.throttles != nil {
+				var th []kmsg.DescribeConfigsResponseResourceConfig
+				if _, err = s.brokerScope(rr.ResourceName); err == nil {
+					th, err = s.describeThrottles(rr.ResourceType, rr.ResourceName, rr.ConfigNames, req.IncludeSynonyms)
+				}
+				cfgs = append(cfgs, th...)
+			}
 			if err != nil {
 				res.ErrorCode, res.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
+				cfgs = nil
 			}
 			res.Configs = cfgs
 		case kmsg.ConfigResourceTypeBrokerLogger:
@@ -495,7 +507,7 @@ const (
 // resource or a config listed twice INVALID_REQUEST; a broker resource
 // alters the dynamic broker configs (alterconfigs.go). validate_only checks
 // and changes nothing.
-func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleIncrementalAlterConfigs(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	a := c.s.caps.configs
@@ -516,12 +528,10 @@ func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) r
 			err = fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, rr.ResourceName)
 		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
 			err = c.s.alterGroupConfig(rr, req.ValidateOnly) // share groups (share_configs.go)
-		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && c.s.caps.brokerConfigs != nil:
-			err = c.s.alterBrokerConfigs(rr, req.ValidateOnly) // alterconfigs.go
-		case rr.ResourceType != kmsg.ConfigResourceTypeTopic:
-			err = fmt.Errorf("%w: only topic configs can be altered", errInvalidRequestErr)
+		case rr.ResourceType != kmsg.ConfigResourceTypeTopic && rr.ResourceType != kmsg.ConfigResourceTypeBroker:
+			err = fmt.Errorf("%w: only topic and broker configs can be altered", errInvalidRequestErr)
 		default:
-			err = c.s.alterTopicConfig(a, rr, req.ValidateOnly)
+			err = c.s.alterResourceConfigs(ctx, a, rr, req.ValidateOnly)
 		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
@@ -529,6 +539,29 @@ func handleIncrementalAlterConfigs(_ context.Context, c *conn, r kmsg.Request) r
 		resp.Resources = append(resp.Resources, res)
 	}
 	return reply{resp: resp}
+}
+
+// alterResourceConfigs applies (or, validateOnly, checks) the operations
+// of a TOPIC or BROKER resource: the replication throttles
+// (alterconfigs_throttle.go), the topic's overrides, the dynamic broker
+// configs (alterconfigs.go).
+func (s *Server) alterResourceConfigs(ctx context.Context, a TopicConfigAlterer, rr kmsg.IncrementalAlterConfigsRequestResource, validateOnly bool) error {
+	ops, err := s.incrementalThrottleOps(&rr)
+	if err != nil {
+		return err
+	}
+	rest := func(validateOnly bool) error {
+		switch {
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker && s.caps.brokerConfigs == nil:
+			return fmt.Errorf("%w: this server's dynamic broker configs are the replication throttles only", log.ErrInvalidConfig)
+		case rr.ResourceType == kmsg.ConfigResourceTypeBroker:
+			return s.alterBrokerConfigs(rr, validateOnly) // alterconfigs.go
+		case a == nil:
+			return fmt.Errorf("%w: this server's topic configs are the replication throttles only", log.ErrInvalidConfig)
+		}
+		return s.alterTopicConfig(a, rr, validateOnly)
+	}
+	return s.alterWithThrottles(ctx, rr.ResourceType, rr.ResourceName, ops, len(rr.Configs) > 0 || !ops.any(), rest, validateOnly)
 }
 
 // alterTopicConfig applies (or, validateOnly, checks) one resource's

@@ -100,7 +100,7 @@ var staticBrokerConfigs = map[string]bool{
 // configs here is INVALID_REQUEST; an unknown or read-only config or a
 // bad value INVALID_CONFIG; an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 // validate_only checks and changes nothing.
-func handleAlterConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleAlterConfigs(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
 	type key struct {
@@ -118,7 +118,7 @@ func handleAlterConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 		if seen[key{rr.ResourceType, rr.ResourceName}] > 1 {
 			err = fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, rr.ResourceName)
 		} else {
-			err = c.s.replaceConfigs(rr, req.ValidateOnly)
+			err = c.s.replaceConfigs(ctx, rr, req.ValidateOnly)
 		}
 		if err != nil {
 			res.ErrorCode, res.ErrorMessage = errorCode(err), kmsg.StringPtr(err.Error())
@@ -129,7 +129,7 @@ func handleAlterConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 }
 
 // replaceConfigs replaces (or, validateOnly, checks) one resource's configs.
-func (s *Server) replaceConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
+func (s *Server) replaceConfigs(ctx context.Context, rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
 	names := map[string]bool{}
 	for _, kv := range rr.Configs {
 		if names[kv.Name] {
@@ -141,10 +141,24 @@ func (s *Server) replaceConfigs(rr kmsg.AlterConfigsRequestResource, validateOnl
 		}
 	}
 	switch rr.ResourceType {
-	case kmsg.ConfigResourceTypeTopic:
-		return s.replaceTopicConfigs(rr, validateOnly)
-	case kmsg.ConfigResourceTypeBroker:
-		return s.replaceBrokerConfigs(rr, validateOnly)
+	case kmsg.ConfigResourceTypeTopic, kmsg.ConfigResourceTypeBroker:
+		// The replication throttles (alterconfigs_throttle.go), then the rest.
+		ops, err := s.replaceThrottleOps(&rr)
+		if err != nil {
+			return err
+		}
+		rest := func(validateOnly bool) error {
+			if rr.ResourceType == kmsg.ConfigResourceTypeBroker {
+				return s.replaceBrokerConfigs(rr, validateOnly)
+			}
+			return s.replaceTopicConfigs(rr, validateOnly)
+		}
+		// A server whose only configs are the throttles has nothing else
+		// to replace.
+		restAny := len(rr.Configs) > 0 || s.caps.throttles == nil ||
+			rr.ResourceType == kmsg.ConfigResourceTypeBroker && s.caps.brokerConfigs != nil ||
+			rr.ResourceType == kmsg.ConfigResourceTypeTopic && s.caps.configs != nil
+		return s.alterWithThrottles(ctx, rr.ResourceType, rr.ResourceName, ops, restAny, rest, validateOnly)
 	case kmsg.ConfigResourceTypeBrokerLogger:
 		return fmt.Errorf("%w: AlterConfigs does not alter broker loggers", errInvalidRequestErr)
 	}
@@ -154,6 +168,9 @@ func (s *Server) replaceConfigs(rr kmsg.AlterConfigsRequestResource, validateOnl
 // replaceTopicConfigs sets a topic's overrides to exactly the configs sent.
 func (s *Server) replaceTopicConfigs(rr kmsg.AlterConfigsRequestResource, validateOnly bool) error {
 	a := s.caps.configs
+	if a == nil {
+		return fmt.Errorf("%w: this server's topic configs are the replication throttles only", log.ErrInvalidConfig)
+	}
 	topic := rr.ResourceName
 	if err := log.ValidTopicName(topic); err != nil {
 		return err

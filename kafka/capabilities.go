@@ -38,6 +38,7 @@ type capabilities struct {
 	txnEnds        *txnEndLocks          // with txns: EndTxn waits for the produces it verified (txn_produce.go)
 	logDirs        LogDirDescriber       // DescribeLogDirs (logdirs.go)
 	brokerConfigs  BrokerConfigAlterer   // dynamic broker configs: AlterConfigs, DescribeConfigs (alterconfigs.go)
+	throttles      ThrottleConfigBackend // replication throttles as dynamic configs (alterconfigs_throttle.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -74,6 +75,7 @@ func resolveCapabilities(b Backend) capabilities {
 	}
 	c.logDirs, _ = b.(LogDirDescriber)
 	c.brokerConfigs, _ = b.(BrokerConfigAlterer)
+	c.throttles, _ = b.(ThrottleConfigBackend)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}
@@ -89,7 +91,7 @@ var optionalAPIs = []struct {
 }{
 	{func(s *Server) bool { return s.caps.replica != nil }, replicaAPIs},
 	{func(s *Server) bool { return s.caps.partitions != nil }, createPartitionsAPIs},
-	{func(s *Server) bool { return s.caps.configs != nil }, alterConfigsAPIs},
+	{func(s *Server) bool { return s.caps.configs != nil || s.caps.throttles != nil }, alterConfigsAPIs},
 	{func(s *Server) bool { return s.caps.records != nil }, deleteRecordsAPIs},
 	// A ReplicaBackend answers OffsetForLeaderEpoch whole (replicaAPIs).
 	{func(s *Server) bool { return s.caps.epochs != nil && s.caps.replica == nil }, epochAPIs},
@@ -115,5 +117,5 @@ var optionalAPIs = []struct {
 	{func(*Server) bool { return true }, describeTopicPartitionsAPIs},
 	{func(s *Server) bool { return s.caps.logDirs != nil }, describeLogDirsAPIs},
 	{func(s *Server) bool { return s.caps.txns != nil }, txnAdminAPIs},
-	{func(s *Server) bool { return s.caps.configs != nil }, legacyAlterConfigsAPIs},
+	{func(s *Server) bool { return s.caps.configs != nil || s.caps.throttles != nil }, legacyAlterConfigsAPIs},
 }

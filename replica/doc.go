@@ -72,8 +72,9 @@
 // steps are the controller's, in its log): a member newly listed as a
 // replica opens an empty one and follows, the leader adds it to the ISR
 // once caught up, which completes the move, and a member no longer listed
-// deletes its replica. Replication throttles (throttle.go) cap the bytes
-// a member sends to, and fetches for, replicas out of the ISR. The
+// deletes its replica. Replication throttles (throttle.go, Kafka's
+// dynamic configs in the metadata: throttle_config.go) cap the bytes a
+// member sends to, and fetches for, replicas out of the ISR. The
 // member's Kafka server appends a produce only where the member leads
 // (kafka_produce.go): it never sends one on to another member.
 //

@@ -11,3 +11,7 @@ func KafkaBackend(b *Broker) interface {
 } {
 	return kafkaBackend{b}
 }
+
+// ThrottleBackend returns the member's replication throttles as its
+// kafka.Server alters them.
+func ThrottleBackend(b *Broker) kafka.ThrottleConfigBackend { return kafkaBackend{b} }

@@ -152,7 +152,7 @@ func (f *fetcher) run() {
 				if d := ps.backoff.Sub(now); wait < 0 || d < wait {
 					wait = d
 				}
-			case ps.fetch != nil && !ps.inISR.Load() && b.followerQuota.exceeded(now):
+			case ps.fetch != nil && !ps.inISR.Load() && isThrottled(ps, b.followerQuota, followerListed, followerUnset) && b.followerQuota.exceeded(now):
 				// Catching up and over the follower quota (throttle.go):
 				// not in this fetch; looked at again within a window.
 				if d := b.cfg.ReplicationQuotaWindow; wait < 0 || d < wait {
@@ -279,7 +279,7 @@ func (f *fetcher) handle(s sentFetch, r *transport.ReplicaFetchedPartition) {
 	} else {
 		ps.backoffStep = 0
 	}
-	if !ps.inISR.Load() {
+	if !ps.inISR.Load() && isThrottled(ps, b.followerQuota, followerListed, followerUnset) {
 		b.followerQuota.record(b.cfg.Clock.Now(), int64(len(raw)))
 	}
 	ps.pending = raw

@@ -65,10 +65,12 @@ func (b *Broker) apply(img *controller.Image) {
 			fenced[bi.ID] = true
 		}
 	}
+	b.applyThrottleRates(img) // throttle_config.go
 	seen := map[log.TopicPartition]bool{}
 	for _, name := range img.Topics() {
 		t, _ := img.Topic(name)
 		cfg := topicConfigOf(t)
+		throttles := topicThrottlesOf(t.Configs)
 		for _, st := range t.Partitions {
 			if !slices.Contains(st.Replicas, b.cfg.ID) {
 				continue
@@ -87,6 +89,7 @@ func (b *Broker) apply(img *controller.Image) {
 					continue
 				}
 			}
+			ps.throttle.Store(throttles.flags(st.Partition, b.cfg.ID))
 			b.applyPartition(ps, st, t.MinInSyncReplicas, fenced)
 		}
 	}

@@ -22,6 +22,8 @@ type partState struct {
 
 	leading atomic.Bool // the leader machine leads (read without mu)
 	inISR   atomic.Bool // this member is in the ISR, as the metadata says (throttle.go)
+	// throttle: leaderListed, followerListed, ... (throttle_config.go)
+	throttle atomic.Uint32
 
 	mu      sync.Mutex
 	removed bool

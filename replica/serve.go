@@ -43,7 +43,7 @@ func (b *Broker) serveReplicaFetch(ctx context.Context, req transport.ReplicaFet
 			Replica: req.ReplicaID, LeaderEpoch: fp.CurrentLeaderEpoch, FetchOffset: fp.FetchOffset,
 			LastFetchedEpoch: fp.LastFetchedEpoch, LogStart: fp.LogStartOffset,
 		}, nil))
-		outOfSync := b.leaderQuota.enabled() && !slices.Contains(ps.pm.ISR(), req.ReplicaID)
+		outOfSync := isThrottled(ps, b.leaderQuota, leaderListed, leaderUnset) && !slices.Contains(ps.pm.ISR(), req.ReplicaID)
 		ps.mu.Unlock()
 		if ans == nil {
 			out.Err, anyErr = ErrNotLeader, true

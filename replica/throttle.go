@@ -2,6 +2,7 @@ package replica
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -12,10 +13,17 @@ import (
 // partition's new replicas are while a reassignment copies it — so that
 // a move does not take the bandwidth the clients and the in-sync
 // followers need. In-sync replicas are never throttled (Kafka's
-// shouldLeaderThrottle and shouldFollowerThrottle). Kafka throttles only
-// the replicas its topics list in leader/follower.replication.throttled.
-// replicas; a member throttles every replica out of the ISR, as with "*"
-// on every topic.
+// shouldLeaderThrottle and shouldFollowerThrottle).
+//
+// The rates are the dynamic broker configs (Kafka's, in the metadata:
+// throttle_config.go) — the broker's own, else the cluster's default —
+// or, when neither is set, Config's static ones. Which replicas are
+// throttled, the topics say, as Kafka's leader/follower.replication.
+// throttled.replicas do ("*" or partition:broker lists naming this
+// member); a topic that sets neither list is throttled on every replica
+// out of the ISR while the rate in effect is the static one (what a
+// member did before the lists existed), and not at all under a dynamic
+// rate, as in Kafka.
 //
 // The rate is measured as Kafka's quotas measure it: bytes over the last
 // quotaSamples windows of quotaWindow, divided by their span, at least
@@ -32,8 +40,11 @@ const (
 // replicationQuota is one direction's byte rate quota. Its zero rate is
 // no quota. Safe for concurrent use.
 type replicationQuota struct {
-	rate   int64 // bytes per second; 0: unlimited
-	window time.Duration
+	static int64        // Config's rate; 0: unlimited
+	rate   atomic.Int64 // the rate in effect, bytes per second; 0: unlimited
+	// dynamic: rate is a dynamic broker config's, not static.
+	dynamic atomic.Bool
+	window  time.Duration
 
 	mu      sync.Mutex
 	samples [quotaSamples]quotaSample
@@ -46,11 +57,23 @@ type quotaSample struct {
 }
 
 func newReplicationQuota(rate int64, window time.Duration) *replicationQuota {
-	return &replicationQuota{rate: rate, window: window}
+	q := &replicationQuota{static: rate, window: window}
+	q.rate.Store(rate)
+	return q
+}
+
+// setDynamic makes a dynamic rate the one in effect (set false: the
+// static rate again).
+func (q *replicationQuota) setDynamic(rate int64, set bool) {
+	if !set {
+		rate = q.static
+	}
+	q.rate.Store(rate)
+	q.dynamic.Store(set)
 }
 
 // enabled reports whether the quota limits anything.
-func (q *replicationQuota) enabled() bool { return q != nil && q.rate > 0 }
+func (q *replicationQuota) enabled() bool { return q != nil && q.rate.Load() > 0 }
 
 // sample returns the current sample at now, starting a new one (and
 // dropping the oldest) when the current one is a window old. q.mu is held.
@@ -103,5 +126,5 @@ func (q *replicationQuota) exceeded(now time.Time) bool {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.measured(now) > float64(q.rate)
+	return q.measured(now) > float64(q.rate.Load())
 }

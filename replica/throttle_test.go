@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
 )
@@ -29,7 +31,7 @@ import (
 // cannot break it. The in-sync follower is not throttled: acks=all
 // produces go on during the move.
 func TestReplicationThrottleBoundsCatchUp(t *testing.T) {
-	for _, side := range []string{"leader", "follower"} {
+	for _, side := range []string{"leader", "follower", "dynamic"} {
 		t.Run(side, func(t *testing.T) { testReplicationThrottle(t, side) })
 	}
 }
@@ -40,9 +42,10 @@ func testReplicationThrottle(t *testing.T, side string) {
 	c := startClusterWith(t, 3, "local", func(cfg *replica.Config) {
 		cfg.ReplicationQuotaWindow = 20 * time.Millisecond
 		cfg.FetchMaxBytes = 64 << 10
-		if side == "leader" {
+		switch side {
+		case "leader":
 			cfg.LeaderReplicationThrottledRate = rate
-		} else {
+		case "follower":
 			cfg.FollowerReplicationThrottledRate = rate
 		}
 	})
@@ -70,6 +73,19 @@ func testReplicationThrottle(t *testing.T, side string) {
 	st, _ := c.any().Image().Partition("big", 0)
 	other := 6 - st.Replicas[0] - st.Replicas[1]
 	target := append(slices.Clone(st.Replicas), other)
+	if side == "dynamic" {
+		// Kafka's dynamic configs, as kafka-reassign-partitions.sh sets
+		// them: the rate on every broker (the cluster's default), the
+		// leader's side on the current replicas, the follower's on the
+		// new one; no static rate.
+		tb := replica.ThrottleBackend(c.any())
+		require.NoError(t, tb.AlterThrottleConfigs(ctx, kmsg.ConfigResourceTypeBroker, "",
+			map[string]string{kafka.LeaderThrottledRateConfig: fmt.Sprint(rate), kafka.FollowerThrottledRateConfig: fmt.Sprint(rate)}, nil, false))
+		require.NoError(t, tb.AlterThrottleConfigs(ctx, kmsg.ConfigResourceTypeTopic, "big", map[string]string{
+			kafka.LeaderThrottledReplicasConfig:   fmt.Sprintf("0:%d,0:%d", st.Replicas[0], st.Replicas[1]),
+			kafka.FollowerThrottledReplicasConfig: fmt.Sprintf("0:%d", other),
+		}, nil, false))
+	}
 	start := time.Now()
 	res, err := c.any().AlterPartitionReassignments(ctx, []controller.ReassignTarget{{Topic: "big", Partition: 0, Replicas: target}})
 	require.NoError(t, err)
@@ -90,5 +106,22 @@ func testReplicationThrottle(t *testing.T, side string) {
 	require.GreaterOrEqual(t, took, min, "the new replica copied %d bytes faster than %d B/s allows", size, rate)
 	c.waitInSync("big", 0)
 	c.checkIdentical("big", 0)
+	if side == "dynamic" {
+		// --verify's part: the throttles removed, on every member.
+		tb := replica.ThrottleBackend(c.any())
+		require.NoError(t, tb.AlterThrottleConfigs(ctx, kmsg.ConfigResourceTypeBroker, "", nil,
+			[]string{kafka.LeaderThrottledRateConfig, kafka.FollowerThrottledRateConfig}, false))
+		m := c.members[other-1]
+		for img := m.Image(); len(img.BrokerConfigs("")) > 0; {
+			img, err = m.WaitImage(ctx, img.Version())
+			require.NoError(t, err, "the rates removed on member %d", other)
+		}
+		got, err := replica.ThrottleBackend(m).ThrottleConfigs(kmsg.ConfigResourceTypeBroker, "")
+		require.NoError(t, err)
+		require.Empty(t, got)
+		got, err = replica.ThrottleBackend(m).ThrottleConfigs(kmsg.ConfigResourceTypeTopic, "big")
+		require.NoError(t, err)
+		require.Len(t, got, 2, "the topic's lists stay until removed")
+	}
 	t.Logf("%s throttle: %d KiB copied in %v (at least %v at %d KiB/s)", side, size>>10, took.Round(time.Millisecond), min.Round(time.Millisecond), rate>>10)
 }

@@ -36,10 +36,16 @@ deleted; a removed leader hands leadership to the first new replica.
 --verify prints each partition's state and exits 1 while a move is in
 progress (or the replicas differ from the file's); --cancel stops the
 moves of the file still in progress, back to the replicas before them;
---list prints the moves in progress. --throttle is not supported: a
-member's replication throttles are set when it starts
-(replica.Config.LeaderReplicationThrottledRate and
-FollowerReplicationThrottledRate).`
+--list prints the moves in progress.
+
+--execute --throttle BYTES/S caps the bytes a move copies per second, as
+kafka-reassign-partitions.sh does with Kafka's dynamic configs: the
+brokers of the moves get leader.replication.throttled.rate and
+follower.replication.throttled.rate, the topics
+leader.replication.throttled.replicas (the partitions' current replicas)
+and follower.replication.throttled.replicas (the new ones). --verify
+removes them once every move of the file is done (the rates from every
+broker), unless --preserve-throttles.`
 
 // reassignmentFile is kafka-reassign-partitions.sh's reassignment JSON.
 type reassignmentFile struct {
@@ -66,11 +72,11 @@ func runReassign(e *env, args []string) error {
 	fs.BoolVar(&cancel, "cancel", false, "cancel the moves of --reassignment-json-file still in progress")
 	fs.BoolVar(&list, "list", false, "list the moves in progress")
 	fs.BoolVar(&additional, "additional", false, "with --execute: start while other moves are in progress")
-	fs.BoolVar(&preserve, "preserve-throttles", false, "accepted for kafka-reassign-partitions.sh's scripts (no throttles are set)")
+	fs.BoolVar(&preserve, "preserve-throttles", false, "with --verify: keep the replication throttles when the moves are done")
 	fs.StringVar(&topicsFile, "topics-to-move-json-file", "", "`FILE`: the topics to move ({\"version\":1,\"topics\":[{\"topic\":\"t\"}]})")
 	fs.StringVar(&reassignFile, "reassignment-json-file", "", "`FILE`: the target replicas ({\"version\":1,\"partitions\":[...]})")
 	fs.StringVar(&brokerList, "broker-list", "", "`IDS`: with --generate, the brokers to assign to, comma-separated")
-	fs.StringVar(&throttle, "throttle", "", "`BYTES/S`: not supported (refused): members' throttles are set at their start")
+	fs.StringVar(&throttle, "throttle", "", "`BYTES/S`: with --execute, the replication throttle of the moves (removed by --verify once they are done)")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
@@ -90,8 +96,16 @@ func runReassign(e *env, args []string) error {
 	if n != 1 {
 		return usagef("give one of --generate, --execute, --verify, --cancel, --list")
 	}
+	var rate int64
 	if throttle != "" {
-		return usagef("--throttle is not supported: a member's replication throttles are set when it starts")
+		if !execute {
+			return usagef("--throttle goes with --execute")
+		}
+		// Kafka's default, -1, is none.
+		if rate, err = strconv.ParseInt(throttle, 10, 64); err != nil || rate < 1 && rate != -1 {
+			return usagef("--throttle %q: bytes per second, 1 or more", throttle)
+		}
+		rate = max(rate, 0)
 	}
 	var moves reassignmentFile
 	switch {
@@ -116,9 +130,9 @@ func runReassign(e *env, args []string) error {
 	case generate:
 		return reassignGenerate(e, a, topicsFile, brokerList)
 	case execute:
-		return reassignExecute(e, a, moves, additional)
+		return reassignExecute(e, a, moves, additional, rate)
 	case verify:
-		return reassignVerify(e, a, moves)
+		return reassignVerify(e, a, moves, preserve)
 	case cancel:
 		return reassignCancel(e, a, moves)
 	}
@@ -344,7 +358,7 @@ func (a *admin) alterReassignments(parts []reassignPartition, cancel bool) ([]st
 	return order, errs, nil
 }
 
-func reassignExecute(e *env, a *admin, moves reassignmentFile, additional bool) error {
+func reassignExecute(e *env, a *admin, moves reassignmentFile, additional bool, throttle int64) error {
 	ongoing, err := a.ongoing()
 	if err != nil {
 		return err
@@ -376,6 +390,14 @@ func reassignExecute(e *env, a *admin, moves reassignmentFile, additional bool) 
 	printJSON(e, rollback)
 	fmt.Fprintln(e.stdout)
 	fmt.Fprintln(e.stdout, "Save this to use as the --reassignment-json-file option during rollback")
+	if throttle > 0 {
+		// Set before the moves start, as Kafka's tool does (reassign_throttle.go).
+		if err := a.setReassignThrottles(rollback, moves, throttle); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, "Warning: You must run --verify periodically, until the reassignment completes, to ensure the throttle is removed.")
+		fmt.Fprintf(e.stdout, "The inter-broker throttle limit was set to %d B/s\n", throttle)
+	}
 	order, errs, err := a.alterReassignments(moves.Partitions, false)
 	if err != nil {
 		return err
@@ -401,7 +423,7 @@ func reassignExecute(e *env, a *admin, moves reassignmentFile, additional bool) 
 	return nil
 }
 
-func reassignVerify(e *env, a *admin, moves reassignmentFile) error {
+func reassignVerify(e *env, a *admin, moves reassignmentFile, preserveThrottles bool) error {
 	ongoing, err := a.ongoing()
 	if err != nil {
 		return err
@@ -437,6 +459,9 @@ func reassignVerify(e *env, a *admin, moves reassignmentFile) error {
 	}
 	if !done {
 		return errProblems
+	}
+	if !preserveThrottles {
+		return a.clearReassignThrottles(e, topics) // reassign_throttle.go
 	}
 	return nil
 }

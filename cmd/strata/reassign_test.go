@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -10,6 +11,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/kafka"
 )
 
 // strata reassign against three strata serve processes, as an operator
@@ -98,6 +103,38 @@ func TestReassignCommand(t *testing.T) {
 		t.Fatalf("consumed %q after the move, want a b c", got)
 	}
 
+	// --execute --throttle: the rates on the brokers of the move, the
+	// replicas on the topic, as Kafka's dynamic configs, until --verify
+	// finds the move done and removes them.
+	p1 := cur.Partitions[slices.IndexFunc(cur.Partitions, func(p reassignPartition) bool { return p.Partition == 1 })]
+	other1 := int32(6) - p1.Replicas[0] - p1.Replicas[1]
+	move1 := file("move1.json", fmt.Sprintf(`{"version":1,"partitions":[{"topic":"mv","partition":1,"replicas":[%d,%d]}]}`, p1.Replicas[0], other1))
+	out = ok(t, "", "", "reassign", "--bootstrap-server", addr, "--execute", "--reassignment-json-file", move1, "--throttle", "50000000")
+	if !strings.Contains(out, "The inter-broker throttle limit was set to 50000000 B/s") || !strings.Contains(out, "Successfully started partition reassignments for mv-1") {
+		t.Fatalf("--execute --throttle:\n%s", out)
+	}
+	for _, b := range append(slices.Clone(p1.Replicas), other1) {
+		got := dynamicConfigs(t, ports[2*(b-1)], kmsg.ConfigResourceTypeBroker, fmt.Sprint(b))
+		if got["leader.replication.throttled.rate"] != "50000000" || got["follower.replication.throttled.rate"] != "50000000" {
+			t.Fatalf("broker %d's dynamic configs after --throttle: %v", b, got)
+		}
+	}
+	got := dynamicConfigs(t, addr, kmsg.ConfigResourceTypeTopic, "mv")
+	if got["leader.replication.throttled.replicas"] != fmt.Sprintf("1:%d,1:%d", p1.Replicas[0], p1.Replicas[1]) || got["follower.replication.throttled.replicas"] != fmt.Sprintf("1:%d", other1) {
+		t.Fatalf("mv's dynamic configs after --throttle: %v", got)
+	}
+	retry(t, "reassign --verify of the throttled move", func() result {
+		return strata(t, "", "", "reassign", "--bootstrap-server", addr, "--verify", "--reassignment-json-file", move1)
+	}, "Reassignment of partition mv-1 is completed.", "Clearing broker-level throttles on brokers 1,2,3", "Clearing topic-level throttles on topics mv")
+	for b := int32(1); b <= 3; b++ {
+		if got := dynamicConfigs(t, ports[2*(b-1)], kmsg.ConfigResourceTypeBroker, fmt.Sprint(b)); len(got) != 0 {
+			t.Fatalf("broker %d's dynamic configs after --verify: %v", b, got)
+		}
+	}
+	if got := dynamicConfigs(t, addr, kmsg.ConfigResourceTypeTopic, "mv"); len(got) != 0 {
+		t.Fatalf("mv's dynamic configs after --verify: %v", got)
+	}
+
 	// A move onto a stopped member stays in progress until cancelled.
 	stopped := p0.Replicas[0] // a replica no more: mv-0 is on target now
 	members[stopped-1].stop(t)
@@ -132,7 +169,8 @@ func TestReassignCommand(t *testing.T) {
 		{"--list", "--verify"},
 		{"--execute"},
 		{"--execute", "--reassignment-json-file", topics},
-		{"--execute", "--reassignment-json-file", move, "--throttle", "1000"},
+		{"--execute", "--reassignment-json-file", move, "--throttle", "0"},
+		{"--verify", "--reassignment-json-file", move, "--throttle", "1000"},
 		{"--execute", "--reassignment-json-file", file("dup.json", `{"partitions":[{"topic":"mv","partition":0,"replicas":[1]},{"topic":"mv","partition":0,"replicas":[2]}]}`)},
 		{"--generate", "--topics-to-move-json-file", topics},
 	} {
@@ -162,4 +200,41 @@ func retry(t *testing.T, what string, f func() result, want ...string) {
 		}
 		time.Sleep(100 * time.Millisecond) // polling other processes
 	}
+}
+
+// dynamicConfigs returns the configs of a resource that DescribeConfigs
+// says are set dynamically (on it, or the cluster's default), asking the
+// server at addr.
+func dynamicConfigs(t *testing.T, addr string, typ kmsg.ConfigResourceType, name string) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = typ, name
+	req.Resources = append(req.Resources, rr)
+	resp, err := c.Request(ctx, req, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range resp.(*kmsg.DescribeConfigsResponse).Resources {
+		if r.ErrorCode != 0 {
+			t.Fatalf("describe %s %s: code %d", typ, name, r.ErrorCode)
+		}
+		for _, c := range r.Configs {
+			switch c.Source {
+			case kmsg.ConfigSourceDynamicBrokerConfig, kmsg.ConfigSourceDynamicDefaultBrokerConfig, kmsg.ConfigSourceDynamicTopicConfig:
+				if strings.Contains(c.Name, "throttled") {
+					out[c.Name] = *c.Value
+				}
+			}
+		}
+	}
+	return out
 }
