@@ -52,11 +52,15 @@ var reassignWireErrors = []wireErrorCode{
 }
 
 // ReassignTarget is one partition's new replicas; Replicas nil cancels the
-// reassignment in progress.
+// reassignment in progress. KeepReplicationFactor refuses a target whose
+// replica count is not the partition's replication factor now
+// (ErrInvalidReplicationFactor; Kafka's AllowReplicationFactorChange
+// false, KIP-860).
 type ReassignTarget struct {
-	Topic     string `json:"topic"`
-	Partition int    `json:"partition"`
-	Replicas  []int  `json:"replicas"` // nil: cancel
+	Topic                 string `json:"topic"`
+	Partition             int    `json:"partition"`
+	Replicas              []int  `json:"replicas"` // nil: cancel
+	KeepReplicationFactor bool   `json:"keep_rf,omitzero"`
 }
 
 // ReassignResult is one partition's outcome: Err nil when the reassignment
@@ -285,6 +289,9 @@ func reassignOne(img *Image, tg ReassignTarget) (*partitionReassignRecord, error
 	} else {
 		if err := validTarget(img, tg); err != nil {
 			return nil, err
+		}
+		if rf := len(p.Replicas) - len(p.RemovingReplicas); tg.KeepReplicationFactor && len(tg.Replicas) != rf {
+			return nil, fmt.Errorf("%w: %s-%d: the target changes the replication factor from %d to %d, and changing it is not allowed", ErrInvalidReplicationFactor, tg.Topic, tg.Partition, rf, len(tg.Replicas))
 		}
 		// Kafka's PartitionReassignmentReplicas: the target, then the
 		// current replicas it leaves out.

@@ -29,6 +29,7 @@ func TestDecideAlterReassignments(t *testing.T) {
 		part     PartitionState
 		unclean  bool
 		replicas []int // nil: cancel
+		keepRF   bool  // AllowReplicationFactorChange false
 		want     []record
 		wantErr  error
 	}{
@@ -75,12 +76,25 @@ func TestDecideAlterReassignments(t *testing.T) {
 		{name: "empty target", part: steady, replicas: []int{}, wantErr: ErrInvalidReplicaAssignment},
 		{name: "duplicate broker", part: steady, replicas: []int{1, 2, 1}, wantErr: ErrInvalidReplicaAssignment},
 		{name: "unregistered broker", part: steady, replicas: []int{1, 2, 9}, wantErr: ErrInvalidReplicaAssignment},
+		{name: "keeping the replication factor: a move of one replica",
+			part: steady, replicas: []int{4, 2, 1}, keepRF: true,
+			want: []record{reassignRec([]int{4, 2, 1, 3}, []int{4}, []int{3}, 1, []int{2, 1, 3}, 4, 8)}},
+		{name: "keeping the replication factor: one more replica refused",
+			part: steady, replicas: []int{1, 2, 3, 4}, keepRF: true, wantErr: ErrInvalidReplicationFactor},
+		{name: "keeping the replication factor: one fewer refused",
+			part: steady, replicas: []int{1, 2}, keepRF: true, wantErr: ErrInvalidReplicationFactor},
+		{name: "keeping the replication factor of a partition moving: the target's",
+			part: moving([]int{4, 2, 1, 3}, []int{2, 1, 3}, 1, 4, 8, []int{4}, []int{3}), replicas: []int{3, 2, 1}, keepRF: true,
+			want: []record{reassignRec([]int{3, 2, 1}, nil, nil, 1, []int{3, 2, 1}, 4, 9)}},
+		{name: "keeping the replication factor: a cancel is no change of it",
+			part: moving([]int{4, 2, 1, 3}, []int{2, 1, 3}, 1, 4, 8, []int{4}, []int{3}), keepRF: true,
+			want: []record{reassignRec([]int{2, 1, 3}, nil, nil, 1, []int{2, 1, 3}, 4, 9)}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			img := build(t, append(brokers, topicWith(tc.unclean, tc.part)...)...)
 			before := encodeSnapshot(nil, img)
-			recs, res := decideAlterReassignments(img, []ReassignTarget{{Topic: "t", Partition: 0, Replicas: tc.replicas}})
+			recs, res := decideAlterReassignments(img, []ReassignTarget{{Topic: "t", Partition: 0, Replicas: tc.replicas, KeepReplicationFactor: tc.keepRF}})
 			require.Equal(t, before, encodeSnapshot(nil, img), "a decision changed the image")
 			require.Len(t, res, 1)
 			if tc.wantErr != nil {

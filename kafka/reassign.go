@@ -27,10 +27,14 @@ type Reassigner interface {
 }
 
 // ReassignTarget is one partition's target replicas; nil cancels.
+// KeepReplicationFactor refuses a target of another replica count than
+// the partition's replication factor (log.ErrInvalidReplicationFactor:
+// AlterPartitionReassignments v1's AllowReplicationFactorChange false).
 type ReassignTarget struct {
-	Topic     string
-	Partition int
-	Replicas  []int
+	Topic                 string
+	Partition             int
+	Replicas              []int
+	KeepReplicationFactor bool
 }
 
 // ReassignResult is one partition's outcome: Err nil when recorded.
@@ -68,7 +72,8 @@ const (
 )
 
 var reassignAPIs = []api{
-	{key: alterPartitionReassignmentsKey, min: 0, max: 0, handle: handleAlterPartitionReassignments},
+	// v1 (KIP-860): AllowReplicationFactorChange. Kafka 4's versions.
+	{key: alterPartitionReassignmentsKey, min: 0, max: 1, handle: handleAlterPartitionReassignments},
 	{key: listPartitionReassignmentsKey, min: 0, max: 0, handle: handleListPartitionReassignments},
 }
 
@@ -106,10 +111,11 @@ func reassignTimeout(ctx context.Context, ms int32) (context.Context, context.Ca
 func handleAlterPartitionReassignments(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.AlterPartitionAssignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterPartitionAssignmentsResponse)
+	resp.AllowReplicationFactorChange = req.Version < 1 || req.AllowReplicationFactorChange
 	var targets []ReassignTarget
 	for _, t := range req.Topics {
 		for _, p := range t.Partitions {
-			tg := ReassignTarget{Topic: t.Topic, Partition: int(p.Partition)}
+			tg := ReassignTarget{Topic: t.Topic, Partition: int(p.Partition), KeepReplicationFactor: req.Version >= 1 && !req.AllowReplicationFactorChange}
 			if p.Replicas != nil {
 				tg.Replicas = make([]int, len(p.Replicas))
 				for i, x := range p.Replicas {

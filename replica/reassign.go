@@ -92,7 +92,7 @@ var _ kafka.Reassigner = kafkaBackend{}
 func (b kafkaBackend) AlterPartitionReassignments(ctx context.Context, targets []kafka.ReassignTarget) ([]kafka.ReassignResult, error) {
 	ts := make([]controller.ReassignTarget, len(targets))
 	for i, t := range targets {
-		ts[i] = controller.ReassignTarget{Topic: t.Topic, Partition: t.Partition, Replicas: t.Replicas}
+		ts[i] = controller.ReassignTarget{Topic: t.Topic, Partition: t.Partition, Replicas: t.Replicas, KeepReplicationFactor: t.KeepReplicationFactor}
 	}
 	res, err := b.Broker.AlterPartitionReassignments(ctx, ts)
 	if err != nil {
