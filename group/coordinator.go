@@ -747,12 +747,12 @@ func (c *Coordinator) step(e *entry, ev event) error {
 	now := c.clock.Now()
 	effs, err := e.st.step(now, ev, c.effs[:0])
 	if _, ok := c.cfg.Store.(GroupMetadataStore); ok {
-		// A generation completed, or the group emptied, or a static member
-		// was replaced in a stable group (Kafka stores the group then too):
-		// its metadata changed.
+		// A generation completed, or the group emptied, or the members of
+		// its generation changed (a static member replaced, as Kafka
+		// stores the group then too; a member removed): its metadata
+		// changed.
 		after := e.st.phase
-		if after != before && (after == phaseStable || after == phaseEmpty) ||
-			after == before && after == phaseStable && e.st.metaChanged {
+		if after != before && (after == phaseStable || after == phaseEmpty) || e.st.membershipToStore() {
 			if c.pendingMeta == nil {
 				c.pendingMeta = make(map[string]pendingGroup)
 			}

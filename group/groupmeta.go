@@ -60,9 +60,18 @@ func DecodeGroupMetadataKey(key []byte) (string, error) {
 }
 
 // encodeMetadata is the value of the group's metadata record now: its
-// generation with its members, or nil (a tombstone) when it has none.
+// generation with its members, or nil (a tombstone) when it has none. A
+// member that joined a rebalance in progress and was in no generation yet
+// is left out: restored as a member of this generation it would get no
+// assignment and keep none.
 func (g *groupState) encodeMetadata(now time.Time) []byte {
-	if len(g.members) == 0 {
+	n := 0
+	for _, m := range g.members {
+		if m.inGeneration {
+			n++
+		}
+	}
+	if n == 0 {
 		return nil
 	}
 	v := kmsg.GroupMetadataValue{
@@ -72,6 +81,9 @@ func (g *groupState) encodeMetadata(now time.Time) []byte {
 	}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[id]
+		if !m.inGeneration {
+			continue
+		}
 		var instanceID *string
 		if m.instanceID != "" {
 			instanceID = kmsg.StringPtr(m.instanceID)
@@ -135,7 +147,7 @@ func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []ef
 	if len(v.Members) == 0 || v.Protocol == nil || *v.Protocol == "" {
 		return out
 	}
-	g.phase, g.generation = phaseStable, v.Generation
+	g.phase, g.generation, g.stableGeneration = phaseStable, v.Generation, v.Generation
 	g.protocolType, g.protocol = v.ProtocolType, *v.Protocol
 	for _, vm := range v.Members {
 		m := &member{

@@ -98,9 +98,13 @@ type groupState struct {
 	// came with any (CommitWithMetadata); the others have none.
 	meta map[TopicPartition]offsetMeta
 	// metaChanged: the membership changed within the generation (a static
-	// member replaced), so the group's metadata must be stored again
-	// although its phase did not change. The driver clears it.
+	// member replaced, a member removed), so the group's metadata must be
+	// stored again although the group did not become Stable or Empty. The
+	// driver clears it.
 	metaChanged bool
+	// stableGeneration is the generation the group was last Stable in (its
+	// metadata stored with every member's assignment).
+	stableGeneration int32
 }
 
 func newGroupState(id string, initialDelay time.Duration) *groupState {
@@ -312,7 +316,7 @@ func (g *groupState) join(now time.Time, ev joinEvent, out []effect) ([]effect, 
 		if g.leader == holder {
 			g.leader = m.id
 		}
-		g.metaChanged = true
+		g.membershipChanged()
 		out = append(out, effect{kind: effCancel, timer: holder},
 			effect{kind: effLog, msg: "static member replaced", member: m.id, reason: "instance " + ev.instanceID + " was " + holder})
 	}
@@ -488,7 +492,7 @@ func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, 
 		return append(out, effect{kind: effCancel, timer: m.id}), nil // alive while waiting
 	}
 	if g.phase == phaseCompleting { // the leader's: the generation's assignment
-		g.phase = phaseStable
+		g.phase, g.stableGeneration = phaseStable, g.generation
 		g.rebalanceDeadline = time.Time{}
 		out = append(out, effect{kind: effCancel},
 			effect{kind: effLog, msg: "assignment received", member: m.id, reason: fmt.Sprintf("generation %d", g.generation)})
@@ -661,6 +665,7 @@ func (g *groupState) rebalanceTimer(now time.Time, out []effect) []effect {
 // with ErrUnknownMember.
 func (g *groupState) remove(m *member, reason string, out []effect) []effect {
 	delete(g.members, m.id)
+	g.membershipChanged()
 	if m.instanceID != "" && g.static[m.instanceID] == m.id {
 		delete(g.static, m.instanceID)
 	}
@@ -679,6 +684,25 @@ func (g *groupState) remove(m *member, reason string, out []effect) []effect {
 			err: fmt.Errorf("%w: %q %s", ErrUnknownMember, m.id, reason)})
 	}
 	return out
+}
+
+// membershipChanged records that the members of the generation the group
+// was last Stable in changed (one was removed or replaced), while the
+// group still runs that generation: its metadata is stored again (Kafka
+// stores it only when a generation completes), so that the next
+// coordinator of the group, after a move, does not restore a member that
+// is gone and wait a session timeout for it before a rebalance completes.
+// Once a new generation is formed and not yet synced, the members have no
+// assignment to store: the last stored one stands.
+func (g *groupState) membershipChanged() { g.metaChanged = true }
+
+// membershipToStore reports whether the change of members that
+// membershipChanged recorded is to be stored now: while the group runs the
+// generation it was last Stable in, every member of it has its assignment
+// (one event may also have formed the next generation, whose members have
+// none yet: its leader's Sync stores it).
+func (g *groupState) membershipToStore() bool {
+	return g.metaChanged && g.generation == g.stableGeneration && (g.phase == phaseStable || g.phase == phasePreparing)
 }
 
 // fence fails m's pending Join and Sync with ErrFencedInstanceID: a newer

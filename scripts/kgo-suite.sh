@@ -22,6 +22,11 @@
 #   TIMEOUT           go test -timeout (default 30m)
 #   STRATA_FLAGS      extra flags for strata serve (e.g. "--override group.initial.rebalance.delay.ms=0")
 #   KEEP=1            keep the temp dir (data dir, server log, franz-go copy)
+#   MOVE_COORDINATORS=SECONDS  (MEMBERS=3) while the tests run, every SECONDS move the
+#                     leadership of every __consumer_offsets partition, and so its group
+#                     coordinator, to the next member (strata reassign rotates each replica
+#                     list, strata leader-election --election-type preferred): the group
+#                     coordinators' moves the kgo tests must survive (log movers.log)
 #
 # The tests issues 27 and 29 name, one command each (from the repo root):
 #   KIP-848 groups (issue 29):
@@ -39,6 +44,7 @@
 #     scripts/kgo-suite.sh
 #   against a three-member cluster, any of them (issue 27):
 #     MEMBERS=3 scripts/kgo-suite.sh '^TestGroupETL$'
+#     MEMBERS=3 KGO_TEST_RECORDS=500000 MOVE_COORDINATORS=10 scripts/kgo-suite.sh '^TestGroupETL$'
 # Add -v (e.g. scripts/kgo-suite.sh '^TestGroupSimple$' -v) to see each subtest.
 set -euo pipefail
 
@@ -169,6 +175,52 @@ seeds=$(
 )
 echo "kgo-suite: strata serve ($MEMBERS) on $seeds (logs $tmp/serve-*.log); go test -run '$TESTS'" >&2
 
+# move_coordinators SECONDS rotates the replica lists of __consumer_offsets and
+# elects the preferred leaders, every SECONDS, until killed (see MOVE_COORDINATORS).
+move_coordinators() {
+	local every=$1 round=0 n p i json elect
+	local bs=${addrs[0]}
+	while sleep "$every"; do
+		round=$((round + 1))
+		n=$("$tmp/strata" topics describe --bootstrap-server "$bs" --topic __consumer_offsets 2>/dev/null |
+			grep -c 'Partition: ' || true)
+		if [ "${n:-0}" -eq 0 ]; then
+			echo "$(date -u +%T) round $round: no __consumer_offsets yet"
+			continue
+		fi
+		json='{"version":1,"partitions":['
+		elect='{"partitions":['
+		for p in $(seq 0 $((n - 1))); do
+			i=$(((p + round) % MEMBERS))
+			reps=()
+			for k in 0 1 2; do reps+=($((((i + k) % MEMBERS) + 1))); done
+			[ "$p" -gt 0 ] && json+=, && elect+=,
+			json+="{\"topic\":\"__consumer_offsets\",\"partition\":$p,\"replicas\":[$(
+				IFS=,
+				echo "${reps[*]}"
+			)]}"
+			elect+="{\"topic\":\"__consumer_offsets\",\"partition\":$p}"
+		done
+		echo "$json]}" >"$tmp/move.json"
+		echo "$elect]}" >"$tmp/elect.json"
+		echo "$(date -u +%T) round $round: rotating $n partitions"
+		"$tmp/strata" reassign --bootstrap-server "$bs" --execute --additional \
+			--reassignment-json-file "$tmp/move.json" >/dev/null 2>&1 || echo "reassign failed"
+		for _ in $(seq 1 50); do
+			"$tmp/strata" reassign --bootstrap-server "$bs" --verify \
+				--reassignment-json-file "$tmp/move.json" >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		"$tmp/strata" leader-election --bootstrap-server "$bs" --election-type preferred \
+			--path-to-json-file "$tmp/elect.json" 2>&1 | tail -n 2 | cut -c1-120
+	done
+}
+mover=
+if [ -n "${MOVE_COORDINATORS:-}" ] && [ "$MEMBERS" -ge 3 ]; then
+	move_coordinators "$MOVE_COORDINATORS" >"$tmp/movers.log" 2>&1 &
+	mover=$!
+fi
+
 status=0
 (
 	cd "$tmp/franz-go/pkg/kgo" &&
@@ -178,6 +230,11 @@ status=0
 			GOFLAGS=-mod=mod \
 			go test -count=1 -run "$TESTS" -timeout "$TIMEOUT" "$@" .
 ) || status=$?
+if [ -n "$mover" ]; then
+	kill "$mover" 2>/dev/null || true
+	wait "$mover" 2>/dev/null || true
+	echo "kgo-suite: coordinators moved: $(grep -c rotating "$tmp/movers.log" || true) rounds ($tmp/movers.log)" >&2
+fi
 
 for pid in "${pids[@]}"; do
 	kill -TERM "$pid" 2>/dev/null || true

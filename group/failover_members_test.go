@@ -1,0 +1,95 @@
+package group_test
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-log/strata/group"
+	"github.com/strata-log/strata/group/grouptest"
+)
+
+// memberIDs returns the ids of a described group's members.
+func memberIDs(d group.Description) []string {
+	ids := make([]string, 0, len(d.Members))
+	for _, m := range d.Members {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// A member that leaves a stable group is gone for the partition's next
+// coordinator too: the group's metadata is stored again without it, so a
+// coordinator loaded after the move (a cluster member that became the
+// leader of the group's partition of __consumer_offsets) does not restore
+// it and the rebalance it started completes as soon as the members that
+// stayed have joined again — not a session timeout later, when the next
+// coordinator would drop the member that had left. Coordinators that move
+// more often than the session timeout (a loaded cluster fencing its
+// members) restored it again and again and the rebalance never ended: kgo's
+// TestGroupETL against three members saw JoinGroup fail with
+// COORDINATOR_NOT_AVAILABLE after its retry timeout (the session timeout).
+func TestLeftMemberNotRestoredAfterMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := &grouptest.Log{}
+		c1 := openOn(t, l)
+		ra, _, a, b := twoMembers(t, c1)
+		require.NoError(t, c1.Leave(ctx, "g", b.MemberID))
+		d, ok := c1.Describe("g")
+		require.True(t, ok)
+		require.Equal(t, group.StatePreparingRebalance, d.State)
+		require.NoError(t, c1.Close()) // the partition's leadership moves
+
+		c2 := openOn(t, l)
+		d, ok = c2.Describe("g")
+		require.True(t, ok)
+		require.Equal(t, []string{a.MemberID}, memberIDs(d), "the member that left is not restored")
+		require.Equal(t, a.Generation, d.Generation)
+
+		// a rejoins at the new coordinator: a generation of one, at once.
+		start := time.Now()
+		a2, err := c2.Join(ctx, ra)
+		require.NoError(t, err)
+		require.Less(t, time.Since(start), time.Second, "waited for the member that left (session %v)", ra.SessionTimeout)
+		require.Equal(t, a.Generation+1, a2.Generation)
+		requireGeneration(t, []group.JoinResponse{a2}, map[string]int{"a": 3})
+	})
+}
+
+// A member whose session expires is gone for the next coordinator too, and
+// one that joins during a rebalance, not yet in a generation, is not
+// restored as a member of the last one (it would get no assignment back
+// and keep none).
+func TestExpiredMemberNotRestoredAfterMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := &grouptest.Log{}
+		c1 := openOn(t, l)
+		ra, _, a, b := twoMembers(t, c1)
+		// b stops heartbeating; a keeps its session alive until b's expires.
+		deadline := time.Now().Add(ra.SessionTimeout + time.Second)
+		for time.Now().Before(deadline) {
+			time.Sleep(time.Second) // virtual time (synctest): a's heartbeat interval
+			if err := c1.Heartbeat(ctx, "g", a.MemberID, a.Generation); err != nil {
+				require.ErrorIs(t, err, group.ErrRebalanceInProgress)
+				break
+			}
+		}
+		d, _ := c1.Describe("g")
+		require.Equal(t, []string{a.MemberID}, memberIDs(d), "b's session expired")
+		// A new member joins the rebalance; its Join waits for a's.
+		chC := joinAsync(ctx, c1, req("c", "a"))
+		pending(t, chC)
+		require.NoError(t, c1.Close())
+		require.ErrorIs(t, ready(t, chC).err, group.ErrClosed)
+
+		c2 := openOn(t, l)
+		d, ok := c2.Describe("g")
+		require.True(t, ok)
+		require.Equal(t, []string{a.MemberID}, memberIDs(d), "neither the expired member %s nor the joining one", b.MemberID)
+	})
+}
