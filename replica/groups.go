@@ -269,7 +269,14 @@ func (b *Broker) groupTP(groupID string) (log.TopicPartition, bool) {
 
 // localCoordinator returns this member's coordinator of a group: nil
 // unless it leads the group's partition and has loaded it in the leader
-// epoch of the current image.
+// epoch of the current image — and its replica of the partition still
+// leads: applying an image that moves the leadership makes the replica a
+// follower first, then, once every partition is applied, stores the image
+// and closes the coordinator (syncCoordinator); in between, the old
+// coordinator would go on answering Joins, Syncs and Heartbeats that the
+// new leader's coordinator answers too: two generations of a group at
+// once, members one of them does not know (kgo's TestGroupETL against
+// three members saw UNKNOWN_MEMBER_ID after such a move).
 func (b *Broker) localCoordinator(groupID string) *group.Coordinator {
 	tp, ok := b.groupTP(groupID)
 	if !ok {
@@ -277,6 +284,9 @@ func (b *Broker) localCoordinator(groupID string) *group.Coordinator {
 	}
 	st, ok := b.img.Load().Partition(tp.Topic, tp.Partition)
 	if !ok || st.Leader != b.cfg.ID {
+		return nil
+	}
+	if ps := b.part(tp); ps == nil || !ps.leading.Load() {
 		return nil
 	}
 	b.groups.mu.Lock()
