@@ -60,33 +60,44 @@ func (c *Client) coordinator(ctx context.Context, groupID string) (string, error
 	if ok {
 		return addr, nil
 	}
+	addr, err := c.findCoordinator(ctx, 0, "group", groupID)
+	if err != nil {
+		return "", err
+	}
+	c.mu.Lock()
+	c.coordinators[groupID] = addr
+	c.mu.Unlock()
+	return addr, nil
+}
+
+// findCoordinator asks a broker for the address of the coordinator of
+// key, a group (keyType 0) or a transactional id (clientTxnKeyType); what
+// names the key in errors.
+func (c *Client) findCoordinator(ctx context.Context, keyType int8, what, key string) (string, error) {
 	bc, err := c.anyConn(ctx)
 	if err != nil {
 		return "", err
 	}
 	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorKey, req.CoordinatorKeys = groupID, []string{groupID}
+	req.CoordinatorType = keyType
+	req.CoordinatorKey, req.CoordinatorKeys = key, []string{key}
 	resp, err := bc.do(ctx, req, clientFindCoordinatorMax)
 	if err != nil {
-		return "", fmt.Errorf("kafka: find coordinator of group %q: %w", groupID, err)
+		return "", fmt.Errorf("kafka: find coordinator of %s %q: %w", what, key, err)
 	}
 	r := resp.(*kmsg.FindCoordinatorResponse)
 	code, host, port := r.ErrorCode, r.Host, r.Port
 	if r.Version >= 4 {
 		if len(r.Coordinators) != 1 {
-			return "", fmt.Errorf("kafka: find coordinator of group %q: %d coordinators in the response", groupID, len(r.Coordinators))
+			return "", fmt.Errorf("kafka: find coordinator of %s %q: %d coordinators in the response", what, key, len(r.Coordinators))
 		}
 		rc := r.Coordinators[0]
 		code, host, port = rc.ErrorCode, rc.Host, rc.Port
 	}
 	if err := codeError(code); err != nil {
-		return "", fmt.Errorf("kafka: find coordinator of group %q: %w", groupID, err)
+		return "", fmt.Errorf("kafka: find coordinator of %s %q: %w", what, key, err)
 	}
-	addr = net.JoinHostPort(host, strconv.Itoa(int(port)))
-	c.mu.Lock()
-	c.coordinators[groupID] = addr
-	c.mu.Unlock()
-	return addr, nil
+	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
 }
 
 // forgetCoordinator drops the cached coordinator of a group if it is addr.

@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net"
 	"slices"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -60,30 +58,7 @@ func (c *Client) transactionalID(b []byte) *string {
 // txnCoordinator returns the address of the transactional id's
 // coordinator.
 func (c *Client) txnCoordinator(ctx context.Context, id string) (string, error) {
-	bc, err := c.anyConn(ctx)
-	if err != nil {
-		return "", err
-	}
-	req := kmsg.NewPtrFindCoordinatorRequest()
-	req.CoordinatorType = clientTxnKeyType
-	req.CoordinatorKey, req.CoordinatorKeys = id, []string{id}
-	resp, err := bc.do(ctx, req, clientFindCoordinatorMax)
-	if err != nil {
-		return "", fmt.Errorf("kafka: find coordinator of transactional id %q: %w", id, err)
-	}
-	r := resp.(*kmsg.FindCoordinatorResponse)
-	code, host, port := r.ErrorCode, r.Host, r.Port
-	if r.Version >= 4 {
-		if len(r.Coordinators) != 1 {
-			return "", fmt.Errorf("kafka: find coordinator of transactional id %q: %d coordinators in the response", id, len(r.Coordinators))
-		}
-		rc := r.Coordinators[0]
-		code, host, port = rc.ErrorCode, rc.Host, rc.Port
-	}
-	if err := codeError(code); err != nil {
-		return "", fmt.Errorf("kafka: find coordinator of transactional id %q: %w", id, err)
-	}
-	return net.JoinHostPort(host, strconv.Itoa(int(port))), nil
+	return c.findCoordinator(ctx, clientTxnKeyType, "transactional id", id)
 }
 
 // txnDo sends req to the transactional id's coordinator and returns the
