@@ -142,23 +142,22 @@ func lastMarker(t *testing.T, p *log.Partition) batch.Marker {
 }
 
 // awaitTxnEnded waits until id's transaction is complete (its markers all
-// written, CompleteCommit or CompleteAbort applied). The coordinator
-// offers no wait: until then it answers CONCURRENT_TRANSACTIONS, which
-// Kafka clients retry after a backoff, and this polls
-// DescribeTransactions the same way.
-func awaitTxnEnded(t *testing.T, c *Client, id string) {
+// written, CompleteCommit or CompleteAbort applied): until the coordinator
+// says the id is idle (txn.Coordinator.Idle), then asks
+// DescribeTransactions.
+func awaitTxnEnded(t *testing.T, c *Client, b *log.Broker, id string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		req := kmsg.NewPtrDescribeTransactionsRequest()
-		req.TransactionalIDs = []string{id}
-		st := request[*kmsg.DescribeTransactionsResponse](t, c, req, 0).TransactionStates[0]
-		if st.State == "CompleteCommit" || st.State == "CompleteAbort" {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "%s still %s", id, st.State)
-		time.Sleep(5 * time.Millisecond) // the clients' retry backoff
+	coord, err := b.TxnCoordinator(context.Background(), id)
+	require.NoError(t, err)
+	select {
+	case <-coord.Idle(id):
+	case <-time.After(time.Minute):
+		t.Fatalf("%s still busy after a minute", id)
 	}
+	req := kmsg.NewPtrDescribeTransactionsRequest()
+	req.TransactionalIDs = []string{id}
+	st := request[*kmsg.DescribeTransactionsResponse](t, c, req, 0).TransactionStates[0]
+	require.Contains(t, []string{"CompleteCommit", "CompleteAbort"}, st.State, "%s ended", id)
 }
 
 func TestFindCoordinatorTransaction(t *testing.T) {
@@ -243,14 +242,14 @@ func TestTxnCommitAbortOverTheWire(t *testing.T) {
 	require.Equal(t, int64(3), p0.LastStableOffset())
 	p1, _ := b.Partition("t", 1)
 	require.Equal(t, int64(0), p1.EndOffset(), "no marker where nothing was added")
-	awaitTxnEnded(t, c, "etl")
+	awaitTxnEnded(t, c, b, "etl")
 
 	// The next transaction is aborted.
 	require.Equal(t, errNone, addTxnPartitions(t, c, "etl", 3, pid, epoch, t1)[t1])
 	require.Equal(t, errNone, produceTxn(t, c, "etl", 9, 1, txnBatchOf(pid, epoch, 0, "y")))
 	require.Equal(t, errNone, endTxn(t, c, "etl", 3, pid, epoch, false).ErrorCode)
 	require.False(t, lastMarker(t, awaitEnd(t, b, "t", 1, 2)).Commit)
-	awaitTxnEnded(t, c, "etl")
+	awaitTxnEnded(t, c, b, "etl")
 
 	// A new producer of the id fences this one.
 	require.Equal(t, int16(1), initTxn(t, c, "etl", 4, -1, -1).ProducerEpoch)
@@ -292,7 +291,7 @@ func TestTxnV2OverTheWire(t *testing.T) {
 	m := lastMarker(t, awaitEnd(t, b, "t", 1, 2))
 	require.True(t, m.Commit)
 	require.Equal(t, epoch+1, m.ProducerEpoch, "the marker carries the new epoch")
-	awaitTxnEnded(t, c, "etl")
+	awaitTxnEnded(t, c, b, "etl")
 	// A retry of the EndTxn (old epoch) is answered the same.
 	retry := endTxn(t, c, "etl", 5, pid, epoch, true)
 	require.Equal(t, errNone, retry.ErrorCode)
@@ -396,7 +395,7 @@ func TestTxnOffsetsCompletedByEndTxn(t *testing.T) {
 		require.Equal(t, errNone, endTxn(t, c, "etl", 3, pid, epoch, end).ErrorCode)
 		m := lastMarker(t, awaitEnd(t, b, log.OffsetsTopic, 0, before+1))
 		require.Equal(t, end, m.Commit)
-		awaitTxnEnded(t, c, "etl") // the group applied or dropped the offsets before
+		awaitTxnEnded(t, c, b, "etl") // the group applied or dropped the offsets before
 	}
 	commit(7, false)
 	require.Equal(t, int64(-1), fetched(), "aborted: never committed")
