@@ -32,7 +32,7 @@ func txnVariants(e *env) []variant {
 				durability: "page cache (FlushMessages 0: fsync on roll and Close)",
 				run:        func(e *env) (sample, error) { return strataTxnProduce(e, n, false) }},
 			{name: fmt.Sprintf("strata Producer, transactional (%d records per commit)", txnBatch),
-				durability: "page cache; commit markers and __transaction_state as the broker writes them",
+				durability: "page cache, as the records (__transaction_state follows the broker's flush policy)",
 				run:        func(e *env) (sample, error) { return strataTxnProduce(e, n, true) }},
 		},
 	}}

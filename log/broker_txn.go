@@ -22,16 +22,46 @@ const TransactionStateTopic = "__transaction_state"
 
 // txnStateTopicConfig is Kafka's transaction.state.log.* defaults on one
 // node: compacted, never deleted by time, segments of 100 MiB
-// (transaction.state.log.segment.bytes), and every record fsynced before
-// it is acknowledged (FlushMessages 1): Kafka's durability is acks=all over
-// three replicas with min.insync.replicas 2, a standalone broker's is its
-// disk. One partition, as OffsetsTopic (broker_group.go): a standalone
-// broker coordinates every transactional id itself, so Kafka's 50
-// partitions would only be 50 logs to create, fsync and load for one
-// coordinator; txn.PartitionFor(id, 1) is 0, and a data dir whose topic
-// has more partitions is loaded whole all the same.
-var txnStateTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1,
+// (transaction.state.log.segment.bytes). One partition, as OffsetsTopic
+// (broker_group.go): a standalone broker coordinates every transactional
+// id itself, so Kafka's 50 partitions would only be 50 logs to create,
+// fsync and load for one coordinator; txn.PartitionFor(id, 1) is 0, and a
+// data dir whose topic has more partitions is loaded whole all the same.
+// Its flush policy is the broker's (txnStateConfig).
+var txnStateTopicConfig = TopicConfig{Partitions: 1, RetentionTime: -1,
 	Cleanup: CleanupCompact, SegmentBytes: 100 << 20}
+
+// txnStateConfig is the configuration TransactionStateTopic is created
+// with: its flush policy is the broker's (Config.DefaultTopic's
+// FlushMessages and FlushInterval), as that of the records whose
+// transactions it decides. Kafka fsyncs neither and relies on replication;
+// a standalone broker makes the coordinator's records as durable as the
+// records of their transactions, never less (txnStore.Write):
+//
+//   - A process crash loses nothing written to the page cache, in order:
+//     a transaction's partitions are recorded (Ongoing) before its records
+//     are appended, and its decision (PrepareCommit, PrepareAbort) before
+//     any of its markers, so a reopened coordinator knows every
+//     transaction any partition holds and writes the missing markers.
+//   - A record that names a partition which fsyncs by itself
+//     (FlushMessages or FlushInterval set on its topic, or OffsetsTopic,
+//     whose commits are fsynced) is fsynced before it is answered
+//     (concurrent writes share fsyncs: group commit), and so before the
+//     records or markers that depend on it: a power loss keeps each such
+//     transaction whole.
+//   - With the broker's default FlushMessages 1 every record is fsynced
+//     before it is answered.
+//
+// With the default page-cache policy (FlushMessages 0), a power loss may
+// lose the latest records of any partition and the coordinator's latest
+// decisions, and with them part of a recent transaction, as Kafka's one
+// unreplicated broker may.
+func (b *Broker) txnStateConfig() TopicConfig {
+	cfg := txnStateTopicConfig
+	cfg.FlushMessages = b.cfg.DefaultTopic.FlushMessages
+	cfg.FlushInterval = b.cfg.DefaultTopic.FlushInterval
+	return cfg.WithDefaults()
+}
 
 // Kafka's transactional.id.expiration.ms and the period it is checked at
 // (transaction.remove.expired.transaction.cleanup.interval.ms).
@@ -189,9 +219,11 @@ func (b *Broker) nextProducerID() (int64, error) {
 // txnStore is TransactionStateTopic as the coordinator writes it.
 type txnStore struct{ b *Broker }
 
-// Write appends one record and returns once it is fsynced (the topic's
-// FlushMessages is 1). A failed append leaves the partition read-only
-// (sticky) with nothing acknowledged, as txn.Store requires.
+// Write appends one record and returns once it is as durable as the
+// records of the partitions it names (txnStateConfig): fsynced if one of
+// them fsyncs by itself, else in the page cache (and fsynced by the
+// topic's own flush policy). A failed append or fsync leaves the partition
+// read-only (sticky) with nothing acknowledged, as txn.Store requires.
 func (s txnStore) Write(ctx context.Context, key, value []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -200,8 +232,37 @@ func (s txnStore) Write(ctx context.Context, key, value []byte) error {
 	if err != nil {
 		return err
 	}
-	_, err = p.Append(Record{Key: key, Value: value})
-	return err
+	base, err := p.Append(Record{Key: key, Value: value})
+	if err != nil || p.config().FlushMessages == 1 || !s.b.txnNeedsSync(key, value) {
+		return err // FlushMessages 1: Append fsynced it
+	}
+	return p.syncTo(base+1, false)
+}
+
+// txnNeedsSync reports whether a record of TransactionStateTopic names a
+// partition that fsyncs by itself: OffsetsTopic's, or one of a topic with
+// FlushMessages or FlushInterval set. A record it cannot read needs it.
+func (b *Broker) txnNeedsSync(key, value []byte) bool {
+	_, m, err := txn.DecodeRecord(key, value)
+	if err != nil {
+		return true
+	}
+	if m == nil {
+		return false // a tombstone: the id expires
+	}
+	for _, tp := range m.Partitions {
+		if tp.Topic == OffsetsTopic {
+			return true
+		}
+		p, err := b.Partition(tp.Topic, tp.Partition)
+		if err != nil {
+			continue // deleted: no records to keep whole
+		}
+		if c := p.config(); c.FlushMessages > 0 || c.FlushInterval > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // txnStatePartition returns the partition of TransactionStateTopic,
@@ -221,7 +282,7 @@ func (b *Broker) txnStatePartition() (*Partition, error) {
 	}
 	if t, ok = b.topics[TransactionStateTopic]; !ok {
 		var err error
-		if t, err = b.createTopicLocked(TransactionStateTopic, txnStateTopicConfig.WithDefaults()); err != nil {
+		if t, err = b.createTopicLocked(TransactionStateTopic, b.txnStateConfig()); err != nil {
 			return nil, err
 		}
 	}
@@ -231,8 +292,21 @@ func (b *Broker) txnStatePartition() (*Partition, error) {
 // txnMarkers writes the coordinator's markers to this broker's partitions.
 type txnMarkers struct{ b *Broker }
 
+// WriteMarker writes m and, in a partition that fsyncs by itself
+// (FlushMessages or FlushInterval set), fsyncs it before it answers: the
+// completion the coordinator writes next must never be durable without
+// the marker (txnStateConfig), or a power loss would leave the
+// transaction open in the partition while the coordinator knows it
+// complete.
 func (w txnMarkers) WriteMarker(ctx context.Context, p tp.TopicPartition, m batch.Marker) error {
 	err := w.b.WriteTxnMarker(ctx, p, m)
+	if err == nil && p.Topic != OffsetsTopic {
+		if part, perr := w.b.Partition(p.Topic, p.Partition); perr == nil {
+			if c := part.config(); c.FlushMessages > 1 || c.FlushMessages == 0 && c.FlushInterval > 0 {
+				err = part.syncTo(part.EndOffset(), false) // FlushMessages 1: AppendMarker did
+			}
+		}
+	}
 	switch {
 	case errors.Is(err, ErrUnknownTopic), errors.Is(err, ErrUnknownPartition):
 		return nil // deleted: no marker needed

@@ -166,7 +166,18 @@ func New(cfg Config, load func(yield func(key, value []byte) error) error) (*Coo
 	c.mu.Lock()
 	effs := c.m.loaded(c.nowMs())
 	c.mu.Unlock()
-	c.background(effs)
+	// The timeouts of the open transactions are armed when New returns
+	// (a test's clock may be advanced at once); the markers are written
+	// in the background.
+	var rest []effect
+	for _, e := range effs {
+		if a, ok := e.(effArm); ok {
+			c.arm(a)
+		} else {
+			rest = append(rest, e)
+		}
+	}
+	c.background(rest)
 	return c, nil
 }
 
