@@ -83,7 +83,7 @@ func commands() []command {
 		{"leader-election", "elect partition leaders: preferred, or unclean (kafka-leader-election.sh)", runLeaderElection},
 		{"reassign", "move partitions between brokers (kafka-reassign-partitions.sh)", runReassign},
 		{"quotas", "alter and describe client quotas (kafka-configs.sh --entity-type users/clients)", runQuotas},
-		{"transactions", "list, describe and abort transactions (kafka-transactions.sh)", runTransactions},
+		{"transactions", "list, describe, abort and find hanging transactions (kafka-transactions.sh)", runTransactions},
 		{"share-groups", "list and describe share groups: members, start offsets, in-flight records (kafka-share-groups.sh)", runShareGroups},
 		{"serve", "serve a data dir to Kafka clients until SIGINT or SIGTERM", runServe},
 		{"version", "print strata's version", runVersion},

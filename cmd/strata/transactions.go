@@ -24,6 +24,8 @@ WriteTxnMarkers, KIP-664):
   strata transactions --bootstrap-server ADDR abort --topic T --partition N --start-offset OFFSET
   strata transactions --bootstrap-server ADDR abort --topic T --partition N \
       --producer-id ID --producer-epoch E --coordinator-epoch C
+  strata transactions --bootstrap-server ADDR find-hanging (--topic T [--partition N] | --broker-id ID)
+      [--max-transaction-timeout MINUTES]
 
 list prints every transactional id with its producer id and state;
 --duration-filter keeps the transactions open longer than MS ms.
@@ -34,17 +36,23 @@ a hanging transaction in one partition, one whose coordinator will never
 write its marker (a lost coordinator, a producer of an old client): an
 ABORT marker is written by the partition's leader, for the producer whose
 open transaction starts at --start-offset (found with DescribeProducers),
-or for the producer, epoch and coordinator epoch given. The requests go to
+or for the producer, epoch and coordinator epoch given. find-hanging lists
+the transactions open in the partitions of --topic (or of every topic with
+a replica on --broker-id) whose producer wrote nothing for longer than
+--max-transaction-timeout (transaction.max.timeout.ms, 15 minutes by
+default) and that their coordinator will never end: it knows no
+transactional id for the producer, or its transaction does not name the
+partition, or is at an older producer epoch. The requests go to
 the --bootstrap-server broker, which on strata serve coordinates every
 transactional id and leads every partition.`
 
 func runTransactions(e *env, args []string) error {
-	fs := newFlags(e, "transactions", "--bootstrap-server ADDR list|describe|describe-producers|abort [flags]", transactionsHelp)
+	fs := newFlags(e, "transactions", "--bootstrap-server ADDR list|describe|describe-producers|abort|find-hanging [flags]", transactionsHelp)
 	var t target
 	t.register(fs)
 	var id, topic, pattern string
 	var partition, startOffset, producerID, duration int64
-	var producerEpoch, coordinatorEpoch int
+	var producerEpoch, coordinatorEpoch, brokerID, maxTxnMinutes int
 	fs.StringVar(&id, "transactional-id", "", "`ID`: with describe, the transactional id")
 	fs.StringVar(&topic, "topic", "", "`TOPIC`: with describe-producers and abort")
 	fs.Int64Var(&partition, "partition", -1, "`N`: with describe-producers and abort")
@@ -53,13 +61,15 @@ func runTransactions(e *env, args []string) error {
 	fs.IntVar(&producerEpoch, "producer-epoch", -1, "`EPOCH`: with abort and --producer-id")
 	fs.IntVar(&coordinatorEpoch, "coordinator-epoch", -1, "`EPOCH`: with abort and --producer-id")
 	fs.Int64Var(&duration, "duration-filter", 0, "`MS`: with list, only transactions open longer than this")
+	fs.IntVar(&brokerID, "broker-id", -1, "`ID`: with find-hanging, the partitions with a replica on this broker")
+	fs.IntVar(&maxTxnMinutes, "max-transaction-timeout", 15, "`MINUTES`: with find-hanging, the broker's transaction.max.timeout.ms")
 	fs.StringVar(&pattern, "transactional-id-pattern", "", "`RE`: with list, only the ids this regular expression matches whole")
 	pos, err := parseInterleaved(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return usagef("give one command: list, describe, describe-producers or abort")
+		return usagef("give one command: list, describe, describe-producers, abort or find-hanging")
 	}
 	if t.dataDir != "" || t.bootstrap == "" {
 		return usagef("transactions works on a running broker: give --bootstrap-server")
@@ -93,8 +103,19 @@ func runTransactions(e *env, args []string) error {
 		case !bySpec && startOffset < 0:
 			return usagef("abort needs --start-offset or --producer-id, --producer-epoch and --coordinator-epoch")
 		}
+	case "find-hanging":
+		switch {
+		case topic == "" && brokerID < 0:
+			return usagef("find-hanging needs --topic or --broker-id")
+		case partition >= 0 && topic == "":
+			return usagef("find-hanging --partition needs --topic")
+		case partition > 1<<31-1 || brokerID > 1<<31-1:
+			return usagef("find-hanging: --partition and --broker-id are 32-bit")
+		case maxTxnMinutes <= 0:
+			return usagef("find-hanging --max-transaction-timeout must be positive")
+		}
 	default:
-		return usagef("unknown command %q: list, describe, describe-producers or abort", pos[0])
+		return usagef("unknown command %q: list, describe, describe-producers, abort or find-hanging", pos[0])
 	}
 	a, err := dialAdmin(&t)
 	if err != nil {
@@ -108,6 +129,9 @@ func runTransactions(e *env, args []string) error {
 		return txnDescribe(e.stdout, a, id)
 	case "describe-producers":
 		return txnDescribeProducers(e.stdout, a, topic, int32(partition))
+	case "find-hanging":
+		return txnFindHanging(e.stdout, a, hangingScope{topic: topic, partition: int32(partition), broker: int32(brokerID),
+			maxTxn: time.Duration(maxTxnMinutes) * time.Minute}, time.Now())
 	}
 	if startOffset >= 0 {
 		p, err := producerAt(a, topic, int32(partition), startOffset)
