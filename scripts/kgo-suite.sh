@@ -23,10 +23,11 @@
 #   STRATA_FLAGS      extra flags for strata serve (e.g. "--override group.initial.rebalance.delay.ms=0")
 #   KEEP=1            keep the temp dir (data dir, server log, franz-go copy)
 #   MOVE_COORDINATORS=SECONDS  (MEMBERS=3) while the tests run, every SECONDS move the
-#                     leadership of every __consumer_offsets partition, and so its group
-#                     coordinator, to the next member (strata reassign rotates each replica
-#                     list, strata leader-election --election-type preferred): the group
-#                     coordinators' moves the kgo tests must survive (log movers.log)
+#                     leadership of every partition of __consumer_offsets and
+#                     __transaction_state, and so its group or transaction coordinator, to
+#                     the next member (strata reassign rotates each replica list, strata
+#                     leader-election --election-type preferred): the coordinators' moves
+#                     the kgo tests must survive (log movers.log)
 #
 # The tests issues 27 and 29 name, one command each (from the repo root):
 #   KIP-848 groups (issue 29):
@@ -176,42 +177,49 @@ seeds=$(
 echo "kgo-suite: strata serve ($MEMBERS) on $seeds (logs $tmp/serve-*.log); go test -run '$TESTS'" >&2
 
 # move_coordinators SECONDS rotates the replica lists of __consumer_offsets and
-# elects the preferred leaders, every SECONDS, until killed (see MOVE_COORDINATORS).
+# __transaction_state (those that exist) and elects the preferred leaders, every SECONDS,
+# until killed (see MOVE_COORDINATORS). Each command is bounded (timeout 30): one that
+# hangs on a loaded machine would end the moves.
 move_coordinators() {
-	local every=$1 round=0 n p i json elect
-	local bs=${addrs[0]}
+	local every=$1 round=0 n p i t json elect moved
+	local bs=$seeds # any member answers
 	while sleep "$every"; do
 		round=$((round + 1))
-		n=$("$tmp/strata" topics describe --bootstrap-server "$bs" --topic __consumer_offsets 2>/dev/null |
-			grep -c 'Partition: ' || true)
-		if [ "${n:-0}" -eq 0 ]; then
-			echo "$(date -u +%T) round $round: no __consumer_offsets yet"
-			continue
-		fi
 		json='{"version":1,"partitions":['
 		elect='{"partitions":['
-		for p in $(seq 0 $((n - 1))); do
-			i=$(((p + round) % MEMBERS))
-			reps=()
-			for k in 0 1 2; do reps+=($((((i + k) % MEMBERS) + 1))); done
-			[ "$p" -gt 0 ] && json+=, && elect+=,
-			json+="{\"topic\":\"__consumer_offsets\",\"partition\":$p,\"replicas\":[$(
-				IFS=,
-				echo "${reps[*]}"
-			)]}"
-			elect+="{\"topic\":\"__consumer_offsets\",\"partition\":$p}"
+		moved=
+		for t in __consumer_offsets __transaction_state; do
+			n=$(timeout 30 "$tmp/strata" topics describe --bootstrap-server "$bs" --topic "$t" 2>/dev/null |
+				grep -c 'Partition: ' || true)
+			[ "${n:-0}" -eq 0 ] && continue
+			moved+=" $t($n)"
+			for p in $(seq 0 $((n - 1))); do
+				i=$(((p + round) % MEMBERS))
+				reps=()
+				for k in 0 1 2; do reps+=($((((i + k) % MEMBERS) + 1))); done
+				[ "${json: -1}" != "[" ] && json+=, && elect+=,
+				json+="{\"topic\":\"$t\",\"partition\":$p,\"replicas\":[$(
+					IFS=,
+					echo "${reps[*]}"
+				)]}"
+				elect+="{\"topic\":\"$t\",\"partition\":$p}"
+			done
 		done
+		if [ -z "$moved" ]; then
+			echo "$(date -u +%T) round $round: no coordinator topic yet"
+			continue
+		fi
 		echo "$json]}" >"$tmp/move.json"
 		echo "$elect]}" >"$tmp/elect.json"
-		echo "$(date -u +%T) round $round: rotating $n partitions"
-		"$tmp/strata" reassign --bootstrap-server "$bs" --execute --additional \
+		echo "$(date -u +%T) round $round: rotating$moved"
+		timeout 30 "$tmp/strata" reassign --bootstrap-server "$bs" --execute --additional \
 			--reassignment-json-file "$tmp/move.json" >/dev/null 2>&1 || echo "reassign failed"
 		for _ in $(seq 1 50); do
-			"$tmp/strata" reassign --bootstrap-server "$bs" --verify \
+			timeout 30 "$tmp/strata" reassign --bootstrap-server "$bs" --verify \
 				--reassignment-json-file "$tmp/move.json" >/dev/null 2>&1 && break
 			sleep 0.1
 		done
-		"$tmp/strata" leader-election --bootstrap-server "$bs" --election-type preferred \
+		timeout 30 "$tmp/strata" leader-election --bootstrap-server "$bs" --election-type preferred \
 			--path-to-json-file "$tmp/elect.json" 2>&1 | tail -n 2 | cut -c1-120
 	done
 }
