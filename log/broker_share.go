@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/strata-log/strata/segment/batch"
@@ -68,7 +69,7 @@ func (b *Broker) startShares() error {
 		Logger:            b.logger,
 		GroupConfigs:      configs,
 		StoreGroupConfigs: b.storeShareConfigs,
-	}, shareStateLog{b})
+	}, &shareStateLog{b: b})
 	if err != nil {
 		// open fails: the group coordinator started before goes too (open
 		// closes the store and the wheel only).
@@ -92,16 +93,33 @@ func (b *Broker) closeShares() {
 func (b *Broker) ShareCoordinator() *share.Coordinator { return b.shares }
 
 // shareStateLog is ShareStateTopic as the share coordinator writes and
-// replays it (share.StateLog).
-type shareStateLog struct{ b *Broker }
+// replays it (share.StateLog). Appends that come while one is written go
+// out together as the next batch, one write and one fsync for all of
+// them (group commit): acknowledgements of many members and partitions
+// made durable at the cost of one.
+type shareStateLog struct {
+	b *Broker
+
+	mu      sync.Mutex
+	writing bool              // an Append is writing: the others queue
+	next    *shareStateCommit // the records queued for the next write
+}
+
+// shareStateCommit is one write of queued records and its outcome.
+type shareStateCommit struct {
+	recs []share.Record
+	done chan struct{} // closed once written (or failed)
+	base int64         // the offset of recs[0]
+	err  error
+}
 
 var (
-	_ share.StateLog    = shareStateLog{}
-	_ share.StatePruner = shareStateLog{}
+	_ share.StateLog    = (*shareStateLog)(nil)
+	_ share.StatePruner = (*shareStateLog)(nil)
 )
 
 // Replay reads ShareStateTopic from its start to its end, if it exists.
-func (l shareStateLog) Replay(ctx context.Context, fn func(offset int64, key, value []byte) error) error {
+func (l *shareStateLog) Replay(ctx context.Context, fn func(offset int64, key, value []byte) error) error {
 	l.b.mu.RLock()
 	t, ok := l.b.topics[ShareStateTopic]
 	l.b.mu.RUnlock()
@@ -136,9 +154,38 @@ func (l shareStateLog) Replay(ctx context.Context, fn func(offset int64, key, va
 	return nil
 }
 
-// Append appends records as one batch to ShareStateTopic, creating it
-// on first use; the topic fsyncs every batch.
-func (l shareStateLog) Append(records []share.Record) (int64, error) {
+// Append makes records durable in ShareStateTopic, creating it on first
+// use, and returns the offset of the first. Records of concurrent
+// Appends share a batch (the topic fsyncs every batch); one Append
+// writes while the others wait, then writes what queued meanwhile.
+func (l *shareStateLog) Append(records []share.Record) (int64, error) {
+	l.mu.Lock()
+	if l.next == nil {
+		l.next = &shareStateCommit{done: make(chan struct{})}
+	}
+	mine, first := l.next, len(l.next.recs)
+	mine.recs = append(mine.recs, records...)
+	if l.writing {
+		l.mu.Unlock()
+		<-mine.done
+		return mine.base + int64(first), mine.err
+	}
+	l.writing = true
+	for l.next != nil {
+		c := l.next
+		l.next = nil
+		l.mu.Unlock()
+		c.base, c.err = l.write(c.recs)
+		close(c.done)
+		l.mu.Lock()
+	}
+	l.writing = false
+	l.mu.Unlock()
+	return mine.base + int64(first), mine.err
+}
+
+// write appends records as one batch, fsynced.
+func (l *shareStateLog) write(records []share.Record) (int64, error) {
 	p, err := l.b.internalPartition(ShareStateTopic, shareStateTopicConfig)
 	if err != nil {
 		return 0, err
@@ -156,7 +203,7 @@ func (l shareStateLog) Append(records []share.Record) (int64, error) {
 
 // DeleteBefore drops the records before offset: those every
 // share-partition's latest snapshot made obsolete (share.StatePruner).
-func (l shareStateLog) DeleteBefore(offset int64) error {
+func (l *shareStateLog) DeleteBefore(offset int64) error {
 	p, err := l.b.internalPartition(ShareStateTopic, shareStateTopicConfig)
 	if err != nil {
 		return err
@@ -168,12 +215,19 @@ func (l shareStateLog) DeleteBefore(offset int64) error {
 // internalPartition returns the partition of an internal topic, creating
 // the topic on first use.
 func (b *Broker) internalPartition(name string, cfg TopicConfig) (*Partition, error) {
+	b.mu.RLock()
+	t, ok := b.topics[name]
+	closed := b.closed
+	b.mu.RUnlock()
+	if ok && !closed {
+		return t.parts[0], nil
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return nil, fmt.Errorf("log: %s: %w", name, ErrClosed)
 	}
-	t, ok := b.topics[name]
+	t, ok = b.topics[name]
 	if !ok {
 		var err error
 		if t, err = b.createTopicLocked(name, cfg.WithDefaults()); err != nil {

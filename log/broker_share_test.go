@@ -2,6 +2,8 @@ package log
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/share"
 	"github.com/strata-log/strata/vfs"
 )
@@ -94,4 +97,65 @@ func TestShareStateIsPruned(t *testing.T) {
 	b = openT(t, fs, "/d")
 	defer b.Close()
 	require.Equal(t, int64(1100), b.ShareCoordinator().Offsets("g")[t0].StartOffset)
+}
+
+// TestShareStateLogGroupCommit: Appends from many goroutines at once go
+// out in shared batches (group commit), and each returns the offset its
+// first record got: every record read back is at the offset its Append
+// returned, none lost or moved, in fewer batches than Appends.
+func TestShareStateLogGroupCommit(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	defer b.Close()
+	l := &shareStateLog{b: b}
+	const writers, each = 8, 40
+	type placed struct {
+		at   int64
+		keys []string
+	}
+	got := make([][]placed, writers)
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				var recs []share.Record
+				var keys []string
+				for k := range 1 + i%3 {
+					key := fmt.Sprintf("w%d-%d-%d", w, i, k)
+					keys = append(keys, key)
+					recs = append(recs, share.Record{Key: []byte(key), Value: []byte("v")})
+				}
+				at, err := l.Append(recs)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				got[w] = append(got[w], placed{at, keys})
+			}
+		})
+	}
+	wg.Wait()
+	byOffset := map[int64]string{}
+	require.NoError(t, l.Replay(context.Background(), func(off int64, key, _ []byte) error {
+		byOffset[off] = string(key)
+		return nil
+	}))
+	n := 0
+	for _, ps := range got {
+		for _, p := range ps {
+			for k, key := range p.keys {
+				require.Equal(t, key, byOffset[p.at+int64(k)], "record of the Append at %d", p.at)
+				n++
+			}
+		}
+	}
+	require.Len(t, byOffset, n)
+	p, err := b.Partition(ShareStateTopic, 0)
+	require.NoError(t, err)
+	raw, err := p.ReadBatches(0, 1<<30, p.EndOffset())
+	require.NoError(t, err)
+	batches := 0
+	require.NoError(t, batch.Batches(raw, func([]byte, batch.Header) error { batches++; return nil }))
+	require.LessOrEqual(t, batches, writers*each)
+	t.Logf("%d Appends in %d batches", writers*each, batches)
 }

@@ -240,7 +240,13 @@ func (c *ShareConsumer) Poll(ctx context.Context) ([]ShareRecord, error) {
 		}
 	}
 	acks := c.takeAcks(share.AckAccept)
-	parts := slices.Clone(c.assigned)
+	// Each Poll starts at the next partition, so that one with a backlog
+	// of MaxRecords does not starve those after it.
+	parts := make([]TopicPartition, 0, len(c.assigned))
+	if n := len(c.assigned); n > 0 {
+		k := int(c.poll % uint64(n))
+		parts = append(append(parts, c.assigned[k:]...), c.assigned[:k]...)
+	}
 	c.mu.Unlock()
 	if len(parts) == 0 {
 		if err := c.send(ctx, acks); err != nil {

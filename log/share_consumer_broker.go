@@ -3,9 +3,9 @@ package log
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
-	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/share"
 )
 
@@ -97,6 +97,15 @@ func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPa
 			gaps = append(gaps, share.AckBatch{First: from, Last: to, Types: []share.AckType{share.AckGap}})
 		}
 	}
+	n := 0
+	for _, r := range ranges {
+		n += int(r.Last - r.First + 1)
+	}
+	out = slices.Grow(out, n)
+	var (
+		recs []Record // the records of one read, reused
+		hdrs []Header
+	)
 	ri, next := 0, first // the range of the next offset expected, the offset
 	for off := first; off <= last; {
 		fr, err := b.Fetch(ctx, FetchRequest{Partitions: []FetchPartition{{TopicPartition: t, Offset: off}}, MaxWait: time.Nanosecond})
@@ -112,11 +121,11 @@ func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPa
 		if err != nil {
 			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
 		}
-		recs, err := DecodeRecords(raw)
+		var end int64
+		recs, end, err = decodeFrom(slices.Grow(recs[:0], countRecords(raw)), &hdrs, raw, t, off)
 		if err != nil {
 			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
 		}
-		end := batchesEnd(raw, off)
 		for _, r := range recs {
 			for ri < len(ranges) && r.Offset > ranges[ri].Last {
 				gap(next, ranges[ri].Last)
@@ -133,7 +142,6 @@ func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPa
 			}
 			gap(next, r.Offset-1)
 			next = r.Offset + 1
-			r.Topic, r.Partition = t.Topic, t.Partition
 			out = append(out, ShareRecord{Record: r, DeliveryCount: int(ranges[ri].DeliveryCount)})
 		}
 		if end <= off { // nothing more in the log: the rest are gaps
@@ -153,14 +161,6 @@ func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPa
 		}
 	}
 	return out, nil
-}
-
-// batchesEnd returns the offset after the last batch in raw, from if
-// raw holds none.
-func batchesEnd(raw []byte, from int64) int64 {
-	end := from
-	_ = batch.Batches(raw, func(_ []byte, h batch.Header) error { end = max(end, h.NextOffset()); return nil })
-	return end
 }
 
 // shareWait waits up to wait for records appended to parts, records

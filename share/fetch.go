@@ -145,6 +145,7 @@ func (c *Coordinator) Acknowledge(ctx context.Context, group, member string, t T
 	if c.isClosed() {
 		return ErrClosed
 	}
+	start := pe.p.start
 	renewed, err := pe.p.acknowledge(c.clock.Now(), member, batches)
 	if err != nil {
 		return fmt.Errorf("share: group %q, %s: %w", group, t, err)
@@ -156,7 +157,9 @@ func (c *Coordinator) Acknowledge(ctx context.Context, group, member string, t T
 	if !renewed.IsZero() {
 		c.armLock(pe, renewed)
 	}
-	if releases(batches) {
+	if releases(batches) || pe.p.start != start {
+		// Records to acquire again, or room in the in-flight window
+		// (MaxInFlight) for new ones: a fetch waiting for either goes on.
 		c.signal()
 	}
 	return nil
