@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -209,7 +210,13 @@ func (b *Broker) loadShares(ctx context.Context, t log.TopicPartition, ls *ledSh
 			b.log.Debug("replica: share-partitions loaded", "partition", t, "leader epoch", ls.epoch)
 			return
 		}
-		b.log.Warn("replica: load share-partitions", "partition", t, "err", err)
+		// The first tries may find the partition of __share_group_state
+		// not created yet at its leader, or its leader moving.
+		lvl := slog.LevelDebug
+		if backoff >= time.Second {
+			lvl = slog.LevelWarn
+		}
+		b.log.Log(ctx, lvl, "replica: load share-partitions", "partition", t, "err", err)
 		tm := time.NewTimer(backoff)
 		select {
 		case <-tm.C:

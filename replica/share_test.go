@@ -274,3 +274,55 @@ func TestShareGroupCoordinatorFailover(t *testing.T) {
 	a.check(t, n)
 	requireAllAcknowledged(t, c, "w", parts, "g", ends(t, c.any(coord), "w", parts))
 }
+
+// The offsets admin of a share group answers for every partition at the
+// group's coordinator, each partition's part at its leader: start offsets
+// altered there are where the leaders deliver from, described there are
+// the leaders', and deleted there are gone from every leader.
+func TestShareGroupOffsetsAdminOnCluster(t *testing.T) {
+	leaktest.Check(t)
+	const n, parts = 90, 3
+	c := shareCluster(t, "a", parts, "ga")
+	produce(t, c.member(1), "a", 0, n)
+	end := ends(t, c.member(1), "a", parts)
+	coord := c.member(c.leader(log.OffsetsTopic, replica.GroupPartition("ga", replica.DefaultOffsetsTopicPartitions)))
+	cc := replica.ShareCoordinatorOf(coord)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	alter := map[log.TopicPartition]int64{}
+	want := 0
+	for p := range parts {
+		tp := log.TopicPartition{Topic: "a", Partition: p}
+		alter[tp] = end[p] / 2
+		want += int(end[p] - end[p]/2)
+	}
+	require.NoError(t, cc.AlterOffsets(ctx, "ga", alter))
+	states := cc.Offsets("ga")
+	require.Len(t, states, parts)
+	for tp, off := range alter {
+		require.Equal(t, off, states[tp].StartOffset, "%v at the coordinator", tp)
+		st, ok := replica.ShareCoordinatorOf(c.member(c.leader("a", tp.Partition))).Offsets("ga")[tp]
+		require.True(t, ok, "%v at its leader", tp)
+		require.Equal(t, off, st.StartOffset, "%v at its leader", tp)
+	}
+
+	sc, err := log.NewShareConsumer(c.member(3), log.ShareConsumerConfig{Group: "ga", Topics: []string{"a"}, MaxRecords: 50, MaxWait: 100 * time.Millisecond, ExplicitAck: true})
+	require.NoError(t, err)
+	a := newAccepted()
+	a.consume(ctx, t, sc, want)
+	require.NoError(t, sc.Close(ctx))
+	require.Len(t, a.done, want)
+	for v, k := range a.done {
+		require.Equal(t, 1, k, "%s", v)
+	}
+	requireAllAcknowledged(t, c, "a", parts, "ga", end)
+
+	require.NoError(t, cc.DeleteOffsets(ctx, "ga", []string{"a"}))
+	require.Empty(t, cc.Offsets("ga"))
+	for _, b := range c.members {
+		for tp := range replica.ShareCoordinatorOf(b).Offsets("ga") {
+			require.NotEqual(t, "a", tp.Topic, "member %d keeps %v", b.ID(), tp)
+		}
+	}
+}

@@ -107,7 +107,7 @@ type PartitionState struct {
 func (c *Coordinator) Offsets(group string) map[TopicPartition]PartitionState {
 	ge, err := c.lookup(group, false)
 	if err != nil {
-		return nil
+		return c.withRemote(group, nil) // in a cluster: held by the leaders
 	}
 	ge.mu.Lock()
 	defer ge.mu.Unlock()
@@ -136,7 +136,7 @@ func (c *Coordinator) Offsets(group string) map[TopicPartition]PartitionState {
 		pe.mu.Unlock()
 		out[t] = ps
 	}
-	return out
+	return c.withRemote(group, out)
 }
 
 // AlterOffsets sets the start offsets of share-partitions of group
@@ -156,7 +156,18 @@ func (c *Coordinator) AlterOffsets(ctx context.Context, group string, offsets ma
 	if n := len(ge.g.members); n > 0 {
 		return fmt.Errorf("%w: share group %q has %d members", ErrNonEmptyGroup, group, n)
 	}
+	var remote map[TopicPartition]int64 // in a cluster: of partitions led elsewhere
 	for _, t := range slices.SortedFunc(maps.Keys(offsets), cmpTP) {
+		if err := c.leads(t); err != nil {
+			if c.remote(group) == nil {
+				return err
+			}
+			if remote == nil {
+				remote = map[TopicPartition]int64{}
+			}
+			remote[t] = offsets[t]
+			continue
+		}
 		pe, err := c.part(ge, t)
 		if err != nil {
 			return err
@@ -173,6 +184,9 @@ func (c *Coordinator) AlterOffsets(ctx context.Context, group string, offsets ma
 		if err != nil {
 			return fmt.Errorf("share: store offsets of group %q: %w", group, err)
 		}
+	}
+	if len(remote) > 0 {
+		return c.remote(group).AlterRemote(ctx, group, remote)
 	}
 	return nil
 }
@@ -201,7 +215,13 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, group string, topics []
 	if n := len(ge.g.members); n > 0 {
 		return fmt.Errorf("%w: share group %q has %d members", ErrNonEmptyGroup, group, n)
 	}
-	return c.deleteParts(ge, func(t TopicPartition) bool { return slices.Contains(topics, t.Topic) })
+	if err := c.deleteParts(ge, func(t TopicPartition) bool { return slices.Contains(topics, t.Topic) }); err != nil {
+		return err
+	}
+	if rp := c.remote(group); rp != nil {
+		return rp.DeleteRemote(ctx, group, topics)
+	}
+	return nil
 }
 
 // DeleteGroup deletes group and its share-partitions' state. The group
@@ -222,6 +242,11 @@ func (c *Coordinator) DeleteGroup(ctx context.Context, group string) error {
 	}
 	if err := c.deleteParts(ge, func(TopicPartition) bool { return true }); err != nil {
 		return err
+	}
+	if rp := c.remote(group); rp != nil {
+		if err := rp.DeleteRemote(ctx, group, nil); err != nil {
+			return err
+		}
 	}
 	c.mu.Lock()
 	if c.groups[group] == ge {

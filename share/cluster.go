@@ -180,3 +180,50 @@ func (c *Coordinator) leads(t TopicPartition) error {
 	}
 	return c.cfg.Placement.Leads(t)
 }
+
+// RemotePlacement is a Placement that reaches the share-partitions the
+// other brokers hold: a group's coordinator answers the offsets admin
+// (Offsets, AlterOffsets, DeleteOffsets, DeleteGroup) of every partition
+// through it, each partition's part at its leader. Only the coordinator
+// of the group calls it.
+type RemotePlacement interface {
+	Placement
+	// RemoteOffsets returns the state of group's share-partitions that
+	// the other brokers hold, by partition.
+	RemoteOffsets(group string) map[TopicPartition]PartitionState
+	// AlterRemote sets the start offsets of share-partitions of group
+	// that other brokers hold, each at its leader (AlterOffsets there).
+	AlterRemote(ctx context.Context, group string, offsets map[TopicPartition]int64) error
+	// DeleteRemote deletes the state of group's share-partitions of
+	// topics (nil: of all, and the group) that the other brokers hold.
+	DeleteRemote(ctx context.Context, group string, topics []string) error
+}
+
+// remote returns the RemotePlacement if this broker coordinates group,
+// else nil.
+func (c *Coordinator) remote(group string) RemotePlacement {
+	rp, ok := c.cfg.Placement.(RemotePlacement)
+	if !ok || group == "" || c.coordinates(group) != nil {
+		return nil
+	}
+	return rp
+}
+
+// withRemote adds to out the state of group's share-partitions held
+// elsewhere, when this broker coordinates group.
+func (c *Coordinator) withRemote(group string, out map[TopicPartition]PartitionState) map[TopicPartition]PartitionState {
+	rp := c.remote(group)
+	if rp == nil {
+		return out
+	}
+	for t, ps := range rp.RemoteOffsets(group) {
+		if _, ok := out[t]; ok {
+			continue
+		}
+		if out == nil {
+			out = map[TopicPartition]PartitionState{}
+		}
+		out[t] = ps
+	}
+	return out
+}
