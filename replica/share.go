@@ -49,11 +49,17 @@ type memberShares struct {
 	mu     sync.Mutex
 	c      *share.Coordinator
 	led    map[log.TopicPartition]*ledShare // partitions whose share-partitions are loaded or loading
+	ledIDs map[ledKey]log.TopicPartition    // led's partitions, by topic id (the records' keys name them so)
 	closed bool
 	loads  sync.WaitGroup
 
 	cfgMu   sync.Mutex                   // after the coordinator's SetGroupConfig
 	configs map[string]share.GroupConfig // as last read from or written to the log (share_configs.go)
+}
+
+type ledKey struct {
+	id        [16]byte
+	partition int32
 }
 
 // ledShare is a led partition's share-partitions, in the leader epoch
@@ -167,6 +173,7 @@ func (b *Broker) syncShares() {
 		if e, ok := want[t]; !ok || e != ls.epoch {
 			ls.cancel()
 			delete(s.led, t)
+			delete(s.ledIDs, ledKey{tp.TopicID(t.Topic), int32(t.Partition)})
 			s.c.Drop(t)
 		}
 	}
@@ -178,8 +185,10 @@ func (b *Broker) syncShares() {
 		ls := &ledShare{epoch: e, cancel: cancel}
 		if s.led == nil {
 			s.led = map[log.TopicPartition]*ledShare{}
+			s.ledIDs = map[ledKey]log.TopicPartition{}
 		}
 		s.led[t] = ls
+		s.ledIDs[ledKey{tp.TopicID(t.Topic), int32(t.Partition)}] = t
 		s.loads.Add(1)
 		go b.loadShares(ctx, t, ls)
 	}
@@ -260,7 +269,7 @@ func (p sharePlacement) Leads(t log.TopicPartition) error {
 		return fmt.Errorf("%w: %s-%d", log.ErrUnknownPartition, t.Topic, t.Partition)
 	}
 	ps := b.part(t)
-	if st.Leader != b.cfg.ID || ps == nil || !ps.leading.Load() {
+	if st.Leader != b.cfg.ID || ps == nil || !ps.leading.Load() || b.fenced.Load() {
 		return fmt.Errorf("%w: broker %d does not lead %s-%d", log.ErrNotLeader, b.cfg.ID, t.Topic, t.Partition)
 	}
 	b.shares.mu.Lock()
@@ -314,8 +323,45 @@ func (shareStateLog) Replay(context.Context, func(int64, []byte, []byte) error) 
 
 // Append writes records, each to the partition of __share_group_state
 // its key's partition picks, as acks=all produces (creating the topic on
-// first use). It returns the offset of the first.
+// first use). It returns the offset of the first. Only the leader of a
+// partition writes its share-partitions' records: a member that does not
+// lead it (any more) before or after the write fails it — the change is
+// not answered done, and a new leader that loaded before the write
+// delivers the records again rather than having them accepted twice.
 func (l shareStateLog) Append(records []share.Record) (int64, error) {
+	if err := l.leads(records); err != nil {
+		return 0, err
+	}
+	off, err := l.append(records)
+	if err == nil {
+		err = l.leads(records)
+	}
+	return off, err
+}
+
+// leads checks that this member leads, and has loaded, the partitions
+// whose share-partitions records are of.
+func (l shareStateLog) leads(records []share.Record) error {
+	s := &l.b.shares
+	for _, r := range records {
+		id, p, err := share.StateKeyPartition(r.Key)
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		t, ok := s.ledIDs[ledKey{id, p}]
+		s.mu.Unlock()
+		if !ok {
+			return fmt.Errorf("%w: broker %d does not lead the partition of a share-partition it writes", log.ErrNotLeader, l.b.cfg.ID)
+		}
+		if err := sharePlacement(l).Leads(t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l shareStateLog) append(records []share.Record) (int64, error) {
 	b := l.b
 	ctx, cancel := context.WithTimeout(b.ctx, b.cfg.ProduceTimeout)
 	defer cancel()
@@ -372,10 +418,16 @@ func (r shareStateReader) Replay(ctx context.Context, fn func(offset int64, key,
 	if _, ok := b.img.Load().PartitionCount(log.ShareStateTopic); !ok {
 		return nil // no state was ever written
 	}
-	off, end := int64(0), int64(-1)
-	for end < 0 || off < end {
+	// A new leader's high watermark may be behind the records the last
+	// one had committed: a barrier written with acks=all is committed
+	// after them, so what is read up to it holds every one.
+	barrier, err := r.barrier(ctx)
+	if err != nil {
+		return err
+	}
+	for off := int64(0); off <= barrier; {
 		fctx, cancel := context.WithTimeout(ctx, b.cfg.ProduceTimeout)
-		resp, err := b.Fetch(fctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: r.tp, Offset: off, MaxBytes: 1 << 20}}, MaxWait: time.Millisecond})
+		resp, err := b.Fetch(fctx, log.FetchRequest{Partitions: []log.FetchPartition{{TopicPartition: r.tp, Offset: off, MaxBytes: 1 << 20}}, MinBytes: 1, MaxWait: 100 * time.Millisecond})
 		cancel()
 		if err != nil {
 			return err
@@ -391,31 +443,18 @@ func (r shareStateReader) Replay(ctx context.Context, fn func(offset int64, key,
 			resp.Release()
 			return fmt.Errorf("read %s-%d at %d: %w", r.tp.Topic, r.tp.Partition, off, fp.Err)
 		}
-		if end < 0 {
-			end = fp.HighWatermark
-			if fp.TopicPartition != r.tp || fp.HighWatermark < 0 {
-				// An answer without the partition (its leader moving).
-				end = -1
-			}
-		}
 		raw, err := fp.Records.Bytes()
 		resp.Release()
 		if err != nil {
 			return err
 		}
-		if len(raw) == 0 {
-			if end >= 0 && off >= end {
-				return nil
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			continue
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 		err = batch.Batches(raw, func(bt []byte, h batch.Header) error {
 			next := h.NextOffset()
 			err := batch.Records(bt, h, func(rec *batch.Record) error {
-				if rec.Offset < off {
+				if rec.Offset < off || rec.Offset >= barrier {
 					return nil
 				}
 				return fn(rec.Offset, rec.Key, rec.Value)
@@ -428,6 +467,27 @@ func (r shareStateReader) Replay(ctx context.Context, fn func(offset int64, key,
 		}
 	}
 	return nil
+}
+
+// shareBarrierKey is the key of a load's barrier record: a key version of
+// its own, skipped by the share coordinator's loads and by the configs'
+// reader.
+var shareBarrierKey = []byte{0x7f, 0x01}
+
+// barrier writes a barrier record to the partition with acks=all and
+// returns its offset.
+func (r shareStateReader) barrier(ctx context.Context) (int64, error) {
+	var bd batch.Builder
+	now := time.Now().UnixMilli()
+	bd.Reset(now)
+	bd.Append(now, shareBarrierKey, nil, nil)
+	pctx, cancel := context.WithTimeout(ctx, r.b.cfg.ProduceTimeout)
+	defer cancel()
+	off, err := r.b.Produce(pctx, r.tp, bd.Bytes(), log.AcksAll)
+	if err != nil {
+		return 0, fmt.Errorf("write a barrier to %s-%d: %w", r.tp.Topic, r.tp.Partition, err)
+	}
+	return off, nil
 }
 
 // ensureShareStateTopic creates __share_group_state if the metadata lacks

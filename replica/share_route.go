@@ -15,14 +15,13 @@ import (
 
 // A member as a log.ShareClient: a heartbeat runs at the group's
 // coordinator, a fetch or an acknowledgement of a partition at its leader
-// — this member, or another over the Transport (the in-process
-// LocalNetwork; the Kafka-protocol transport carries no share calls yet:
-// ErrSharesUnsupported). A log.ShareConsumer on a member so consumes a
-// share group of the cluster.
+// — this member, or another over the Transport (in the process over the
+// LocalNetwork; over the Kafka-protocol one, the member's kafka.Client,
+// which sends Kafka's share requests to the leaders). A log.ShareConsumer
+// on a member so consumes a share group of the cluster.
 
 // ErrSharesUnsupported: the Transport cannot carry a share-group call to
-// another member (the Kafka-protocol one: a Kafka client of the cluster
-// consumes share groups over the wire instead).
+// another member (one whose group client is no log.ShareClient).
 var ErrSharesUnsupported = errors.New("replica: share-group calls cannot be forwarded over this transport yet")
 
 var (
@@ -66,63 +65,149 @@ func (b *Broker) ShareHeartbeat(ctx context.Context, req share.HeartbeatRequest)
 	return resp, err
 }
 
-// ShareFetch acquires records of req.Partitions for a member at each
-// partition's leader, the leaders in parallel, waiting up to MaxWait when
-// none could be acquired. A partition whose leader moves, or loads its
-// share-partitions, gives nothing this time. Each leader acquires at most
-// MaxRecords: a fetch from several may return more.
+// ShareFetch applies req.Acks and acquires records of req.Partitions for
+// a member at each partition's leader, the leaders in parallel, waiting
+// up to MaxWait when none could be acquired. A partition whose leader
+// moves, or loads its share-partitions, gives nothing this time. Each
+// leader acquires at most MaxRecords: a fetch from several may return
+// more. Acknowledgements that failed are answered as a
+// *log.ShareAckError, with the records fetched.
 func (b *Broker) ShareFetch(ctx context.Context, req log.ShareFetchRequest) ([]log.ShareRecord, error) {
 	if err := b.waitReady(ctx); err != nil {
 		return nil, err
 	}
 	ch := b.metaWatch()
-	byLeader := map[int][]log.TopicPartition{}
+	subs := map[int]*log.ShareFetchRequest{}
+	sub := func(l int) *log.ShareFetchRequest {
+		if subs[l] == nil {
+			subs[l] = &log.ShareFetchRequest{Group: req.Group, Member: req.Member, MaxRecords: req.MaxRecords, MaxWait: req.MaxWait}
+		}
+		return subs[l]
+	}
+	ackErr := &log.ShareAckError{Partitions: map[log.TopicPartition]error{}}
+	for t, bs := range req.Acks {
+		l, err := b.leaderOf(t)
+		if err != nil {
+			ackErr.Partitions[t] = fmt.Errorf("replica: acknowledge %s-%d: %w", t.Topic, t.Partition, err)
+			continue
+		}
+		s := sub(l)
+		if s.Acks == nil {
+			s.Acks = map[log.TopicPartition][]share.AckBatch{}
+		}
+		s.Acks[t] = bs
+	}
+	fetching := false
 	for _, t := range req.Partitions {
 		if l, err := b.leaderOf(t); err == nil {
-			byLeader[l] = append(byLeader[l], t)
+			s := sub(l)
+			s.Partitions = append(s.Partitions, t)
+			fetching = true
 		}
 	}
-	if len(byLeader) == 0 {
-		return nil, b.shareIdle(ctx, ch, req.MaxWait)
+	// First the leaders that have acknowledgements to apply, none
+	// waiting nor cancelled: they apply them and acquire what they have.
+	var out []log.ShareRecord
+	var first error
+	acking := map[int]*log.ShareFetchRequest{}
+	for l, s := range subs {
+		if len(s.Acks) > 0 {
+			now := *s
+			now.MaxWait = 0
+			acking[l] = &now
+			s.Acks = nil
+		}
 	}
+	if len(acking) > 0 {
+		out, first = b.shareFetchAt(ctx, ctx, acking, ackErr)
+		if len(out) > 0 || len(ackErr.Partitions) > 0 || first != nil {
+			return b.shareFetchAnswer(out, first, ackErr)
+		}
+	}
+	if !fetching {
+		if len(req.Partitions) > 0 {
+			return nil, b.shareIdle(ctx, ch, req.MaxWait) // no partition has a leader now
+		}
+		return nil, nil
+	}
+	// Then every leader, waiting for records; the first to answer some
+	// ends the others' waits.
 	fctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	for l, s := range subs {
+		if len(s.Partitions) == 0 {
+			delete(subs, l)
+		}
+	}
+	out, first = b.shareFetchAt(ctx, fctx, subs, ackErr, cancel)
+	if len(out) == 0 && first == nil {
+		first = ctx.Err()
+	}
+	return b.shareFetchAnswer(out, first, ackErr)
+}
+
+// shareFetchAt sends each leader its part of a fetch, in parallel, within
+// fctx, and returns the records and the first error that is not a
+// leadership one; the acknowledgements that failed go to ackErr. Each
+// onRecords is called when a leader answers records.
+func (b *Broker) shareFetchAt(ctx, fctx context.Context, subs map[int]*log.ShareFetchRequest, ackErr *log.ShareAckError, onRecords ...func()) ([]log.ShareRecord, error) {
 	var (
 		mu    sync.Mutex
 		out   []log.ShareRecord
 		first error
 		wg    sync.WaitGroup
 	)
-	for leader, parts := range byLeader {
-		sub := req
-		sub.Partitions = parts
+	for leader, s := range subs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			var recs []log.ShareRecord
 			err := b.shareAt(fctx, leader, func(sc log.ShareClient) (err error) {
-				recs, err = sc.ShareFetch(fctx, sub)
+				recs, err = sc.ShareFetch(fctx, *s)
 				return err
 			})
 			mu.Lock()
 			defer mu.Unlock()
 			out = append(out, recs...) // what was acquired is delivered, whatever the error
 			if len(recs) > 0 {
-				cancel() // the others stop waiting
+				for _, f := range onRecords {
+					f()
+				}
 			}
-			if err != nil && !retriable(err) && fctx.Err() == nil && first == nil {
+			var ae *log.ShareAckError
+			switch {
+			case errors.As(err, &ae):
+				for t, e := range ae.Partitions {
+					ackErr.Partitions[t] = e
+				}
+			case err != nil && len(s.Acks) > 0:
+				// The call failed, its acknowledgements maybe not applied:
+				// they are answered failed (the records are delivered
+				// again if they were not).
+				for t := range s.Acks {
+					ackErr.Partitions[t] = err
+				}
+			case err != nil && !retriable(err) && fctx.Err() == nil && first == nil:
 				first = err
 			}
 		}()
 	}
 	wg.Wait()
-	if len(out) > 0 {
+	return out, first
+}
+
+// shareFetchAnswer is the answer of a ShareFetch: the acknowledgements'
+// failure first, with the records.
+func (b *Broker) shareFetchAnswer(out []log.ShareRecord, first error, ackErr *log.ShareAckError) ([]log.ShareRecord, error) {
+	switch {
+	case len(ackErr.Partitions) > 0:
+		return out, ackErr
+	case len(out) > 0:
 		return out, nil
-	}
-	if first != nil {
+	case first != nil:
 		return nil, fmt.Errorf("replica: share fetch: %w", first)
 	}
-	return nil, ctx.Err()
+	return nil, nil
 }
 
 // shareIdle waits, when no partition of a fetch has a leader, for the
@@ -190,11 +275,35 @@ func (g localGroups) ShareAcknowledge(ctx context.Context, group, member string,
 	return first
 }
 
-// ShareFetch acquires records of partitions this member leads and reads
-// them from its replicas, waiting up to MaxWait when none could be
-// acquired. Acquired offsets with no record (transaction markers,
+// ShareFetch applies acknowledgements (a *log.ShareAckError answers
+// those that failed, with the records) and acquires records of
+// partitions this member leads, read from its replicas, waiting up to
+// MaxWait when none could be acquired. Acquired offsets with no record (transaction markers,
 // compacted away) are acknowledged as gaps here.
 func (g localGroups) ShareFetch(ctx context.Context, req log.ShareFetchRequest) ([]log.ShareRecord, error) {
+	var ackErr *log.ShareAckError
+	for t, bs := range req.Acks {
+		if err := g.b.shares.c.Acknowledge(ctx, req.Group, req.Member, t, bs); err != nil {
+			if ackErr == nil {
+				ackErr = &log.ShareAckError{Partitions: map[log.TopicPartition]error{}}
+			}
+			ackErr.Partitions[t] = fmt.Errorf("replica: acknowledge %s-%d: %w", t.Topic, t.Partition, err)
+		}
+	}
+	if len(req.Partitions) == 0 {
+		if ackErr != nil {
+			return nil, ackErr
+		}
+		return nil, nil
+	}
+	recs, err := g.shareFetch(ctx, req)
+	if ackErr != nil {
+		return recs, ackErr
+	}
+	return recs, err
+}
+
+func (g localGroups) shareFetch(ctx context.Context, req log.ShareFetchRequest) ([]log.ShareRecord, error) {
 	b, c := g.b, g.b.shares.c
 	max := req.MaxRecords
 	if max <= 0 {

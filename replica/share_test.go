@@ -18,16 +18,20 @@ import (
 	"github.com/strata-log/strata/share"
 )
 
-// Share groups on a cluster: members as log.ShareClients over the
-// in-process LocalNetwork (the Kafka-protocol transport forwards no share
-// calls; Kafka clients reach each leader themselves).
+// Share groups on a cluster: members as log.ShareClients, over both
+// transports.
 
 // shareCluster starts 3 members with topic (parts partitions, RF 3) and
 // __consumer_offsets, and sets share.auto.offset.reset=earliest for group
 // through member 2: every member applies it from __share_group_state.
 func shareCluster(t *testing.T, topic string, parts int, group string) *memberCluster {
 	t.Helper()
-	c := startClusterOver(t, 3, "local")
+	return shareClusterOver(t, "local", topic, parts, group)
+}
+
+func shareClusterOver(t *testing.T, tr, topic string, parts int, group string) *memberCluster {
+	t.Helper()
+	c := startClusterOver(t, 3, tr)
 	c.createTopic(topic, log.TopicConfig{Partitions: parts, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	createOffsetsTopic(t, c)
 	gc := share.GroupConfig{AutoOffsetReset: "earliest"}
@@ -37,6 +41,32 @@ func shareCluster(t *testing.T, topic string, parts int, group string) *memberCl
 			20*time.Second, 5*time.Millisecond, "member %d has not applied the group config", b.ID())
 	}
 	return c
+}
+
+// produceBatched sends values v0..v(n-1) through b with acks=all,
+// batched (SendAsync, then Flush).
+func produceBatched(t *testing.T, b *replica.Broker, topic string, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	prod, err := log.NewProducer(b, log.ProducerConfig{Acks: log.AcksAll, Timeout: 30 * time.Second})
+	require.NoError(t, err)
+	defer prod.Close()
+	var mu sync.Mutex
+	var first error
+	for i := range n {
+		prod.SendAsync(log.Record{Topic: topic, Value: fmt.Appendf(nil, "v%d", i)}, func(_ log.Record, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if first == nil {
+				first = err
+			}
+		})
+	}
+	require.NoError(t, prod.Flush(ctx))
+	mu.Lock()
+	defer mu.Unlock()
+	require.NoError(t, first)
 }
 
 // accepted is what the consumers of a test accepted, by value.
@@ -79,6 +109,35 @@ func (a *accepted) consume(ctx context.Context, t *testing.T, c *log.ShareConsum
 		}
 		a.mu.Unlock()
 	}
+}
+
+// consumeImplicit polls with c in implicit mode: each Poll accepts the
+// records of the one before, which count as accepted when it answers no
+// acknowledgement error. The last Poll's are accepted with Commit.
+func (a *accepted) consumeImplicit(ctx context.Context, t *testing.T, c *log.ShareConsumer, want int) {
+	var pending []log.ShareRecord
+	for a.count() < want && ctx.Err() == nil {
+		recs, err := c.Poll(ctx)
+		require.NoError(t, err, "no member moves: every acknowledgement applies")
+		a.mu.Lock()
+		for _, r := range pending {
+			a.done[string(r.Value)]++
+		}
+		for _, r := range recs {
+			a.seen[string(r.Value)]++
+		}
+		a.mu.Unlock()
+		pending = recs
+	}
+	for _, r := range pending {
+		require.NoError(t, r.Accept())
+	}
+	require.NoError(t, c.Commit(ctx))
+	a.mu.Lock()
+	for _, r := range pending {
+		a.done[string(r.Value)]++
+	}
+	a.mu.Unlock()
 }
 
 // check requires every one of n values accepted exactly once.
@@ -124,22 +183,34 @@ func ends(t *testing.T, b *replica.Broker, topic string, parts int) map[int]int6
 
 // Four share consumers, on the three members, consume a topic whose
 // partitions the members lead: every record is accepted once, and each
-// leader's share-partitions start past the records.
+// leader's share-partitions start past the records. One consumer is in
+// implicit mode: its acceptances ride on its next fetch.
 func TestShareGroupOnCluster(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testShareGroupOnCluster(t, tr) })
+	}
+}
+
+func testShareGroupOnCluster(t *testing.T, tr string) {
 	leaktest.Check(t)
 	const n, parts = 600, 6
-	c := shareCluster(t, "q", parts, "g")
-	produce(t, c.member(1), "q", 0, n)
+	c := shareClusterOver(t, tr, "q", parts, "g")
+	produceBatched(t, c.member(1), "q", n)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	a := newAccepted()
 	var wg sync.WaitGroup
 	for i := range 4 {
 		b := c.member(1 + i%3)
-		sc, err := log.NewShareConsumer(b, log.ShareConsumerConfig{Group: "g", Topics: []string{"q"}, MaxRecords: 20, MaxWait: 100 * time.Millisecond, ExplicitAck: true})
+		implicit := i == 3
+		sc, err := log.NewShareConsumer(b, log.ShareConsumerConfig{Group: "g", Topics: []string{"q"}, MaxRecords: 20, MaxWait: 100 * time.Millisecond, ExplicitAck: !implicit})
 		require.NoError(t, err)
 		wg.Go(func() {
-			a.consume(ctx, t, sc, n)
+			if implicit {
+				a.consumeImplicit(ctx, t, sc, n)
+			} else {
+				a.consume(ctx, t, sc, n)
+			}
 			require.NoError(t, sc.Close(context.Background()))
 		})
 	}
@@ -234,7 +305,7 @@ func TestShareGroupCoordinatorFailover(t *testing.T) {
 	leaktest.Check(t)
 	const n, parts = 400, 4
 	c := shareCluster(t, "w", parts, "g")
-	produce(t, c.member(1), "w", 0, n)
+	produceBatched(t, c.member(1), "w", n)
 	coord := c.leader(log.OffsetsTopic, replica.GroupPartition("g", replica.DefaultOffsetsTopicPartitions))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -283,7 +354,7 @@ func TestShareGroupOffsetsAdminOnCluster(t *testing.T) {
 	leaktest.Check(t)
 	const n, parts = 90, 3
 	c := shareCluster(t, "a", parts, "ga")
-	produce(t, c.member(1), "a", 0, n)
+	produceBatched(t, c.member(1), "a", n)
 	end := ends(t, c.member(1), "a", parts)
 	coord := c.member(c.leader(log.OffsetsTopic, replica.GroupPartition("ga", replica.DefaultOffsetsTopicPartitions)))
 	cc := replica.ShareCoordinatorOf(coord)
