@@ -450,3 +450,31 @@ func (t *kafkaTransport) ListOffset(ctx context.Context, leader int, tp log.Topi
 	}
 	return p.Offset, nil
 }
+
+func (t *kafkaTransport) DeleteRecords(ctx context.Context, leader int, tp log.TopicPartition, offset int64) (int64, error) {
+	kr := kmsg.NewPtrDeleteRecordsRequest()
+	kr.SetVersion(1)
+	kr.TimeoutMillis = 30000
+	if d, ok := ctx.Deadline(); ok {
+		kr.TimeoutMillis = int32(max(time.Until(d).Milliseconds(), 1))
+	}
+	rt := kmsg.NewDeleteRecordsRequestTopic()
+	rt.Topic = tp.Topic
+	rp := kmsg.NewDeleteRecordsRequestTopicPartition()
+	rp.Partition, rp.Offset = int32(tp.Partition), offset
+	rt.Partitions = append(rt.Partitions, rp)
+	kr.Topics = append(kr.Topics, rt)
+	r, err := t.do(ctx, leader, kr)
+	if err != nil {
+		return 0, err
+	}
+	resp := r.(*kmsg.DeleteRecordsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("%w: malformed DeleteRecords answer", ErrUnreachable)
+	}
+	p := resp.Topics[0].Partitions[0]
+	if err := errOf(p.ErrorCode); err != nil {
+		return 0, err
+	}
+	return p.LowWatermark, nil
+}

@@ -39,4 +39,8 @@ func (m *localMember) ListOffset(tp log.TopicPartition, at int64) (int64, error)
 	return m.b().listOffsetLocal(tp, at)
 }
 
+func (m *localMember) DeleteRecords(ctx context.Context, tp log.TopicPartition, offset int64) (int64, error) {
+	return m.b().deleteRecordsLocal(ctx, tp, offset)
+}
+
 func (m *localMember) Group(call func(log.GroupClient) error) error { return m.b().groupLocal(call) }

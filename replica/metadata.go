@@ -90,6 +90,7 @@ func (b *Broker) apply(img *controller.Image) {
 				}
 			}
 			ps.throttle.Store(throttles.flags(st.Partition, b.cfg.ID))
+			b.applyTopicConfig(ps, cfg) // admin_configs.go
 			b.applyPartition(ps, st, t.MinInSyncReplicas, fenced)
 		}
 	}

@@ -24,6 +24,9 @@ type partState struct {
 	inISR   atomic.Bool // this member is in the ISR, as the metadata says (throttle.go)
 	// throttle: leaderListed, followerListed, ... (throttle_config.go)
 	throttle atomic.Uint32
+	// cfg is the topic's configuration last set on p (admin_configs.go);
+	// only the metadata watcher uses it.
+	cfg log.TopicConfig
 
 	mu      sync.Mutex
 	removed bool
@@ -172,8 +175,14 @@ func (b *Broker) runFollower(ps *partState, acts []machine.Action) {
 				b.log.Error("replica: follower HW", "partition", ps.tp, "err", err)
 			}
 		case machine.SetLogStart:
-			// The log has no call to move its start up on request yet:
-			// the follower's retention moves it on its own.
+			// The leader's log start moved (DeleteRecords, retention):
+			// this replica's follows, as Kafka's follower does
+			// (maybeIncrementLogStartOffset). At most the HW just set.
+			if a.Offset > p.StartOffset() {
+				if _, err := p.DeleteRecordsBefore(min(a.Offset, p.HighWatermark())); err != nil {
+					b.log.Warn("replica: follower log start", "partition", ps.tp, "offset", a.Offset, "err", err)
+				}
+			}
 		}
 	}
 }

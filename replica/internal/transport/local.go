@@ -94,6 +94,7 @@ type Member interface {
 	Produce(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error)
 	Fetch(ctx context.Context, req log.FetchRequest) (log.FetchResponse, error)
 	ListOffset(tp log.TopicPartition, at int64) (int64, error)
+	DeleteRecords(ctx context.Context, tp log.TopicPartition, offset int64) (int64, error)
 	Group(call func(log.GroupClient) error) error
 }
 
@@ -213,6 +214,15 @@ func (e localEndpoint) ListOffset(ctx context.Context, leader int, tp log.TopicP
 		return err
 	})
 	return off, err
+}
+
+func (e localEndpoint) DeleteRecords(ctx context.Context, leader int, tp log.TopicPartition, offset int64) (int64, error) {
+	var low int64
+	err, _ := e.n.call(ctx, e.id, leader, func(ctx context.Context, m Member) (err error) {
+		low, err = m.DeleteRecords(ctx, tp, offset)
+		return err
+	})
+	return low, err
 }
 
 func (e localEndpoint) Group(ctx context.Context, coordinator int, call func(log.GroupClient) error) error {

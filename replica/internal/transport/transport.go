@@ -23,6 +23,9 @@ type Transport interface {
 	Produce(ctx context.Context, leader int, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error)
 	Fetch(ctx context.Context, leader int, req log.FetchRequest) (log.FetchResponse, error)
 	ListOffset(ctx context.Context, leader int, tp log.TopicPartition, at int64) (int64, error)
+	// DeleteRecords moves tp's log start at its leader (Kafka's
+	// DeleteRecords) and returns the new low watermark.
+	DeleteRecords(ctx context.Context, leader int, tp log.TopicPartition, offset int64) (int64, error)
 	// Group runs a consumer-group call at the coordinator (see
 	// groups_route.go): call gets the coordinator member's groups (the
 	// Kafka-protocol transport: a Kafka client that finds the group's
