@@ -29,9 +29,13 @@ func TestKafkaBackendCapabilities(t *testing.T) {
 		}
 		_, configs := b.(kafka.TopicConfigAlterer)
 		_, records := b.(kafka.RecordsDeleter)
-		_, epochs := b.(kafka.EpochEndOffsetter)
-		if configs || records || epochs {
-			t.Errorf("%T: config alterer %v, records deleter %v, epoch end offsetter %v; a member serves none", b, configs, records, epochs)
+		_, throttles := b.(kafka.ThrottleConfigBackend)
+		if !configs || !records || !throttles {
+			t.Errorf("%T: config alterer %v, records deleter %v, throttle configs %v; want all (admin_configs.go, throttle_config.go)", b, configs, records, throttles)
+		}
+		// A member answers OffsetForLeaderEpoch whole (ReplicaBackend).
+		if _, epochs := b.(kafka.EpochEndOffsetter); epochs {
+			t.Errorf("%T: an epoch end offsetter; a member answers OffsetForLeaderEpoch as a ReplicaBackend", b)
 		}
 	}
 	if _, ok := inter.(kafka.ListenerBackend); ok {
