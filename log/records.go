@@ -3,8 +3,11 @@ package log
 import (
 	"fmt"
 	"iter"
+	"math"
+	"slices"
 	"time"
 
+	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/segment/batch"
 )
 
@@ -80,11 +83,22 @@ type replay struct {
 	committed bool
 	ab        abortFilter
 	aborted   []AbortedTransaction
+	// seg, when set, is the segment the last chunk was read from, held
+	// (Acquire); segPos is the position in its .log after the whole
+	// batches of that chunk, and buf[carryAt:carryAt+carry] the bytes read
+	// past them (the start of the next batch). The next chunk reads on
+	// from there, without looking its offset up in the segment again
+	// (index, batch headers), as long as the segment has bytes past it.
+	seg            *segment.Segment
+	segCuts        uint64 // seg.Cuts() when segPos was found
+	segPos         int64
+	carryAt, carry int
 }
 
 // run yields the records in [from, end), and reports nothing: a stop (the
 // caller's break, or an error yielded) ends it.
 func (r *replay) run(from, end int64) {
+	defer r.drop()
 	p := r.p
 	if err := p.checkRange(from); err != nil {
 		r.yield(Record{}, err)
@@ -109,28 +123,37 @@ func (r *replay) run(from, end int64) {
 	}
 }
 
+// drop releases the segment the replay holds, if any.
+func (r *replay) drop() {
+	if r.seg != nil {
+		r.seg.Release()
+		r.seg = nil
+	}
+	r.carry = 0
+}
+
 // chunk reads the batches from the one holding off on, up to replayChunk
 // bytes, and yields their records in [off, end). It returns the offset after
 // the last batch read, or -1 if the caller stopped.
 func (r *replay) chunk(off, end int64) (int64, error) {
 	p := r.p
-	b, err := p.Slice(off, replayChunk, end)
+	// Retention may have deleted what comes next, or a Close begun: as a
+	// Slice would, say so before reading on in the segment held.
+	if err := p.checkRange(off); err != nil {
+		return 0, err
+	}
+	raw, next, err := r.read(off, end)
 	if err != nil {
 		return 0, err
 	}
-	next := b.next
-	r.buf, err = readInto(r.buf[:0], &b)
-	b.Release()
-	if err != nil {
-		return 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
-	}
-	if r.committed && len(r.buf) > 0 {
+	if r.committed && len(raw) > 0 {
 		if r.aborted, err = p.AbortedTransactions(r.aborted[:0], off, next); err != nil {
 			return 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
 		}
 		r.ab.reset(r.aborted)
 	}
-	raw := r.buf
+	out := Record{Topic: p.topic, Partition: p.id}
+	ms := int64(math.MinInt64) // out.Timestamp's, once set
 	for pos := 0; pos < len(raw); {
 		h, bb, err := nextBatch(raw[pos:])
 		if err != nil {
@@ -169,16 +192,123 @@ func (r *replay) chunk(off, end int64) (int64, error) {
 			if r.rec.Offset >= end {
 				return end, nil
 			}
-			if !r.yield(Record{
-				Topic: p.topic, Partition: p.id, Offset: r.rec.Offset,
-				Timestamp: time.UnixMilli(r.rec.Timestamp),
-				Key:       r.rec.Key, Value: r.rec.Value, Headers: r.rec.Headers,
-			}, nil) {
+			out.Offset = r.rec.Offset
+			if r.rec.Timestamp != ms {
+				// Records of a batch often share their millisecond.
+				ms, out.Timestamp = r.rec.Timestamp, time.UnixMilli(r.rec.Timestamp)
+			}
+			out.Key, out.Value, out.Headers = r.rec.Key, r.rec.Value, r.rec.Headers
+			if !r.yield(out, nil) {
 				return -1, nil
 			}
 		}
 	}
 	return next, nil
+}
+
+// read returns whole batches from the one holding off on, about
+// replayChunk bytes of them (more if one batch is larger), read into r.buf,
+// and the offset after the last of them. It reads on in the segment it
+// holds when it can, and looks off up (Slice) otherwise.
+func (r *replay) read(off, end int64) ([]byte, int64, error) {
+	p := r.p
+	if r.seg != nil {
+		raw, next, ok, err := r.readOn(off)
+		if err != nil {
+			return nil, 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
+		}
+		if ok {
+			return raw, next, nil
+		}
+		r.drop()
+	}
+	b, err := p.Slice(off, replayChunk, end)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer b.Release()
+	if cap(r.buf) < replayChunk {
+		r.buf = make([]byte, 0, replayChunk) // what readOn reads into too
+	}
+	if r.buf, err = readInto(r.buf[:0], &b); err != nil {
+		return nil, 0, fmt.Errorf("log: replay %s at %d: %w", p, off, err)
+	}
+	if b.n > 0 && b.mem == nil {
+		// Hold the last segment read, to read on in it. (A cut between
+		// the lookup and Cuts is the segment's documented race: the
+		// reads check framing and CRC, never yield another batch.)
+		last := b.rangeAt(b.n - 1)
+		cuts := last.seg.Cuts()
+		if last.seg.Acquire() {
+			r.seg, r.segCuts, r.segPos, r.carry = last.seg, cuts, last.pos+last.len, 0
+		}
+	}
+	return r.buf, b.next, nil
+}
+
+// readOn reads the batches after those of the last chunk from the segment
+// held, up to its published size: whole batches, and the offset after the
+// last of them. ok is false when it has none to give (the segment ends
+// there, or does not continue at off: a truncation changed it), and the
+// caller looks off up instead.
+func (r *replay) readOn(off int64) (raw []byte, next int64, ok bool, err error) {
+	copy(r.buf, r.buf[r.carryAt:r.carryAt+r.carry])
+	have := r.carry
+	r.carry = 0
+	want := replayChunk
+	for {
+		size := r.seg.Size()
+		if r.seg.Cuts() != r.segCuts {
+			return nil, 0, false, nil // truncated: segPos may be gone
+		}
+		from := r.segPos + int64(have)
+		n := int(min(int64(want-have), size-from))
+		if n > 0 {
+			r.buf = slices.Grow(r.buf[:have], n)[:have+n]
+			err := readFull(r.seg.File(), r.buf[have:], from)
+			if r.seg.Cuts() != r.segCuts {
+				return nil, 0, false, nil // truncated while read
+			}
+			if err != nil {
+				return nil, 0, false, err
+			}
+			have += n
+		}
+		w := 0
+		next = -1
+		for have-w >= batch.HeaderSize {
+			h, err := batch.ParseHeader(r.buf[w:have])
+			if err != nil {
+				// Let a lookup read it, and say what is wrong.
+				return nil, 0, false, nil
+			}
+			if w == 0 && h.BaseOffset < off {
+				return nil, 0, false, nil // not where the last chunk ended
+			}
+			if int64(w+h.Size()) > size-r.segPos {
+				// Past what the segment has: a lookup says what is wrong.
+				return nil, 0, false, nil
+			}
+			if w+h.Size() > have {
+				if w == 0 && h.Size() > want {
+					want = h.Size() // one batch larger than a chunk: read it whole
+					w = -1
+				}
+				break
+			}
+			next = h.NextOffset()
+			w += h.Size()
+		}
+		switch {
+		case w < 0:
+			continue
+		case w == 0:
+			return nil, 0, false, nil
+		}
+		r.segPos += int64(w)
+		r.carryAt, r.carry = w, have-w
+		return r.buf[:w], next, true, nil
+	}
 }
 
 // readInto appends the bytes of the batches b holds to dst, reading them

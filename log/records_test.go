@@ -481,3 +481,109 @@ func TestRecordsClosed(t *testing.T) {
 	require.Len(t, errs, 1)
 	require.ErrorIs(t, errs[0], ErrClosed)
 }
+
+// TestRecordsReadsOn: a replay reads a segment on from where its last
+// chunk ended, a read per chunk (no index or header reads between), carries
+// a batch cut by a chunk's end over to the next, and reads a batch larger
+// than a chunk whole; the records are those Read returns.
+func TestRecordsReadsOn(t *testing.T) {
+	var reads atomic.Int64
+	fs := vfs.WithErrors(vfs.NewMem(), func(op vfs.Op, path string) error {
+		if op == vfs.OpRead && filepath.Ext(path) == ".log" {
+			reads.Add(1)
+		}
+		return nil
+	})
+	b := openT(t, fs, "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	small := func(i int) Record { return Record{Value: fmt.Appendf(nil, "v%d-%0100d", i, 0)} }
+	var recs []Record
+	for i := range 2000 { // about 0.9 chunk of batches of 7 records
+		recs = append(recs, small(i))
+		if len(recs) == 7 {
+			_, err := p.Append(recs...)
+			require.NoError(t, err)
+			recs = recs[:0]
+		}
+	}
+	_, err := p.Append(Record{Value: bytes.Repeat([]byte{'L'}, replayChunk+1000)}) // larger than a chunk
+	require.NoError(t, err)
+	for i := range 6000 {
+		_, err := p.Append(small(i))
+		require.NoError(t, err)
+	}
+	require.Equal(t, 1, p.Segments())
+	size := (*p.segs.Load())[0].Size()
+
+	for _, from := range []int64{0, 1, 1500, p.EndOffset() - 1} {
+		reads.Store(0)
+		got, err := collect(t, p, from)
+		require.NoError(t, err)
+		n := reads.Load()
+		require.Equal(t, readFrom(t, p, from), got, "from %d", from)
+		if from == 0 {
+			// A read per chunk, one more for the large batch, and the
+			// few of the first lookup (batch headers from the index
+			// entry on); a lookup per chunk reads 3-4 times a chunk.
+			require.LessOrEqual(t, n, size/replayChunk+6, "reads of a replay of %d bytes", size)
+		}
+	}
+}
+
+// TestRecordsTruncatedUnder: a replay whose segment is truncated and
+// appended to again while it runs yields each offset's record as it was or
+// as it is now, in order, none skipped: it does not read on from a
+// position found before the cut. (After the cut, the batches are where
+// they were, but one offset later: read on from there, the replay would
+// skip an offset.)
+func TestRecordsTruncatedUnder(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	const size = 1010
+	value := func(gen string, off int64, n int) []byte {
+		v := fmt.Appendf(nil, "%s-%05d-", gen, off)
+		return append(v, bytes.Repeat([]byte{'0'}, n-len(v))...)
+	}
+	appendBatch := func(gen string, sizes ...int) {
+		t.Helper()
+		end := p.EndOffset()
+		var recs []Record
+		for i, n := range sizes {
+			recs = append(recs, Record{Value: value(gen, end+int64(i), n)})
+		}
+		_, err := p.Append(recs...)
+		require.NoError(t, err)
+	}
+	for range 400 { // about 5 chunks
+		appendBatch("old", size, size, size)
+	}
+	end := p.EndOffset()
+	next := int64(0)
+	cut := false
+	for r, err := range p.Records(0) {
+		require.NoError(t, err)
+		require.Equal(t, next, r.Offset)
+		if !bytes.HasPrefix(r.Value, fmt.Appendf(nil, "old-%05d-", r.Offset)) {
+			require.True(t, cut, "offset %d", r.Offset)
+			require.Equal(t, string(fmt.Appendf(nil, "new-%05d-", r.Offset)), string(r.Value[:10]))
+		}
+		next++
+		if r.Offset == 300 && !cut {
+			// Cut below the chunk being read, then append a batch of
+			// four records in the bytes of three (9 bytes of framing
+			// each), and batches of three as before.
+			require.NoError(t, p.TruncateTo(249)) // a batch boundary
+			require.EqualValues(t, 249, p.EndOffset())
+			v := (3*size - 9) / 4
+			appendBatch("new", v, v, v, 3*size-9-3*v)
+			for p.EndOffset() < end {
+				appendBatch("new", size, size, size)
+			}
+			cut = true
+		}
+	}
+	require.True(t, cut)
+	require.GreaterOrEqual(t, next, end)
+}

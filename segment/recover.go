@@ -42,6 +42,7 @@ func (s *Segment) Recover(maxBatchBytes int) (truncated int64, err error) {
 	if err := s.resetTxnIndex(); err != nil {
 		return 0, fmt.Errorf("segment: recover: %w", err)
 	}
+	s.cuts.Add(1)
 	s.recent.Store(nil) // appends record the batches after what is kept
 	s.maxTs.Store(-1)
 	s.offsetOfMaxTs, s.bytesSinceIndex, s.rollingTs = s.base, 0, -1

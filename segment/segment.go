@@ -100,6 +100,10 @@ type Segment struct {
 	// recent remembers the positions of the active segment's last batches
 	// (recent.go); nil until the first Append, and once sealed.
 	recent atomic.Pointer[recent]
+	// cuts counts the truncations of the .log (TruncateTo, Recover):
+	// bumped before the size goes down, so a reader that saw the same
+	// count before and after reading knows its bytes were not cut.
+	cuts atomic.Uint64
 
 	// Appender state, guarded by the caller's writer lock.
 	offsetOfMaxTs   int64
@@ -306,6 +310,12 @@ func (s *Segment) NextOffset() int64 { return s.next.Load() }
 
 // Size is the number of bytes of whole batches in the .log.
 func (s *Segment) Size() int64 { return s.size.Load() }
+
+// Cuts counts the truncations of the segment's .log so far (TruncateTo;
+// none by appends): a reader that reads on from a position it found
+// earlier checks that the count is the same before and after its read,
+// which then holds the batches that were there.
+func (s *Segment) Cuts() uint64 { return s.cuts.Load() }
 
 // MaxTimestamp is the largest record timestamp in the segment (ms), -1 if empty.
 func (s *Segment) MaxTimestamp() int64 { return s.maxTs.Load() }

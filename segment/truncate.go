@@ -60,6 +60,7 @@ func (s *Segment) TruncateTo(offset int64, maxIndexBytes int) (next int64, err e
 	// Forget the batches the appender remembers, then publish the shorter
 	// segment: new readers stop at the cut. (Appends after it record
 	// batches anew.)
+	s.cuts.Add(1)
 	s.recent.Store(nil)
 	s.size.Store(pos)
 	s.next.Store(newNext)

@@ -44,10 +44,15 @@ func parseRecord(b []byte, i int, r *rawRecord) (int, error) {
 		length int32
 		ok     bool
 	)
-	if i < len(b) && b[i] < 0x80 {
+	switch {
+	case i < len(b) && b[i] < 0x80:
 		length, i = unzig32(b[i]), i+1
-	} else if length, i, ok = readVarint32Slow(b, i); !ok {
-		return 0, corruptf("record at byte %d: bad length varint", start)
+	case i+1 < len(b) && b[i+1] < 0x80: // two bytes: records of 64 B to 8 KiB
+		length, i = unzig2(b[i], b[i+1]), i+2
+	default:
+		if length, i, ok = readVarint32Slow(b, i); !ok {
+			return 0, corruptf("record at byte %d: bad length varint", start)
+		}
 	}
 	if length < minRecordBody || int(length) > len(b)-i {
 		return 0, corruptf("record at byte %d: length %d with %d bytes left in the batch", start, length, len(b)-i)
@@ -103,10 +108,15 @@ func readNullable(b []byte, i int) ([]byte, int, bool) {
 		n  int32
 		ok bool
 	)
-	if i < len(b) && b[i] < 0x80 {
+	switch {
+	case i < len(b) && b[i] < 0x80:
 		n, i = unzig32(b[i]), i+1
-	} else if n, i, ok = readVarint32Slow(b, i); !ok {
-		return nil, i, false
+	case i >= 0 && i+1 < len(b) && b[i+1] < 0x80: // two bytes: 64 B to 8 KiB
+		n, i = unzig2(b[i], b[i+1]), i+2
+	default:
+		if n, i, ok = readVarint32Slow(b, i); !ok {
+			return nil, i, false
+		}
 	}
 	if n < 0 {
 		return nil, i, n == -1

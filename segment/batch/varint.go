@@ -75,6 +75,13 @@ func readVarint64Slow(b []byte, i int) (v int64, next int, ok bool) {
 // unzig32 decodes a one-byte varint (c < 0x80).
 func unzig32(c byte) int32 { return int32(c>>1) ^ -int32(c&1) }
 
+// unzig2 decodes a two-byte varint: c0 >= 0x80 (the caller checked that
+// it is not one byte), c1 < 0x80.
+func unzig2(c0, c1 byte) int32 {
+	u := uint32(c0&0x7f) | uint32(c1)<<7
+	return int32(u>>1) ^ -int32(u&1)
+}
+
 // varintLen is the encoded size of v as a zigzag varint (the same for varint and
 // varlong when v fits in 32 bits).
 func varintLen(v int64) int {
