@@ -75,6 +75,10 @@ func handleJoinGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 		resp.ErrorCode = errInconsistentGroupProtocol
 		return reply{resp: resp}
 	}
+	if c.s.isShareGroup(req.Group) { // a share group's id (share.go)
+		resp.MemberID, resp.ErrorCode = "", errInconsistentGroupProtocol
+		return reply{resp: resp}
+	}
 	jr := group.JoinRequest{
 		Group:        req.Group,
 		MemberID:     req.MemberID,

@@ -51,6 +51,10 @@ func handleConsumerGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request) 
 	if code != errNone {
 		return fail(code, nil)
 	}
+	if c.s.isShareGroup(req.Group) { // a share group's id (share.go)
+		resp.ErrorCode, resp.ErrorMessage = errGroupIDNotFound, kmsg.StringPtr("Group "+req.Group+" is not a consumer group.")
+		return reply{resp: resp}
+	}
 	gr := group.ConsumerHeartbeatRequest{
 		Group: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
 		RebalanceTimeout:     time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond,

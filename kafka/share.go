@@ -219,6 +219,10 @@ func handleShareGroupHeartbeat(ctx context.Context, c *conn, r kmsg.Request) rep
 	}
 	gr, err := c.s.caps.shares.coord().Heartbeat(ctx, hr)
 	if err != nil {
+		if c.s.groups != nil && groupTaken(c.s, req.GroupID) {
+			resp.ErrorCode, resp.ErrorMessage = errGroupIDNotFound, kmsg.StringPtr("Group "+req.GroupID+" is not a share group.")
+			return reply{resp: resp}
+		}
 		return fail(groupCode(ctx, err), err)
 	}
 	resp.MemberID = kmsg.StringPtr(gr.MemberID)
@@ -295,6 +299,14 @@ func handleShareGroupDescribe(_ context.Context, c *conn, r kmsg.Request) reply 
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return reply{resp: resp}
+}
+
+// isShareGroup reports whether id is a share group's, which a classic or
+// consumer group cannot take: Kafka answers a JoinGroup for it
+// INCONSISTENT_GROUP_PROTOCOL and a ConsumerGroupHeartbeat
+// GROUP_ID_NOT_FOUND (the group types of KIP-932 and KIP-1043).
+func (s *Server) isShareGroup(id string) bool {
+	return s.caps.shares != nil && id != "" && s.caps.shares.coord().Exists(id)
 }
 
 // shareGroupsServed reports whether the server serves share groups.

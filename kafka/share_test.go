@@ -239,3 +239,65 @@ func TestShareFetchTakesTurns(t *testing.T) {
 	}
 	require.Equal(t, map[int32]int{0: 10, 1: 10}, seen)
 }
+
+// TestGroupIDsAcrossTypes: a share group's id cannot be taken by a
+// classic group (JoinGroup: INCONSISTENT_GROUP_PROTOCOL) nor by a
+// consumer group (ConsumerGroupHeartbeat: GROUP_ID_NOT_FOUND), and a
+// classic or consumer group's cannot be taken by a share group
+// (ShareGroupHeartbeat and ShareFetch: GROUP_ID_NOT_FOUND), with Kafka's
+// messages; the refused requests make no group.
+func TestGroupIDsAcrossTypes(t *testing.T) {
+	leaktest.Check(t)
+	s, b := startShare(t, 10)
+	c := dial(t, s.Addr())
+
+	hb := c.do(shareHeartbeat("m1", 0, "t")).(*kmsg.ShareGroupHeartbeatResponse)
+	require.Equal(t, errNone, hb.ErrorCode)
+
+	join := func(g string) *kmsg.JoinGroupResponse {
+		req := kmsg.NewPtrJoinGroupRequest()
+		req.SetVersion(3) // before KIP-394: joined at once
+		req.Group, req.ProtocolType = g, "consumer"
+		req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 6000, 6000
+		req.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff}}}
+		return c.do(req).(*kmsg.JoinGroupResponse)
+	}
+	consumerHB := func(g string) *kmsg.ConsumerGroupHeartbeatResponse {
+		req := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+		req.SetVersion(1)
+		req.Group, req.MemberID, req.MemberEpoch, req.RebalanceTimeoutMillis = g, "c-member", 0, 5000
+		req.SubscribedTopicNames = []string{"t"}
+		req.Topics = []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+		return c.do(req).(*kmsg.ConsumerGroupHeartbeatResponse)
+	}
+	shareHB := func(g string) *kmsg.ShareGroupHeartbeatResponse {
+		req := shareHeartbeat("m2", 0, "t")
+		req.GroupID = g
+		return c.do(req).(*kmsg.ShareGroupHeartbeatResponse)
+	}
+
+	// The share group's id, to the other types.
+	jr := join("g")
+	require.Equal(t, errInconsistentGroupProtocol, jr.ErrorCode)
+	require.Empty(t, jr.MemberID)
+	cr := consumerHB("g")
+	require.Equal(t, errGroupIDNotFound, cr.ErrorCode)
+	require.Equal(t, "Group g is not a consumer group.", *cr.ErrorMessage)
+	_, other := b.GroupCoordinator().Type("g")
+	require.False(t, other, "no classic or consumer group g was made")
+
+	// A classic and a consumer group's ids, to a share group.
+	require.Equal(t, errNone, join("classic").ErrorCode)
+	nr := consumerHB("next")
+	require.Equal(t, errNone, nr.ErrorCode, "%v", nr.ErrorMessage)
+	for _, g := range []string{"classic", "next"} {
+		sr := shareHB(g)
+		require.Equal(t, errGroupIDNotFound, sr.ErrorCode, g)
+		require.Equal(t, "Group "+g+" is not a share group.", *sr.ErrorMessage)
+		fr := shareFetch("m2", 0, 10, 0)
+		fr.GroupID = kmsg.StringPtr(g)
+		require.Equal(t, errGroupIDNotFound, c.do(fr).(*kmsg.ShareFetchResponse).ErrorCode, g)
+		require.False(t, b.ShareCoordinator().Exists(g), "no share group %s was made", g)
+	}
+	require.True(t, b.ShareCoordinator().Exists("g"))
+}

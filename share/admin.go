@@ -102,6 +102,15 @@ type PartitionState struct {
 	Batches []StateBatch
 }
 
+// Exists reports whether group is a share group of the coordinator (one
+// joined, or with state): an id a classic or consumer group cannot take
+// (KIP-932).
+func (c *Coordinator) Exists(group string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.groups[group] != nil
+}
+
 // Offsets returns the share-partitions of group that have state, by
 // partition.
 func (c *Coordinator) Offsets(group string) map[TopicPartition]PartitionState {
