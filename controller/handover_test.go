@@ -96,7 +96,11 @@ func withRecorder(r *logRecorder) clusterOpt {
 // leader as soon as it returns. A clean stop logs no error.
 func TestCloseHandsLeadershipOver(t *testing.T) {
 	logs := &logRecorder{}
-	c := newCluster(t, 3, withRecorder(logs))
+	// The transfer is bounded by Raft's ElectionTimeout: 100 ms in
+	// LoopbackRaft, which a loaded machine under -race missed (the
+	// transfer failed and Close went on, as it should). 2 s here.
+	patient := func(_ int, cfg *controller.Config) { cfg.Raft.ElectionTimeout = 2 * time.Second }
+	c := newCluster(t, 3, withRecorder(logs), patient)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	old := c.leader(ctx, c.member(1))
