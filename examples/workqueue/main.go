@@ -109,8 +109,19 @@ func run(ctx context.Context, out io.Writer, o options) (result, error) {
 		}
 		workers[w] = c
 	}
+	// The other workers start once worker 0 holds jobs: on a busy machine
+	// they could otherwise take every job before worker 0's first poll,
+	// and nothing would be left to redo.
+	holding := make(chan struct{})
 	for w, c := range workers {
 		wg.Go(func() {
+			if w != 0 {
+				select {
+				case <-holding:
+				case <-ctx.Done():
+					return
+				}
+			}
 			for {
 				jobs, err := c.Poll(ctx)
 				if ctx.Err() != nil {
@@ -129,6 +140,7 @@ func run(ctx context.Context, out io.Writer, o options) (result, error) {
 					}
 					mu.Unlock()
 					fmt.Fprintf(out, "worker 0 killed in the middle of %s, holding %d jobs\n", jobs[0].Key, len(jobs))
+					close(holding)
 					return
 				}
 				for _, j := range jobs {
