@@ -16,8 +16,9 @@ import (
 const groupsHelp = `
 Lists, describes, deletes and resets consumer groups on a data dir or a
 Kafka-protocol broker, as kafka-consumer-groups.sh does. The action is a
-word (list, describe, delete, reset-offsets) or Kafka's flag for it
-(--list, --describe, --delete, --reset-offsets).
+word (list, describe, delete, delete-offsets, reset-offsets) or Kafka's
+flag for it (--list, --describe, --delete, --delete-offsets,
+--reset-offsets).
 
   strata groups --bootstrap-server ADDR|--data-dir DIR list
   strata groups --bootstrap-server ADDR|--data-dir DIR describe --group G [--topic T]
@@ -25,6 +26,7 @@ word (list, describe, delete, reset-offsets) or Kafka's flag for it
   strata groups ... describe --group G|--all-groups --state|--members
   strata groups --bootstrap-server ADDR|--data-dir DIR delete --group G [--group G2]...
   strata groups --bootstrap-server ADDR|--data-dir DIR delete --all-groups
+  strata groups --bootstrap-server ADDR|--data-dir DIR delete-offsets --group G --topic T[:P,P...]
   strata groups ... list [--type[=classic,consumer]] [--state[=Stable,...]]
   strata groups ... reset-offsets --group G|--all-groups --topic T[:P,P...]|--all-topics
         --to-earliest|--to-latest|--to-datetime TIME|--shift-by N [--execute|--dry-run]
@@ -67,7 +69,14 @@ PARTITION, NEW-OFFSET; only with --execute are the offsets committed
 
 delete deletes groups without active members and their committed offsets
 (Kafka's DeleteGroups); a group with members is not deleted, and the exit
-code is then 1.`
+code is then 1.
+
+delete-offsets deletes a group's committed offsets of --topic T (every
+partition) or T:0,2 (those), as kafka-consumer-groups.sh --delete-offsets
+does (Kafka's OffsetDelete): an empty group loses them all; an active
+group keeps those of the topics its members consume, each answered "Error:
+The group is subscribed to the topic." It prints TOPIC, PARTITION and
+STATUS per partition; the exit code is 1 when any was not deleted.`
 
 // groupsFlags are groups' flags.
 type groupsFlags struct {
@@ -110,7 +119,7 @@ func (o *optionalList) allows(v string) bool {
 }
 
 // groupActions are groups' actions, as words or Kafka's flags.
-var groupActions = []string{"list", "describe", "delete", "reset-offsets"}
+var groupActions = []string{"list", "describe", "delete", "delete-offsets", "reset-offsets"}
 
 func runGroups(e *env, args []string) (err error) {
 	fs := newFlags(e, "groups", "--bootstrap-server ADDR|--data-dir DIR list|describe|delete|reset-offsets [--group G]... [--all-groups] [--topic T]", groupsHelp)
@@ -118,7 +127,7 @@ func runGroups(e *env, args []string) (err error) {
 	t.register(fs)
 	var f groupsFlags
 	fs.Var(&f.groups, "group", "`GROUP` to describe or delete; repeatable")
-	fs.StringVar(&f.topic, "topic", "", "`NAME`: describe only this topic (default: every topic of the group)")
+	fs.StringVar(&f.topic, "topic", "", "`NAME`: describe only this topic (default: every topic of the group); delete-offsets: T or T:P,P")
 	fs.BoolVar(&f.allGroups, "all-groups", false, "describe, delete or reset every group")
 	fs.Var(&f.listType, "type", "list: print each group's TYPE; `=TYPES` (classic,consumer) keeps those")
 	fs.Var(&f.listState, "state", "list: print each group's STATE; `=STATES` (Empty,Stable,...) keeps those; describe: a row per group with its type, state, members and epochs")
@@ -140,12 +149,12 @@ func runGroups(e *env, args []string) (err error) {
 	}
 	for _, p := range pos {
 		if _, ok := actions[p]; !ok {
-			return usagef("unknown action %q (want list, describe, delete or reset-offsets)", p)
+			return usagef("unknown action %q (want list, describe, delete, delete-offsets or reset-offsets)", p)
 		}
 		chosen = append(chosen, p)
 	}
 	if len(chosen) != 1 {
-		return usagef("want one action: list, describe, delete or reset-offsets")
+		return usagef("want one action: list, describe, delete, delete-offsets or reset-offsets")
 	}
 	action := chosen[0]
 	switch {
@@ -168,7 +177,9 @@ func runGroups(e *env, args []string) (err error) {
 	case action != "list" && len(f.groups) == 0 && !f.allGroups:
 		return usagef("%s needs --group or --all-groups", action)
 	case action == "delete" && f.topic != "":
-		return usagef("delete deletes whole groups: no --topic (Kafka's --delete-offsets is not supported)")
+		return usagef("delete deletes whole groups: no --topic (delete-offsets deletes a topic's offsets)")
+	case action == "delete-offsets" && (f.allGroups || len(f.groups) != 1 || f.topic == ""):
+		return usagef("delete-offsets needs one --group and --topic T or T:P,P...")
 	}
 	if err := t.check(); err != nil {
 		return err
@@ -203,6 +214,8 @@ func runGroups(e *env, args []string) (err error) {
 	switch action {
 	case "delete":
 		return g.delete(e, ids)
+	case "delete-offsets":
+		return g.deleteOffsets(e, ids[0], f.topic) // groups_delete_offsets.go
 	case "reset-offsets":
 		return g.resetOffsets(e, ids, f.topic, &f.reset)
 	}

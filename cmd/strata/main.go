@@ -76,7 +76,7 @@ func commands() []command {
 		{"produce", "append one record per line of stdin to a topic", runProduce},
 		{"consume", "print a topic's records", runConsume},
 		{"perf", "measure produce or consume throughput and latency", runPerf},
-		{"groups", "list, describe, delete and reset the offsets of groups: classic, consumer and share (kafka-consumer-groups.sh)", runGroups},
+		{"groups", "list, describe, delete and reset or delete the offsets of groups: classic, consumer and share (kafka-consumer-groups.sh)", runGroups},
 		{"acls", "add, remove and list ACLs (kafka-acls.sh)", runACLs},
 		{"users", "add, change, remove and list SCRAM users (kafka-configs.sh --entity-type users)", runUsers},
 		{"quorum", "describe and change the controller quorum's voters (kafka-metadata-quorum.sh)", runQuorum},
