@@ -67,46 +67,38 @@ func authorizeDeleteTopics(ctx context.Context, c *conn, r kmsg.Request, next ha
 // authorizeCreatePartitions: Alter on each topic.
 func authorizeCreatePartitions(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.CreatePartitionsRequest)
-	keep, refused := split(req.Topics, func(t *kmsg.CreatePartitionsRequestTopic) bool {
+	denied := func(t *kmsg.CreatePartitionsRequestTopic) bool {
 		return !c.allowed(acl.OpAlter, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
 	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.CreatePartitionsResponse)
-	for _, rt := range refused {
-		t := kmsg.NewCreatePartitionsResponseTopic()
-		t.Topic, t.ErrorCode = rt.Topic, errTopicAuthorizationFailed
-		resp.Topics = append(resp.Topics, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.CreatePartitionsResponse, refused []kmsg.CreatePartitionsRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewCreatePartitionsResponseTopic()
+				t.Topic, t.ErrorCode = rt.Topic, errTopicAuthorizationFailed
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeDeleteRecords: Delete on each topic.
 func authorizeDeleteRecords(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.DeleteRecordsRequest)
-	keep, refused := split(req.Topics, func(t *kmsg.DeleteRecordsRequestTopic) bool {
+	denied := func(t *kmsg.DeleteRecordsRequestTopic) bool {
 		return !c.allowed(acl.OpDelete, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
 	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.DeleteRecordsResponse)
-	for _, rt := range refused {
-		t := kmsg.NewDeleteRecordsResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewDeleteRecordsResponseTopicPartition()
-			p.Partition, p.ErrorCode, p.LowWatermark = rp.Partition, errTopicAuthorizationFailed, -1
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.DeleteRecordsResponse, refused []kmsg.DeleteRecordsRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewDeleteRecordsResponseTopic()
+				t.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					p := kmsg.NewDeleteRecordsResponseTopicPartition()
+					p.Partition, p.ErrorCode, p.LowWatermark = rp.Partition, errTopicAuthorizationFailed, -1
+					t.Partitions = append(t.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // configResource is the resource whose configs a DescribeConfigs or

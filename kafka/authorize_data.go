@@ -222,27 +222,23 @@ func authorizeFetch(ctx context.Context, c *conn, r kmsg.Request, next handler) 
 // authorizeListOffsets: Describe on each topic.
 func authorizeListOffsets(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.ListOffsetsRequest)
-	keep, refused := split(req.Topics, func(t *kmsg.ListOffsetsRequestTopic) bool {
+	denied := func(t *kmsg.ListOffsetsRequestTopic) bool {
 		return !c.allowed(acl.OpDescribe, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
 	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.ListOffsetsResponse)
-	for _, rt := range refused {
-		t := kmsg.NewListOffsetsResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewListOffsetsResponseTopicPartition()
-			p.Partition, p.ErrorCode = rp.Partition, errTopicAuthorizationFailed
-			p.Timestamp, p.Offset = -1, -1
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.ListOffsetsResponse, refused []kmsg.ListOffsetsRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewListOffsetsResponseTopic()
+				t.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					p := kmsg.NewListOffsetsResponseTopicPartition()
+					p.Partition, p.ErrorCode = rp.Partition, errTopicAuthorizationFailed
+					p.Timestamp, p.Offset = -1, -1
+					t.Partitions = append(t.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeOffsetForLeaderEpoch: a follower's (replica id ≥ 0) needs
@@ -251,34 +247,30 @@ func authorizeOffsetForLeaderEpoch(ctx context.Context, c *conn, r kmsg.Request,
 	req := r.(*kmsg.OffsetForLeaderEpochRequest)
 	follower := req.Version >= 3 && req.ReplicaID >= 0
 	clusterDenied := follower && !c.allowed(acl.OpClusterAction, acl.Cluster())
-	keep, refused := split(req.Topics, func(t *kmsg.OffsetForLeaderEpochRequestTopic) bool {
-		if follower {
-			return clusterDenied
-		}
-		return !c.allowed(acl.OpDescribe, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
-	}
 	code := errTopicAuthorizationFailed
 	if clusterDenied {
 		code = errClusterAuthorizationFailed
 	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.OffsetForLeaderEpochResponse)
-	for _, rt := range refused {
-		t := kmsg.NewOffsetForLeaderEpochResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
-			p.Partition, p.ErrorCode = rp.Partition, code
-			p.LeaderEpoch, p.EndOffset = -1, -1
-			t.Partitions = append(t.Partitions, p)
+	denied := func(t *kmsg.OffsetForLeaderEpochRequestTopic) bool {
+		if follower {
+			return clusterDenied
 		}
-		resp.Topics = append(resp.Topics, t)
+		return !c.allowed(acl.OpDescribe, acl.Topic(t.Topic))
 	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.OffsetForLeaderEpochResponse, refused []kmsg.OffsetForLeaderEpochRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewOffsetForLeaderEpochResponseTopic()
+				t.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					p := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
+					p.Partition, p.ErrorCode = rp.Partition, code
+					p.LeaderEpoch, p.EndOffset = -1, -1
+					t.Partitions = append(t.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeMetadata: Describe on each topic. Asked for every topic, the

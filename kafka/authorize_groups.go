@@ -59,49 +59,41 @@ func authorizeFindCoordinator(ctx context.Context, c *conn, r kmsg.Request, next
 		resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = code, -1, "", -1
 		return reply{resp: resp}
 	}
-	keep, refused := split(req.CoordinatorKeys, func(k *string) bool { return !c.allowed(acl.OpDescribe, res(*k)) })
-	if refused == nil {
-		return next(ctx, c, req)
-	}
-	req.CoordinatorKeys = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.FindCoordinatorResponse)
-	for _, k := range refused {
-		rc := kmsg.NewFindCoordinatorResponseCoordinator()
-		rc.Key, rc.ErrorCode, rc.NodeID, rc.Port = k, code, -1, -1
-		resp.Coordinators = append(resp.Coordinators, rc)
-	}
-	return rep
+	denied := func(k *string) bool { return !c.allowed(acl.OpDescribe, res(*k)) }
+	return guard(ctx, c, req, &req.CoordinatorKeys, denied, answerEmpty, next,
+		func(resp *kmsg.FindCoordinatorResponse, refused []string) {
+			for _, k := range refused {
+				rc := kmsg.NewFindCoordinatorResponseCoordinator()
+				rc.Key, rc.ErrorCode, rc.NodeID, rc.Port = k, code, -1, -1
+				resp.Coordinators = append(resp.Coordinators, rc)
+			}
+		})
 }
 
 // authorizeOffsetCommit: Read on the group, then Read on each topic.
 func authorizeOffsetCommit(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.OffsetCommitRequest)
 	groupDenied := !c.allowed(acl.OpRead, acl.Group(req.Group))
-	keep, refused := split(req.Topics, func(t *kmsg.OffsetCommitRequestTopic) bool {
-		return groupDenied || !c.allowed(acl.OpRead, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
-	}
 	code := errTopicAuthorizationFailed
 	if groupDenied {
 		code = errGroupAuthorizationFailed
 	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.OffsetCommitResponse)
-	for _, rt := range refused {
-		t := kmsg.NewOffsetCommitResponseTopic()
-		t.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewOffsetCommitResponseTopicPartition()
-			p.Partition, p.ErrorCode = rp.Partition, code
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
+	denied := func(t *kmsg.OffsetCommitRequestTopic) bool {
+		return groupDenied || !c.allowed(acl.OpRead, acl.Topic(t.Topic))
 	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.OffsetCommitResponse, refused []kmsg.OffsetCommitRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewOffsetCommitResponseTopic()
+				t.Topic = rt.Topic
+				for _, rp := range rt.Partitions {
+					p := kmsg.NewOffsetCommitResponseTopicPartition()
+					p.Partition, p.ErrorCode = rp.Partition, code
+					t.Partitions = append(t.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeOffsetFetch: Describe on each group, then Describe on each
@@ -231,38 +223,33 @@ func authorizeListGroups(ctx context.Context, c *conn, req kmsg.Request, next ha
 // operations when asked (v3+).
 func authorizeDescribeGroups(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.DescribeGroupsRequest)
-	keep, refused := split(req.Groups, func(g *string) bool { return !c.allowed(acl.OpDescribe, acl.Group(*g)) })
-	req.Groups = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.DescribeGroupsResponse)
 	if req.IncludeAuthorizedOperations {
-		for i := range resp.Groups {
-			g := &resp.Groups[i]
-			g.AuthorizedOperations = c.authorizedOps(acl.Group(g.Group), groupOps)
-		}
+		next = after(next, func(resp *kmsg.DescribeGroupsResponse) {
+			for i := range resp.Groups {
+				g := &resp.Groups[i]
+				g.AuthorizedOperations = c.authorizedOps(acl.Group(g.Group), groupOps)
+			}
+		})
 	}
-	for _, id := range refused {
-		g := kmsg.NewDescribeGroupsResponseGroup()
-		g.Group, g.ErrorCode = id, errGroupAuthorizationFailed
-		resp.Groups = append(resp.Groups, g)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Groups, c.groupDenied(acl.OpDescribe), answerEmpty, next,
+		func(resp *kmsg.DescribeGroupsResponse, refused []string) {
+			for _, id := range refused {
+				g := kmsg.NewDescribeGroupsResponseGroup()
+				g.Group, g.ErrorCode = id, errGroupAuthorizationFailed
+				resp.Groups = append(resp.Groups, g)
+			}
+		})
 }
 
 // authorizeDeleteGroups: Delete on each group.
 func authorizeDeleteGroups(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.DeleteGroupsRequest)
-	keep, refused := split(req.Groups, func(g *string) bool { return !c.allowed(acl.OpDelete, acl.Group(*g)) })
-	if refused == nil {
-		return next(ctx, c, req)
-	}
-	req.Groups = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.DeleteGroupsResponse)
-	for _, id := range refused {
-		g := kmsg.NewDeleteGroupsResponseGroup()
-		g.Group, g.ErrorCode = id, errGroupAuthorizationFailed
-		resp.Groups = append(resp.Groups, g)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Groups, c.groupDenied(acl.OpDelete), answerEmpty, next,
+		func(resp *kmsg.DeleteGroupsResponse, refused []string) {
+			for _, id := range refused {
+				g := kmsg.NewDeleteGroupsResponseGroup()
+				g.Group, g.ErrorCode = id, errGroupAuthorizationFailed
+				resp.Groups = append(resp.Groups, g)
+			}
+		})
 }

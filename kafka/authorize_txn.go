@@ -120,80 +120,68 @@ func authorizeTxnOffsetCommit(ctx context.Context, c *conn, r kmsg.Request, next
 		whole = errGroupAuthorizationFailed
 	}
 	byID := req.Version >= 6
-	keep, refused := split(req.Topics, func(t *kmsg.TxnOffsetCommitRequestTopic) bool {
+	code := errTopicAuthorizationFailed
+	if whole != errNone {
+		code = whole
+	}
+	denied := func(t *kmsg.TxnOffsetCommitRequestTopic) bool {
 		if whole != errNone {
 			return true
 		}
 		name, ok := c.topicOf(t.Topic, t.TopicID, byID)
 		return ok && !c.allowed(acl.OpRead, acl.Topic(name))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
 	}
-	code := errTopicAuthorizationFailed
-	if whole != errNone {
-		code = whole
-	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.TxnOffsetCommitResponse)
-	for _, rt := range refused {
-		t := kmsg.NewTxnOffsetCommitResponseTopic()
-		t.Topic, t.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
-			p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
-			p.Partition, p.ErrorCode = rp.Partition, code
-			t.Partitions = append(t.Partitions, p)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.TxnOffsetCommitResponse, refused []kmsg.TxnOffsetCommitRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewTxnOffsetCommitResponseTopic()
+				t.Topic, t.TopicID = rt.Topic, rt.TopicID
+				for _, rp := range rt.Partitions {
+					p := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+					p.Partition, p.ErrorCode = rp.Partition, code
+					t.Partitions = append(t.Partitions, p)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeDescribeProducers: Read on each topic.
 func authorizeDescribeProducers(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.DescribeProducersRequest)
-	keep, refused := split(req.Topics, func(t *kmsg.DescribeProducersRequestTopic) bool {
+	denied := func(t *kmsg.DescribeProducersRequestTopic) bool {
 		return !c.allowed(acl.OpRead, acl.Topic(t.Topic))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
 	}
-	req.Topics = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.DescribeProducersResponse)
-	for _, rt := range refused {
-		t := kmsg.NewDescribeProducersResponseTopic()
-		t.Topic = rt.Topic
-		for _, p := range rt.Partitions {
-			rp := kmsg.NewDescribeProducersResponseTopicPartition()
-			rp.Partition, rp.ErrorCode = p, errTopicAuthorizationFailed
-			t.Partitions = append(t.Partitions, rp)
-		}
-		resp.Topics = append(resp.Topics, t)
-	}
-	return rep
+	return guard(ctx, c, req, &req.Topics, denied, answerEmpty, next,
+		func(resp *kmsg.DescribeProducersResponse, refused []kmsg.DescribeProducersRequestTopic) {
+			for _, rt := range refused {
+				t := kmsg.NewDescribeProducersResponseTopic()
+				t.Topic = rt.Topic
+				for _, p := range rt.Partitions {
+					rp := kmsg.NewDescribeProducersResponseTopicPartition()
+					rp.Partition, rp.ErrorCode = p, errTopicAuthorizationFailed
+					t.Partitions = append(t.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, t)
+			}
+		})
 }
 
 // authorizeDescribeTransactions: Describe on each transactional id.
 func authorizeDescribeTransactions(ctx context.Context, c *conn, r kmsg.Request, next handler) reply {
 	req := r.(*kmsg.DescribeTransactionsRequest)
-	keep, refused := split(req.TransactionalIDs, func(id *string) bool {
+	denied := func(id *string) bool {
 		return !c.allowed(acl.OpDescribe, acl.TransactionalID(*id))
-	})
-	if refused == nil {
-		return next(ctx, c, req)
 	}
-	req.TransactionalIDs = keep
-	rep := serve(ctx, c, req, len(keep) == 0, next)
-	resp := rep.resp.(*kmsg.DescribeTransactionsResponse)
-	for _, id := range refused {
-		s := kmsg.NewDescribeTransactionsResponseTransactionState()
-		s.TransactionalID, s.ErrorCode = id, errTransactionalIDAuthorizationFailed
-		s.ProducerID, s.ProducerEpoch = -1, -1
-		resp.TransactionStates = append(resp.TransactionStates, s)
-	}
-	return rep
+	return guard(ctx, c, req, &req.TransactionalIDs, denied, answerEmpty, next,
+		func(resp *kmsg.DescribeTransactionsResponse, refused []string) {
+			for _, id := range refused {
+				s := kmsg.NewDescribeTransactionsResponseTransactionState()
+				s.TransactionalID, s.ErrorCode = id, errTransactionalIDAuthorizationFailed
+				s.ProducerID, s.ProducerEpoch = -1, -1
+				resp.TransactionStates = append(resp.TransactionStates, s)
+			}
+		})
 }
 
 // authorizeListTransactions: the transactions whose id the connection may
