@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -238,17 +237,7 @@ func TestStrataClient848Group(t *testing.T) {
 	for _, backend := range []string{"kfake", "strata"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := testCtx(t, 60*time.Second)
-			var seeds []string
-			if backend == "kfake" {
-				kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(parts, topic))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer kc.Close()
-				seeds = kc.ListenAddrs()
-			} else {
-				seeds = []string{kafkatest.New(t, kafkatest.Topic(topic, parts)).Addr()}
-			}
+			seeds, _ := groupBackend(t, backend, topic, parts)
 			cl, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: seeds})
 			if err != nil {
 				t.Fatal(err)

@@ -71,6 +71,24 @@ func startStrataMember(t *testing.T, cl log.Client, proto log.GroupProtocol, gro
 	}
 }
 
+// groupBackend starts what a group test runs on, by name: "kfake", a
+// three-broker kfake cluster, or "strata", Strata's own server (the
+// fixture, nil for kfake), with topic of parts partitions; both stop
+// when the test ends. It returns the seeds.
+func groupBackend(t *testing.T, backend, topic string, parts int) ([]string, *kafkatest.Cluster) {
+	t.Helper()
+	if backend == "kfake" {
+		kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(int32(parts), topic))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(kc.Close)
+		return kc.ListenAddrs(), nil
+	}
+	fixture := kafkatest.New(t, kafkatest.Topic(topic, parts))
+	return []string{fixture.Addr()}, fixture
+}
+
 // TestStrataClientGroup: two Strata Consumers over kafka.Dial, a kgo
 // consumer with its range balancer and a sarama ConsumerGroup member with
 // its range strategy share one group (Strata's consumers speak Kafka's
@@ -83,19 +101,7 @@ func TestStrataClientGroup(t *testing.T) {
 	for _, backend := range []string{"kfake", "strata"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := testCtx(t, 30*time.Second)
-			var seeds []string
-			var fixture *kafkatest.Cluster
-			if backend == "kfake" {
-				kc, err := kfake.NewCluster(kfake.NumBrokers(3), kfake.SeedTopics(parts, topic))
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer kc.Close()
-				seeds = kc.ListenAddrs()
-			} else {
-				fixture = kafkatest.New(t, kafkatest.Topic(topic, parts))
-				seeds = []string{fixture.Addr()}
-			}
+			seeds, fixture := groupBackend(t, backend, topic, parts)
 			cl, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: seeds})
 			if err != nil {
 				t.Fatal(err)
