@@ -466,6 +466,9 @@ func handleDescribeConfigs(_ context.Context, c *conn, r kmsg.Request) reply {
 		case kmsg.ConfigResourceTypeBroker:
 			// The dynamic broker configs (alterconfigs.go).
 			cfgs, err := s.describeBrokerConfigs(rr, req.IncludeSynonyms)
+			if err == nil {
+				cfgs = append(cfgs, s.describeTxnConfigs(rr, req.IncludeSynonyms)...) // txn_configs.go
+			}
 			if err == nil && s.caps.throttles != nil {
 				var th []kmsg.DescribeConfigsResponseResourceConfig
 				if _, err = s.brokerScope(rr.ResourceName); err == nil {

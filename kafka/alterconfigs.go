@@ -92,6 +92,9 @@ var staticBrokerConfigs = map[string]bool{
 	"auto.create.topics.enable": true, "offsets.topic.num.partitions": true,
 	"offsets.topic.replication.factor": true, "log.retention.hours": true, "log.retention.minutes": true,
 	"log.roll.hours": true, "zookeeper.connect": true, "inter.broker.listener.name": true,
+	"transaction.max.timeout.ms": true, "transactional.id.expiration.ms": true,
+	"transaction.abort.timed.out.transaction.cleanup.interval.ms": true,
+	"transaction.remove.expired.transaction.cleanup.interval.ms":  true,
 }
 
 // handleAlterConfigs replaces each resource's dynamic configs, each with

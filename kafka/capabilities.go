@@ -39,6 +39,7 @@ type capabilities struct {
 	logDirs        LogDirDescriber       // DescribeLogDirs (logdirs.go)
 	brokerConfigs  BrokerConfigAlterer   // dynamic broker configs: AlterConfigs, DescribeConfigs (alterconfigs.go)
 	throttles      ThrottleConfigBackend // replication throttles as dynamic configs (alterconfigs_throttle.go)
+	txnConfigs     TxnConfiger           // the transaction coordinator's settings in DescribeConfigs (txn_configs.go)
 }
 
 // resolveCapabilities finds b's optional interfaces.
@@ -76,6 +77,7 @@ func resolveCapabilities(b Backend) capabilities {
 	c.logDirs, _ = b.(LogDirDescriber)
 	c.brokerConfigs, _ = b.(BrokerConfigAlterer)
 	c.throttles, _ = b.(ThrottleConfigBackend)
+	c.txnConfigs, _ = b.(TxnConfiger)
 	if qb, ok := b.(QuotaBackend); ok {
 		c.quotas = newQuotaManager(qb, clock.System())
 	}

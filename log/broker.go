@@ -125,6 +125,9 @@ func open(dir string, cfg Config, ephemeral bool) (*Broker, error) {
 	if err := cfg.DefaultTopic.WithDefaults().Validate(); err != nil {
 		return nil, fmt.Errorf("log: default topic config: %w", err)
 	}
+	if err := cfg.validateTxn(); err != nil {
+		return nil, err
+	}
 	if ephemeral {
 		cfg.FS = unsyncedDirs{cfg.FS}
 	}

@@ -63,12 +63,62 @@ func (b *Broker) txnStateConfig() TopicConfig {
 	return cfg.WithDefaults()
 }
 
-// Kafka's transactional.id.expiration.ms and the period it is checked at
-// (transaction.remove.expired.transaction.cleanup.interval.ms).
+// Kafka's transaction coordinator defaults: transaction.max.timeout.ms,
+// transactional.id.expiration.ms, the period idle ids are expired at
+// (transaction.remove.expired.transaction.cleanup.interval.ms) and the
+// period timed-out transactions are aborted at
+// (transaction.abort.timed.out.transaction.cleanup.interval.ms).
 const (
-	txnIDExpiration    = 7 * 24 * time.Hour
-	txnExpirationCheck = time.Hour
+	txnMaxTimeout       = txn.DefaultMaxTimeout
+	txnIDExpiration     = 7 * 24 * time.Hour
+	txnExpirationCheck  = time.Hour
+	txnAbortTimedOutInt = 10 * time.Second
 )
+
+// validateTxn checks the transaction coordinator's settings: none
+// negative, TransactionMaxTimeout an int32 of ms (Kafka's type).
+func (c Config) validateTxn() error {
+	switch {
+	case c.TransactionMaxTimeout < 0 || c.TransactionalIDExpiration < 0 || c.TransactionAbortTimedOutInterval < 0:
+		return fmt.Errorf("%w: negative transaction timeout, expiration or abort interval", ErrInvalidConfig)
+	case c.TransactionMaxTimeout.Milliseconds() > 1<<31-1:
+		return fmt.Errorf("%w: transaction.max.timeout.ms %d is more than 2147483647", ErrInvalidConfig, c.TransactionMaxTimeout.Milliseconds())
+	case c.TransactionalIDExpiration.Milliseconds() > 1<<31-1 || c.TransactionAbortTimedOutInterval.Milliseconds() > 1<<31-1:
+		return fmt.Errorf("%w: transactional.id.expiration.ms or transaction.abort.timed.out.transaction.cleanup.interval.ms is more than 2147483647", ErrInvalidConfig)
+	}
+	return nil
+}
+
+// TxnConfig is the transaction coordinator's settings of a Broker,
+// defaults applied (Config's fields of the same names).
+type TxnConfig struct {
+	MaxTimeout            time.Duration // transaction.max.timeout.ms
+	IDExpiration          time.Duration // transactional.id.expiration.ms
+	AbortTimedOutInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
+	RemoveExpiredInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
+	MaxTimeoutSet         bool          // set in Config, not the default
+	IDExpirationSet       bool
+	AbortTimedOutSet      bool
+}
+
+// TxnConfig returns the transaction coordinator's settings (shown by
+// DescribeConfigs of the broker).
+func (b *Broker) TxnConfig() TxnConfig {
+	c := TxnConfig{MaxTimeout: txnMaxTimeout, IDExpiration: txnIDExpiration, AbortTimedOutInterval: txnAbortTimedOutInt,
+		MaxTimeoutSet: b.cfg.TransactionMaxTimeout > 0, IDExpirationSet: b.cfg.TransactionalIDExpiration > 0,
+		AbortTimedOutSet: b.cfg.TransactionAbortTimedOutInterval > 0}
+	if c.MaxTimeoutSet {
+		c.MaxTimeout = b.cfg.TransactionMaxTimeout
+	}
+	if c.IDExpirationSet {
+		c.IDExpiration = b.cfg.TransactionalIDExpiration
+	}
+	if c.AbortTimedOutSet {
+		c.AbortTimedOutInterval = b.cfg.TransactionAbortTimedOutInterval
+	}
+	c.RemoveExpiredInterval = min(txnExpirationCheck, c.IDExpiration)
+	return c
+}
 
 // ErrTxnCoordinatorLoading: the transaction coordinator is still reading
 // TransactionStateTopic (Kafka's COORDINATOR_LOAD_IN_PROGRESS); ask again.
@@ -139,6 +189,8 @@ func (b *Broker) loadTxn(ctx context.Context, parts []*Partition) (*txn.Coordina
 		Clock:            b.cfg.Clock,
 		CoordinatorEpoch: epoch,
 		Logger:           b.logger,
+		MaxTimeout:       b.TxnConfig().MaxTimeout,
+		AbortCheck:       b.TxnConfig().AbortTimedOutInterval,
 	}, func(yield func(key, value []byte) error) error {
 		for _, p := range parts {
 			if err := replayPartition(ctx, p, yield); err != nil {
@@ -149,8 +201,9 @@ func (b *Broker) loadTxn(ctx context.Context, parts []*Partition) (*txn.Coordina
 	})
 }
 
-// armExpiry expires idle transactional ids in txnExpirationCheck, then
-// again, until closeTxn (a timer, not a goroutine, between checks).
+// armExpiry expires idle transactional ids every
+// TxnConfig().RemoveExpiredInterval, until closeTxn (a timer, not a
+// goroutine, between checks).
 func (h *txnHost) armExpiry(b *Broker) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -158,9 +211,10 @@ func (h *txnHost) armExpiry(b *Broker) {
 		return
 	}
 	h.wg.Add(1)
-	h.expiry = b.cfg.Clock.AfterFunc(txnExpirationCheck, func() {
+	tc := b.TxnConfig()
+	h.expiry = b.cfg.Clock.AfterFunc(tc.RemoveExpiredInterval, func() {
 		defer h.wg.Done()
-		if n := h.coord.ExpireIDs(h.ctx, txnIDExpiration); n > 0 {
+		if n := h.coord.ExpireIDs(h.ctx, tc.IDExpiration); n > 0 {
 			b.logger.Info("log: expired transactional ids", "count", n)
 		}
 		h.armExpiry(b)

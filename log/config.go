@@ -68,6 +68,23 @@ type Config struct {
 	// uncompressed (TopicCompressionNone) is also bounded by its
 	// MaxMessageBytes.
 	MaxDecompressedBytes int
+	// TransactionMaxTimeout is Kafka's transaction.max.timeout.ms: the
+	// longest transaction timeout a transactional producer may ask for
+	// (InitProducerId answers INVALID_TRANSACTION_TIMEOUT past it); 0 →
+	// 15 minutes. At most 2147483647 ms.
+	TransactionMaxTimeout time.Duration
+	// TransactionalIDExpiration is Kafka's transactional.id.expiration.ms:
+	// a transactional id with no transaction open that nothing changed for
+	// this long is forgotten (its __transaction_state record becomes a
+	// tombstone). Checked every hour, or this often if that is less; 0 →
+	// 7 days.
+	TransactionalIDExpiration time.Duration
+	// TransactionAbortTimedOutInterval is Kafka's
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms: how
+	// often the coordinator aborts the transactions past their timeout (a
+	// transaction is aborted at the first tick at or after its deadline);
+	// 0 → 10 s.
+	TransactionAbortTimedOutInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {

@@ -58,6 +58,12 @@ type Config struct {
 	// __transaction_state partition, so that partitions refuse the markers
 	// of a coordinator that lost it.
 	CoordinatorEpoch int32
+	// AbortCheck is transaction.abort.timed.out.transaction.cleanup.interval.ms:
+	// a transaction past its timeout is aborted at the first multiple of
+	// it (in ms since the Unix epoch) at or after its deadline, as Kafka's
+	// periodic check finds it, so that the timeouts of many transactions
+	// fire together. 0: at its deadline.
+	AbortCheck time.Duration
 	// RetryBackoff is the wait before a failed marker or completion write
 	// is retried. Default 100 ms (Kafka's retry.backoff.ms).
 	RetryBackoff time.Duration
@@ -79,8 +85,8 @@ func (c Config) validate() error {
 	switch {
 	case c.Store == nil || c.Markers == nil || c.ProducerIDs == nil:
 		return fmt.Errorf("%w: Store, Markers and ProducerIDs are required", ErrConfig)
-	case c.MaxTimeout < 0 || c.RetryBackoff < 0 || c.TransactionVersion < 0:
-		return fmt.Errorf("%w: negative MaxTimeout, RetryBackoff or TransactionVersion", ErrConfig)
+	case c.MaxTimeout < 0 || c.RetryBackoff < 0 || c.TransactionVersion < 0 || c.AbortCheck < 0:
+		return fmt.Errorf("%w: negative MaxTimeout, RetryBackoff, AbortCheck or TransactionVersion", ErrConfig)
 	case c.MaxTimeout > 0 && c.MaxTimeout.Milliseconds() > 1<<31-1:
 		return fmt.Errorf("%w: MaxTimeout %v does not fit an int32 of ms", ErrConfig, c.MaxTimeout)
 	}
@@ -396,6 +402,9 @@ func (c *Coordinator) arm(e effArm) {
 	defer c.mu.Unlock()
 	if c.closed {
 		return
+	}
+	if iv := c.cfg.AbortCheck.Milliseconds(); iv > 0 {
+		e.atMs = (e.atMs + iv - 1) / iv * iv // the next tick of the check
 	}
 	if a, ok := c.timers[e.id]; ok {
 		if a.atMs <= e.atMs {

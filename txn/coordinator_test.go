@@ -410,3 +410,32 @@ func TestCoordinatorIdle(t *testing.T) {
 		<-idle
 	})
 }
+
+func TestCoordinatorAbortCheck(t *testing.T) {
+	// With AbortCheck (transaction.abort.timed.out.transaction.cleanup.interval.ms)
+	// a timed-out transaction is aborted at the first tick of the check
+	// after its deadline, not at the deadline.
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, mk := &memStore{}, &memMarkers{}
+		c, err := New(Config{Store: st, Markers: mk, CoordinatorEpoch: 7, AbortCheck: 10 * time.Second,
+			ProducerIDs: func() (int64, error) { return 1000, nil }}, nil)
+		require.NoError(t, err)
+		defer c.Close()
+		require.Zero(t, time.Now().UnixMilli()%10000, "synctest starts on a tick")
+		time.Sleep(3 * time.Second)
+		pe, err := c.InitProducerID(ctx, "t1", 10*time.Second, nil)
+		require.NoError(t, err)
+		require.NoError(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpA}, 0))
+		time.Sleep(16 * time.Second) // 19 s: past the deadline (13 s), before the tick (20 s)
+		synctest.Wait()
+		require.Empty(t, mk.of(tpA), "not before the check's tick")
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		require.Len(t, mk.of(tpA), 1, "aborted at the tick")
+		require.Equal(t, []string{"Empty", "Ongoing", "PrepareAbort", "CompleteAbort"}, st.states(t, "t1"))
+	})
+	_, err := New(Config{Store: &memStore{}, Markers: &memMarkers{}, AbortCheck: -1,
+		ProducerIDs: func() (int64, error) { return 1, nil }}, nil)
+	require.ErrorIs(t, err, ErrConfig)
+}

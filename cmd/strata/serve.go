@@ -70,8 +70,11 @@ Broker and default topic settings take Kafka's server.properties names with
   max.connections, max.connections.per.ip,
   max.connections.per.ip.overrides (IP:N,IP:N), connections.max.idle.ms,
   connection.failed.authentication.delay.ms, fetch.max.bytes, node.id,
-  auto.create.topics.enable, authorizer.class.name, super.users
-  (User:admin;User:ops), allow.everyone.if.no.acl.found
+  auto.create.topics.enable, transaction.max.timeout.ms,
+  transactional.id.expiration.ms,
+  transaction.abort.timed.out.transaction.cleanup.interval.ms,
+  authorizer.class.name, super.users (User:admin;User:ops),
+  allow.everyone.if.no.acl.found
 
 Any of the last three enforces ACLs (kept in the data dir, managed with
 "strata acls" or any Kafka admin client as a super user).
@@ -306,12 +309,16 @@ func (c *serveConfig) override(kv string) error {
 		if ok, err := c.throttleOverride(k, v); ok {
 			return err
 		}
+		if ok, err := c.txnOverride(k, v); ok { // transactions_serve.go
+			return err
+		}
 		names := []string{"num.partitions", "default.replication.factor", "log.retention.check.interval.ms",
 			"log.flush.offset.checkpoint.interval.ms", "group.min.session.timeout.ms", "group.initial.rebalance.delay.ms",
 			"socket.request.max.bytes", "max.connections", "connections.max.idle.ms", "node.id", "auto.create.topics.enable",
 			"max.connections.per.ip", "max.connections.per.ip.overrides", "connection.failed.authentication.delay.ms", "fetch.max.bytes"}
 		names = append(names, aclOverrideKeys...)
 		names = append(names, throttleOverrideKeys...)
+		names = append(names, txnOverrideKeys...)
 		for bk := range brokerTopicKeys {
 			names = append(names, bk)
 		}

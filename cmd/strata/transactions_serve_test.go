@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/kafka"
+)
+
+// TestTxnOverride: the transaction coordinator's settings set log.Config;
+// a bad value says what it wants.
+func TestTxnOverride(t *testing.T) {
+	var c serveConfig
+	for _, kv := range []string{"transaction.max.timeout.ms=120000", "transactional.id.expiration.ms=3600000",
+		"transaction.abort.timed.out.transaction.cleanup.interval.ms=500"} {
+		if err := c.override(kv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.broker.TransactionMaxTimeout != 2*time.Minute || c.broker.TransactionalIDExpiration != time.Hour ||
+		c.broker.TransactionAbortTimedOutInterval != 500*time.Millisecond {
+		t.Fatalf("config: %+v", c.broker)
+	}
+	for _, bad := range []string{"0", "-1", "1s", "", "2147483648"} {
+		err := c.override("transaction.max.timeout.ms=" + bad)
+		if err == nil || !strings.Contains(err.Error(), "want ms") {
+			t.Fatalf("transaction.max.timeout.ms=%q: %v", bad, err)
+		}
+	}
+	if err := c.override("transaction.bogus.ms=1"); err == nil || !strings.Contains(err.Error(), "transactional.id.expiration.ms") {
+		t.Fatalf("an unknown key lists the known ones: %v", err)
+	}
+}
+
+// strata serve --override transaction.max.timeout.ms: DescribeConfigs of
+// the broker shows it, and InitProducerId refuses a longer timeout.
+func TestServeTxnOverride(t *testing.T) {
+	s := startServe(t, filepath.Join(t.TempDir(), "data"), "--override", "transaction.max.timeout.ms=120000")
+	defer s.stop(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{s.addr}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType, rr.ResourceName = kmsg.ConfigResourceTypeBroker, "1"
+	rr.ConfigNames = []string{"transaction.max.timeout.ms", "transactional.id.expiration.ms"}
+	req.Resources = []kmsg.DescribeConfigsRequestResource{rr}
+	resp, err := c.Request(ctx, req, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, rc := range resp.(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+		got[rc.Name] = *rc.Value + " " + rc.Source.String()
+	}
+	if got["transaction.max.timeout.ms"] != "120000 STATIC_BROKER_CONFIG" || got["transactional.id.expiration.ms"] != "604800000 DEFAULT_CONFIG" {
+		t.Fatalf("DescribeConfigs: %v", got)
+	}
+	ireq := kmsg.NewPtrInitProducerIDRequest()
+	ireq.TransactionalID, ireq.TransactionTimeoutMillis = kmsg.StringPtr("long"), 180000
+	iresp, err := c.Request(ctx, ireq, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := iresp.(*kmsg.InitProducerIDResponse).ErrorCode; code != 50 { // INVALID_TRANSACTION_TIMEOUT
+		t.Fatalf("InitProducerId with 180000 ms: code %d, want 50", code)
+	}
+}
