@@ -49,6 +49,7 @@ func TestLeftMemberNotRestoredAfterMove(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, []string{a.MemberID}, memberIDs(d), "the member that left is not restored")
 		require.Equal(t, a.Generation, d.Generation)
+		require.Equal(t, group.StatePreparingRebalance, d.State, "restored rebalancing, as it was")
 
 		// a rejoins at the new coordinator: a generation of one, at once.
 		start := time.Now()
@@ -91,5 +92,37 @@ func TestExpiredMemberNotRestoredAfterMove(t *testing.T) {
 		d, ok := c2.Describe("g")
 		require.True(t, ok)
 		require.Equal(t, []string{a.MemberID}, memberIDs(d), "neither the expired member %s nor the joining one", b.MemberID)
+	})
+}
+
+// A group stored while a rebalance is in progress comes back rebalancing:
+// the members that stayed are told to join again even though the last
+// coordinator did not reach them, so that the partitions of the member
+// that left are assigned. Restored Stable instead, the others heartbeat
+// on with their old assignments and the partitions the leaver owned stay
+// with no one (kgo's TestTxnEtl on three members, coordinators moving:
+// a partition of 7 never consumed again).
+func TestRebalanceInProgressSurvivesMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := &grouptest.Log{}
+		c1 := openOn(t, l)
+		_, _, a, b := twoMembers(t, c1)
+		require.NoError(t, c1.Leave(ctx, "g", b.MemberID)) // b owned a/2
+		require.NoError(t, c1.Close())                     // before a's next heartbeat
+
+		c2 := openOn(t, l)
+		require.ErrorIs(t, c2.Heartbeat(ctx, "g", a.MemberID, a.Generation), group.ErrRebalanceInProgress)
+		a2, err := c2.Join(ctx, rejoin(req("a", "a"), a))
+		require.NoError(t, err)
+		require.Equal(t, a.Generation+1, a2.Generation)
+		requireGeneration(t, []group.JoinResponse{a2}, map[string]int{"a": 3}) // a/2 too
+		d, _ := c2.Describe("g")
+		require.Equal(t, group.StateStable, d.State)
+		require.NoError(t, c2.Close())
+
+		// The generation that rebalance formed is what the next one loads.
+		c3 := openOn(t, l)
+		require.NoError(t, c3.Heartbeat(ctx, "g", a2.MemberID, a2.Generation))
 	})
 }

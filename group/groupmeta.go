@@ -79,6 +79,13 @@ func (g *groupState) encodeMetadata(now time.Time) []byte {
 		Protocol: kmsg.StringPtr(g.protocol), Leader: kmsg.StringPtr(g.leader),
 		CurrentStateTimestamp: now.UnixMilli(),
 	}
+	if g.phase != phaseStable {
+		// A rebalance is in progress (a member was removed, so the
+		// members' assignments may no longer cover every partition): no
+		// leader, which Kafka never writes for a group with members, tells
+		// the next coordinator to restore it rebalancing.
+		v.Leader = nil
+	}
 	for _, id := range slices.Sorted(maps.Keys(g.members)) {
 		m := g.members[id]
 		if !m.inGeneration {
@@ -140,9 +147,10 @@ func decodeGroupMetadata(value []byte) (*kmsg.GroupMetadataValue, error) {
 }
 
 // restore makes g, a group with no members, the generation of v: Stable,
-// with v's members, each one's session restarted at now. A v without
-// members or without a protocol leaves g as it is. The effects arm the
-// members' session timers.
+// with v's members, each one's session restarted at now — or, for a v
+// without a leader (stored during a rebalance), preparing the next
+// rebalance with them. A v without members or without a protocol leaves g
+// as it is. The effects arm the members' session timers.
 func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []effect) []effect {
 	if len(v.Members) == 0 || v.Protocol == nil || *v.Protocol == "" {
 		return out
@@ -174,6 +182,14 @@ func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []ef
 	} else {
 		g.leader = slices.Sorted(maps.Keys(g.members))[0]
 	}
-	return append(out, effect{kind: effLog, msg: "group restored", member: g.leader,
+	out = append(out, effect{kind: effLog, msg: "group restored", member: g.leader,
 		reason: fmt.Sprintf("generation %d with %d members", g.generation, len(g.members))})
+	if v.Leader == nil {
+		// Stored while a rebalance was in progress (encodeMetadata): the
+		// members must join again, as the last coordinator told those it
+		// reached; a member that left may have owned partitions that the
+		// others' assignments do not cover.
+		out = g.startRebalance(now, "restored during a rebalance", false, out)
+	}
+	return out
 }
