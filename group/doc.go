@@ -168,7 +168,13 @@
 // restarted, so its members heartbeat and commit on after a restart or
 // failover. A static
 // member's replacement in a stable group is stored too (the new member id
-// takes the old one's place in the record). Committed offsets never expire
+// takes the old one's place in the record), and so is the removal of a
+// member of the generation (it left, or its session expired), which Kafka
+// does not store: the record then has no leader, and the next coordinator
+// restores the group rebalancing, without the member that is gone (it
+// would wait a session timeout for it) and telling the others to join
+// again (the gone member's partitions are assigned to no one until they
+// do). Committed offsets never expire
 // (offsets.retention.minutes is not implemented).
 //
 // # The consumer group protocol (KIP-848)
