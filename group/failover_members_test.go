@@ -126,3 +126,43 @@ func TestRebalanceInProgressSurvivesMove(t *testing.T) {
 		require.NoError(t, c3.Heartbeat(ctx, "g", a2.MemberID, a2.Generation))
 	})
 }
+
+// A generation that a moving coordinator formed but never stored (it
+// moved between the Join and the leader's Sync) is answered
+// ErrRebalanceInProgress at the next coordinator, which rebalances: its
+// members' Syncs and Heartbeats were ErrIllegalGeneration, which kgo takes
+// for its group session failing (TestTxnEtl on three members with the
+// coordinators moving). An older generation stays ErrIllegalGeneration.
+func TestLostGenerationRebalances(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		l := &grouptest.Log{}
+		c1 := openOn(t, l)
+		join := func(c *group.Coordinator, id string) group.JoinResponse {
+			t.Helper()
+			r, err := c.Join(ctx, group.JoinRequest{Group: "g", MemberID: id, ClientID: "m", ProtocolType: "consumer",
+				Protocols: []group.Protocol{{Name: "p"}}, SessionTimeout: 10 * time.Second, RebalanceTimeout: 30 * time.Second})
+			require.NoError(t, err)
+			return r
+		}
+		a := join(c1, "")
+		_, err := c1.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a.MemberID, Generation: a.Generation,
+			Assignments: map[string][]byte{a.MemberID: []byte("all")}})
+		require.NoError(t, err)    // generation 1, stored
+		a2 := join(c1, a.MemberID) // the leader asks for a new assignment: generation 2, not synced
+		require.Equal(t, a.Generation+1, a2.Generation)
+		require.NoError(t, c1.Close())
+
+		c2 := openOn(t, l)
+		d, _ := c2.Describe("g")
+		require.Equal(t, a.Generation, d.Generation)
+		_, err = c2.Sync(ctx, group.SyncRequest{Group: "g", MemberID: a.MemberID, Generation: a2.Generation})
+		require.ErrorIs(t, err, group.ErrRebalanceInProgress)
+		d, _ = c2.Describe("g")
+		require.Equal(t, group.StatePreparingRebalance, d.State)
+		require.ErrorIs(t, c2.Heartbeat(ctx, "g", a.MemberID, a2.Generation), group.ErrRebalanceInProgress)
+		require.ErrorIs(t, c2.Heartbeat(ctx, "g", a.MemberID, a.Generation-1), group.ErrIllegalGeneration)
+		a3 := join(c2, a.MemberID)
+		require.Equal(t, a.Generation+1, a3.Generation)
+	})
+}

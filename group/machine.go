@@ -259,7 +259,7 @@ func (g *groupState) step(now time.Time, ev event, out []effect) ([]effect, erro
 	case cancelSyncEvent:
 		return g.cancelSync(now, ev, out), nil
 	case heartbeatEvent:
-		return out, g.heartbeat(now, ev)
+		return g.heartbeat(now, ev, out)
 	case leaveEvent:
 		return g.leave(now, ev, out)
 	case commitEvent:
@@ -473,6 +473,8 @@ func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, 
 	switch {
 	case m == nil:
 		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
+	case ev.generation > g.generation:
+		return g.lostGeneration(now, m, ev.generation, out)
 	case ev.generation != g.generation:
 		return out, fmt.Errorf("%w: sync for generation %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
 	case ev.protocolType != "" && ev.protocolType != g.protocolType || ev.protocol != "" && ev.protocol != g.protocol:
@@ -524,24 +526,45 @@ func (g *groupState) cancelSync(now time.Time, ev cancelSyncEvent, out []effect)
 	return append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
 }
 
+// lostGeneration answers a member of the group that syncs or heartbeats
+// in a generation newer than the group's: one an earlier coordinator of
+// the group formed and never stored (it moved between the Join and the
+// leader's Sync). Kafka answers ILLEGAL_GENERATION, which clients take as
+// their group session failing; the member joins again all the same, so it
+// is told that a rebalance is in progress — one is started if none is —
+// and its session is renewed.
+func (g *groupState) lostGeneration(now time.Time, m *member, generation int32, out []effect) ([]effect, error) {
+	if !m.joining && !m.syncing {
+		m.deadline = now.Add(m.sessionTimeout)
+		out = append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
+	}
+	if g.phase != phasePreparing {
+		out = g.startRebalance(now, fmt.Sprintf("member %q is in generation %d, which was not stored", m.id, generation), false, out)
+	}
+	return out, fmt.Errorf("%w: group %q: generation %d was not stored, the group is at %d", ErrRebalanceInProgress, g.id, generation, g.generation)
+}
+
 // heartbeat: accepted from a member of the current generation, also while
 // the group waits for the leader's assignment (Kafka's CompletingRebalance);
 // ErrRebalanceInProgress while preparing, though it renews the session.
-func (g *groupState) heartbeat(now time.Time, ev heartbeatEvent) error {
+func (g *groupState) heartbeat(now time.Time, ev heartbeatEvent, out []effect) ([]effect, error) {
 	m := g.members[ev.member]
 	if m == nil {
-		return fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
+		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
+	}
+	if ev.generation > g.generation {
+		return g.lostGeneration(now, m, ev.generation, out)
 	}
 	if ev.generation != g.generation {
-		return fmt.Errorf("%w: %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
+		return out, fmt.Errorf("%w: %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
 	}
 	if !m.joining && !m.syncing {
 		m.deadline = now.Add(m.sessionTimeout)
 	}
 	if g.phase == phasePreparing {
-		return fmt.Errorf("%w: group %q", ErrRebalanceInProgress, g.id)
+		return out, fmt.Errorf("%w: group %q", ErrRebalanceInProgress, g.id)
 	}
-	return nil
+	return out, nil
 }
 
 func (g *groupState) leave(now time.Time, ev leaveEvent, out []effect) ([]effect, error) {
