@@ -22,10 +22,13 @@ func handleMetadata(ctx context.Context, c *conn, r kmsg.Request) reply {
 	if req.Topics == nil || req.Version == 0 && len(req.Topics) == 0 {
 		names := s.b.Topics()
 		// Kafka lists its internal topics too, marked IsInternal; a
-		// standalone log.Broker keeps __consumer_offsets out of Topics.
-		if _, found := slices.BinarySearch(names, log.OffsetsTopic); !found {
-			if _, err := s.b.Partitions(ctx, log.OffsetsTopic); err == nil {
-				names = append(names, log.OffsetsTopic)
+		// standalone log.Broker keeps __consumer_offsets and
+		// __transaction_state out of Topics.
+		for _, internal := range []string{log.OffsetsTopic, log.TransactionStateTopic} {
+			if !slices.Contains(names, internal) {
+				if _, err := s.b.Partitions(ctx, internal); err == nil {
+					names = append(names, internal)
+				}
 			}
 		}
 		for _, name := range names {

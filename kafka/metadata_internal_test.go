@@ -51,3 +51,29 @@ func TestFindCoordinatorCreatesOffsetsTopic(t *testing.T) {
 	require.Equal(t, errNone, resp.Coordinators[0].ErrorCode)
 	require.Equal(t, map[string]bool{"orders": false, log.OffsetsTopic: true}, all())
 }
+
+// TestMetadataListsTransactionState: once a transactional id is
+// initialized (which creates __transaction_state on a standalone broker),
+// Metadata for all topics lists __transaction_state, marked internal, as
+// Kafka does; before, it does not.
+func TestMetadataListsTransactionState(t *testing.T) {
+	s, _, _ := start(t, Config{}, logtest.Topic("orders", 1))
+	c := dial(t, s.Addr())
+	all := func() map[string]bool {
+		req := kmsg.NewPtrMetadataRequest()
+		req.SetVersion(12)
+		req.Topics = nil
+		out := map[string]bool{}
+		for _, tp := range c.do(req).(*kmsg.MetadataResponse).Topics {
+			require.Equal(t, errNone, tp.ErrorCode, *tp.Topic)
+			out[*tp.Topic] = tp.IsInternal
+		}
+		return out
+	}
+	require.Equal(t, map[string]bool{"orders": false}, all())
+	ireq := kmsg.NewPtrInitProducerIDRequest()
+	ireq.SetVersion(4)
+	ireq.TransactionalID, ireq.TransactionTimeoutMillis = kmsg.StringPtr("etl"), 60000
+	require.Equal(t, errNone, c.do(ireq).(*kmsg.InitProducerIDResponse).ErrorCode)
+	require.Equal(t, map[string]bool{"orders": false, log.TransactionStateTopic: true}, all())
+}
