@@ -162,9 +162,13 @@ func (b *Broker) readFetch(req FetchRequest, op *fetchOp) (FetchResponse, int) {
 			}
 			op.parts[i] = p
 		}
+		// The high watermark and the LSO are read once: the bound of the
+		// read is the one reported (read again, either could have moved,
+		// and a READ_COMMITTED answer carried records past its LSO).
 		hw := op.hw(p)
-		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, min(p.LastStableOffset(), hw), p.StartOffset()
-		bound := op.bound(p)
+		lso := min(p.LastStableOffset(), hw)
+		out.HighWatermark, out.LastStableOffset, out.LogStartOffset = hw, lso, p.StartOffset()
+		bound := op.boundOf(p, hw, lso)
 		op.bounds[i], op.counts[i] = bound, 0
 		budget := min(fp.maxBytes(&req), req.MaxBytes-total)
 		if budget <= 0 && total > 0 {
@@ -226,13 +230,24 @@ type fetchOp struct {
 
 // bound is the offset the fetch reads p below.
 func (o *fetchOp) bound(p *Partition) int64 {
+	hw := o.hw(p)
+	lso := hw
+	if o.req.isolation() == FetchTxnCommitted {
+		lso = min(p.LastStableOffset(), hw)
+	}
+	return o.boundOf(p, hw, lso)
+}
+
+// boundOf is bound with p's high watermark and last stable offset (at
+// most hw) already read.
+func (o *fetchOp) boundOf(p *Partition, hw, lso int64) int64 {
 	switch o.req.isolation() {
 	case FetchLogEnd:
 		return p.EndOffset()
 	case FetchTxnCommitted:
-		return min(p.LastStableOffset(), o.hw(p))
+		return lso
 	}
-	return o.hw(p)
+	return hw
 }
 
 func (o *fetchOp) TryComplete() bool {
