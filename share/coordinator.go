@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-log/strata/clock"
@@ -91,6 +92,13 @@ type Config struct {
 	// ShareSnapshot record) after this many updates
 	// (share.coordinator.snapshot.update.records.per.snapshot, 500).
 	SnapshotEvery int
+	// ColdSnapshotInterval: every this often, a share-partition whose
+	// latest snapshot is at least this old is written whole again
+	// (share.coordinator.cold.partition.snapshot.interval.ms, 5 min), so
+	// that an idle one does not keep the records of the busy ones in the
+	// StateLog (a StatePruner drops those before the oldest latest
+	// snapshot) nor make a replay long; negative: never.
+	ColdSnapshotInterval time.Duration
 	// Placement, in a cluster, says which groups' membership and which
 	// partitions' share-partitions this broker serves now (cluster.go);
 	// nil: all of them (a standalone broker).
@@ -116,6 +124,9 @@ func (c Config) withDefaults() Config {
 	if c.SnapshotEvery == 0 {
 		c.SnapshotEvery = 500
 	}
+	if c.ColdSnapshotInterval == 0 {
+		c.ColdSnapshotInterval = DefaultColdSnapshotInterval
+	}
 	if c.TopicNames == nil {
 		c.TopicNames = func() []string { return nil }
 	}
@@ -135,6 +146,10 @@ func (c Config) validate() error {
 	}
 	return c.Partition.validate()
 }
+
+// DefaultColdSnapshotInterval is
+// share.coordinator.cold.partition.snapshot.interval.ms.
+const DefaultColdSnapshotInterval = 5 * time.Minute
 
 // GroupConfig is a share group's own settings (Kafka's group configs,
 // set with IncrementalAlterConfigs on the group). A zero field means the
@@ -172,6 +187,11 @@ type Coordinator struct {
 	configs map[string]GroupConfig
 
 	callbacks sync.WaitGroup // armed timers whose callback has not returned
+	cold      *armed         // the cold-partition snapshot timer; under mu
+	// writes counts the records written; coldWrites is its value after
+	// the last cold-partition pass (that pass's callback only).
+	writes     atomic.Int64
+	coldWrites int64
 
 	watchMu sync.Mutex
 	watch   chan struct{} // closed when records become Available again (Watch)
@@ -197,9 +217,10 @@ type partEntry struct {
 	mu      sync.Mutex
 	key     stateKey
 	p       *partition
-	timer   *armed // the lock timer, armed at the earliest lock deadline
-	updates int    // update records since the last snapshot
-	epoch   int32  // snapshot epoch
+	timer   *armed    // the lock timer, armed at the earliest lock deadline
+	updates int       // update records since the last snapshot
+	epoch   int32     // snapshot epoch
+	snapped time.Time // when its latest snapshot was written (or replayed)
 	created time.Time
 	gone    bool // deleted: a holder of the entry starts again
 }
@@ -268,7 +289,7 @@ func Open(ctx context.Context, cfg Config, log StateLog) (*Coordinator, error) {
 		}
 		if kind == recSnapshot {
 			pe.p.resetTo(v.start)
-			pe.epoch, pe.updates = v.snapshotEpoch, 0
+			pe.epoch, pe.updates, pe.snapped = v.snapshotEpoch, 0, time.UnixMilli(v.writeMs)
 			c.snaps[k] = offset
 		} else {
 			pe.updates++
@@ -279,6 +300,7 @@ func Open(ctx context.Context, cfg Config, log StateLog) (*Coordinator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("share: replay __share_group_state: %w", err)
 	}
+	c.armCold()
 	return c, nil
 }
 
@@ -343,6 +365,10 @@ func (c *Coordinator) Close() {
 	}
 	c.closed = true
 	groups := slices.Collect(maps.Values(c.groups))
+	if c.cold != nil && c.cold.stop.Stop() {
+		c.callbacks.Done()
+	}
+	c.cold = nil
 	c.mu.Unlock()
 	for _, ge := range groups {
 		ge.mu.Lock()

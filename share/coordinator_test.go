@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/clock/clocktest"
+	"github.com/strata-log/strata/tp"
 )
 
 // memLog is a StateLog in memory; fail makes Append fail.
@@ -432,5 +433,70 @@ func TestCoordinatorUnacquireAndWatch(t *testing.T) {
 	case <-w:
 	default:
 		t.Fatal("Watch not woken by expired locks")
+	}
+}
+
+// TestCoordinatorColdSnapshot: a share-partition left idle keeps its old
+// snapshot, which holds back the pruning of the records a busy one writes
+// after it, until the cold-partition pass (ColdSnapshotInterval, in
+// virtual time) writes it anew: the log is pruned past the old snapshot,
+// a reopen from the pruned log has the same state, and a quiet
+// coordinator writes no more snapshots.
+func TestCoordinatorColdSnapshot(t *testing.T) {
+	f := newFixture(t, Config{SnapshotEvery: 3, ColdSnapshotInterval: time.Minute})
+	f.join("m1")
+	f.produce(0, 40)
+	f.produce(1, 5)
+	if got := f.acquire("m1", 1, 5); got != "0-4@1 " {
+		t.Fatalf("acquired %q", got)
+	}
+	if err := f.ack("m1", 1, 0, 4, AckAccept); err != nil {
+		t.Fatal(err)
+	}
+	// Partition 1 is idle from here; partition 0 writes on.
+	for i := range 20 {
+		rs, err := f.c.Acquire(context.Background(), "g", "m1", TopicPartition{Topic: "t"}, 2)
+		if err != nil || len(rs) == 0 {
+			t.Fatalf("acquire %d: %v %v", i, rs, err)
+		}
+		if err := f.ack("m1", 0, rs[0].First, rs[len(rs)-1].Last, AckAccept); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k1 := stateKey{group: "g", topicID: tp.TopicID("t"), partition: 1}
+	f.c.pruneMu.Lock()
+	old1 := f.c.snaps[k1]
+	f.c.pruneMu.Unlock()
+	f.log.mu.Lock()
+	start, end := f.log.start, f.log.start+int64(len(f.log.recs))
+	f.log.mu.Unlock()
+	if start > old1 || end-start < 20 {
+		t.Fatalf("log %d-%d, partition 1's snapshot at %d: the idle snapshot holds the pruning back", start, end, old1)
+	}
+	before0, before1 := f.state(0), f.state(1)
+
+	f.clk.Advance(time.Minute)
+	f.c.pruneMu.Lock()
+	new1 := f.c.snaps[k1]
+	f.c.pruneMu.Unlock()
+	f.log.mu.Lock()
+	start, end = f.log.start, f.log.start+int64(len(f.log.recs))
+	f.log.mu.Unlock()
+	if new1 <= old1 || start <= old1 || end-start > 2 {
+		t.Fatalf("after the cold pass: partition 1's snapshot at %d (was %d), log %d-%d", new1, old1, start, end)
+	}
+
+	f.clk.Advance(time.Minute) // nothing written since: no new snapshots
+	f.log.mu.Lock()
+	quiet := f.log.start + int64(len(f.log.recs))
+	f.log.mu.Unlock()
+	if quiet != end {
+		t.Fatalf("a quiet coordinator wrote %d more records", quiet-end)
+	}
+
+	f.c.Close()
+	f.open()
+	if a0, a1 := f.state(0), f.state(1); a0.StartOffset != before0.StartOffset || a1.StartOffset != before1.StartOffset {
+		t.Fatalf("after a reopen from the pruned log: %+v %+v, before %+v %+v", a0, a1, before0, before1)
 	}
 }

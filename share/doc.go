@@ -48,7 +48,10 @@
 // A broker (log.Broker) owns one Coordinator, made with Open over a
 // StateLog: the internal topic __share_group_state, which Open replays and
 // every change of a share-partition is written to before it is answered,
-// as Kafka's ShareSnapshot and ShareUpdate records (records.go). A fetch
+// as Kafka's ShareSnapshot and ShareUpdate records (records.go): a
+// snapshot of the share-partition every SnapshotEvery updates, and of one
+// left idle every ColdSnapshotInterval, so that replay stays short and a
+// StatePruner can drop what every latest snapshot made obsolete. A fetch
 // calls Acquire for each partition and reads the acquired offsets from the
 // log; the member acknowledges with Acknowledge. Describe, List, Offsets,
 // AlterOffsets, DeleteOffsets and DeleteGroup are the admin side;

@@ -3,6 +3,7 @@ package share
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -254,14 +255,72 @@ func (c *Coordinator) flush(pe *partEntry, whole bool) error {
 			return err
 		}
 	}
+	c.writes.Add(1)
 	if rec.Key[1] != recSnapshot {
 		pe.updates++
 		return nil
 	}
 	pe.epoch++
 	pe.updates = 0
+	pe.snapped = now
 	c.snapshotAt(pe.key, at)
 	return nil
+}
+
+// armCold arms the cold-partition snapshot timer, if there is a log to
+// write to.
+func (c *Coordinator) armCold() {
+	if c.log == nil || c.cfg.ColdSnapshotInterval < 0 {
+		return
+	}
+	a := c.afterFunc(c.clock.Now().Add(c.cfg.ColdSnapshotInterval), func(a *armed) {
+		c.snapshotCold()
+		c.mu.Lock()
+		mine := c.cold == a && !c.closed
+		c.mu.Unlock()
+		if mine {
+			c.armCold()
+		}
+	})
+	c.mu.Lock()
+	if c.closed && a != nil {
+		if a.stop.Stop() {
+			c.callbacks.Done()
+		}
+		a = nil
+	}
+	c.cold = a
+	c.mu.Unlock()
+}
+
+// snapshotCold writes a snapshot of every share-partition whose latest
+// one is ColdSnapshotInterval old or older (Kafka's
+// snapshotColdPartitions), unless nothing was written since the last
+// pass: a quiet coordinator does not write the same snapshots again.
+func (c *Coordinator) snapshotCold() {
+	writes := c.writes.Load()
+	if writes == c.coldWrites {
+		return
+	}
+	now := c.clock.Now()
+	c.mu.Lock()
+	groups := slices.Collect(maps.Values(c.groups))
+	c.mu.Unlock()
+	for _, ge := range groups {
+		ge.mu.Lock()
+		parts := slices.Collect(maps.Values(ge.parts))
+		ge.mu.Unlock()
+		for _, pe := range parts {
+			pe.mu.Lock()
+			if !pe.gone && now.Sub(pe.snapped) >= c.cfg.ColdSnapshotInterval {
+				if err := c.flush(pe, true); err != nil {
+					c.cfg.Logger.Warn("share: snapshot a cold share-partition", "group", pe.key.group, "err", err)
+				}
+			}
+			pe.mu.Unlock()
+		}
+	}
+	c.coldWrites = c.writes.Load() // with this pass's own
 }
 
 // snapshotAt notes that the latest snapshot of a share-partition is at
