@@ -26,6 +26,7 @@ func (c *Client) WriteTxnMarker(ctx context.Context, tp log.TopicPartition, m ba
 	defer cancel()
 	bc, err := c.leader(ctx, tp, laneControl)
 	if err != nil {
+		c.refreshQuiet(ctx) // the leader may have moved, or gone
 		return err
 	}
 	req := kmsg.NewPtrWriteTxnMarkersRequest()

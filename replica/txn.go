@@ -310,7 +310,9 @@ func (b *Broker) ensureTxnStateTopic(ctx context.Context) error {
 // this member, its leader (txn.Store): each record an acks=all produce. A
 // write that fails here — the member lost the leadership, or the ISR is
 // too small — is not acknowledged, and the coordinator forgets the
-// change; it is closed once the metadata shows the new leader.
+// change; it is closed once the metadata shows the new leader, or
+// reloaded. The requests are answered NOT_COORDINATOR: clients find the
+// coordinator again and retry.
 type txnStateStore struct {
 	b  *Broker
 	tp log.TopicPartition
@@ -330,7 +332,12 @@ func (s txnStateStore) Write(ctx context.Context, key, value []byte) error {
 		// the next coordinator loads: this one reloads the partition
 		// rather than go on from a state that forgot it.
 		s.b.reloadTxnCoordinator(s.tp.Partition)
-		return fmt.Errorf("replica: broker %d: write %s-%d: %w", s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
+		if errors.Is(err, log.ErrRecordTooLarge) {
+			return fmt.Errorf("replica: broker %d: write %s-%d: %w", s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
+		}
+		// As Kafka's coordinator answers a failed append: find the
+		// coordinator again (NOT_COORDINATOR), and retry.
+		return fmt.Errorf("%w: broker %d: write %s-%d: %v", kafka.ErrNotCoordinator, s.b.cfg.ID, s.tp.Topic, s.tp.Partition, err)
 	}
 	return nil
 }

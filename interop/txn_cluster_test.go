@@ -1,0 +1,263 @@
+package interop
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/strata-log/strata/controller"
+	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/txn"
+)
+
+// TestKgoGroupTransactSessionCluster: kgo's GroupTransactSession
+// (consume, transform, produce, exactly once) against a three-member
+// cluster, with a member stopped mid-run that leads an output partition
+// and coordinates one session's transactions (and leads a third of
+// __consumer_offsets and __transaction_state): leadership and the
+// coordinators move, the sessions go on, and a READ_COMMITTED reader of
+// the output then finds every input exactly once.
+func TestKgoGroupTransactSessionCluster(t *testing.T) {
+	const n = 400
+	c := startCluster(t, 3)
+	ctx := testCtx(t, 150*time.Second)
+	for _, tp := range []struct {
+		name  string
+		parts int
+	}{{"in", 4}, {"out", 2}} {
+		if err := c.any().CreateTopic(ctx, tp.name, log.TopicConfig{Partitions: tp.parts, ReplicationFactor: 3, MinInSyncReplicas: 2}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The victim leads out-0 and coordinates the first session's
+	// transactions, another member the second's.
+	victim := c.leader("out", 0)
+	createTxnState(ctx, t, c)
+	ids := []string{txnIDOf(t, c, victim, true), txnIDOf(t, c, victim, false)}
+	seed := newClusterKgo(t, c, kgo.DefaultProduceTopic("in"), kgo.RequiredAcks(kgo.AllISRAcks()))
+	for i := range n {
+		if err := seed.ProduceSync(ctx, &kgo.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seed.Close()
+
+	session := func(id string) *kgo.GroupTransactSession {
+		s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.seeds()...), kgo.Dialer(c.dial), kgo.TransactionalID(id),
+			kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+			kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic("out"), kgo.FetchMaxBytes(256), kgo.FetchMaxPartitionBytes(128),
+			kgo.SessionTimeout(6*time.Second), kgo.TransactionTimeout(30*time.Second), kgo.FetchMaxWait(200*time.Millisecond), kgo.RecordDeliveryTimeout(15*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	var mu sync.Mutex
+	processed := map[string]bool{}
+	progress := make(chan struct{}, 1)
+	var commits, aborts int
+	// Polling stops once every input is processed: the session that did
+	// not process the last ones is waiting for more.
+	pctx, stopPolling := context.WithCancel(ctx)
+	defer stopPolling()
+	run := func(s *kgo.GroupTransactSession) error {
+		for {
+			mu.Lock()
+			finished := len(processed) >= n
+			mu.Unlock()
+			if finished {
+				return nil
+			}
+			fs := s.PollFetches(pctx)
+			if pctx.Err() != nil && ctx.Err() == nil {
+				continue // finished by the other session
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("%d of %d inputs processed: %w", len(processed), n, ctx.Err())
+			}
+			fs.EachError(func(topic string, p int32, err error) { t.Logf("fetch %s-%d: %v", topic, p, err) })
+			if err := s.Begin(); err != nil {
+				return err
+			}
+			var wg sync.WaitGroup
+			var perr error
+			fs.EachRecord(func(r *kgo.Record) {
+				wg.Add(1)
+				s.Produce(ctx, &kgo.Record{Key: r.Key, Value: []byte(strings.ToUpper(string(r.Value)))}, func(_ *kgo.Record, err error) {
+					mu.Lock()
+					if err != nil {
+						perr = err
+					}
+					mu.Unlock()
+					wg.Done()
+				})
+			})
+			wg.Wait()
+			commit := perr == nil
+			if !commit {
+				t.Logf("produce failed, the transaction aborts: %v", perr)
+			}
+			ok, err := s.End(ctx, kgo.TransactionEndTry(commit))
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			if ok && commit {
+				commits++
+				fs.EachRecord(func(r *kgo.Record) { processed[string(r.Value)] = true })
+				if len(processed) >= n {
+					stopPolling()
+				}
+			} else {
+				aborts++
+			}
+			mu.Unlock()
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		}
+	}
+
+	a, b := session(ids[0]), session(ids[1])
+	defer closeWithin(t, a)
+	defer closeWithin(t, b)
+	errs := make(chan error, 2)
+	go func() { errs <- run(a) }()
+	go func() { errs <- run(b) }()
+
+	// Once a third of the input is processed, stop the victim.
+	for {
+		mu.Lock()
+		k := len(processed)
+		mu.Unlock()
+		if k >= n/3 {
+			break
+		}
+		select {
+		case <-progress:
+		case err := <-errs:
+			t.Fatalf("a session stopped early: %v", err)
+		case <-ctx.Done():
+			t.Fatalf("%d of %d inputs processed", k, n)
+		}
+	}
+	t.Logf("stopping member %d, the leader of out-0 and the coordinator of %s, after %d inputs", victim, ids[0], n/3)
+	c.stop(victim)
+
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	mu.Lock()
+	t.Logf("%d transactions committed, %d aborted", commits, aborts)
+	mu.Unlock()
+
+	got := readCommittedCluster(ctx, t, c.any(), "out")
+	for i := range n {
+		if v := fmt.Sprintf("V%d", i); got[v] != 1 {
+			t.Errorf("%s written %d times", v, got[v])
+		}
+	}
+	if len(got) != n {
+		t.Errorf("%d distinct values, want %d", len(got), n)
+	}
+}
+
+// createTxnState makes the first transactional call, which creates
+// __transaction_state (Kafka's 50 partitions), and waits until every
+// member knows a leader for each of its partitions.
+func createTxnState(ctx context.Context, t *testing.T, c *cluster) {
+	t.Helper()
+	prod, err := log.NewProducer(c.any(), log.ProducerConfig{TransactionalID: "probe", Acks: log.AcksAll})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	if err := prod.InitTransactions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.waitImage(log.TransactionStateTopic+" led", func(img *controller.Image) bool {
+		xt, ok := img.Topic(log.TransactionStateTopic)
+		for _, st := range xt.Partitions {
+			ok = ok && st.Leader != controller.NoLeader
+		}
+		return ok && len(xt.Partitions) == replica.DefaultTransactionStatePartitions
+	})
+}
+
+// txnIDOf returns a transactional id whose coordinator is member id (on),
+// or another member (!on).
+func txnIDOf(t *testing.T, c *cluster, id int, on bool) string {
+	t.Helper()
+	xt, _ := c.any().Image().Topic(log.TransactionStateTopic)
+	for i := range 1000 {
+		tid := fmt.Sprintf("etl-%d", i)
+		if (xt.Partitions[txn.PartitionFor(tid, len(xt.Partitions))].Leader == id) == on {
+			return tid
+		}
+	}
+	t.Fatalf("no transactional id tried is coordinated by member %d (%v)", id, on)
+	return ""
+}
+
+// closeWithin closes a session, which flushes: a failed test whose
+// records cannot be written does not hang on it.
+func closeWithin(t *testing.T, s *kgo.GroupTransactSession) {
+	done := make(chan struct{})
+	go func() { s.Close(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Errorf("GroupTransactSession.Close did not return within 10 s")
+	}
+}
+
+// readCommittedCluster reads topic to its high watermark with a
+// READ_COMMITTED log.Consumer on member b (which cannot pass a partition's
+// last stable offset: reaching the HW means nothing there is left open)
+// and counts each value.
+func readCommittedCluster(ctx context.Context, t *testing.T, b *replica.Broker, topic string) map[string]int {
+	t.Helper()
+	parts, err := b.Partitions(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cons, err := log.NewConsumer(b, log.ConsumerConfig{Topics: []string{topic}, Isolation: log.ReadCommitted, MaxWait: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Close()
+	got := map[string]int{}
+	for {
+		complete := true
+		for i := range parts {
+			end, err := b.ListOffset(ctx, log.TopicPartition{Topic: topic, Partition: i}, log.LatestOffset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pos, err := cons.Position(topic, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			complete = complete && pos >= end
+		}
+		if complete {
+			return got
+		}
+		recs, err := cons.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range recs {
+			got[string(r.Value)]++
+		}
+	}
+}
