@@ -128,6 +128,25 @@ func (c *memberCluster) waitLive(n int) {
 	})
 }
 
+// retryUnknownOutcome calls f again while it fails because the controller
+// lost leadership while committing (ErrLeadershipLost, outcome unknown) or
+// is not the controller: for a change that is the same when made twice (a
+// reassignment to a target), as Kafka's admin client retries NOT_CONTROLLER.
+// Seen on a loaded CI machine.
+func retryUnknownOutcome(ctx context.Context, f func() error) error {
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil ||
+			!errors.Is(err, controller.ErrLeadershipLost) && !errors.Is(err, controller.ErrNotController) {
+			return err
+		}
+		select { // back off as a client does; the election needs time
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // createTopic creates a topic and waits until every running member knows it.
 func (c *memberCluster) createTopic(name string, cfg log.TopicConfig) {
 	c.t.Helper()

@@ -63,7 +63,11 @@ func testGrowMoveAndDecommission(t *testing.T, tr string) {
 	p1, _ := c.any().Image().Partition("orders", 1)
 	target0 := append([]int{4}, without(p0.Replicas, d)...)
 	target1 := append(without(p1.Replicas, d), 4)
-	res, err := client.AlterPartitionReassignments(ctx, []controller.ReassignTarget{{Topic: "orders", Partition: 0, Replicas: target0}})
+	var res []controller.ReassignResult
+	err := retryUnknownOutcome(ctx, func() (err error) {
+		res, err = client.AlterPartitionReassignments(ctx, []controller.ReassignTarget{{Topic: "orders", Partition: 0, Replicas: target0}})
+		return err
+	})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	c.waitMoved("orders", 0, target0)
@@ -82,7 +86,10 @@ func testGrowMoveAndDecommission(t *testing.T, tr string) {
 	loads[0].waitAcked(20)
 	logf("partition 0: 20 more acknowledged after the election")
 
-	res, err = client.AlterPartitionReassignments(ctx, []controller.ReassignTarget{{Topic: "orders", Partition: 1, Replicas: target1}})
+	err = retryUnknownOutcome(ctx, func() (err error) {
+		res, err = client.AlterPartitionReassignments(ctx, []controller.ReassignTarget{{Topic: "orders", Partition: 1, Replicas: target1}})
+		return err
+	})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
 	c.waitMoved("orders", 1, target1)

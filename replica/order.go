@@ -23,8 +23,10 @@ import (
 // predecessor does not come within orderWait goes anyway: the producer
 // dropped it (its timeout) or sent it elsewhere, and the leader decides.
 
-// orderWait bounds how long a batch waits for the batches before it.
-const orderWait = 50 * time.Millisecond
+// orderWait bounds how long a batch waits for the batches before it (a
+// variable for the tests of the order itself, which a loaded machine's
+// goroutine scheduling must not decide).
+var orderWait = 50 * time.Millisecond
 
 type orderKey struct {
 	tp    log.TopicPartition

@@ -15,17 +15,21 @@ import (
 )
 
 // countingClient is a member as a producer's client that counts the
-// batches the leader refused out of order.
+// batches the leader refused out of order, and those that failed
+// otherwise.
 type countingClient struct {
 	*replica.Broker
-	calls, outOfOrder atomic.Int64
+	calls, outOfOrder, failed atomic.Int64
 }
 
 func (c *countingClient) ProduceBatch(ctx context.Context, tp log.TopicPartition, batch []byte, acks log.Acks) (log.ProduceResult, error) {
 	c.calls.Add(1)
 	res, err := c.Broker.ProduceBatch(ctx, tp, batch, acks)
-	if errors.Is(err, log.ErrOutOfOrderSequence) {
+	switch {
+	case errors.Is(err, log.ErrOutOfOrderSequence):
 		c.outOfOrder.Add(1)
+	case err != nil:
+		c.failed.Add(1)
 	}
 	return res, err
 }
@@ -35,6 +39,10 @@ func (c *countingClient) ProduceBatch(ctx context.Context, tp log.TopicPartition
 // no batch refused out of order (each would be retried after the ones
 // before it: slower), and the log holds every record once, in order.
 func TestForwardedIdempotentKeepsOrder(t *testing.T) {
+	// The order is the member's, not the timing's: 50 ms was missed by
+	// a batch's goroutine on a loaded machine under -race (4 refused with
+	// nothing failed). A predecessor that never comes is another test's.
+	t.Cleanup(replica.SetOrderWait(10 * time.Second))
 	for _, transport := range []string{"kafka", "local"} {
 		for _, rf := range []int{1, 3} {
 			t.Run(fmt.Sprintf("%s/rf%d", transport, rf), func(t *testing.T) {
@@ -65,7 +73,11 @@ func TestForwardedIdempotentKeepsOrder(t *testing.T) {
 					require.NoError(t, err)
 				}
 				require.Greater(t, cl.calls.Load(), int64(50), "batches sent")
-				require.Zero(t, cl.outOfOrder.Load(), "batches refused out of order, of %d sent", cl.calls.Load())
+				// A batch that fails (a retriable error: a loaded machine
+				// can miss a timeout) makes the up to 4 in flight behind it
+				// out of order, as on Kafka; forwarding must add none.
+				require.LessOrEqual(t, cl.outOfOrder.Load(), 4*cl.failed.Load(),
+					"batches refused out of order, of %d sent (%d failed otherwise)", cl.calls.Load(), cl.failed.Load())
 
 				p, err := c.member(leader).Partition("t", 0)
 				require.NoError(t, err)

@@ -86,11 +86,18 @@ func (c *memberCluster) waitACLs(b *replica.Broker, n int) {
 // controller, so that changes sent to it are forwarded.
 func (c *memberCluster) notController() *replica.Broker {
 	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
 	for _, b := range c.members {
 		if b == nil {
 			continue
 		}
-		if id, ok := b.Controller(); ok && id != b.ID() {
+		// A loaded machine can be between two controllers: wait for one.
+		id, err := replica.WaitController(ctx, b)
+		if err != nil {
+			c.t.Fatalf("member %d knows no controller: %v", b.ID(), err)
+		}
+		if id != b.ID() {
 			return b
 		}
 	}
