@@ -50,8 +50,12 @@ type memberShares struct {
 	c      *share.Coordinator
 	led    map[log.TopicPartition]*ledShare // partitions whose share-partitions are loaded or loading
 	ledIDs map[ledKey]log.TopicPartition    // led's partitions, by topic id (the records' keys name them so)
-	closed bool
-	loads  sync.WaitGroup
+	// loading holds the latest load goroutine of each partition, closed
+	// when it ends: the next load of the partition waits for it, so that
+	// a superseded load never installs what it read over a later one's.
+	loading map[log.TopicPartition]chan struct{}
+	closed  bool
+	loads   sync.WaitGroup
 
 	cfgMu   sync.Mutex                   // after the coordinator's SetGroupConfig
 	configs map[string]share.GroupConfig // as last read from or written to the log (share_configs.go)
@@ -189,18 +193,39 @@ func (b *Broker) syncShares() {
 		}
 		s.led[t] = ls
 		s.ledIDs[ledKey{tp.TopicID(t.Topic), int32(t.Partition)}] = t
+		if s.loading == nil {
+			s.loading = map[log.TopicPartition]chan struct{}{}
+		}
+		prev, done := s.loading[t], make(chan struct{})
+		s.loading[t] = done
 		s.loads.Add(1)
-		go b.loadShares(ctx, t, ls)
+		go b.loadShares(ctx, t, ls, prev, done)
 	}
 	s.c.DropMembers(b.leadsGroupPartition)
 }
 
 // loadShares loads the share-partitions of t for ls from
 // __share_group_state, trying again after a failed read, until they are
-// loaded or ls is cancelled.
-func (b *Broker) loadShares(ctx context.Context, t log.TopicPartition, ls *ledShare) {
+// loaded or ls is cancelled; it starts once the partition's previous load
+// (prev) has ended, and closes done when it ends.
+func (b *Broker) loadShares(ctx context.Context, t log.TopicPartition, ls *ledShare, prev <-chan struct{}, done chan struct{}) {
 	s := &b.shares
 	defer s.loads.Done()
+	defer func() {
+		s.mu.Lock()
+		if s.loading[t] == done {
+			delete(s.loading, t)
+		}
+		s.mu.Unlock()
+		close(done)
+	}()
+	if prev != nil {
+		select {
+		case <-prev:
+		case <-ctx.Done():
+			return
+		}
+	}
 	backoff := 20 * time.Millisecond
 	for {
 		err := s.c.Load(ctx, t, shareStateReader{b: b, tp: b.shareStateTP(t)})
@@ -211,8 +236,9 @@ func (b *Broker) loadShares(ctx context.Context, t log.TopicPartition, ls *ledSh
 		}
 		s.mu.Unlock()
 		if !current {
-			// Superseded while it loaded: what it loaded is dropped by
-			// syncShares, or loaded again by the next load.
+			// Superseded while it loaded: what it may have installed
+			// goes (the next load, if any, waits for this one).
+			s.c.Drop(t)
 			return
 		}
 		if err == nil {
