@@ -229,9 +229,15 @@ func testShareGroupOnCluster(t *testing.T, tr string) {
 // share-partition from __share_group_state and delivers the others again
 // (delivery count 2); none is lost, none accepted twice.
 func TestShareGroupLeaderFailover(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testShareGroupLeaderFailover(t, tr) })
+	}
+}
+
+func testShareGroupLeaderFailover(t *testing.T, tr string) {
 	leaktest.Check(t)
 	const n = 100
-	c := shareCluster(t, "k", 1, "g")
+	c := shareClusterOver(t, tr, "k", 1, "g")
 	produce(t, c.member(1), "k", 0, n)
 	for _, b := range c.members {
 		c.waitImage(b, "ISR of 3", func(img *controller.Image) bool {
@@ -302,9 +308,15 @@ func TestShareGroupLeaderFailover(t *testing.T) {
 // others consume: they find the new coordinator, join it again, and every
 // record is accepted once.
 func TestShareGroupCoordinatorFailover(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr, func(t *testing.T) { testShareGroupCoordinatorFailover(t, tr) })
+	}
+}
+
+func testShareGroupCoordinatorFailover(t *testing.T, tr string) {
 	leaktest.Check(t)
 	const n, parts = 400, 4
-	c := shareCluster(t, "w", parts, "g")
+	c := shareClusterOver(t, tr, "w", parts, "g")
 	produceBatched(t, c.member(1), "w", n)
 	coord := c.leader(log.OffsetsTopic, replica.GroupPartition("g", replica.DefaultOffsetsTopicPartitions))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
