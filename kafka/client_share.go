@@ -312,6 +312,7 @@ func (c *Client) shareFetchFrom(ctx context.Context, req log.ShareFetchRequest, 
 	defer s.mu.Unlock()
 	bc, err := s.conn(ctx, c, addr)
 	if err != nil {
+		c.refreshQuiet(ctx) // the leader may be gone: the next fetch asks the one the metadata names now
 		return nil, failAll(ls.acks, err), fmt.Errorf("kafka: share fetch from %s: %w", addr, err)
 	}
 	var failed map[log.TopicPartition]error
@@ -412,6 +413,7 @@ func (c *Client) shareFetchFrom(ctx context.Context, req log.ShareFetchRequest, 
 	resp, err := bc.doWithin(ctx, kr, clientShareFetchMax, wait+c.requestTimeout())
 	if err != nil {
 		s.reset(c) // the request may have reached the broker: the session's epoch is unknown
+		c.refreshQuiet(ctx)
 		return nil, mergeFailed(failed, failAll(acks, err)), fmt.Errorf("kafka: share fetch from %s: %w", addr, err)
 	}
 	r := resp.(*kmsg.ShareFetchResponse)

@@ -168,21 +168,31 @@ func (b *Broker) syncShares() {
 		}
 	}
 	s := &b.shares
+	// The coordinator is called without s.mu: its locks come first (a
+	// write it makes under them asks sharePlacement, which takes s.mu).
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed || b.ctx.Err() != nil {
+		s.mu.Unlock()
 		return
 	}
+	var stopped []log.TopicPartition
 	for t, ls := range s.led {
 		if e, ok := want[t]; !ok || e != ls.epoch {
 			ls.cancel()
 			delete(s.led, t)
 			delete(s.ledIDs, ledKey{tp.TopicID(t.Topic), int32(t.Partition)})
-			s.c.Drop(t)
+			stopped = append(stopped, t)
 		}
 	}
+	s.mu.Unlock()
+	// Dropped before a new load of the partition starts (below), which
+	// must not lose what it installs to this drop.
+	for _, t := range stopped {
+		s.c.Drop(t)
+	}
+	s.mu.Lock()
 	for t, e := range want {
-		if _, ok := s.led[t]; ok {
+		if _, ok := s.led[t]; ok || s.closed {
 			continue
 		}
 		ctx, cancel := context.WithCancel(b.ctx)
@@ -201,6 +211,7 @@ func (b *Broker) syncShares() {
 		s.loads.Add(1)
 		go b.loadShares(ctx, t, ls, prev, done)
 	}
+	s.mu.Unlock()
 	s.c.DropMembers(b.leadsGroupPartition)
 }
 

@@ -278,7 +278,7 @@ func testShareGroupLeaderFailover(t *testing.T, tr string) {
 	for a.count() < n && ctx.Err() == nil {
 		got, err := sc.Poll(ctx)
 		if err != nil {
-			continue
+			continue // the fetch while the leader moves
 		}
 		for _, r := range got {
 			require.NoError(t, r.Accept())
