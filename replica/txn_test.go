@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/internal/leaktest"
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
 	"github.com/strata-log/strata/txn"
@@ -187,4 +188,61 @@ func TestTxnZombieFenced(t *testing.T) {
 	for _, p := range ps {
 		require.Equal(t, []string{fmt.Sprintf("fresh-%d", p), fmt.Sprintf("end-%d", p)}, got[p], "partition %d", p)
 	}
+}
+
+// Strata's transactional Producer over kafka.Dial to a cluster: the
+// Client finds each transactional id's coordinator with FindCoordinator,
+// its produces are verified at the coordinator by the partitions' leaders
+// (KIP-890), and a READ_COMMITTED Consumer over the same Client reads the
+// committed transactions only.
+func TestTxnProducerOverKafkaDial(t *testing.T) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, "kafka")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c.createTopic("t", log.TopicConfig{Partitions: 3, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	kc, err := kafka.Dial(ctx, kafka.DialConfig{Seeds: []string{c.member(1).Addr()}, Dial: c.net.Node("client").Dial})
+	require.NoError(t, err)
+	defer kc.Close()
+
+	ps := []int{0, 1, 2}
+	prod, err := log.NewProducer(kc, log.ProducerConfig{TransactionalID: "dialed", Acks: log.AcksAll,
+		Timeout: 20 * time.Second, Partitioner: log.PartitionerManual})
+	require.NoError(t, err)
+	defer prod.Close()
+	require.NoError(t, prod.InitTransactions(ctx))
+	sendTxn(ctx, t, prod, "t", ps, "c1", true)
+	sendTxn(ctx, t, prod, "t", ps, "a1", false)
+	sendTxn(ctx, t, prod, "t", ps, "end", true)
+
+	cons, err := log.NewConsumer(kc, log.ConsumerConfig{Topics: []string{"t"}, MaxWait: 100 * time.Millisecond, Isolation: log.ReadCommitted})
+	require.NoError(t, err)
+	defer cons.Close()
+	got := map[int][]string{}
+	for ended := 0; ended < len(ps); {
+		recs, err := cons.Poll(ctx)
+		require.NoError(t, err, "read so far: %v", got)
+		for _, r := range recs {
+			got[r.Partition] = append(got[r.Partition], string(r.Value))
+			if strings.HasPrefix(string(r.Value), "end") {
+				ended++
+			}
+		}
+	}
+	for _, p := range ps {
+		require.Equal(t, []string{fmt.Sprintf("c1-%d", p), fmt.Sprintf("end-%d", p)}, got[p], "partition %d", p)
+	}
+	// Every member names the coordinator; only it runs it.
+	node, ok := replica.TxnBackend(c.member(2)).TxnCoordinatorNode(ctx, "dialed")
+	require.True(t, ok)
+	coord, err := replica.TxnBackend(c.member(int(node))).TxnCoordinator(ctx, "dialed")
+	require.NoError(t, err)
+	select { // the markers are written; the completion may still be
+	case <-coord.Idle("dialed"):
+	case <-ctx.Done():
+		t.Fatal("the last transaction never completed")
+	}
+	meta, ok := coord.Describe("dialed")
+	require.True(t, ok)
+	require.Equal(t, txn.CompleteCommit, meta.State)
 }
