@@ -42,7 +42,13 @@ import (
 // Not done here (yet): membership is kept in memory only (Kafka also
 // writes it to __consumer_offsets): when the coordinator moves, members
 // get UNKNOWN_MEMBER_ID and join again; __share_group_state is never
-// pruned (several leaders write each of its partitions).
+// pruned (several leaders write each of its partitions); a leader's
+// writes are not fenced by its leader epoch as Kafka's share coordinator
+// fences them: a member checks that it leads the partition before and
+// after each write, and a new leader reads up to a barrier it wrote, which
+// leaves a short window in which a deposed leader that has not yet learnt
+// of it could have an acknowledgement answered and not seen by its
+// successor.
 
 // memberShares is the share groups of one member.
 type memberShares struct {
