@@ -137,6 +137,7 @@ func (s *Server) apiVersions(code int16) *kmsg.ApiVersionsResponse {
 		k.ApiKey, k.MinVersion, k.MaxVersion = a.key, a.min, a.max
 		resp.ApiKeys = append(resp.ApiKeys, k)
 	}
+	s.addTxnFeatures(resp) // txn_version.go
 	return resp
 }
 

@@ -262,11 +262,11 @@ func (s *Server) committed(ctx context.Context, groupID string, topics []kmsg.Of
 // txnOffsetAPIs are served when the backend keeps transactional offset
 // commits (TxnOffsetCommitter). v3+ carry the member's generation, member
 // id and instance id (KIP-447), which the coordinator fences as
-// OffsetCommit's. v5 (KIP-890's transaction version 2, where the commit
-// adds the group to the transaction itself) is not served: a client adds
-// the group with AddOffsetsToTxn first.
+// OffsetCommit's. v5 (KIP-890's transaction version 2) adds the group to
+// the transaction itself where this server advertises that version
+// (txn_version.go).
 var txnOffsetAPIs = []api{
-	{key: authzTxnOffsetCommit, min: 0, max: 4, handle: handleTxnOffsetCommit},
+	{key: authzTxnOffsetCommit, min: 0, max: 5, handle: handleTxnOffsetCommit},
 }
 
 // handleTxnOffsetCommit commits offsets as part of the producer's
@@ -300,7 +300,10 @@ func handleTxnOffsetCommit(ctx context.Context, c *conn, r kmsg.Request) reply {
 			}
 		}
 		gc, cc := c.s.coordinatorFor(ctx, req.Group)
-		if code = cc; gc != nil {
+		if code = cc; gc != nil && req.Version >= 5 {
+			code = c.s.addTxnOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group) // txn_version.go
+		}
+		if gc != nil && code == errNone {
 			code = groupCode(ctx, gc.TxnCommit(ctx, tr))
 		}
 	}

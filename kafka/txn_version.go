@@ -1,0 +1,65 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/txn"
+)
+
+// Transaction version 2 (KIP-890 part 2): a standalone broker's
+// coordinator bumps the producer epoch on every EndTxn and answers the new
+// one (txn/machine.go), adds a produce v12's partitions and a
+// TxnOffsetCommit v5's group to the transaction itself, so ApiVersions
+// advertises the finalized feature transaction.version 2, as Kafka 4
+// does; clients that read it (kgo, Kafka's Java clients) then skip
+// AddPartitionsToTxn and AddOffsetsToTxn. A cluster member's server does
+// not advertise it: its transactional ids are routed across members
+// (TxnRouter), whose adds are its own.
+
+// transactionVersionFeature is the feature's name in ApiVersions.
+const transactionVersionFeature = "transaction.version"
+
+// advertisesTV2 reports whether this server finalizes transaction.version
+// 2: it coordinates transactions itself and keeps transactional offsets.
+func (s *Server) advertisesTV2() bool {
+	return s.caps.txns != nil && s.caps.txnRouter == nil && s.caps.txnOffsets != nil
+}
+
+// addTxnFeatures adds transaction.version to an ApiVersions answer: its
+// supported range and, finalized, 2.
+func (s *Server) addTxnFeatures(resp *kmsg.ApiVersionsResponse) {
+	if !s.advertisesTV2() {
+		return
+	}
+	sf := kmsg.NewApiVersionsResponseSupportedFeature()
+	sf.Name, sf.MinVersion, sf.MaxVersion = transactionVersionFeature, 0, txn.TV2
+	resp.SupportedFeatures = append(resp.SupportedFeatures, sf)
+	ff := kmsg.NewApiVersionsResponseFinalizedFeature()
+	ff.Name, ff.MinVersionLevel, ff.MaxVersionLevel = transactionVersionFeature, txn.TV2, txn.TV2
+	resp.FinalizedFeatures = append(resp.FinalizedFeatures, ff)
+	if resp.FinalizedFeaturesEpoch < 0 {
+		resp.FinalizedFeaturesEpoch = 0
+	}
+}
+
+// addTxnOffsets is TxnOffsetCommit v5's implicit AddOffsetsToTxn under
+// transaction version 2: the group's partition of __consumer_offsets joins
+// the producer's transaction before its offsets are written (nothing to
+// write if it is in already, as after an AddOffsetsToTxn). It returns the
+// code for every partition of the commit: errNone once added.
+func (s *Server) addTxnOffsets(ctx context.Context, id string, producerID int64, epoch int16, group string) int16 {
+	if !s.advertisesTV2() {
+		return errNone // the client added the group with AddOffsetsToTxn
+	}
+	coord, code := s.txnCoordinator(id)
+	if code != errNone {
+		return errCoordinatorLoadInProgress // the group's coordinator is right; the transaction's is not ready
+	}
+	err := coord.AddOffsets(ctx, id, producerID, epoch, s.groupOffsetsPartition(ctx, group), txn.TV2)
+	if err != nil {
+		return txnErrorCode(err, true)
+	}
+	return errNone
+}
