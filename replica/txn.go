@@ -234,7 +234,11 @@ func (b *Broker) localTxnCoordinator(id string) (*txn.Coordinator, error) {
 		return nil, fmt.Errorf("%w: no %s", kafka.ErrNotCoordinator, log.TransactionStateTopic)
 	}
 	st, ok := b.img.Load().Partition(tp.Topic, tp.Partition)
-	if ok && st.Leader == b.cfg.ID {
+	// The replica too: applying an image that moves the leadership makes
+	// it a follower before the image is stored and the coordinators are
+	// synced, and meanwhile the old coordinator must not answer (as
+	// localCoordinator, groups.go).
+	if ps := b.part(tp); ok && st.Leader == b.cfg.ID && ps != nil && ps.leading.Load() {
 		b.txns.mu.Lock()
 		defer b.txns.mu.Unlock()
 		if lt, ok := b.txns.led[tp.Partition]; ok && lt.epoch == st.LeaderEpoch {
