@@ -119,7 +119,13 @@ func TestReassignCommand(t *testing.T) {
 			t.Fatalf("broker %d's dynamic configs after --throttle: %v", b, got)
 		}
 	}
-	got := dynamicConfigs(t, addr, kmsg.ConfigResourceTypeTopic, "mv")
+	var got map[string]string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if got = dynamicConfigs(t, addr, kmsg.ConfigResourceTypeTopic, "mv"); len(got) == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process: addr applies what another member was asked
+	}
 	if got["leader.replication.throttled.replicas"] != fmt.Sprintf("1:%d,1:%d", p1.Replicas[0], p1.Replicas[1]) || got["follower.replication.throttled.replicas"] != fmt.Sprintf("1:%d", other1) {
 		t.Fatalf("mv's dynamic configs after --throttle: %v", got)
 	}
@@ -131,8 +137,17 @@ func TestReassignCommand(t *testing.T) {
 			t.Fatalf("broker %d's dynamic configs after --verify: %v", b, got)
 		}
 	}
-	if got := dynamicConfigs(t, addr, kmsg.ConfigResourceTypeTopic, "mv"); len(got) != 0 {
-		t.Fatalf("mv's dynamic configs after --verify: %v", got)
+	// The removal went through some member; addr's applies it a moment
+	// later.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		got := dynamicConfigs(t, addr, kmsg.ConfigResourceTypeTopic, "mv")
+		if len(got) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mv's dynamic configs after --verify: %v", got)
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process
 	}
 
 	// A move onto a stopped member stays in progress until cancelled.
@@ -237,4 +252,24 @@ func dynamicConfigs(t *testing.T, addr string, typ kmsg.ConfigResourceType, name
 		}
 	}
 	return out
+}
+
+// The reassignment's and the election's codes read as their names, with
+// the broker's message (kafkaCodeError, which both commands use).
+func TestReassignAndElectCodeNames(t *testing.T) {
+	msg := "details"
+	for code, name := range map[int16]string{
+		39: "INVALID_REPLICA_ASSIGNMENT", 85: "NO_REASSIGNMENT_IN_PROGRESS", 35: "UNSUPPORTED_VERSION",
+		80: "PREFERRED_LEADER_NOT_AVAILABLE", 83: "ELIGIBLE_LEADERS_NOT_AVAILABLE", 84: "ELECTION_NOT_NEEDED",
+	} {
+		if got := kafkaCodeError(code, &msg).Error(); got != name+": details" {
+			t.Errorf("code %d: %q, want %q", code, got, name+": details")
+		}
+		if got := kafkaCodeError(code, nil).Error(); got != name {
+			t.Errorf("code %d without a message: %q, want %q", code, got, name)
+		}
+	}
+	if kafkaCodeError(0, &msg) != nil {
+		t.Error("code 0 is no error")
+	}
 }
