@@ -116,7 +116,7 @@ func runLeaderElection(e *env, args []string) error {
 		return err
 	}
 	r := resp.(*kmsg.ElectLeadersResponse)
-	if err := electCodeError(r.ErrorCode, nil); err != nil {
+	if err := kafkaCodeError(r.ErrorCode, nil); err != nil {
 		return err
 	}
 	name := map[int8]string{0: "PREFERRED", 1: "UNCLEAN"}[req.ElectionType]
@@ -130,7 +130,7 @@ func runLeaderElection(e *env, args []string) error {
 			case 84: // ELECTION_NOT_NEEDED
 				notNeeded = append(notNeeded, tp)
 			default:
-				failed = append(failed, fmt.Sprintf("%s: %v", tp, electCodeError(p.ErrorCode, p.ErrorMessage)))
+				failed = append(failed, fmt.Sprintf("%s: %v", tp, kafkaCodeError(p.ErrorCode, p.ErrorMessage)))
 			}
 		}
 	}
@@ -148,16 +148,4 @@ func runLeaderElection(e *env, args []string) error {
 		return errProblems
 	}
 	return nil
-}
-
-// electCodeError is kafkaCodeError with the election codes named.
-func electCodeError(code int16, msg *string) error {
-	names := map[int16]string{80: "PREFERRED_LEADER_NOT_AVAILABLE", 83: "ELIGIBLE_LEADERS_NOT_AVAILABLE", 84: "ELECTION_NOT_NEEDED"}
-	if name, ok := names[code]; ok {
-		if msg != nil && *msg != "" {
-			name += ": " + *msg
-		}
-		return fmt.Errorf("%s", name)
-	}
-	return kafkaCodeError(code, msg)
 }

@@ -308,7 +308,7 @@ func (a *admin) ongoing() (map[string]kmsg.ListPartitionReassignmentsResponseTop
 		return nil, err
 	}
 	r := resp.(*kmsg.ListPartitionReassignmentsResponse)
-	if err := reassignCodeError(r.ErrorCode, r.ErrorMessage); err != nil {
+	if err := kafkaCodeError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return nil, err
 	}
 	out := map[string]kmsg.ListPartitionReassignmentsResponseTopicPartition{}
@@ -346,13 +346,13 @@ func (a *admin) alterReassignments(parts []reassignPartition, cancel bool) ([]st
 		return nil, nil, err
 	}
 	r := resp.(*kmsg.AlterPartitionAssignmentsResponse)
-	if err := reassignCodeError(r.ErrorCode, r.ErrorMessage); err != nil {
+	if err := kafkaCodeError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return nil, nil, err
 	}
 	errs := map[string]error{}
 	for _, t := range r.Topics {
 		for _, p := range t.Partitions {
-			errs[fmt.Sprintf("%s-%d", t.Topic, p.Partition)] = reassignCodeError(p.ErrorCode, p.ErrorMessage)
+			errs[fmt.Sprintf("%s-%d", t.Topic, p.Partition)] = kafkaCodeError(p.ErrorCode, p.ErrorMessage)
 		}
 	}
 	return order, errs, nil
@@ -519,16 +519,4 @@ func reassignList(e *env, a *admin) error {
 		fmt.Fprintf(e.stdout, "%s: replicas: %s. adding: %s. removing: %s.\n", k, joinInt32(p.Replicas), joinInt32(p.AddingReplicas), joinInt32(p.RemovingReplicas))
 	}
 	return nil
-}
-
-// reassignCodeError is kafkaCodeError with the reassignment codes named.
-func reassignCodeError(code int16, msg *string) error {
-	names := map[int16]string{39: "INVALID_REPLICA_ASSIGNMENT", 85: "NO_REASSIGNMENT_IN_PROGRESS", 35: "UNSUPPORTED_VERSION"}
-	if name, ok := names[code]; ok {
-		if msg != nil && *msg != "" {
-			name += ": " + *msg
-		}
-		return fmt.Errorf("%s", name)
-	}
-	return kafkaCodeError(code, msg)
 }
