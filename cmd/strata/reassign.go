@@ -176,6 +176,18 @@ func readReassignmentFile(path string) (reassignmentFile, error) {
 	return f, nil
 }
 
+// topics returns the topics of the file's partitions, each once, in the
+// file's order.
+func (f reassignmentFile) topics() []string {
+	var topics []string
+	for _, p := range f.Partitions {
+		if !slices.Contains(topics, p.Topic) {
+			topics = append(topics, p.Topic)
+		}
+	}
+	return topics
+}
+
 // currentAssignment returns the replicas of every partition of the topics,
 // as Metadata has them, in the reassignment file's format.
 func (a *admin) currentAssignment(topics []string) (reassignmentFile, error) {
@@ -366,12 +378,7 @@ func reassignExecute(e *env, a *admin, moves reassignmentFile, additional bool, 
 	if len(ongoing) > 0 && !additional {
 		return fmt.Errorf("cannot execute because there is an existing partition assignment; use --additional to start these moves in addition to the %d in progress", len(ongoing))
 	}
-	var topics []string
-	for _, p := range moves.Partitions {
-		if !slices.Contains(topics, p.Topic) {
-			topics = append(topics, p.Topic)
-		}
-	}
+	topics := moves.topics()
 	cur, err := a.currentAssignment(topics)
 	if err != nil {
 		return err
@@ -428,12 +435,7 @@ func reassignVerify(e *env, a *admin, moves reassignmentFile, preserveThrottles 
 	if err != nil {
 		return err
 	}
-	var topics []string
-	for _, p := range moves.Partitions {
-		if !slices.Contains(topics, p.Topic) {
-			topics = append(topics, p.Topic)
-		}
-	}
+	topics := moves.topics()
 	cur, err := a.currentAssignment(topics)
 	if err != nil {
 		return err

@@ -273,3 +273,15 @@ func TestReassignAndElectCodeNames(t *testing.T) {
 		t.Error("code 0 is no error")
 	}
 }
+
+// A reassignment file's topics: each once, in the file's order (what
+// --execute and --verify ask Metadata for).
+func TestReassignmentFileTopics(t *testing.T) {
+	f := reassignmentFile{Partitions: []reassignPartition{{Topic: "b", Partition: 1}, {Topic: "a"}, {Topic: "b"}, {Topic: "c", Partition: 2}, {Topic: "a", Partition: 3}}}
+	if got := strings.Join(f.topics(), ","); got != "b,a,c" {
+		t.Errorf("topics %q, want b,a,c", got)
+	}
+	if got := (reassignmentFile{}).topics(); got != nil {
+		t.Errorf("topics of an empty file: %q", got)
+	}
+}
