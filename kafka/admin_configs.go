@@ -514,21 +514,15 @@ func handleIncrementalAlterConfigs(ctx context.Context, c *conn, r kmsg.Request)
 	req := r.(*kmsg.IncrementalAlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.IncrementalAlterConfigsResponse)
 	a := c.s.caps.configs
-	type key struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	seen := map[key]int{}
-	for _, rr := range req.Resources {
-		seen[key{rr.ResourceType, rr.ResourceName}]++
-	}
+	seen := countResources(req.Resources, func(rr kmsg.IncrementalAlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+		return rr.ResourceType, rr.ResourceName
+	})
 	for _, rr := range req.Resources {
 		res := kmsg.NewIncrementalAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
+		err := seen.repeated(rr.ResourceType, rr.ResourceName) // alterconfigs.go
 		switch {
-		case seen[key{rr.ResourceType, rr.ResourceName}] > 1:
-			err = fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, rr.ResourceName)
+		case err != nil:
 		case rr.ResourceType == kmsg.ConfigResourceTypeGroupConfig:
 			err = c.s.alterGroupConfig(rr, req.ValidateOnly) // share groups (share_configs.go)
 		case rr.ResourceType != kmsg.ConfigResourceTypeTopic && rr.ResourceType != kmsg.ConfigResourceTypeBroker:

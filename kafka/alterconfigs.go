@@ -106,21 +106,14 @@ var staticBrokerConfigs = map[string]bool{
 func handleAlterConfigs(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.AlterConfigsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterConfigsResponse)
-	type key struct {
-		typ  kmsg.ConfigResourceType
-		name string
-	}
-	seen := map[key]int{}
-	for _, rr := range req.Resources {
-		seen[key{rr.ResourceType, rr.ResourceName}]++
-	}
+	seen := countResources(req.Resources, func(rr kmsg.AlterConfigsRequestResource) (kmsg.ConfigResourceType, string) {
+		return rr.ResourceType, rr.ResourceName
+	})
 	for _, rr := range req.Resources {
 		res := kmsg.NewAlterConfigsResponseResource()
 		res.ResourceType, res.ResourceName = rr.ResourceType, rr.ResourceName
-		var err error
-		if seen[key{rr.ResourceType, rr.ResourceName}] > 1 {
-			err = fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, rr.ResourceName)
-		} else {
+		err := seen.repeated(rr.ResourceType, rr.ResourceName)
+		if err == nil {
 			err = c.s.replaceConfigs(ctx, rr, req.ValidateOnly)
 		}
 		if err != nil {
@@ -129,6 +122,33 @@ func handleAlterConfigs(ctx context.Context, c *conn, r kmsg.Request) reply {
 		resp.Resources = append(resp.Resources, res)
 	}
 	return reply{resp: resp}
+}
+
+// resourceCounts counts how often a request lists each resource, for
+// AlterConfigs and IncrementalAlterConfigs, which refuse a resource listed
+// more than once (every listing of it), as Kafka does.
+type resourceCounts map[resourceKey]int
+
+type resourceKey struct {
+	typ  kmsg.ConfigResourceType
+	name string
+}
+
+func countResources[R any](rs []R, key func(R) (kmsg.ConfigResourceType, string)) resourceCounts {
+	c := resourceCounts{}
+	for _, r := range rs {
+		typ, name := key(r)
+		c[resourceKey{typ, name}]++
+	}
+	return c
+}
+
+// repeated is INVALID_REQUEST for a resource listed more than once.
+func (c resourceCounts) repeated(typ kmsg.ConfigResourceType, name string) error {
+	if c[resourceKey{typ, name}] > 1 {
+		return fmt.Errorf("%w: resource %s listed more than once", errInvalidRequestErr, name)
+	}
+	return nil
 }
 
 // replaceConfigs replaces (or, validateOnly, checks) one resource's configs.

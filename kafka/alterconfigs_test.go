@@ -204,3 +204,37 @@ func TestIncrementalAlterBrokerConfigs(t *testing.T) {
 	}
 	require.Equal(t, log.TopicConfig{RetentionTime: time.Minute}, b.TopicDefaults(log.ClusterDefaults))
 }
+
+// Both config APIs refuse a resource listed twice, every listing of it
+// (INVALID_REQUEST), and answer the others: countResources and repeated,
+// which both use.
+func TestConfigResourcesListedTwice(t *testing.T) {
+	s, b, _ := start(t, Config{}, logtest.TopicWithConfig("t", log.TopicConfig{Partitions: 1}), logtest.TopicWithConfig("u", log.TopicConfig{Partitions: 1}))
+	c := dial(t, s.Addr())
+	require.Equal(t, []int16{errInvalidRequest, errNone, errInvalidRequest},
+		legacyAlter(c, 1, false, legacyRes(topicRes, "t", "retention.ms", "1000"), legacyRes(topicRes, "u", "retention.ms", "2000"), legacyRes(topicRes, "t")))
+	resp := c.do(alterReq(1, false,
+		alterOps(topicRes, "t", opSet, "retention.ms", "1000"),
+		alterOps(topicRes, "u", opSet, "retention.ms", "3000"),
+		alterOps(topicRes, "t", opDelete, "retention.ms", "<nil>"),
+		alterOps(brokerRes, "t", opSet, "retention.ms", "1"), // another type, the same name: not a repeat
+	)).(*kmsg.IncrementalAlterConfigsResponse)
+	var codes []int16
+	for _, r := range resp.Resources {
+		codes = append(codes, r.ErrorCode)
+	}
+	require.Equal(t, []int16{errInvalidRequest, errNone, errInvalidRequest, errInvalidRequest}, codes) // the broker "t": not a broker id
+	require.Contains(t, *resp.Resources[0].ErrorMessage, "listed more than once")
+	require.NotContains(t, *resp.Resources[3].ErrorMessage, "listed more than once")
+	o, err := b.TopicOverrides("t")
+	require.NoError(t, err)
+	require.Zero(t, o.RetentionTime, "t was refused")
+	o, err = b.TopicOverrides("u")
+	require.NoError(t, err)
+	require.Equal(t, 3*time.Second, o.RetentionTime)
+
+	n := countResources([]string{"a", "b", "a"}, func(s string) (kmsg.ConfigResourceType, string) { return topicRes, s })
+	require.ErrorIs(t, n.repeated(topicRes, "a"), errInvalidRequestErr)
+	require.NoError(t, n.repeated(topicRes, "b"))
+	require.NoError(t, n.repeated(brokerRes, "a"))
+}
