@@ -29,20 +29,29 @@ const (
 // code, v4 the volume's total and usable bytes (KIP-827).
 var describeLogDirsAPIs = []api{{key: describeLogDirsKey, min: 0, max: 4, handle: handleDescribeLogDirs}}
 
+// requestedPartitions are the partitions a request's topics name: nil
+// for null topics (every partition), an empty list for none (DescribeLogDirs,
+// ListPartitionReassignments).
+func requestedPartitions[T any](topics []T, of func(T) (string, []int32)) []log.TopicPartition {
+	if topics == nil {
+		return nil
+	}
+	tps := []log.TopicPartition{}
+	for _, t := range topics {
+		name, parts := of(t)
+		for _, p := range parts {
+			tps = append(tps, log.TopicPartition{Topic: name, Partition: int(p)})
+		}
+	}
+	return tps
+}
+
 // handleDescribeLogDirs describes the log directories: null topics is
 // every partition, an empty list none.
 func handleDescribeLogDirs(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.DescribeLogDirsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeLogDirsResponse)
-	var tps []log.TopicPartition
-	if req.Topics != nil {
-		tps = []log.TopicPartition{}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				tps = append(tps, log.TopicPartition{Topic: t.Topic, Partition: int(p)})
-			}
-		}
-	}
+	tps := requestedPartitions(req.Topics, func(t kmsg.DescribeLogDirsRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	dirs, err := c.s.caps.logDirs.DescribeLogDirs(ctx, tps)
 	if err != nil {
 		// Before v3 there is no code to say it with: no directory.

@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/strata-log/strata/acl"
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/log/logtest"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -99,4 +101,22 @@ func TestAuthorizeDescribeLogDirs(t *testing.T) {
 	require.Equal(t, errNone, resp.ErrorCode)
 	require.Len(t, resp.Dirs, 1)
 	require.Contains(t, sizes(resp.Dirs[0]), "orders/1")
+}
+
+// requestedPartitions, which DescribeLogDirs and ListPartitionReassignments
+// read their topics with: null is every partition (nil), an empty list
+// none (empty, not nil), else each named partition in order.
+func TestRequestedPartitions(t *testing.T) {
+	of := func(t kmsg.DescribeLogDirsRequestTopic) (string, []int32) { return t.Topic, t.Partitions }
+	if got := requestedPartitions[kmsg.DescribeLogDirsRequestTopic](nil, of); got != nil {
+		t.Errorf("null topics: %v, want nil", got)
+	}
+	if got := requestedPartitions([]kmsg.DescribeLogDirsRequestTopic{}, of); got == nil || len(got) != 0 {
+		t.Errorf("no topics: %#v, want empty", got)
+	}
+	got := requestedPartitions([]kmsg.DescribeLogDirsRequestTopic{{Topic: "a", Partitions: []int32{2, 0}}, {Topic: "b"}, {Topic: "c", Partitions: []int32{1}}}, of)
+	want := []log.TopicPartition{{Topic: "a", Partition: 2}, {Topic: "a", Partition: 0}, {Topic: "c", Partition: 1}}
+	if !slices.Equal(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
 }

@@ -160,15 +160,7 @@ func handleAlterPartitionReassignments(ctx context.Context, c *conn, r kmsg.Requ
 func handleListPartitionReassignments(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.ListPartitionReassignmentsRequest)
 	resp := req.ResponseKind().(*kmsg.ListPartitionReassignmentsResponse)
-	var tps []log.TopicPartition
-	if req.Topics != nil {
-		tps = []log.TopicPartition{}
-		for _, t := range req.Topics {
-			for _, p := range t.Partitions {
-				tps = append(tps, log.TopicPartition{Topic: t.Topic, Partition: int(p)})
-			}
-		}
-	}
+	tps := requestedPartitions(req.Topics, func(t kmsg.ListPartitionReassignmentsRequestTopic) (string, []int32) { return t.Topic, t.Partitions })
 	ctx, cancel := reassignTimeout(ctx, req.TimeoutMillis)
 	defer cancel()
 	moves, err := c.s.caps.reassigner.ListPartitionReassignments(ctx, tps)
