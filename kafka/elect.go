@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/log"
 )
 
@@ -51,14 +52,23 @@ var electLeadersAPIs = []api{{key: electLeadersKey, min: 0, max: 2, handle: hand
 
 // electCode is the Kafka error code of a partition's election error.
 func electCode(err error) int16 {
-	switch {
-	case errors.Is(err, ErrElectionNotNeeded):
-		return codeElectionNotNeeded
-	case errors.Is(err, ErrPreferredLeaderNotAvailable):
-		return codePreferredLeaderNotAvailable
-	case errors.Is(err, ErrEligibleLeadersNotAvailable):
-		return codeEligibleLeadersNotAvailable
-	case errors.Is(err, log.ErrUnknownTopic), errors.Is(err, log.ErrUnknownPartition):
+	return partitionCode(err,
+		kerr.Row{Err: ErrElectionNotNeeded, Code: codeElectionNotNeeded},
+		kerr.Row{Err: ErrPreferredLeaderNotAvailable, Code: codePreferredLeaderNotAvailable},
+		kerr.Row{Err: ErrEligibleLeadersNotAvailable, Code: codeEligibleLeadersNotAvailable})
+}
+
+// partitionCode is the Kafka error code of one partition's error in an
+// admin answer (ElectLeaders, AlterPartitionReassignments): the API's own
+// codes first, then UNKNOWN_TOPIC_OR_PARTITION for an unknown topic or
+// partition, then the server's table.
+func partitionCode(err error, own ...kerr.Row) int16 {
+	for _, r := range own {
+		if errors.Is(err, r.Err) {
+			return r.Code
+		}
+	}
+	if errors.Is(err, log.ErrUnknownTopic) || errors.Is(err, log.ErrUnknownPartition) {
 		return codeUnknownTopicPartition
 	}
 	return errorCode(err)

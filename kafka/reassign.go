@@ -87,15 +87,9 @@ func init() {
 
 // reassignCode is the Kafka error code of a partition's reassignment error.
 func reassignCode(err error) int16 {
-	switch {
-	case errors.Is(err, ErrNoReassignmentInProgress):
-		return codeNoReassignmentInProgress
-	case errors.Is(err, ErrInvalidReplicaAssignment):
-		return codeInvalidReplicaAssignmentErr
-	case errors.Is(err, log.ErrUnknownTopic), errors.Is(err, log.ErrUnknownPartition):
-		return codeUnknownTopicPartition
-	}
-	return errorCode(err)
+	return partitionCode(err,
+		kerr.Row{Err: ErrNoReassignmentInProgress, Code: codeNoReassignmentInProgress},
+		kerr.Row{Err: ErrInvalidReplicaAssignment, Code: codeInvalidReplicaAssignmentErr})
 }
 
 func reassignTimeout(ctx context.Context, ms int32) (context.Context, context.CancelFunc) {
