@@ -23,7 +23,7 @@ func TestPartitionCodes(t *testing.T) {
 		{electCode, ErrEligibleLeadersNotAvailable, codeEligibleLeadersNotAvailable},
 		{electCode, wrap(log.ErrUnknownTopic), codeUnknownTopicPartition},
 		{electCode, log.ErrUnknownPartition, codeUnknownTopicPartition},
-X
+		{electCode, ErrNoReassignmentInProgress, errorCode(ErrNoReassignmentInProgress)}, // not election's own: the table's
 		{reassignCode, wrap(ErrNoReassignmentInProgress), codeNoReassignmentInProgress},
 		{reassignCode, ErrInvalidReplicaAssignment, codeInvalidReplicaAssignmentErr},
 		{reassignCode, log.ErrUnknownPartition, codeUnknownTopicPartition},
