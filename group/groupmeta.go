@@ -156,6 +156,7 @@ func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []ef
 		return out
 	}
 	g.phase, g.generation, g.stableGeneration = phaseStable, v.Generation, v.Generation
+	g.restored = v.Generation
 	g.protocolType, g.protocol = v.ProtocolType, *v.Protocol
 	for _, vm := range v.Members {
 		m := &member{

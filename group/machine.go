@@ -105,6 +105,11 @@ type groupState struct {
 	// stableGeneration is the generation the group was last Stable in (its
 	// metadata stored with every member's assignment).
 	stableGeneration int32
+	// restored is the generation a previous coordinator stored and this
+	// one restored (0 if the group was never restored): while the group is
+	// still in it, a member in a newer generation is one the previous
+	// coordinator formed and never stored (lostGeneration).
+	restored int32
 }
 
 func newGroupState(id string, initialDelay time.Duration) *groupState {
@@ -473,7 +478,7 @@ func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, 
 	switch {
 	case m == nil:
 		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
-	case ev.generation > g.generation:
+	case g.lostGen(ev.generation):
 		return g.lostGeneration(now, m, ev.generation, out)
 	case ev.generation != g.generation:
 		return out, fmt.Errorf("%w: sync for generation %d, group %q is at %d", ErrIllegalGeneration, ev.generation, g.id, g.generation)
@@ -526,6 +531,13 @@ func (g *groupState) cancelSync(now time.Time, ev cancelSyncEvent, out []effect)
 	return append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
 }
 
+// lostGen reports whether generation is one a previous coordinator of
+// the group formed after the generation this one restored, and never
+// stored. Otherwise a newer generation is illegal, as on Kafka.
+func (g *groupState) lostGen(generation int32) bool {
+	return generation > g.generation && g.restored != 0 && g.generation == g.restored
+}
+
 // lostGeneration answers a member of the group that syncs or heartbeats
 // in a generation newer than the group's: one an earlier coordinator of
 // the group formed and never stored (it moved between the Join and the
@@ -552,7 +564,7 @@ func (g *groupState) heartbeat(now time.Time, ev heartbeatEvent, out []effect) (
 	if m == nil {
 		return out, fmt.Errorf("%w: %q in group %q", ErrUnknownMember, ev.member, g.id)
 	}
-	if ev.generation > g.generation {
+	if g.lostGen(ev.generation) {
 		return g.lostGeneration(now, m, ev.generation, out)
 	}
 	if ev.generation != g.generation {
