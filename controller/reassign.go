@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/strata-log/strata/internal/reassign"
 )
 
 // Partitions that move (Kafka's AlterPartitionReassignments and
@@ -51,42 +53,16 @@ var reassignWireErrors = []wireErrorCode{
 	{"no_reassignment_in_progress", ErrNoReassignmentInProgress},
 }
 
-// ReassignTarget is one partition's new replicas; Replicas nil cancels the
-// reassignment in progress. KeepReplicationFactor refuses a target whose
-// replica count is not the partition's replication factor now
-// (ErrInvalidReplicationFactor; Kafka's AllowReplicationFactorChange
-// false, KIP-860).
-type ReassignTarget struct {
-	Topic                 string `json:"topic"`
-	Partition             int    `json:"partition"`
-	Replicas              []int  `json:"replicas"` // nil: cancel
-	KeepReplicationFactor bool   `json:"keep_rf,omitzero"`
-}
-
-// ReassignResult is one partition's outcome: Err nil when the reassignment
-// was recorded (or cancelled, or completed at once).
-type ReassignResult struct {
-	Topic     string
-	Partition int
-	Err       error
-}
-
-// Reassignment is a reassignment in progress (Kafka's
-// OngoingPartitionReassignment): Replicas is the full replica set now, the
-// target followed by the removing replicas.
-type Reassignment struct {
-	Topic            string
-	Partition        int
-	Replicas         []int
-	AddingReplicas   []int
-	RemovingReplicas []int
-}
-
-// Target returns the replicas the partition will have once the
-// reassignment completes.
-func (r Reassignment) Target() []int {
-	return slices.DeleteFunc(slices.Clone(r.Replicas), func(x int) bool { return slices.Contains(r.RemovingReplicas, x) })
-}
+// ReassignTarget is one partition's new replicas (nil: cancel);
+// KeepReplicationFactor refuses one that changes the replication factor
+// (ErrInvalidReplicationFactor). ReassignResult is one partition's
+// outcome, Reassignment one in progress. The kafka package has the same
+// types (internal/reassign).
+type (
+	ReassignTarget = reassign.Target
+	ReassignResult = reassign.Result
+	Reassignment   = reassign.Reassignment
+)
 
 // reassignResult is ReassignResult on the wire.
 type reassignResult struct {

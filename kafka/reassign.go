@@ -10,6 +10,8 @@ import (
 	"github.com/strata-log/strata/acl"
 	"github.com/strata-log/strata/internal/kerr"
 	"github.com/strata-log/strata/log"
+
+	"github.com/strata-log/strata/internal/reassign"
 )
 
 // Reassigner is a cluster member that moves partitions between brokers
@@ -26,33 +28,18 @@ type Reassigner interface {
 	ListPartitionReassignments(ctx context.Context, partitions []log.TopicPartition) ([]Reassignment, error)
 }
 
-// ReassignTarget is one partition's target replicas; nil cancels.
+// ReassignTarget is one partition's target replicas (nil: cancel);
 // KeepReplicationFactor refuses a target of another replica count than
 // the partition's replication factor (log.ErrInvalidReplicationFactor:
 // AlterPartitionReassignments v1's AllowReplicationFactorChange false).
-type ReassignTarget struct {
-	Topic                 string
-	Partition             int
-	Replicas              []int
-	KeepReplicationFactor bool
-}
-
-// ReassignResult is one partition's outcome: Err nil when recorded.
-type ReassignResult struct {
-	Topic     string
-	Partition int
-	Err       error
-}
-
-// Reassignment is a reassignment in progress: Replicas is every replica
-// now (the target, then the removing ones).
-type Reassignment struct {
-	Topic            string
-	Partition        int
-	Replicas         []int
-	AddingReplicas   []int
-	RemovingReplicas []int
-}
+// ReassignResult is one partition's outcome (Err nil when recorded),
+// Reassignment one in progress (Replicas: the target, then the removing
+// ones). The controller package has the same types (internal/reassign).
+type (
+	ReassignTarget = reassign.Target
+	ReassignResult = reassign.Result
+	Reassignment   = reassign.Reassignment
+)
 
 var (
 	// ErrInvalidReplicaAssignment: target replicas that are empty, repeat

@@ -86,3 +86,11 @@ func TestAlterPartitionReassignmentsV1(t *testing.T) {
 	require.Zero(t, r.Topics[0].Partitions[0].ErrorCode, "%v", r.Topics[0].Partitions[0].ErrorMessage)
 	waitPartition(ctx, t, members, "rf", 0, func(s controller.PartitionState) bool { return len(s.Replicas) == 1 })
 }
+
+// A member passes the controller's reassignment types to the server as
+// they are: one definition (internal/reassign).
+var (
+	_ kafka.ReassignTarget = controller.ReassignTarget{}
+	_ kafka.ReassignResult = controller.ReassignResult{}
+	_ kafka.Reassignment   = controller.Reassignment{}
+)
