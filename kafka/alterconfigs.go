@@ -303,13 +303,19 @@ func (s *Server) describeBrokerConfigs(rr kmsg.DescribeConfigsRequestResource, s
 			continue // the cluster-wide resource describes what is set on it
 		}
 		if synonyms {
-			sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			sy.Name, sy.Value, sy.Source = rc.Name, rc.Value, rc.Source
-			rc.ConfigSynonyms = append(rc.ConfigSynonyms, sy)
+			addSelfSynonym(&rc)
 		}
 		out = append(out, rc)
 	}
 	return out, nil
+}
+
+// addSelfSynonym lists rc as its own synonym, with its value and source:
+// what DescribeConfigs' include_synonyms gives a config set in one place.
+func addSelfSynonym(rc *kmsg.DescribeConfigsResponseResourceConfig) {
+	sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+	sy.Name, sy.Value, sy.Source = rc.Name, rc.Value, rc.Source
+	rc.ConfigSynonyms = append(rc.ConfigSynonyms, sy)
 }
 
 // dynamicBrokerConfig is the topic config a dynamic broker config stands

@@ -238,3 +238,27 @@ func TestConfigResourcesListedTwice(t *testing.T) {
 	require.NoError(t, n.repeated(topicRes, "b"))
 	require.NoError(t, n.repeated(brokerRes, "a"))
 }
+
+// DescribeConfigs with include_synonyms lists a dynamic broker config as
+// its own synonym, with its value and source (addSelfSynonym).
+func TestDescribeBrokerConfigSynonyms(t *testing.T) {
+	s, _, _ := start(t, Config{}, logtest.TopicWithConfig("t", log.TopicConfig{Partitions: 1}))
+	c := dial(t, s.Addr())
+	require.Equal(t, []int16{errNone}, legacyAlter(c, 1, false, legacyRes(brokerRes, "", "log.retention.ms", "1000")))
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	req.SetVersion(1)
+	req.IncludeSynonyms = true
+	rr := kmsg.NewDescribeConfigsRequestResource()
+	rr.ResourceType = brokerRes
+	req.Resources = append(req.Resources, rr)
+	resp := c.do(req).(*kmsg.DescribeConfigsResponse)
+	require.Len(t, resp.Resources, 1)
+	require.Len(t, resp.Resources[0].Configs, 1, "the cluster's resource: what is set on it")
+	rc := resp.Resources[0].Configs[0]
+	require.Equal(t, "log.retention.ms", rc.Name)
+	require.Len(t, rc.ConfigSynonyms, 1)
+	sy := rc.ConfigSynonyms[0]
+	require.Equal(t, "log.retention.ms", sy.Name)
+	require.Equal(t, "1000", *sy.Value)
+	require.Equal(t, kmsg.ConfigSourceDynamicDefaultBrokerConfig, sy.Source)
+}

@@ -275,9 +275,7 @@ func (s *Server) describeThrottles(typ kmsg.ConfigResourceType, name string, nam
 			}
 		}
 		if synonyms {
-			sy := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
-			sy.Name, sy.Value, sy.Source = rc.Name, rc.Value, rc.Source
-			rc.ConfigSynonyms = append(rc.ConfigSynonyms, sy)
+			addSelfSynonym(&rc)
 		}
 		out = append(out, rc)
 	}
