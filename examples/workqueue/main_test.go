@@ -10,8 +10,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/strata-log/strata/kafka"
-	"github.com/strata-log/strata/log"
 )
 
 // TestWorkQueue runs the program in virtual time: every job is done
@@ -39,33 +37,4 @@ func TestWorkQueue(t *testing.T) {
 		require.Contains(t, out.String(), "worker 0 killed in the middle of")
 		require.Contains(t, out.String(), fmt.Sprintf("all %d jobs done", jobs))
 	})
-}
-
-// TestWorkQueueOverTheWire runs the program with -brokers against a
-// Strata server in the test, in real time: the same workers over
-// kafka.Dial, every job done exactly once, the killed worker's jobs
-// redone at delivery 2 once their lock expired.
-func TestWorkQueueOverTheWire(t *testing.T) {
-	b, err := log.Open(t.TempDir(), log.Config{})
-	require.NoError(t, err)
-	defer b.Close()
-	s, err := kafka.Listen("127.0.0.1:0", b, kafka.Config{})
-	require.NoError(t, err)
-	defer s.Close()
-	var out bytes.Buffer
-	const jobs = 20
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	res, err := run(ctx, &out, options{brokers: s.Addr(), jobs: jobs, workers: 3, lock: time.Second, work: time.Millisecond})
-	require.NoError(t, err, "%s", out.String())
-	require.Len(t, res.done, jobs, "%s", out.String())
-	for i := range jobs {
-		d := res.done[fmt.Sprintf("job-%d", i)]
-		require.Len(t, d, 1, "job-%d done once", i)
-		require.NotEqual(t, 0, d[0].worker, "the killed worker finished nothing")
-	}
-	require.NotEmpty(t, res.killed)
-	for _, j := range res.killed {
-		require.Equal(t, 2, res.done[j][0].delivery, "%s redone at its second delivery", j)
-	}
 }
