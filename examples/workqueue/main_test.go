@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
 )
 
 // TestWorkQueue runs the program in virtual time: every job is done
