@@ -65,6 +65,11 @@ func (b *Broker) route(ctx context.Context, tp log.TopicPartition, fn func(leade
 		leader, err := b.leaderOf(tp)
 		if err == nil {
 			err = fn(leader)
+			if leader != b.cfg.ID && errors.Is(err, log.ErrClosed) && b.ctx.Err() == nil {
+				// Another member, stopping, answered: its successor
+				// will lead (seen replacing a voter while producing).
+				err = fmt.Errorf("%w: leader %d is stopping (%w)", log.ErrNotLeader, leader, err)
+			}
 		}
 		if err == nil || !retriable(err) && !b.behind(tp, err) {
 			return err
