@@ -44,8 +44,14 @@ func txnClient(t *testing.T) (*Client, *log.Broker) {
 // txnServer is txnClient with its server.
 func txnServer(t *testing.T) (*Server, *Client, *log.Broker) {
 	t.Helper()
+	return txnServerWith(t, Config{})
+}
+
+// txnServerWith is txnServer with the server's Config.
+func txnServerWith(t *testing.T, cfg Config) (*Server, *Client, *log.Broker) {
+	t.Helper()
 	leaktest.Check(t)
-	s, b, _ := start(t, Config{}, logtest.Topic("t", 2))
+	s, b, _ := start(t, cfg, logtest.Topic("t", 2))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	_, err := b.TxnCoordinator(ctx, "")

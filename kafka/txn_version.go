@@ -22,9 +22,10 @@ import (
 const transactionVersionFeature = "transaction.version"
 
 // advertisesTV2 reports whether this server finalizes transaction.version
-// 2: it coordinates transactions itself and keeps transactional offsets.
+// 2: Config.TransactionVersion asks for it, and it coordinates
+// transactions itself and keeps transactional offsets.
 func (s *Server) advertisesTV2() bool {
-	return s.caps.txns != nil && s.caps.txnRouter == nil && s.caps.txnOffsets != nil
+	return s.cfg.TransactionVersion >= txn.TV2 && s.caps.txns != nil && s.caps.txnRouter == nil && s.caps.txnOffsets != nil
 }
 
 // addTxnFeatures adds transaction.version to an ApiVersions answer: its

@@ -19,7 +19,7 @@ import (
 // the epoch; the offsets are visible once the transaction commits. A
 // TxnOffsetCommit v5 of a fenced epoch adds nothing and commits nothing.
 func TestTransactionVersion2(t *testing.T) {
-	c, b := txnClient(t)
+	_, c, b := txnServerWith(t, Config{TransactionVersion: 2})
 	av := request[*kmsg.ApiVersionsResponse](t, c, kmsg.NewPtrApiVersionsRequest(), 3)
 	var finalized, supported bool
 	for _, f := range av.FinalizedFeatures {
@@ -80,4 +80,15 @@ func TestTransactionVersion2(t *testing.T) {
 	m, _ = coord.Describe("etl")
 	require.Empty(t, m.Partitions)
 	require.Equal(t, int64(4), fetched())
+}
+
+// By default a server finalizes no transaction.version (0): clients add
+// partitions and groups with AddPartitionsToTxn and AddOffsetsToTxn, and a
+// TxnOffsetCommit v5 adds nothing.
+func TestTransactionVersionDefault(t *testing.T) {
+	c, _ := txnClient(t)
+	av := request[*kmsg.ApiVersionsResponse](t, c, kmsg.NewPtrApiVersionsRequest(), 3)
+	for _, f := range av.FinalizedFeatures {
+		require.NotEqual(t, "transaction.version", f.Name, "finalized by default: %+v", f)
+	}
 }
