@@ -90,11 +90,8 @@ var _ kafka.Reassigner = kafkaBackend{}
 // AlterPartitionReassignments is Broker.AlterPartitionReassignments as the
 // Kafka server answers it.
 func (b kafkaBackend) AlterPartitionReassignments(ctx context.Context, targets []kafka.ReassignTarget) ([]kafka.ReassignResult, error) {
-	ts := make([]controller.ReassignTarget, len(targets))
-	for i, t := range targets {
-		ts[i] = controller.ReassignTarget{Topic: t.Topic, Partition: t.Partition, Replicas: t.Replicas, KeepReplicationFactor: t.KeepReplicationFactor}
-	}
-	res, err := b.Broker.AlterPartitionReassignments(ctx, ts)
+	// kafka's and controller's types are one (internal/reassign).
+	res, err := b.Broker.AlterPartitionReassignments(ctx, targets)
 	if err != nil {
 		return nil, err
 	}
@@ -115,10 +112,7 @@ func (b kafkaBackend) ListPartitionReassignments(_ context.Context, partitions [
 	var out []kafka.Reassignment
 	for _, r := range all {
 		if partitions == nil || slices.Contains(partitions, log.TopicPartition{Topic: r.Topic, Partition: r.Partition}) {
-			out = append(out, kafka.Reassignment{
-				Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas,
-				AddingReplicas: r.AddingReplicas, RemovingReplicas: r.RemovingReplicas,
-			})
+			out = append(out, r)
 		}
 	}
 	return out, nil
