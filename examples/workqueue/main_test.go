@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"testing"
-	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -15,8 +14,12 @@ import (
 // exactly once; the jobs the killed worker held are done by the others,
 // at delivery 2, once their lock expired.
 func TestWorkQueue(t *testing.T) {
+	// In real time (about 3 s): in a synctest bubble the share fetch's
+	// wait loop could spin without the bubble's clock ever reaching the
+	// lock's expiry (the test hung in one run of two on 2026-12-05; not
+	// yet understood, see the closing note of that day).
 	dir := t.TempDir()
-	synctest.Test(t, func(t *testing.T) {
+	func(t *testing.T) {
 		var out bytes.Buffer
 		const jobs, lock = 40, 2 * time.Second
 		start := time.Now()
@@ -35,5 +38,5 @@ func TestWorkQueue(t *testing.T) {
 		require.GreaterOrEqual(t, time.Since(start), lock, "redone only after the lock expired")
 		require.Contains(t, out.String(), "worker 0 killed in the middle of")
 		require.Contains(t, out.String(), fmt.Sprintf("all %d jobs done", jobs))
-	})
+	}(t)
 }
