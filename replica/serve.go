@@ -166,28 +166,39 @@ func (b *Broker) produceLocal(ctx context.Context, tp log.TopicPartition, batch 
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
+	answer, gaveUp := b.awaitReplicated(ctx, ps, now, tok, ch, timeout)
+	if gaveUp != nil {
+		return log.ProduceResult{}, fmt.Errorf("replica: produce to %s-%d at %d not replicated: %w", tp.Topic, tp.Partition, base, gaveUp)
+	}
+	return res, answer
+}
+
+// awaitReplicated waits for the answer to the AwaitProduce tok (on ch):
+// the ISR has the records, or an error (mapped to log's). It gives up at
+// timeout, ctx's end or the member's close, cancelling the wait, and
+// returns why in gaveUp — unless the answer came meanwhile.
+func (b *Broker) awaitReplicated(ctx context.Context, ps *partState, now time.Time, tok uint64, ch chan error, timeout time.Duration) (answer, gaveUp error) {
 	t := b.cfg.Clock.NewTimer(timeout)
 	defer t.Stop()
-	var werr error
 	select {
 	case err := <-ch:
-		return res, mapReplicaErr(err)
+		return mapReplicaErr(err), nil
 	case <-ctx.Done():
-		werr = ctx.Err()
+		gaveUp = ctx.Err()
 	case <-t.C():
-		werr = context.DeadlineExceeded
+		gaveUp = context.DeadlineExceeded
 	case <-b.ctx.Done():
-		werr = log.ErrClosed
+		gaveUp = log.ErrClosed
 	}
 	ps.mu.Lock()
 	if _, ok := ps.waiters[tok]; ok {
 		delete(ps.waiters, tok)
 		ps.pm.Step(now, machine.CancelProduce{Token: tok}, nil)
 		ps.mu.Unlock()
-		return log.ProduceResult{}, fmt.Errorf("replica: produce to %s-%d at %d not replicated: %w", tp.Topic, tp.Partition, base, werr)
+		return nil, gaveUp
 	}
 	ps.mu.Unlock()
-	return res, mapReplicaErr(<-ch) // answered meanwhile
+	return mapReplicaErr(<-ch), nil // answered meanwhile
 }
 
 // mapReplicaErr maps the machines' errors to log's, which clients know:

@@ -130,28 +130,11 @@ func (b *Broker) appendMarkerLocal(ctx context.Context, tp log.TopicPartition, m
 	b.runLeader(ps, ps.pm.Step(now, machine.AwaitProduce{Token: tok, Required: off + 1}, nil))
 	ps.mu.Unlock()
 
-	t := b.cfg.Clock.NewTimer(b.cfg.ProduceTimeout)
-	defer t.Stop()
-	var werr error
-	select {
-	case err := <-ch:
-		return off, mapReplicaErr(err)
-	case <-ctx.Done():
-		werr = ctx.Err()
-	case <-t.C():
-		werr = context.DeadlineExceeded
-	case <-b.ctx.Done():
-		werr = log.ErrClosed
+	answer, gaveUp := b.awaitReplicated(ctx, ps, now, tok, ch, b.cfg.ProduceTimeout)
+	if gaveUp != nil {
+		return 0, fmt.Errorf("replica: marker to %s-%d at %d not replicated: %w", tp.Topic, tp.Partition, off, gaveUp)
 	}
-	ps.mu.Lock()
-	if _, ok := ps.waiters[tok]; ok {
-		delete(ps.waiters, tok)
-		ps.pm.Step(now, machine.CancelProduce{Token: tok}, nil)
-		ps.mu.Unlock()
-		return 0, fmt.Errorf("replica: marker to %s-%d at %d not replicated: %w", tp.Topic, tp.Partition, off, werr)
-	}
-	ps.mu.Unlock()
-	return off, mapReplicaErr(<-ch)
+	return off, answer
 }
 
 // WriteTxnMarker appends a COMMIT or ABORT marker to a partition this
