@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/strata-log/strata/vfs"
@@ -158,9 +159,12 @@ func (x *TxnIndex) Append(t AbortedTxn) error {
 	return nil
 }
 
-// scan calls fn with each whole entry and its byte position, stopping when
-// fn returns false. Callers hold mu.
-func (x *TxnIndex) scan(fn func(t AbortedTxn, version int16, pos int64) bool) error {
+// scanBuf is how many entries scan reads at once.
+const scanBuf = 120
+
+// scan calls fn with each whole entry from byte position start on and its
+// position, stopping when fn returns false. Callers hold mu.
+func (x *TxnIndex) scan(start int64, fn func(t AbortedTxn, version int16, pos int64) bool) error {
 	if x.closed {
 		return fmt.Errorf("%w: %s", ErrClosed, x.name)
 	}
@@ -168,8 +172,8 @@ func (x *TxnIndex) scan(fn func(t AbortedTxn, version int16, pos int64) bool) er
 		return nil
 	}
 	end := x.size / TxnEntrySize * TxnEntrySize
-	buf := make([]byte, 120*TxnEntrySize)
-	for pos := int64(0); pos < end; {
+	buf := make([]byte, scanBuf*TxnEntrySize)
+	for pos := start; pos < end; {
 		n := min(int64(len(buf)), end-pos)
 		if _, err := x.f.ReadAt(buf[:n], pos); err != nil {
 			return fmt.Errorf("index: read %s: %w", x.name, err)
@@ -193,7 +197,11 @@ func (x *TxnIndex) scan(fn func(t AbortedTxn, version int16, pos int64) bool) er
 func (x *TxnIndex) Collect(from, to int64) (txns []AbortedTxn, complete bool, err error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	err = x.scan(func(t AbortedTxn, _ int16, _ int64) bool {
+	start, err := x.seek(from)
+	if err != nil {
+		return nil, false, err
+	}
+	err = x.scan(start, func(t AbortedTxn, _ int16, _ int64) bool {
 		if t.LastOffset >= from && t.FirstOffset < to {
 			txns = append(txns, t)
 		}
@@ -203,12 +211,44 @@ func (x *TxnIndex) Collect(from, to int64) (txns []AbortedTxn, complete bool, er
 	return txns, complete, err
 }
 
+// seek returns the byte position of the first whole entry whose LastOffset
+// is at least from. Entries are in LastOffset order (Append keeps them so,
+// as Kafka's does), so no entry before it overlaps a range that starts at
+// from, nor can it end the search: its LastStableOffset is at most its
+// LastOffset + 1. An index that fits scan's buffer is read whole anyway;
+// a larger one (a segment with many aborts, read by every READ_COMMITTED
+// fetch) is binary-searched, one 8-byte read per probe. Callers hold mu.
+func (x *TxnIndex) seek(from int64) (int64, error) {
+	n := x.size / TxnEntrySize
+	if x.f == nil || x.closed || n <= scanBuf {
+		return 0, nil
+	}
+	var (
+		b   [8]byte
+		err error
+	)
+	i := sort.Search(int(n), func(i int) bool {
+		if err != nil {
+			return true
+		}
+		// LastOffset follows the version, the producer id and FirstOffset.
+		if _, err = x.f.ReadAt(b[:], int64(i)*TxnEntrySize+2+8+8); err != nil {
+			return true
+		}
+		return int64(binary.BigEndian.Uint64(b[:])) >= from
+	})
+	if err != nil {
+		return 0, fmt.Errorf("index: read %s: %w", x.name, err)
+	}
+	return int64(i) * TxnEntrySize, nil
+}
+
 // All returns every entry.
 func (x *TxnIndex) All() ([]AbortedTxn, error) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var all []AbortedTxn
-	err := x.scan(func(t AbortedTxn, _ int16, _ int64) bool { all = append(all, t); return true })
+	err := x.scan(0, func(t AbortedTxn, _ int16, _ int64) bool { all = append(all, t); return true })
 	return all, err
 }
 
@@ -221,7 +261,7 @@ func (x *TxnIndex) TruncateTo(offset int64) error {
 		return fmt.Errorf("%w: %s", ErrClosed, x.name)
 	}
 	keep, last := int64(0), int64(-1)
-	err := x.scan(func(t AbortedTxn, _ int16, pos int64) bool {
+	err := x.scan(0, func(t AbortedTxn, _ int16, pos int64) bool {
 		if t.LastOffset >= offset {
 			return false
 		}
@@ -284,7 +324,7 @@ func (x *TxnIndex) SanityCheck() error {
 	}
 	var bad string
 	prev := int64(-1)
-	err := x.scan(func(t AbortedTxn, v int16, pos int64) bool {
+	err := x.scan(0, func(t AbortedTxn, v int16, pos int64) bool {
 		if r := x.check(t, v, prev); r != "" {
 			bad = fmt.Sprintf("entry %d: %s", pos/TxnEntrySize, r)
 			return false
@@ -317,7 +357,7 @@ func (x *TxnIndex) RecoverTail() (int, error) {
 		return 0, fmt.Errorf("%w: %s", ErrClosed, x.name)
 	}
 	keep, prev := int64(0), int64(-1)
-	err := x.scan(func(t AbortedTxn, v int16, pos int64) bool {
+	err := x.scan(0, func(t AbortedTxn, v int16, pos int64) bool {
 		if x.check(t, v, prev) != "" {
 			return false
 		}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-log/strata/vfs"
@@ -429,5 +430,49 @@ func TestTxnIndexConcurrentReaders(t *testing.T) {
 	close(done)
 	for range 4 {
 		require.NoError(t, <-errs)
+	}
+}
+
+// A large index (a segment with many aborts) is binary-searched: Collect
+// reads a few entries to find where the range starts, not the whole file,
+// and returns what a whole scan returns.
+func TestTxnIndexCollectSeeks(t *testing.T) {
+	var reads atomic.Int64
+	fsys := vfs.WithErrors(vfs.NewMem(), func(op vfs.Op, _ string) error {
+		if op == vfs.OpRead {
+			reads.Add(1)
+		}
+		return nil
+	})
+	x := openTxn(t, fsys, "a.txnindex", 0)
+	const n = 10_000 // each transaction: 10 offsets, its marker at the end
+	var txns []AbortedTxn
+	for i := range int64(n) {
+		// Transactions overlap their neighbours, and the LSO lags behind.
+		txns = append(txns, AbortedTxn{ProducerID: i, FirstOffset: max(0, 10*i-15), LastOffset: 10*i + 9, LastStableOffset: max(0, 10*i-15)})
+	}
+	appendAll(t, x, txns)
+	// What Kafka's whole scan of the entries returns.
+	scan := func(from, to int64) (want []AbortedTxn, complete bool) {
+		for _, a := range txns {
+			if a.LastOffset >= from && a.FirstOffset < to {
+				want = append(want, a)
+			}
+			if complete = a.LastStableOffset >= to; complete {
+				break
+			}
+		}
+		return want, complete
+	}
+	for _, r := range [][2]int64{{0, 100}, {5, 6}, {50_000, 50_100}, {99_990, 100_000}, {99_995, 200_000}, {100_000, 100_010}, {-1, 30}} {
+		reads.Store(0)
+		got, complete, err := x.Collect(r[0], r[1])
+		require.NoError(t, err)
+		want, wantComplete := scan(r[0], r[1])
+		require.Equal(t, want, got, "%v", r)
+		require.Equal(t, wantComplete, complete, "%v", r)
+		// log2(10,000) probes and a read or two of the range: not the
+		// 84 reads of 120 entries a whole scan takes.
+		require.LessOrEqual(t, reads.Load(), int64(17), "%v", r)
 	}
 }
