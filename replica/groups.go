@@ -1,11 +1,11 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 	"time"
 	"unicode/utf16"
@@ -74,22 +74,10 @@ func GroupPartition(groupID string, n int) int {
 // __consumer_offsets partition it leads, and the Kafka client through which
 // it forwards group calls over the Kafka-protocol transport.
 type memberGroups struct {
-	mu     sync.Mutex
-	led    map[int]*ledCoordinator // by partition: loading or loaded
-	closed bool
-	loads  sync.WaitGroup // the loading goroutines, joined by stopCoordinator
+	ledCoordinators[int, *group.Coordinator]
 
 	clientMu sync.Mutex
 	client   *kafka.Client // dialed at the first forwarded call
-}
-
-// ledCoordinator is the coordinator of one partition, in the leader epoch
-// it was loaded in: nil while its goroutine reads the partition (Kafka's
-// COORDINATOR_LOAD_IN_PROGRESS), which cancel ends.
-type ledCoordinator struct {
-	c      *group.Coordinator
-	epoch  int32
-	cancel context.CancelFunc
 }
 
 func (b *Broker) offsetsPartitions() int {
@@ -102,10 +90,9 @@ func (b *Broker) offsetsPartitions() int {
 // syncCoordinator starts and stops this member's coordinators to match the
 // partitions of __consumer_offsets it leads. Called after each image, by
 // the metadata goroutine: it closes the coordinators of the partitions it
-// no longer leads (Close waits for their commits in progress) and starts a
-// goroutine to load each new one, as Kafka loads a partition's groups in
-// the background, so that a large partition does not hold the metadata
-// back.
+// no longer leads (Close waits for their commits in progress; a
+// coordinator's last commits are in the log the next one of the partition
+// reads) and starts a goroutine to load each new one.
 func (b *Broker) syncCoordinator() {
 	want := map[int]int32{} // partition → leader epoch, where this member leads
 	if t, ok := b.img.Load().Topic(log.OffsetsTopic); ok {
@@ -116,118 +103,34 @@ func (b *Broker) syncCoordinator() {
 			}
 		}
 	}
-	g := &b.groups
-	g.mu.Lock()
-	led := make(map[int]int32, len(g.led))
-	for p, lc := range g.led {
-		led[p] = lc.epoch
-	}
-	stopPs, start := coordinatorChanges(led, want)
-	stop := make([]*group.Coordinator, 0, len(stopPs))
-	for _, p := range stopPs {
-		lc := g.led[p]
-		lc.cancel()
-		if lc.c != nil {
-			stop = append(stop, lc.c)
-		}
-		delete(g.led, p)
-	}
-	g.mu.Unlock()
-	// Closed before the next is loaded: a coordinator's last commits are
-	// in the log the next one of the partition reads.
-	for _, c := range stop {
-		c.Close()
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.closed || b.ctx.Err() != nil {
-		return
-	}
-	for _, p := range start {
-		ctx, cancel := context.WithCancel(b.ctx)
-		lc := &ledCoordinator{epoch: want[p], cancel: cancel}
-		if g.led == nil {
-			g.led = map[int]*ledCoordinator{}
-		}
-		g.led[p] = lc
-		g.loads.Add(1)
-		go b.loadLoop(ctx, p, lc)
-	}
+	b.groups.sync(b.ctx, want, b.groupLoader())
 }
 
-// loadLoop loads the coordinator of partition p for lc, trying again
-// after a failed read, until it is loaded or lc is cancelled.
-func (b *Broker) loadLoop(ctx context.Context, p int, lc *ledCoordinator) {
-	g := &b.groups
-	defer g.loads.Done()
-	defer lc.cancel()
-	backoff := 50 * time.Millisecond
-	for {
-		c, err := b.loadCoordinator(ctx, p)
-		if err == nil {
-			g.mu.Lock()
-			if g.closed || g.led[p] != lc || ctx.Err() != nil {
-				g.mu.Unlock()
-				c.Close() // superseded while it loaded
-				return
+// groupLoader loads the coordinator of a partition of __consumer_offsets
+// over this member's replica of it, which it replays (group.Open): the
+// committed offsets with their leader epochs and metadata, and the groups'
+// metadata.
+func (b *Broker) groupLoader() *ledLoader[int, *group.Coordinator] {
+	return &ledLoader[int, *group.Coordinator]{
+		what: "group coordinator",
+		open: func(ctx context.Context, p int, _ int32) (*group.Coordinator, error) {
+			tp := log.TopicPartition{Topic: log.OffsetsTopic, Partition: p}
+			ps := b.part(tp)
+			if ps == nil {
+				return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
 			}
-			lc.c = c
-			g.mu.Unlock()
-			b.log.Debug("replica: group coordinator started", "partition", p, "leader epoch", lc.epoch)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		b.log.Error("replica: start group coordinator", "partition", p, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-			backoff = min(2*backoff, 5*time.Second)
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
+			return group.Open(ctx, group.Config{
+				Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }, Logger: b.log.With("offsets partition", p),
+				// A regex is resolved against every topic, internal ones too, as
+				// Kafka's coordinator resolves it against its metadata image.
+				TopicNames: b.Topics,
+			}, b.groupOffsetsLog(ps.p, tp)) // with transactional offsets (txn_markers.go)
+		},
+		close:   func(_ int, c *group.Coordinator) { c.Close() },
+		compare: cmp.Compare[int],
+		backoff: 50 * time.Millisecond, maxBackoff: 5 * time.Second,
+		log: b.log,
 	}
-}
-
-// coordinatorChanges is the decision of syncCoordinator: given the
-// partitions whose coordinator runs or loads (led, with the leader epoch it
-// was started in) and those this member leads in the metadata (want), the
-// coordinators to stop — the partition is no longer led, or led in another
-// epoch: another leader may have written to it in between — and the
-// partitions whose coordinator to load, both sorted.
-func coordinatorChanges(led, want map[int]int32) (stop, start []int) {
-	for p, e := range led {
-		if we, ok := want[p]; !ok || we != e {
-			stop = append(stop, p)
-		}
-	}
-	for p, e := range want {
-		if le, ok := led[p]; !ok || le != e {
-			start = append(start, p)
-		}
-	}
-	slices.Sort(stop)
-	slices.Sort(start)
-	return stop, start
-}
-
-// loadCoordinator starts the coordinator of partition p over this
-// member's replica of it, which it replays (group.Open): the committed
-// offsets with their leader epochs and metadata, and the groups' metadata.
-func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator, error) {
-	tp := log.TopicPartition{Topic: log.OffsetsTopic, Partition: p}
-	ps := b.part(tp)
-	if ps == nil {
-		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
-	}
-	return group.Open(ctx, group.Config{
-		Partitions: func(t string) (int, error) { return b.Partitions(context.Background(), t) }, Logger: b.log.With("offsets partition", p),
-		// A regex is resolved against every topic, internal ones too, as
-		// Kafka's coordinator resolves it against its metadata image.
-		TopicNames: b.Topics,
-	}, b.groupOffsetsLog(ps.p, tp)) // with transactional offsets (txn_markers.go)
 }
 
 // stopCoordinator ends every load, closes every coordinator and the
@@ -235,20 +138,7 @@ func (b *Broker) loadCoordinator(ctx context.Context, p int) (*group.Coordinator
 // stopped).
 func (b *Broker) stopCoordinator() {
 	g := &b.groups
-	g.mu.Lock()
-	g.closed = true
-	led := g.led
-	g.led = nil
-	for _, lc := range led {
-		lc.cancel()
-	}
-	g.mu.Unlock()
-	g.loads.Wait()
-	for _, lc := range led {
-		if lc.c != nil {
-			lc.c.Close()
-		}
-	}
+	g.stop(b.groupLoader())
 	g.clientMu.Lock()
 	if g.client != nil {
 		g.client.Close()
@@ -289,12 +179,8 @@ func (b *Broker) localCoordinator(groupID string) *group.Coordinator {
 	if ps := b.part(tp); ps == nil || !ps.leading.Load() {
 		return nil
 	}
-	b.groups.mu.Lock()
-	defer b.groups.mu.Unlock()
-	if lc, ok := b.groups.led[tp.Partition]; ok && lc.epoch == st.LeaderEpoch {
-		return lc.c // nil while loading
-	}
-	return nil
+	c, _, _ := b.groups.get(tp.Partition, st.LeaderEpoch)
+	return c // nil while loading
 }
 
 // CoordinatorFor names the coordinator of a group (kafka.GroupRouter):
@@ -321,20 +207,7 @@ func (b kafkaBackend) CoordinatorFor(ctx context.Context, groupID string) (*grou
 
 // Coordinators returns this member's coordinators (kafka.GroupRouter).
 func (b kafkaBackend) Coordinators() []*group.Coordinator {
-	b.groups.mu.Lock()
-	defer b.groups.mu.Unlock()
-	ps := make([]int, 0, len(b.groups.led))
-	for p, lc := range b.groups.led {
-		if lc.c != nil {
-			ps = append(ps, p)
-		}
-	}
-	slices.Sort(ps)
-	out := make([]*group.Coordinator, len(ps))
-	for i, p := range ps {
-		out[i] = b.groups.led[p].c
-	}
-	return out
+	return b.groups.loaded(cmp.Compare[int])
 }
 
 // offsetsAppend appends a coordinator's records to its partition of
@@ -370,9 +243,21 @@ func (l offsetsAppend) append(records []group.Record) error {
 	return err
 }
 
-// ensureOffsetsTopic creates __consumer_offsets if the metadata lacks it.
+// ensureOffsetsTopic creates __consumer_offsets if the metadata lacks it
+// (Kafka's cleanup.policy=compact: the last commit of each key).
 func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
-	if _, ok := b.img.Load().PartitionCount(log.OffsetsTopic); ok {
+	return b.ensureInternalTopic(ctx, log.OffsetsTopic, log.TopicConfig{
+		Partitions: b.offsetsPartitions(), RetentionTime: -1, Cleanup: log.CleanupCompact,
+	})
+}
+
+// ensureInternalTopic creates an internal topic (__consumer_offsets,
+// __transaction_state, __share_group_state) if the metadata lacks it,
+// with cfg and Kafka's replication for them: RF 3 and
+// min.insync.replicas 2, or fewer with fewer live brokers. If another
+// member created it, it waits until this one has applied it.
+func (b *Broker) ensureInternalTopic(ctx context.Context, name string, cfg log.TopicConfig) error {
+	if _, ok := b.img.Load().PartitionCount(name); ok {
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -384,24 +269,21 @@ func (b *Broker) ensureOffsetsTopic(ctx context.Context) error {
 			live++
 		}
 	}
-	rf := max(1, min(3, live))
-	err := b.CreateTopic(ctx, log.OffsetsTopic, log.TopicConfig{
-		Partitions: b.offsetsPartitions(), ReplicationFactor: rf, MinInSyncReplicas: min(2, rf),
-		RetentionTime: -1, Cleanup: log.CleanupCompact, // Kafka's cleanup.policy=compact: the last commit of each key
-	})
+	cfg.ReplicationFactor = max(1, min(3, live))
+	cfg.MinInSyncReplicas = min(2, cfg.ReplicationFactor)
+	err := b.CreateTopic(ctx, name, cfg)
 	if !errors.Is(err, log.ErrTopicExists) {
 		return err
 	}
-	// Created by another member: wait until this one has applied it.
 	for {
 		ch := b.metaWatch()
-		if _, ok := b.img.Load().PartitionCount(log.OffsetsTopic); ok {
+		if _, ok := b.img.Load().PartitionCount(name); ok {
 			return nil
 		}
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return fmt.Errorf("replica: %s: %w", log.OffsetsTopic, ctx.Err())
+			return fmt.Errorf("replica: %s: %w", name, ctx.Err())
 		case <-b.ctx.Done():
 			return log.ErrClosed
 		}

@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"cmp"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,7 +32,7 @@ func TestCoordinatorChanges(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stop, start := coordinatorChanges(tc.led, tc.want)
+			stop, start := coordinatorChanges(tc.led, tc.want, cmp.Compare[int])
 			require.Equal(t, tc.stop, stop, "stop")
 			require.Equal(t, tc.start, start, "start")
 		})

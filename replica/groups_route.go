@@ -28,26 +28,50 @@ func groupRetriable(err error) bool {
 
 // groupCall runs fn at the coordinator of groupID.
 func (b *Broker) groupCall(ctx context.Context, groupID string, fn func(log.GroupClient) error) error {
-	if err := b.ensureOffsetsTopic(ctx); err != nil {
+	return coordinatorCall(ctx, b, coordinatorOf{
+		topic:     log.OffsetsTopic,
+		ensure:    b.ensureOffsetsTopic,
+		partition: func() (log.TopicPartition, bool) { return b.groupTP(groupID) },
+		retriable: groupRetriable,
+	}, fn, log.GroupClient(localGroups{b}), b.tr.Group)
+}
+
+// coordinatorOf names the coordinator of a key (a group, a transactional
+// id): the leader of the key's partition of an internal topic, which
+// ensure creates if the cluster has none.
+type coordinatorOf struct {
+	topic     string
+	ensure    func(context.Context) error
+	partition func() (log.TopicPartition, bool) // false while topic does not exist
+	retriable func(error) bool                  // the call may be tried again at the coordinator the next metadata names
+}
+
+// coordinatorCall runs fn at the coordinator of a key: at this member's
+// own (local) if it leads the key's partition, else at the leader's over
+// the Transport (remote). A retriable failure — the coordinator moved,
+// loads, or is unreachable: NOT_COORDINATOR and its kin — is tried again
+// once the metadata changes or a backoff has passed, until ctx ends.
+func coordinatorCall[P any](ctx context.Context, b *Broker, co coordinatorOf, fn func(P) error, local P, remote func(context.Context, int, func(P) error) error) error {
+	if err := co.ensure(ctx); err != nil {
 		return err
 	}
 	backoff := 5 * time.Millisecond
 	for {
 		ch := b.metaWatch()
 		var leader int
-		tp, ok := b.groupTP(groupID)
-		err := fmt.Errorf("%w: no %s", errNoLeader, log.OffsetsTopic)
+		tp, ok := co.partition()
+		err := fmt.Errorf("%w: no %s", errNoLeader, co.topic)
 		if ok {
 			leader, err = b.leaderOf(tp)
 		}
 		if err == nil {
 			if leader == b.cfg.ID {
-				err = fn(localGroups{b})
+				err = fn(local)
 			} else {
-				err = b.tr.Group(ctx, leader, fn)
+				err = remote(ctx, leader, fn)
 			}
 		}
-		if err == nil || !groupRetriable(err) {
+		if err == nil || !co.retriable(err) {
 			return err
 		}
 		if err := b.retryWait(ctx, ch, &backoff, err); err != nil {

@@ -1,11 +1,13 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,18 +52,14 @@ import (
 // of it could have an acknowledgement answered and not seen by its
 // successor.
 
-// memberShares is the share groups of one member.
+// memberShares is the share groups of one member: its share coordinator,
+// and the partitions whose share-partitions it has loaded in it (or loads).
 type memberShares struct {
-	mu     sync.Mutex
-	c      *share.Coordinator
-	led    map[log.TopicPartition]*ledShare // partitions whose share-partitions are loaded or loading
-	ledIDs map[ledKey]log.TopicPartition    // led's partitions, by topic id (the records' keys name them so)
-	// loading holds the latest load goroutine of each partition, closed
-	// when it ends: the next load of the partition waits for it, so that
-	// a superseded load never installs what it read over a later one's.
-	loading map[log.TopicPartition]chan struct{}
-	closed  bool
-	loads   sync.WaitGroup
+	c *share.Coordinator
+	ledCoordinators[log.TopicPartition, struct{}]
+
+	idsMu  sync.Mutex
+	ledIDs map[ledKey]log.TopicPartition // the led partitions, by topic id (the records' keys name them so)
 
 	cfgMu   sync.Mutex                   // after the coordinator's SetGroupConfig
 	configs map[string]share.GroupConfig // as last read from or written to the log (share_configs.go)
@@ -70,14 +68,6 @@ type memberShares struct {
 type ledKey struct {
 	id        [16]byte
 	partition int32
-}
-
-// ledShare is a led partition's share-partitions, in the leader epoch
-// they were loaded in; loaded is false while its goroutine reads them.
-type ledShare struct {
-	epoch  int32
-	loaded bool
-	cancel context.CancelFunc
 }
 
 // startShares opens the member's share coordinator (it loads nothing:
@@ -120,14 +110,7 @@ func (b *Broker) startShares() error {
 // the goroutines that use it have stopped).
 func (b *Broker) stopShares() {
 	s := &b.shares
-	s.mu.Lock()
-	s.closed = true
-	for _, ls := range s.led {
-		ls.cancel()
-	}
-	s.led = nil
-	s.mu.Unlock()
-	s.loads.Wait()
+	s.stop(b.shareLoader())
 	if s.c != nil {
 		s.c.Close()
 	}
@@ -174,109 +157,56 @@ func (b *Broker) syncShares() {
 		}
 	}
 	s := &b.shares
-	// The coordinator is called without s.mu: its locks come first (a
-	// write it makes under them asks sharePlacement, which takes s.mu).
-	s.mu.Lock()
-	if s.closed || b.ctx.Err() != nil {
-		s.mu.Unlock()
-		return
-	}
-	var stopped []log.TopicPartition
-	for t, ls := range s.led {
-		if e, ok := want[t]; !ok || e != ls.epoch {
-			ls.cancel()
-			delete(s.led, t)
-			delete(s.ledIDs, ledKey{tp.TopicID(t.Topic), int32(t.Partition)})
-			stopped = append(stopped, t)
-		}
-	}
-	s.mu.Unlock()
-	// Dropped before a new load of the partition starts (below), which
-	// must not lose what it installs to this drop.
-	for _, t := range stopped {
-		s.c.Drop(t)
-	}
-	s.mu.Lock()
-	for t, e := range want {
-		if _, ok := s.led[t]; ok || s.closed {
-			continue
-		}
-		ctx, cancel := context.WithCancel(b.ctx)
-		ls := &ledShare{epoch: e, cancel: cancel}
-		if s.led == nil {
-			s.led = map[log.TopicPartition]*ledShare{}
+	// Named before a load can install them (a load's writes check them),
+	// forgotten after the drop.
+	s.idsMu.Lock()
+	for t := range want {
+		if s.ledIDs == nil {
 			s.ledIDs = map[ledKey]log.TopicPartition{}
 		}
-		s.led[t] = ls
 		s.ledIDs[ledKey{tp.TopicID(t.Topic), int32(t.Partition)}] = t
-		if s.loading == nil {
-			s.loading = map[log.TopicPartition]chan struct{}{}
-		}
-		prev, done := s.loading[t], make(chan struct{})
-		s.loading[t] = done
-		s.loads.Add(1)
-		go b.loadShares(ctx, t, ls, prev, done)
 	}
-	s.mu.Unlock()
+	s.idsMu.Unlock()
+	stopped, _ := s.sync(b.ctx, want, b.shareLoader())
+	s.idsMu.Lock()
+	for _, t := range stopped {
+		if _, ok := want[t]; !ok {
+			delete(s.ledIDs, ledKey{tp.TopicID(t.Topic), int32(t.Partition)})
+		}
+	}
+	s.idsMu.Unlock()
 	s.c.DropMembers(b.leadsGroupPartition)
 }
 
-// loadShares loads the share-partitions of t for ls from
-// __share_group_state, trying again after a failed read, until they are
-// loaded or ls is cancelled; it starts once the partition's previous load
-// (prev) has ended, and closes done when it ends.
-func (b *Broker) loadShares(ctx context.Context, t log.TopicPartition, ls *ledShare, prev <-chan struct{}, done chan struct{}) {
-	s := &b.shares
-	defer s.loads.Done()
-	defer func() {
-		s.mu.Lock()
-		if s.loading[t] == done {
-			delete(s.loading, t)
-		}
-		s.mu.Unlock()
-		close(done)
-	}()
-	if prev != nil {
-		select {
-		case <-prev:
-		case <-ctx.Done():
-			return
-		}
-	}
-	backoff := 20 * time.Millisecond
-	for {
-		err := s.c.Load(ctx, t, shareStateReader{b: b, tp: b.shareStateTP(t)})
-		s.mu.Lock()
-		current := s.led[t] == ls && ctx.Err() == nil
-		if err == nil && current {
-			ls.loaded = true
-		}
-		s.mu.Unlock()
-		if !current {
-			// Superseded while it loaded: what it may have installed
-			// goes (the next load, if any, waits for this one).
-			s.c.Drop(t)
-			return
-		}
-		if err == nil {
-			b.log.Debug("replica: share-partitions loaded", "partition", t, "leader epoch", ls.epoch)
-			return
-		}
+// shareLoader loads the share-partitions of a partition into the member's
+// share coordinator from __share_group_state, and drops them: the
+// coordinator's locks come before the set's (a write it makes under them
+// asks sharePlacement), so it is called without them.
+func (b *Broker) shareLoader() *ledLoader[log.TopicPartition, struct{}] {
+	c := b.shares.c
+	return &ledLoader[log.TopicPartition, struct{}]{
+		what: "share-partitions",
+		open: func(ctx context.Context, t log.TopicPartition, _ int32) (struct{}, error) {
+			err := c.Load(ctx, t, shareStateReader{b: b, tp: b.shareStateTP(t)})
+			if err != nil {
+				c.Drop(t) // what a failed load may have installed
+			}
+			return struct{}{}, err
+		},
+		close: func(t log.TopicPartition, _ struct{}) { c.Drop(t) },
+		compare: func(x, y log.TopicPartition) int {
+			return cmp.Or(strings.Compare(x.Topic, y.Topic), cmp.Compare(x.Partition, y.Partition))
+		},
 		// The first tries may find the partition of __share_group_state
 		// not created yet at its leader, or its leader moving.
-		lvl := slog.LevelDebug
-		if backoff >= time.Second {
-			lvl = slog.LevelWarn
-		}
-		b.log.Log(ctx, lvl, "replica: load share-partitions", "partition", t, "err", err)
-		tm := time.NewTimer(backoff)
-		select {
-		case <-tm.C:
-			backoff = min(2*backoff, time.Second)
-		case <-ctx.Done():
-			tm.Stop()
-			return
-		}
+		backoff: 20 * time.Millisecond, maxBackoff: time.Second,
+		level: func(backoff time.Duration) slog.Level {
+			if backoff >= time.Second {
+				return slog.LevelWarn
+			}
+			return slog.LevelDebug
+		},
+		log: b.log,
 	}
 }
 
@@ -315,11 +245,7 @@ func (p sharePlacement) Leads(t log.TopicPartition) error {
 	if st.Leader != b.cfg.ID || ps == nil || !ps.leading.Load() || b.fenced.Load() {
 		return fmt.Errorf("%w: broker %d does not lead %s-%d", log.ErrNotLeader, b.cfg.ID, t.Topic, t.Partition)
 	}
-	b.shares.mu.Lock()
-	ls := b.shares.led[t]
-	loaded := ls != nil && ls.loaded && ls.epoch == st.LeaderEpoch
-	b.shares.mu.Unlock()
-	if !loaded {
+	if _, _, loaded := b.shares.get(t, st.LeaderEpoch); !loaded {
 		return fmt.Errorf("%w: broker %d loads the share-partitions of %s-%d", log.ErrNotLeader, b.cfg.ID, t.Topic, t.Partition)
 	}
 	return nil
@@ -391,9 +317,9 @@ func (l shareStateLog) leads(records []share.Record) error {
 		if err != nil {
 			return err
 		}
-		s.mu.Lock()
+		s.idsMu.Lock()
 		t, ok := s.ledIDs[ledKey{id, p}]
-		s.mu.Unlock()
+		s.idsMu.Unlock()
 		if !ok {
 			return fmt.Errorf("%w: broker %d does not lead the partition of a share-partition it writes", log.ErrNotLeader, l.b.cfg.ID)
 		}
@@ -537,37 +463,9 @@ func (r shareStateReader) barrier(ctx context.Context) (int64, error) {
 // it: Config.OffsetsTopicPartitions (Kafka's 50) partitions, RF 3 (or fewer, with fewer brokers),
 // min.insync.replicas 2.
 func (b *Broker) ensureShareStateTopic(ctx context.Context) error {
-	if _, ok := b.img.Load().PartitionCount(log.ShareStateTopic); ok {
-		return nil
-	}
-	live := 0
-	for _, bi := range b.img.Load().Brokers() {
-		if !bi.Fenced {
-			live++
-		}
-	}
-	rf := max(1, min(3, live))
-	n := b.offsetsPartitions()
-	err := b.CreateTopic(ctx, log.ShareStateTopic, log.TopicConfig{
-		Partitions: n, ReplicationFactor: rf, MinInSyncReplicas: min(2, rf),
-		RetentionTime: -1, Cleanup: log.CleanupDelete,
+	return b.ensureInternalTopic(ctx, log.ShareStateTopic, log.TopicConfig{
+		Partitions: b.offsetsPartitions(), RetentionTime: -1, Cleanup: log.CleanupDelete,
 	})
-	if err != nil && !errors.Is(err, log.ErrTopicExists) {
-		return err
-	}
-	for {
-		ch := b.metaWatch()
-		if _, ok := b.img.Load().PartitionCount(log.ShareStateTopic); ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("replica: %s: %w", log.ShareStateTopic, ctx.Err())
-		case <-b.ctx.Done():
-			return log.ErrClosed
-		}
-	}
 }
 
 // ShareCoordinator returns the member's share coordinator

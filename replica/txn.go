@@ -1,10 +1,10 @@
 package replica
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -48,23 +48,13 @@ const DefaultTransactionStatePartitions = 50
 // memberTxns is the transaction coordination of one member: a coordinator
 // per __transaction_state partition it leads.
 type memberTxns struct {
-	mu     sync.Mutex
-	led    map[int]*ledTxn // by partition: loading or loaded
-	closed bool
-	loads  sync.WaitGroup // the loading goroutines, joined by stopTxnCoordinators
+	ledCoordinators[int, *txn.Coordinator]
+
+	idsMu sync.Mutex
 	// ids are the transactional ids of the producer ids this member's
 	// InitTxnProducerID handed out: a transactional batch it forwards
 	// over the Kafka protocol names its id, as a Kafka client's does.
 	ids map[int64]string
-}
-
-// ledTxn is the transaction coordinator of one partition, in the leader
-// epoch it was loaded in: nil while its goroutine reads the partition,
-// which cancel ends.
-type ledTxn struct {
-	c      *txn.Coordinator
-	epoch  int32
-	cancel context.CancelFunc
 }
 
 func (b *Broker) txnStatePartitions() int {
@@ -89,100 +79,39 @@ func (b *Broker) syncTxnCoordinators() {
 			}
 		}
 	}
-	x := &b.txns
-	x.mu.Lock()
-	led := make(map[int]int32, len(x.led))
-	for p, lt := range x.led {
-		led[p] = lt.epoch
-	}
-	stopPs, start := coordinatorChanges(led, want)
-	stop := make([]*txn.Coordinator, 0, len(stopPs))
-	for _, p := range stopPs {
-		lt := x.led[p]
-		lt.cancel()
-		if lt.c != nil {
-			stop = append(stop, lt.c)
-		}
-		delete(x.led, p)
-	}
-	x.mu.Unlock()
-	// Closed before the next is loaded: its writes in flight finish (or
-	// fail) first, and its marker writers stop.
-	for _, c := range stop {
-		c.Close()
-	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.closed || b.ctx.Err() != nil {
-		return
-	}
-	for _, p := range start {
-		ctx, cancel := context.WithCancel(b.ctx)
-		lt := &ledTxn{epoch: want[p], cancel: cancel}
-		if x.led == nil {
-			x.led = map[int]*ledTxn{}
-		}
-		x.led[p] = lt
-		x.loads.Add(1)
-		go b.loadTxnLoop(ctx, p, lt)
-	}
+	b.txns.sync(b.ctx, want, b.txnLoader())
 }
 
-// loadTxnLoop loads the coordinator of partition p for lt, trying again
-// after a failed read, until it is loaded or lt is cancelled.
-func (b *Broker) loadTxnLoop(ctx context.Context, p int, lt *ledTxn) {
-	x := &b.txns
-	defer x.loads.Done()
-	defer lt.cancel()
-	backoff := 50 * time.Millisecond
-	for {
-		c, err := b.loadTxnCoordinator(ctx, p, lt.epoch)
-		if err == nil {
-			x.mu.Lock()
-			if x.closed || x.led[p] != lt || ctx.Err() != nil {
-				x.mu.Unlock()
-				c.Close() // superseded while it loaded
-				return
+// txnLoader loads the coordinator of a partition of __transaction_state
+// over this member's replica of it, which it replays to its end: the
+// leader's log is the one that will be committed.
+func (b *Broker) txnLoader() *ledLoader[int, *txn.Coordinator] {
+	return &ledLoader[int, *txn.Coordinator]{
+		what: "transaction coordinator",
+		open: func(ctx context.Context, p int, epoch int32) (*txn.Coordinator, error) {
+			tp := log.TopicPartition{Topic: log.TransactionStateTopic, Partition: p}
+			ps := b.part(tp)
+			if ps == nil {
+				return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
 			}
-			lt.c = c
-			x.mu.Unlock()
-			b.log.Debug("replica: transaction coordinator started", "partition", p, "leader epoch", lt.epoch)
-			return
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		b.log.Error("replica: start transaction coordinator", "partition", p, "err", err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-t.C:
-			backoff = min(2*backoff, 5*time.Second)
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
+			return txn.New(txn.Config{
+				Store:            txnStateStore{b, tp},
+				Markers:          txnMarkerWriter{b},
+				ProducerIDs:      b.nextTxnProducerID,
+				Clock:            b.cfg.Clock,
+				CoordinatorEpoch: epoch,
+				Logger:           b.log.With("transaction state partition", p),
+			}, func(yield func(key, value []byte) error) error {
+				return log.PartitionOffsetsLog(ps.p, nil).Replay(ctx, yield)
+			})
+		},
+		// Closed before the next is loaded: its writes in flight finish
+		// (or fail) first, and its marker writers stop.
+		close:   func(_ int, c *txn.Coordinator) { c.Close() },
+		compare: cmp.Compare[int],
+		backoff: 50 * time.Millisecond, maxBackoff: 5 * time.Second,
+		log: b.log,
 	}
-}
-
-// loadTxnCoordinator starts the coordinator of partition p over this
-// member's replica of it, which it replays to its end: the leader's log
-// is the one that will be committed.
-func (b *Broker) loadTxnCoordinator(ctx context.Context, p int, epoch int32) (*txn.Coordinator, error) {
-	tp := log.TopicPartition{Topic: log.TransactionStateTopic, Partition: p}
-	ps := b.part(tp)
-	if ps == nil {
-		return nil, fmt.Errorf("%w: no replica of %s-%d", log.ErrUnknownPartition, tp.Topic, p)
-	}
-	return txn.New(txn.Config{
-		Store:            txnStateStore{b, tp},
-		Markers:          txnMarkerWriter{b},
-		ProducerIDs:      b.nextTxnProducerID,
-		Clock:            b.cfg.Clock,
-		CoordinatorEpoch: epoch,
-		Logger:           b.log.With("transaction state partition", p),
-	}, func(yield func(key, value []byte) error) error {
-		return log.PartitionOffsetsLog(ps.p, nil).Replay(ctx, yield)
-	})
 }
 
 // nextTxnProducerID allocates a producer id for a coordinator, from the
@@ -196,23 +125,7 @@ func (b *Broker) nextTxnProducerID() (int64, error) {
 
 // stopTxnCoordinators ends every load and closes every transaction
 // coordinator, for good (Close, once the metadata goroutine has stopped).
-func (b *Broker) stopTxnCoordinators() {
-	x := &b.txns
-	x.mu.Lock()
-	x.closed = true
-	led := x.led
-	x.led = nil
-	for _, lt := range led {
-		lt.cancel()
-	}
-	x.mu.Unlock()
-	x.loads.Wait()
-	for _, lt := range led {
-		if lt.c != nil {
-			lt.c.Close()
-		}
-	}
-}
+func (b *Broker) stopTxnCoordinators() { b.txns.stop(b.txnLoader()) }
 
 // txnTP returns the partition of __transaction_state of a transactional
 // id; false while the topic does not exist.
@@ -239,13 +152,11 @@ func (b *Broker) localTxnCoordinator(id string) (*txn.Coordinator, error) {
 	// synced, and meanwhile the old coordinator must not answer (as
 	// localCoordinator, groups.go).
 	if ps := b.part(tp); ok && st.Leader == b.cfg.ID && ps != nil && ps.leading.Load() {
-		b.txns.mu.Lock()
-		defer b.txns.mu.Unlock()
-		if lt, ok := b.txns.led[tp.Partition]; ok && lt.epoch == st.LeaderEpoch {
-			if lt.c == nil {
-				return nil, fmt.Errorf("%w: %s-%d on broker %d", log.ErrTxnCoordinatorLoading, tp.Topic, tp.Partition, b.cfg.ID)
+		if c, found, loaded := b.txns.get(tp.Partition, st.LeaderEpoch); found {
+			if loaded {
+				return c, nil
 			}
-			return lt.c, nil
+			return nil, fmt.Errorf("%w: %s-%d on broker %d", log.ErrTxnCoordinatorLoading, tp.Topic, tp.Partition, b.cfg.ID)
 		}
 	}
 	return nil, fmt.Errorf("%w: broker %d does not coordinate transactional id %q (yet)", kafka.ErrNotCoordinator, b.cfg.ID, id)
@@ -254,20 +165,7 @@ func (b *Broker) localTxnCoordinator(id string) (*txn.Coordinator, error) {
 // txnCoordinators returns this member's loaded coordinators, by
 // partition.
 func (b *Broker) txnCoordinators() []*txn.Coordinator {
-	b.txns.mu.Lock()
-	defer b.txns.mu.Unlock()
-	ps := make([]int, 0, len(b.txns.led))
-	for p, lt := range b.txns.led {
-		if lt.c != nil {
-			ps = append(ps, p)
-		}
-	}
-	slices.Sort(ps)
-	out := make([]*txn.Coordinator, len(ps))
-	for i, p := range ps {
-		out[i] = b.txns.led[p].c
-	}
-	return out
+	return b.txns.loaded(cmp.Compare[int])
 }
 
 // ensureTxnStateTopic creates __transaction_state if the metadata lacks
@@ -275,39 +173,9 @@ func (b *Broker) txnCoordinators() []*txn.Coordinator {
 // by time, 100 MiB segments, RF 3 and min.insync.replicas 2, or fewer
 // with fewer live brokers).
 func (b *Broker) ensureTxnStateTopic(ctx context.Context) error {
-	if _, ok := b.img.Load().PartitionCount(log.TransactionStateTopic); ok {
-		return nil
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	live := 0
-	for _, bi := range b.img.Load().Brokers() {
-		if !bi.Fenced {
-			live++
-		}
-	}
-	rf := max(1, min(3, live))
-	err := b.CreateTopic(ctx, log.TransactionStateTopic, log.TopicConfig{
-		Partitions: b.txnStatePartitions(), ReplicationFactor: rf, MinInSyncReplicas: min(2, rf),
-		RetentionTime: -1, Cleanup: log.CleanupCompact, SegmentBytes: 100 << 20,
+	return b.ensureInternalTopic(ctx, log.TransactionStateTopic, log.TopicConfig{
+		Partitions: b.txnStatePartitions(), RetentionTime: -1, Cleanup: log.CleanupCompact, SegmentBytes: 100 << 20,
 	})
-	if !errors.Is(err, log.ErrTopicExists) {
-		return err
-	}
-	for { // created by another member: wait until this one has applied it
-		ch := b.metaWatch()
-		if _, ok := b.img.Load().PartitionCount(log.TransactionStateTopic); ok {
-			return nil
-		}
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return fmt.Errorf("replica: %s: %w", log.TransactionStateTopic, ctx.Err())
-		case <-b.ctx.Done():
-			return log.ErrClosed
-		}
-	}
 }
 
 // txnStateStore is a coordinator's partition of __transaction_state on
@@ -347,22 +215,12 @@ func (s txnStateStore) Write(ctx context.Context, key, value []byte) error {
 }
 
 // reloadTxnCoordinator closes the coordinator of partition p, in the
-// background, and loads it again if this member still leads p.
+// background (the close waits for the coordinator's goroutines, one of
+// which may be the caller), and loads it again if this member still leads
+// p.
 func (b *Broker) reloadTxnCoordinator(p int) {
-	x := &b.txns
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	lt, ok := x.led[p]
-	if x.closed || !ok || lt.c == nil {
-		return
-	}
-	delete(x.led, p)
-	lt.cancel()
-	x.loads.Add(1)
-	go func() {
-		defer x.loads.Done()
-		lt.c.Close() // waits for its goroutines, one of which may be the caller
+	b.txns.reload(p, b.txnLoader(), func() {
 		b.log.Info("replica: transaction coordinator reloads after a failed write", "partition", p)
 		b.syncTxnCoordinators()
-	}()
+	})
 }

@@ -90,10 +90,8 @@ func (b *Broker) writeTxnMarker(ctx context.Context, p log.TopicPartition, m bat
 func (b *Broker) offsetsCoordinator(p log.TopicPartition) (*group.Coordinator, error) {
 	st, ok := b.img.Load().Partition(p.Topic, p.Partition)
 	if ok && st.Leader == b.cfg.ID {
-		b.groups.mu.Lock()
-		defer b.groups.mu.Unlock()
-		if lc, ok := b.groups.led[p.Partition]; ok && lc.epoch == st.LeaderEpoch && lc.c != nil {
-			return lc.c, nil
+		if c, _, loaded := b.groups.get(p.Partition, st.LeaderEpoch); loaded {
+			return c, nil
 		}
 	}
 	return nil, fmt.Errorf("%w: broker %d has no group coordinator of %s-%d", log.ErrNotLeader, b.cfg.ID, p.Topic, p.Partition)

@@ -48,32 +48,12 @@ func txnRetriable(err error) bool {
 
 // txnCall runs fn at the coordinator of transactionalID.
 func (b *Broker) txnCall(ctx context.Context, transactionalID string, fn func(txnPeer) error) error {
-	if err := b.ensureTxnStateTopic(ctx); err != nil {
-		return err
-	}
-	backoff := 5 * time.Millisecond
-	for {
-		ch := b.metaWatch()
-		var leader int
-		tp, ok := b.txnTP(transactionalID)
-		err := fmt.Errorf("%w: no %s", errNoLeader, log.TransactionStateTopic)
-		if ok {
-			leader, err = b.leaderOf(tp)
-		}
-		if err == nil {
-			if leader == b.cfg.ID {
-				err = fn(localGroups{b})
-			} else {
-				err = b.peerCall(ctx, leader, fn)
-			}
-		}
-		if err == nil || !txnRetriable(err) {
-			return err
-		}
-		if err := b.retryWait(ctx, ch, &backoff, err); err != nil {
-			return err
-		}
-	}
+	return coordinatorCall(ctx, b, coordinatorOf{
+		topic:     log.TransactionStateTopic,
+		ensure:    b.ensureTxnStateTopic,
+		partition: func() (log.TopicPartition, bool) { return b.txnTP(transactionalID) },
+		retriable: txnRetriable,
+	}, fn, txnPeer(localGroups{b}), b.peerCall)
 }
 
 // peerCall runs fn at member id over the Transport.
@@ -95,12 +75,12 @@ func (b *Broker) InitTxnProducerID(ctx context.Context, transactionalID string, 
 		return err
 	})
 	if err == nil {
-		b.txns.mu.Lock()
+		b.txns.idsMu.Lock()
 		if b.txns.ids == nil {
 			b.txns.ids = map[int64]string{}
 		}
 		b.txns.ids[pid.ID] = transactionalID
-		b.txns.mu.Unlock()
+		b.txns.idsMu.Unlock()
 	}
 	return pid, err
 }
@@ -113,8 +93,8 @@ func (b *Broker) transactionalIDOf(raw []byte) *string {
 	if err != nil || !h.Transactional() || h.ProducerID < 0 {
 		return nil
 	}
-	b.txns.mu.Lock()
-	defer b.txns.mu.Unlock()
+	b.txns.idsMu.Lock()
+	defer b.txns.idsMu.Unlock()
 	if id, ok := b.txns.ids[h.ProducerID]; ok {
 		return &id
 	}
