@@ -277,7 +277,11 @@ func (c *conn) shareAcquire(ctx context.Context, group, member string, parts []l
 			continue
 		}
 		p := out.part(topicID(t.Topic), int32(t.Partition))
-		p.Records = append(p.Records, recs...)
+		if len(p.Records) == 0 {
+			p.Records = recs // no copy: the read's buffer is this response's
+		} else {
+			p.Records = append(p.Records, recs...)
+		}
 		for _, ar := range ranges {
 			a := kmsg.NewShareFetchResponseTopicPartitionAcquiredRecord()
 			a.FirstOffset, a.LastOffset, a.DeliveryCount = ar.First, ar.Last, ar.DeliveryCount
@@ -302,16 +306,21 @@ func trimRanges(rs []share.AcquiredRange, next int64) []share.AcquiredRange {
 	return out
 }
 
-// shareRead reads the batches of t from first on, to past last if budget
-// allows (at least one batch), and returns them and the offset after the
-// last one.
+// shareRead reads the batches of t that hold offsets first to last, as
+// far as budget bytes allow (at least one batch), and returns them and the
+// offset after the last one. It reads no batch past last: a fetch of the
+// log is bounded in bytes only, so each read asks for about what the
+// offsets left take at the size per offset seen so far (shareReadFirst at
+// first), and the batches past last it brought are dropped.
 func (c *conn) shareRead(ctx context.Context, t log.TopicPartition, first, last int64, budget int) ([]byte, int64, error) {
 	var out []byte
 	off := first
+	want := shareReadFirst
 	for off <= last && len(out) < budget {
+		want = min(want, budget-len(out))
 		fr, err := c.s.b.Fetch(ctx, log.FetchRequest{
-			Partitions: []log.FetchPartition{{TopicPartition: t, Offset: off, MaxBytes: budget - len(out)}},
-			MaxBytes:   budget - len(out), MaxWait: time.Nanosecond,
+			Partitions: []log.FetchPartition{{TopicPartition: t, Offset: off, MaxBytes: want}},
+			MaxBytes:   want, MaxWait: time.Nanosecond,
 		})
 		if err != nil {
 			return out, off, err
@@ -330,18 +339,49 @@ func (c *conn) shareRead(ctx context.Context, t log.TopicPartition, first, last 
 		if err != nil {
 			return out, off, err
 		}
-		next := off
-		err = batch.Batches(b, func(_ []byte, h batch.Header) error {
-			next = max(next, h.NextOffset())
-			return nil
-		})
+		keep, next, err := batchesThrough(b, off, last)
 		if err != nil || next <= off {
 			return out, off, err
 		}
-		out = append(out, b...)
+		if out == nil {
+			out = b[:keep:keep]
+		} else {
+			out = append(out, b[:keep]...)
+		}
 		off = next
+		// The next read: the offsets left at the bytes per offset so far,
+		// and a quarter more for batch boundaries.
+		perOffset := len(out)/int(off-first) + 1
+		want = max(shareReadFirst/4, perOffset*int(last+1-off)*5/4)
 	}
 	return out, off, nil
+}
+
+// shareReadFirst is the bytes a share fetch first reads of a partition.
+const shareReadFirst = 64 << 10
+
+// batchesThrough walks the batch headers of b, read from offset from on,
+// and returns the length of the batches that start at or before last and
+// the offset after the last of them. The batches come from the log, which
+// checked them when they were appended: only their headers are read.
+func batchesThrough(b []byte, from, last int64) (keep int, next int64, err error) {
+	next = from
+	for keep < len(b) {
+		size, err := batch.PeekSize(b[keep:])
+		if err != nil || size > len(b)-keep {
+			break // a read cut short inside a batch: keep the whole ones
+		}
+		h, err := batch.ParseHeader(b[keep:])
+		if err != nil {
+			return keep, next, err
+		}
+		if keep > 0 && h.BaseOffset > last {
+			break
+		}
+		keep += size
+		next = max(next, h.NextOffset())
+	}
+	return keep, next, nil
 }
 
 // shareWait waits up to wait for records appended to parts or records

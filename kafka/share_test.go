@@ -301,3 +301,50 @@ func TestGroupIDsAcrossTypes(t *testing.T) {
 	}
 	require.True(t, b.ShareCoordinator().Exists("g"))
 }
+
+// TestShareFetchReadsOnlyAcquiredBatches: a share fetch answers the
+// batches that hold the records it acquired and none past them, however
+// large MaxBytes (it had read up to MaxBytes of the log: every batch to
+// the partition's end for a fetch of a few records).
+func TestShareFetchReadsOnlyAcquiredBatches(t *testing.T) {
+	leaktest.Check(t)
+	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
+	part, err := b.Partition("t", 0)
+	require.NoError(t, err)
+	var bd batch.Builder
+	for range 50 { // 50 batches of 10 records
+		bd.Reset(1)
+		for i := range 10 {
+			bd.Append(1, nil, fmt.Appendf(nil, "v%d", i), nil)
+		}
+		_, _, err := part.AppendBatch(bd.Bytes())
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.ShareCoordinator().SetGroupConfig("g", share.GroupConfig{AutoOffsetReset: "earliest"}))
+	s, err := Listen("127.0.0.1:0", b, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	c := dial(t, s.Addr())
+	c.do(shareHeartbeat("m1", 0, "t"))
+
+	total := 0
+	for epoch := int32(0); total < 500; epoch++ {
+		req := shareFetch("m1", epoch, 15, 0)
+		req.MaxBytes = 50 << 20
+		f := c.do(req).(*kmsg.ShareFetchResponse)
+		_, offs := acquired(t, f)
+		require.NotEmpty(t, offs)
+		rp := f.Topics[0].Partitions[0]
+		first, last := rp.AcquiredRecords[0].FirstOffset, rp.AcquiredRecords[len(rp.AcquiredRecords)-1].LastOffset
+		var bases []int64
+		require.NoError(t, batch.Batches(rp.Records, func(_ []byte, h batch.Header) error {
+			require.LessOrEqual(t, h.BaseOffset, last, "a batch past the acquired records")
+			require.GreaterOrEqual(t, h.LastOffset(), first, "a batch before the acquired records")
+			bases = append(bases, h.BaseOffset)
+			return nil
+		}))
+		require.LessOrEqual(t, len(bases), 3, "batches %v for offsets %d-%d", bases, first, last)
+		total += len(offs)
+	}
+	require.Equal(t, 500, total)
+}
