@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 )
 
 // BenchmarkKgoServer runs the server case's kgo produce and consume (100 B
@@ -47,5 +48,41 @@ func BenchmarkKgoServer(b *testing.B) {
 				b.ReportMetric(float64(sum.CPU.Nanoseconds())/1e3/float64(sum.Records), "cpu-µs/record")
 			})
 		}
+	}
+}
+
+// BenchmarkKgoLatency runs the latency case's round trips (one 100 B
+// record produced with kgo's ProduceSync, then consumed, quick size: 5000
+// timed after 500 untimed) against Strata's server and kfake in memory,
+// with the case's 64 MiB live heap: for a CPU profile, or a count of the
+// process's system calls per round trip, of one system at a time.
+//
+//	go test -c -o lat.test && strace -f -c -o strata.strace ./lat.test -test.run '^$' -test.bench 'KgoLatency/strata' -test.benchtime 1x
+func BenchmarkKgoLatency(b *testing.B) {
+	servers := []struct {
+		name  string
+		start func(*env) (*kafkaServer, error)
+	}{{"strata", strataServer}, {"kfake", kfakeMemServer}}
+	for _, srv := range servers {
+		b.Run(srv.name, func(b *testing.B) {
+			e := &env{mode: modeQuick, runs: 1, root: b.TempDir(), liveHeapMiB: 64}
+			appHeap = newLiveHeap(liveHeapBytes(e))
+			defer func() { appHeap = nil }()
+			var sum sample
+			var p50, p99 time.Duration
+			for b.Loop() {
+				s, err := kgoLatency(e, srv.start, serverRecordSize, e.pick(20_000, 5_000, 20))
+				if err != nil {
+					b.Fatal(err)
+				}
+				sum.Records += s.Records
+				sum.Elapsed += s.Elapsed
+				sum.CPU += s.CPU
+				p50, p99 = max(p50, s.P50), max(p99, s.P99)
+			}
+			b.ReportMetric(float64(sum.CPU.Nanoseconds())/1e3/float64(sum.Records), "cpu-µs/rt")
+			b.ReportMetric(float64(p50.Nanoseconds())/1e3, "p50-µs")
+			b.ReportMetric(float64(p99.Nanoseconds())/1e3, "p99-µs")
+		})
 	}
 }

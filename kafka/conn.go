@@ -29,10 +29,14 @@ const closeDrainTimeout = 5 * time.Second
 
 // conn is one client connection. Its reader goroutine reads and decodes
 // requests and hands each to one of the connection's workers, which runs
-// its handler; its writer goroutine writes the responses in request order
-// (Kafka's rule), each once its handler is done. The queue between them
-// holds at most MaxInFlight requests: when it is full the reader stops
-// reading.
+// its handler. The responses are written in request order (Kafka's rule)
+// by whichever worker holds the connection's turn to write: the worker
+// whose request is the oldest not yet written takes it once its handler is
+// done and writes its response, then every response done after it, in
+// order, and gives the turn back at the first one not done (whose worker
+// takes it when done). A response is thus written by the goroutine that
+// made it, with no other goroutine to wake. At most MaxInFlight requests
+// are read and not yet written: then the reader stops reading.
 //
 // Workers are long-lived: a request goes to an idle one, and a new one is
 // started only when none is idle (at most MaxInFlight), so a connection
@@ -50,8 +54,8 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	queue    chan *pending // read, not yet answered; closed by the reader
 	work     chan job      // to an idle worker; closed by the reader
+	slots    chan struct{} // one per request read and not yet written (MaxInFlight)
 	workers  atomic.Int32  // workers started (the reader's; read by tests)
 	inFlight atomic.Int32  // requests read and not yet written
 	lastDone atomic.Int64  // when the last response was written (unix ns)
@@ -62,6 +66,21 @@ type conn struct {
 
 	mu      sync.Mutex // guards closing and the deadlines set on nc
 	closing bool
+
+	// wmu guards the order of the responses to write and the turn.
+	wmu sync.Mutex
+	// order[head:] are the requests read and not yet written, oldest
+	// first; the reader appends, the turn's holder takes from the head.
+	order []*pending
+	head  int
+	// writing: a goroutine holds the turn to write (writeTurn).
+	writing bool
+	// readerDone: the reader has stopped; whoever then finds every
+	// response written closes the connection (closeWriting).
+	readerDone bool
+	// wfailed: writing failed or a response closes the connection; the
+	// responses left are dropped. The turn's holder's.
+	wfailed bool
 
 	lanesMu sync.Mutex
 	lanes   map[log.TopicPartition]chan struct{} // the last produce to each partition
@@ -95,12 +114,12 @@ type conn struct {
 
 // pending is one request read and its response to come.
 type pending struct {
-	h    header
-	done chan struct{} // receives (or is closed) once out is set
-	out  net.Buffers   // the response frame; nil: no response (acks=0)
+	h   header
+	out net.Buffers // the response frame; nil: no response (acks=0)
+	// ready: out is set (conn.wmu).
+	ready bool
 	// pooled: p came from newPending and goes back to pendings once
-	// written; done then has room for one value, sent by finish, and buf
-	// and one are p's own, reused for the next response.
+	// written; buf and one are p's own, reused for the next response.
 	pooled bool
 	buf    []byte
 	one    [1][]byte
@@ -122,10 +141,10 @@ type pending struct {
 	throttle time.Duration
 }
 
-// pendings recycles the pending requests of every connection: the writer
-// puts one back once its response is written (or dropped), with its
-// done channel and its response buffer.
-var pendings = sync.Pool{New: func() any { return &pending{pooled: true, done: make(chan struct{}, 1)} }}
+// pendings recycles the pending requests of every connection: the
+// worker that writes a response puts it back once its response is written (or dropped), with its
+// response buffer.
+var pendings = sync.Pool{New: func() any { return &pending{pooled: true} }}
 
 // maxPooledResponse is the largest response buffer a pending keeps for
 // the next one.
@@ -142,16 +161,7 @@ func newPending(h header) *pending {
 	return p
 }
 
-// finish tells the writer p's response is set.
-func (p *pending) finish() {
-	if p.pooled {
-		p.done <- struct{}{} // room for it: one finish per use
-		return
-	}
-	close(p.done)
-}
-
-// recycle gives p back to pendings once the writer is done with it.
+// recycle gives p back to pendings once its response is written.
 func (p *pending) recycle() {
 	if !p.pooled {
 		return
@@ -165,7 +175,7 @@ func (p *pending) recycle() {
 	if cap(bufs) > maxPooledBuffers {
 		bufs = nil
 	}
-	*p = pending{pooled: true, done: p.done, buf: buf, bufs: bufs[:0]}
+	*p = pending{pooled: true, buf: buf, bufs: bufs[:0]}
 	pendings.Put(p)
 }
 
@@ -181,11 +191,10 @@ func newConn(s *Server, nc net.Conn) *conn {
 		s:      s,
 		nc:     nc,
 		remote: nc.RemoteAddr().String(),
-		// The writer holds one pending request out of the queue.
-		queue: make(chan *pending, s.cfg.MaxInFlight-1),
-		work:  make(chan job),
-		lanes: map[log.TopicPartition]chan struct{}{},
-		freed: make(chan struct{}, 1),
+		work:   make(chan job),
+		slots:  make(chan struct{}, s.cfg.MaxInFlight),
+		lanes:  map[log.TopicPartition]chan struct{}{},
+		freed:  make(chan struct{}, 1),
 
 		accepted: time.Now(),
 	}
@@ -197,7 +206,7 @@ func newConn(s *Server, nc net.Conn) *conn {
 	return c
 }
 
-// shutdown makes the reader stop at once and the writer give up on a
+// shutdown makes the reader stop at once and the writing give up on a
 // client that does not read its responses within closeDrainTimeout.
 func (c *conn) shutdown() {
 	c.mu.Lock()
@@ -291,7 +300,7 @@ func (c *conn) admit(size int) error {
 // read is the reader goroutine.
 func (c *conn) read() {
 	defer c.s.wg.Done()
-	defer close(c.queue)
+	defer c.readerStopped()
 	defer close(c.work) // the idle workers stop
 	defer c.cancel()
 	r := bufio.NewReaderSize(c.nc, 64<<10)
@@ -442,7 +451,7 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 	return true
 }
 
-// job is a request handed to a worker.
+// job is a request handed to a worker, or (p nil) the turn to write.
 type job struct {
 	p     *pending
 	a     *api
@@ -454,8 +463,9 @@ type job struct {
 
 // start hands j to an idle worker, or starts one if none is idle. With
 // MaxInFlight workers started it waits for one to be idle: one is about to
-// be, since the queue holds j and at most MaxInFlight-1 other requests not
-// yet done, so a worker at most has finished its handler and not yet
+// be, since j and at most MaxInFlight-1 other requests are not yet written
+// and each busy worker either runs the handler of one of those or writes
+// one (holding the turn), so a worker at most has finished and not yet
 // asked for the next. Reader only.
 func (c *conn) start(j job) {
 	select {
@@ -481,8 +491,14 @@ func (c *conn) worker(j job) {
 	}
 }
 
-// run waits for the earlier produces to j's partitions and handles j.
+// run waits for the earlier produces to j's partitions and handles j,
+// then writes the responses if its turn has come; a job without a request
+// holds the turn and writes.
 func (c *conn) run(j job) {
+	if j.p == nil {
+		c.writeTurn()
+		return
+	}
 	for _, w := range j.waits {
 		<-w
 	}
@@ -491,7 +507,7 @@ func (c *conn) run(j job) {
 		mine := j.mine
 		ordered = func() { c.leaveLane(mine) }
 	}
-	key := j.p.h.key // j.p is the writer's, and recycled, once handled
+	key := j.p.h.key // j.p may be written, and recycled, once finished
 	handled := c.handle(j.p, j.a, j.req, ordered)
 	if handled && key == produceKey && c.s.frames != nil {
 		// The backend keeps no part of a batch past Produce
@@ -499,6 +515,7 @@ func (c *conn) run(j job) {
 		// response is encoded: nothing refers to the frame now.
 		c.s.frames.put(j.frame)
 	}
+	c.finish(j.p)
 }
 
 // errUnsupportedAPIVersions is an ApiVersions request of a version the
@@ -590,15 +607,36 @@ func (c *conn) leaveLane(mine chan struct{}) {
 	}
 }
 
-// enqueue queues p for the writer; it blocks while MaxInFlight requests are
-// queued (backpressure: the connection is not read meanwhile).
+// enqueue puts p in the order of the responses to write; it blocks while
+// MaxInFlight requests are not yet written (backpressure: the connection
+// is not read meanwhile). Its handler's worker calls finish once its
+// response is set. Reader only.
 func (c *conn) enqueue(p *pending) {
 	if c.s.cfg.Metrics != nil {
 		p.obs.start, p.obs.reqBytes = c.frameAt, c.frameLen
 	}
 	p.reqBytes, c.frameBytes = c.frameBytes, 0
 	c.inFlight.Add(1)
-	c.queue <- p
+	c.slots <- struct{}{}
+	c.wmu.Lock()
+	c.push(p)
+	c.wmu.Unlock()
+}
+
+// enqueueReady puts p, whose response is set, in the order of the
+// responses to write; if it is the next to write and no one writes, a
+// worker is given the turn (the reader never writes: a client that reads
+// no responses must not stop it from reading up to MaxInFlight requests).
+// Reader only.
+func (c *conn) enqueueReady(p *pending) {
+	p.ready = true
+	c.enqueue(p)
+	c.wmu.Lock()
+	turn := c.takeTurnLocked(p)
+	c.wmu.Unlock()
+	if turn {
+		c.start(job{})
+	}
 }
 
 // enqueueDone queues the response resp to h, already done.
@@ -606,16 +644,90 @@ func (c *conn) enqueueDone(h header, resp kmsg.Response) *pending {
 	p := newPending(h)
 	p.setResponse(resp)
 	p.obs.failed = c.s.cfg.Metrics != nil && responseFailed(resp)
-	p.finish()
-	c.enqueue(p)
+	c.enqueueReady(p)
 	return p
+}
+
+// push appends p to the order. Holds wmu.
+func (c *conn) push(p *pending) {
+	if c.head > 0 && len(c.order) == cap(c.order) {
+		n := copy(c.order, c.order[c.head:])
+		clear(c.order[n:])
+		c.order, c.head = c.order[:n], 0
+	}
+	c.order = append(c.order, p)
+}
+
+// takeTurnLocked takes the turn to write if no one holds it and p, done,
+// is the next response to write. Holds wmu.
+func (c *conn) takeTurnLocked(p *pending) bool {
+	if c.writing || c.head == len(c.order) || c.order[c.head] != p {
+		return false
+	}
+	c.writing = true
+	return true
+}
+
+// finish marks p's response set and, if it is the next to write and no
+// one writes, writes it and those after it that are done (writeTurn).
+func (c *conn) finish(p *pending) {
+	c.wmu.Lock()
+	p.ready = true
+	turn := c.takeTurnLocked(p)
+	c.wmu.Unlock()
+	if turn {
+		c.writeTurn()
+	}
+}
+
+// writeTurn, called holding the turn, writes the responses done at the
+// head of the order, in order, then gives the turn back; it closes the
+// connection once the reader has stopped and every response is written.
+func (c *conn) writeTurn() {
+	c.wmu.Lock()
+	for c.head < len(c.order) && c.order[c.head].ready {
+		p := c.order[c.head]
+		c.order[c.head] = nil
+		if c.head++; c.head == len(c.order) {
+			c.order, c.head = c.order[:0], 0
+		}
+		c.wmu.Unlock()
+		c.writeOne(p)
+		c.wmu.Lock()
+	}
+	c.writing = false
+	last := c.readerDone && c.head == len(c.order)
+	c.wmu.Unlock()
+	if last {
+		c.closeWriting()
+	}
+}
+
+// readerStopped is the reader's last act: it closes the connection if
+// every response is written and no one writes; otherwise the last to
+// write does.
+func (c *conn) readerStopped() {
+	c.wmu.Lock()
+	c.readerDone = true
+	last := !c.writing && c.head == len(c.order)
+	c.wmu.Unlock()
+	if last {
+		c.closeWriting()
+	}
+}
+
+// closeWriting closes the connection once the reader has stopped and
+// every response is written (or dropped). Called once.
+func (c *conn) closeWriting() {
+	c.nc.Close()
+	c.s.forget(c)
+	c.s.wg.Done()
 }
 
 // handle runs a request's handler and sets its response. ordered, for a
 // produce, lets the connection's next produces to its partitions start
 // (order.Placed).
 func (c *conn) handle(p *pending, a *api, req kmsg.Request, ordered func()) (handled bool) {
-	defer p.finish()
 	defer func() {
 		// A bug in a handler must not take the server down: the
 		// connection is closed and the bug logged.
@@ -669,61 +781,55 @@ func (c *conn) encode(p *pending, rep reply) {
 	p.closeAfter = rep.closeAfter
 }
 
-// write is the writer goroutine: it writes the responses in request order
-// and closes the connection once the reader is done and every response is
-// written (or writing failed).
-func (c *conn) write() {
-	defer c.s.wg.Done()
-	defer c.s.forget(c)
-	defer c.nc.Close()
-	failed := false
-	for p := range c.queue {
-		<-p.done
-		if p.delay > 0 && !failed {
-			c.s.authDelayed.Add(1)
-			c.pause(p.delay)
-			c.s.authDelayed.Add(-1)
-		}
-		if p.throttle > 0 && !failed {
-			// Muted from as the response is written (KIP-219): set
-			// first, so that a client that waits out throttle_time_ms
-			// finds the connection open again, and before inFlight
-			// drops, which the reader of a throttled connection waits
-			// for (waitMuted).
-			c.mute(p.throttle)
-		}
-		c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
-		c.inFlight.Add(-1)
-		if failed {
-			c.release(p)
-			p.recycle()
-			continue // drain, so that the reader never blocks on a full queue
-		}
-		var outBytes int64
-		if c.s.cfg.Metrics != nil {
-			outBytes = responseBytes(p) // before writeOut consumes p.out
-		}
-		if p.out != nil {
-			c.setWriteDeadline()
-			if err := c.writeOut(p); err != nil {
-				c.logger.Debug("kafka: write", "err", err)
-				failed = true
-			}
-		}
-		if c.s.cfg.Metrics != nil && !failed {
-			c.report(p, outBytes)
-		}
+// writeOne writes p's response, or drops it once writing has failed,
+// and gives back what p held. The turn's holder only.
+func (c *conn) writeOne(p *pending) {
+	defer func() { <-c.slots }() // the reader may read one more request
+	if p.delay > 0 && !c.wfailed {
+		c.s.authDelayed.Add(1)
+		c.pause(p.delay)
+		c.s.authDelayed.Add(-1)
+	}
+	if p.throttle > 0 && !c.wfailed {
+		// Muted from as the response is written (KIP-219): set first,
+		// so that a client that waits out throttle_time_ms finds the
+		// connection open again, and before inFlight drops, which the
+		// reader of a throttled connection waits for (waitMuted).
+		c.mute(p.throttle)
+	}
+	c.lastDone.Store(time.Now().UnixNano()) // before inFlight may reach 0: not idle yet
+	c.inFlight.Add(-1)
+	if c.wfailed {
 		c.release(p)
-		c.lastDone.Store(time.Now().UnixNano())
-		if p.closeAfter {
+		p.recycle()
+		return // dropped: the reader is not kept waiting for a slot
+	}
+	var outBytes int64
+	if c.s.cfg.Metrics != nil {
+		outBytes = responseBytes(p) // before writeOut consumes p.out
+	}
+	failed := false
+	if p.out != nil {
+		c.setWriteDeadline()
+		if err := c.writeOut(p); err != nil {
+			c.logger.Debug("kafka: write", "err", err)
 			failed = true
 		}
-		p.recycle()
-		if failed {
-			// Stop the reader (its next read fails) and what is parked.
-			c.nc.Close()
-			c.cancel()
-		}
+	}
+	if c.s.cfg.Metrics != nil && !failed {
+		c.report(p, outBytes)
+	}
+	c.release(p)
+	c.lastDone.Store(time.Now().UnixNano())
+	if p.closeAfter {
+		failed = true
+	}
+	p.recycle()
+	if failed {
+		// Stop the reader (its next read fails) and what is parked.
+		c.wfailed = true
+		c.nc.Close()
+		c.cancel()
 	}
 }
 

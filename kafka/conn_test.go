@@ -357,3 +357,56 @@ func TestWorkersReused(t *testing.T) {
 	require.LessOrEqual(t, w[0], int32(64))
 	t.Logf("and %d pipelined: %d workers", n, w[0])
 }
+
+// Responses are written in request order whichever handler finishes
+// first: a metadata request behind three parked fetches is handled at once
+// but written last, and fetches released last to first are written first
+// to last, each by the worker whose turn it is (no writer goroutine).
+func TestResponsesInRequestOrder(t *testing.T) {
+	leaktest.Check(t)
+	broker := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
+	bb := &blockingBackend{Backend: broker, arrived: make(chan chan struct{}, 100), abort: make(chan struct{})}
+	s, err := Listen("127.0.0.1:0", bb, Config{})
+	require.NoError(t, err)
+	defer s.Close()
+	defer close(bb.abort) // a failed test must not hang in Close
+	c := dial(t, s.Addr())
+	fetch := fetchReq(12, "t", 0, 0, 0)
+	fetch.MinBytes = 0
+	var corrs []int32
+	for range 3 {
+		corrs = append(corrs, c.send(fetch))
+	}
+	meta := metadataV9()
+	metaCorr := c.send(meta)
+	var releases []chan struct{}
+	for range 3 {
+		releases = append(releases, <-bb.arrived)
+	}
+	conn := func() *conn {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for c := range s.conns {
+			return c
+		}
+		return nil
+	}()
+	require.NotNil(t, conn)
+	// The metadata is answered, not written: the fetches come first.
+	waitFor(t, func() bool {
+		conn.wmu.Lock()
+		defer conn.wmu.Unlock()
+		q := conn.order[conn.head:]
+		return len(q) == 4 && q[3].ready
+	})
+	for i := len(releases) - 1; i >= 0; i-- {
+		close(releases[i])
+	}
+	for _, corr := range corrs {
+		c.recv(fetch, corr)
+	}
+	c.recv(meta, metaCorr)
+	conn.wmu.Lock()
+	defer conn.wmu.Unlock()
+	require.Equal(t, conn.head, len(conn.order), "all written")
+}

@@ -77,9 +77,10 @@
 // # Connections
 //
 // Each connection has one reader goroutine, which reads and decodes
-// requests and starts a handler goroutine for each, and one writer
-// goroutine, which writes the responses in the order of the requests
-// (Kafka's rule) as their handlers finish. At most Config.MaxInFlight
+// requests and hands each to one of the connection's long-lived workers,
+// which runs its handler. The responses are written in the order of the
+// requests (Kafka's rule): the worker whose response is the next due
+// writes it, and those after it already done, as soon as it is done. At most Config.MaxInFlight
 // requests of a connection are unanswered at once: then the reader stops
 // reading, and TCP pushes back on the client. Produces to the same
 // partition on one connection append in the order they were sent; others
@@ -92,7 +93,7 @@
 // are cheaper copied into one writev) go from the segment files with
 // sendfile, through the backend's handle (log.Batches), which keeps the
 // segments open, even if retention or a topic deletion removes them
-// meanwhile, until the response is written. Under TLS the writer copies
+// meanwhile, until the response is written. Under TLS the worker copies
 // them from the files in chunks. A response carries at most
 // Config.FetchMaxBytes of records, a partition listed twice is fetched
 // once, and a connection's responses hold at most 4 MiB of copied records.

@@ -241,8 +241,8 @@ func hasDuplicates(req *kmsg.FetchRequest, byID bool, n int) bool {
 const connCopyBytes = 4 << 20
 
 // take moves b into f: the handle itself (b is then left empty, and the
-// writer sends it from the segment files and releases it once sent), or,
-// for a small partition within the connection's connCopyBytes, a copy of
+// response's writing sends it from the segment files and releases it once
+// sent), or, for a small partition within the connection's connCopyBytes, a copy of
 // its bytes (b stays the caller's to release). Batches in memory (no file
 // ranges) are taken as they are.
 func (c *conn) take(f *fetched, b *log.Batches) error {
@@ -335,8 +335,8 @@ func handleReplicaBatches(ctx context.Context, c *conn, req *kmsg.FetchRequest) 
 }
 
 // fetched is one partition's records in a fetch response: bytes in memory,
-// or a handle on the segment files that the connection's writer sends with
-// sendfile and then releases.
+// or a handle on the segment files that is sent with sendfile once the
+// response is written, then released.
 type fetched struct {
 	mem    []byte
 	b      log.Batches

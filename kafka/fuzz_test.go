@@ -148,7 +148,7 @@ func FuzzRequest(f *testing.F) {
 		c := newConn(s, nopConn{})
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		p := &pending{h: h, done: make(chan struct{})}
+		p := &pending{h: h}
 		rep := a.handle(ctx, c, req)
 		c.encode(p, rep)
 		if p.out == nil && !rep.none {

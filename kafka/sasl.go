@@ -133,15 +133,14 @@ func (c *conn) authenticate(h header, req kmsg.Request) bool {
 // failAuth queues the answer to a failed authentication, resp (nil: none),
 // to be written after Config.FailedAuthenticationDelay, as Kafka does, and
 // the connection closed then: a client guessing passwords gets one guess
-// per connection and delay. The connection's writer waits, nothing else.
+// per connection and delay. The worker writing it waits, nothing else.
 func (c *conn) failAuth(h header, resp kmsg.Response) {
-	p := &pending{h: h, done: make(chan struct{}), closeAfter: true, delay: c.s.cfg.FailedAuthenticationDelay}
+	p := &pending{h: h, closeAfter: true, delay: c.s.cfg.FailedAuthenticationDelay}
 	if resp != nil {
 		p.out = net.Buffers{appendResponse(nil, h, resp)}
 	}
 	p.obs.failed = true
-	close(p.done)
-	c.enqueue(p)
+	c.enqueueReady(p)
 }
 
 // rawToken handles one raw SASL token (after SaslHandshake v0): the
@@ -154,10 +153,9 @@ func (c *conn) rawToken(tok []byte) bool {
 		c.failAuth(header{}, nil)
 		return false
 	}
-	p := &pending{done: make(chan struct{})}
+	p := &pending{}
 	p.out = net.Buffers{binary.BigEndian.AppendUint32(nil, uint32(len(answer))), answer}
-	close(p.done)
-	c.enqueue(p)
+	c.enqueueReady(p)
 	if done {
 		c.authenticated()
 	}

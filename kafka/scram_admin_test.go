@@ -289,7 +289,7 @@ func FuzzSCRAMAdmin(f *testing.F) {
 			return
 		}
 		c := newConn(s, nopConn{})
-		p := &pending{h: h, done: make(chan struct{})}
+		p := &pending{h: h}
 		rep := a.handle(context.Background(), c, req)
 		c.encode(p, rep)
 		if p.out == nil && !rep.none {

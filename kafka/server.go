@@ -198,10 +198,9 @@ func (s *Server) accept() {
 		c.ip = ip
 		s.conns[c] = struct{}{}
 		s.perIP[ip]++
-		s.wg.Add(2)
+		s.wg.Add(2) // the reader, and the connection's close (closeWriting)
 		s.mu.Unlock()
 		go c.read()
-		go c.write()
 	}
 }
 
