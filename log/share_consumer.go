@@ -78,6 +78,10 @@ func (e *ShareAckError) Unwrap() []error {
 // defaultShareMaxRecords is Kafka's max.poll.records.
 const defaultShareMaxRecords = 500
 
+// DefaultShareMaxPollInterval is Kafka's max.poll.interval.ms, a
+// ShareConsumer's MaxPollInterval by default.
+const DefaultShareMaxPollInterval = 5 * time.Minute
+
 // ShareConsumerConfig configures a ShareConsumer. The zero value of each
 // field but Group and Topics means Kafka's default.
 type ShareConsumerConfig struct {
@@ -96,6 +100,13 @@ type ShareConsumerConfig struct {
 	// by default (implicit) the next Poll accepts those left
 	// unacknowledged.
 	ExplicitAck bool
+	// MaxPollInterval is the longest a member may go without a Poll
+	// (max.poll.interval.ms, 5 min): past it the member leaves the group,
+	// as Kafka's share consumer does, so that a worker stuck in a job or
+	// gone without Close hands its partitions to the others (which the
+	// group's assignor may have given to it alone) and releases the
+	// records it holds; its next Poll joins again.
+	MaxPollInterval time.Duration
 	// ClientID names the member in descriptions of the group.
 	ClientID string
 	// Logger receives a line when a heartbeat fails; nil discards.
@@ -108,6 +119,9 @@ func (c ShareConsumerConfig) withDefaults() ShareConsumerConfig {
 	}
 	if c.MaxWait == 0 {
 		c.MaxWait = 500 * time.Millisecond
+	}
+	if c.MaxPollInterval == 0 {
+		c.MaxPollInterval = DefaultShareMaxPollInterval
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -126,6 +140,8 @@ func (c ShareConsumerConfig) validate() error {
 		return fmt.Errorf("%w: share consumer: MaxRecords %d", ErrInvalidConfig, c.MaxRecords)
 	case c.MaxWait < 0:
 		return fmt.Errorf("%w: share consumer: MaxWait %v", ErrInvalidConfig, c.MaxWait)
+	case c.MaxPollInterval < 0:
+		return fmt.Errorf("%w: share consumer: MaxPollInterval %v", ErrInvalidConfig, c.MaxPollInterval)
 	}
 	for _, t := range c.Topics {
 		if t == "" {
@@ -192,6 +208,14 @@ type ShareConsumer struct {
 	poll     uint64
 	held     []heldRecord // of the last Poll
 	closed   bool
+	polled   time.Time // when Poll was last called
+	// left: the member left the group, not polled for MaxPollInterval;
+	// the next Poll joins again.
+	left bool
+
+	// hbMu orders the heartbeats that join and leave (a leave for
+	// MaxPollInterval and the next Poll's join); before mu.
+	hbMu sync.Mutex
 
 	stop   chan struct{}
 	cancel context.CancelFunc // the heartbeats' context
@@ -227,6 +251,9 @@ func (c *ShareConsumer) MemberID() string { return c.member }
 // expired: they are delivered again) and no records: those the fetch
 // acquired are released with the next Poll, to any member.
 func (c *ShareConsumer) Poll(ctx context.Context) ([]ShareRecord, error) {
+	c.mu.Lock()
+	c.polled = time.Now()
+	c.mu.Unlock()
 	if err := c.join(ctx); err != nil {
 		return nil, err
 	}

@@ -11,7 +11,8 @@ import (
 	"github.com/strata-log/strata/share"
 )
 
-// join joins the group with the first Poll and starts the heartbeats.
+// join joins the group with the first Poll and starts the heartbeats, or
+// joins again after the member left for MaxPollInterval.
 func (c *ShareConsumer) join(ctx context.Context) error {
 	c.mu.Lock()
 	closed, joined := c.closed, c.stop != nil
@@ -20,6 +21,20 @@ func (c *ShareConsumer) join(ctx context.Context) error {
 	case closed:
 		return fmt.Errorf("log: share consumer: %w", ErrClosed)
 	case joined:
+		c.hbMu.Lock()
+		defer c.hbMu.Unlock()
+		c.mu.Lock()
+		left := c.left
+		c.mu.Unlock()
+		if !left {
+			return nil
+		}
+		if err := c.heartbeat(ctx); err != nil { // epoch 0: a join
+			return err
+		}
+		c.mu.Lock()
+		c.left = false
+		c.mu.Unlock()
 		return nil
 	}
 	if err := c.heartbeat(ctx); err != nil {
@@ -64,16 +79,21 @@ func (c *ShareConsumer) heartbeat(ctx context.Context) error {
 	return nil
 }
 
-// heartbeats heartbeats every interval until stop.
+// heartbeats heartbeats every interval until stop, and leaves the group
+// once the member was not polled for MaxPollInterval (Kafka's poll
+// timer): no heartbeat then until the next Poll joins again.
 func (c *ShareConsumer) heartbeats(ctx context.Context, stop, done chan struct{}) {
 	defer close(done)
 	for {
 		c.mu.Lock()
 		d := c.interval
-		c.mu.Unlock()
 		if d <= 0 {
 			d = share.DefaultHeartbeatInterval
 		}
+		if !c.left {
+			d = min(d, max(time.Until(c.polled.Add(c.cfg.MaxPollInterval)), 0))
+		}
+		c.mu.Unlock()
 		t := time.NewTimer(d)
 		select {
 		case <-stop:
@@ -81,8 +101,37 @@ func (c *ShareConsumer) heartbeats(ctx context.Context, stop, done chan struct{}
 			return
 		case <-t.C:
 		}
-		if err := c.heartbeat(ctx); err != nil && ctx.Err() == nil {
+		if err := c.beat(ctx); err != nil && ctx.Err() == nil {
 			c.cfg.Logger.Warn("log: share consumer: heartbeat", "group", c.cfg.Group, "member", c.member, "err", err)
 		}
 	}
+}
+
+// beat is the heartbeats' turn: a heartbeat, a leave once the member was
+// not polled for MaxPollInterval, nothing while it is out of the group
+// for that.
+func (c *ShareConsumer) beat(ctx context.Context) error {
+	c.hbMu.Lock()
+	defer c.hbMu.Unlock()
+	c.mu.Lock()
+	left, epoch := c.left, c.epoch
+	stale := !left && epoch != 0 && time.Since(c.polled) >= c.cfg.MaxPollInterval
+	if stale {
+		// Out of the group from now on: a Poll meanwhile joins again
+		// (after this leave, hbMu) and fetches nothing until then.
+		c.left, c.epoch, c.assigned = true, 0, nil
+	}
+	c.mu.Unlock()
+	switch {
+	case left:
+		return nil
+	case !stale:
+		return c.heartbeat(ctx)
+	}
+	c.cfg.Logger.Warn("log: share consumer: not polled for MaxPollInterval: leaving the group", "group", c.cfg.Group, "member", c.member, "maxPollInterval", c.cfg.MaxPollInterval)
+	_, err := c.client.ShareHeartbeat(ctx, share.HeartbeatRequest{Group: c.cfg.Group, MemberID: c.member, MemberEpoch: -1, ClientID: c.cfg.ClientID})
+	if err != nil {
+		return fmt.Errorf("log: share consumer: leave: %w", err)
+	}
+	return nil
 }

@@ -284,3 +284,68 @@ func TestShareConsumerAckAfterLockExpired(t *testing.T) {
 		require.Equal(t, 3, recs[0].DeliveryCount, "acquired by the failed Poll, released, acquired again")
 	})
 }
+
+// TestShareConsumerLeavesWhenNotPolled: a member that stops polling
+// without Close (a worker stuck or gone) keeps heartbeating, and the
+// assignor may leave a partition to it alone: no other member fetches
+// from it. After MaxPollInterval (Kafka's max.poll.interval.ms, 5 min)
+// it leaves the group, as Kafka's share consumer does: the other member
+// gets every record, those the stuck one held at delivery 2, and the
+// stuck member's next Poll joins again. (examples/workqueue hung on
+// this: its killed worker was the only one assigned a partition.)
+func TestShareConsumerLeavesWhenNotPolled(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		b := shareBroker(t, 2)
+		const n = 20
+		for p := range 2 {
+			consAppend(t, b, p, n)
+		}
+		start := time.Now()
+		stuck := newShareT(t, b, ShareConsumerConfig{MaxRecords: 5})
+		var held []ShareRecord
+		for len(held) == 0 {
+			var err error
+			held, err = stuck.Poll(ctx)
+			require.NoError(t, err)
+		}
+		require.Len(t, held, 5)
+
+		other := newShareT(t, b, ShareConsumerConfig{MaxRecords: 5})
+		got := map[TopicPartition]map[int64]int{} // delivery count by offset
+		for total := 0; total < 2*n && time.Since(start) < 2*DefaultShareMaxPollInterval; {
+			recs, err := other.Poll(ctx)
+			require.NoError(t, err)
+			for _, r := range recs {
+				tp := TopicPartition{Topic: r.Topic, Partition: r.Partition}
+				if got[tp] == nil {
+					got[tp] = map[int64]int{}
+				}
+				require.NotContains(t, got[tp], r.Offset, "%s@%d delivered twice", tp, r.Offset)
+				got[tp][r.Offset] = r.DeliveryCount
+				total++
+				require.NoError(t, r.Accept())
+			}
+		}
+		for p := range 2 {
+			require.Len(t, got[TopicPartition{Topic: "t", Partition: p}], n, "partition %d: every record to the member that polls", p)
+		}
+		for _, r := range held {
+			require.Equal(t, 2, got[TopicPartition{Topic: r.Topic, Partition: r.Partition}][r.Offset], "%d held by the stuck member: delivery 2", r.Offset)
+		}
+		d, ok := b.ShareCoordinator().Describe("g")
+		require.True(t, ok)
+		require.Len(t, d.Members, 1, "the stuck member left")
+		require.Equal(t, other.MemberID(), d.Members[0].MemberID)
+		require.GreaterOrEqual(t, time.Since(start), DefaultShareMaxPollInterval, "not before MaxPollInterval")
+
+		// Its acceptance comes too late; the Poll joins the group again.
+		require.NoError(t, held[0].Accept())
+		_, err := stuck.Poll(ctx)
+		require.ErrorIs(t, err, share.ErrInvalidRecordState)
+		d, _ = b.ShareCoordinator().Describe("g")
+		require.Len(t, d.Members, 2, "joined again")
+		require.NoError(t, stuck.Close(ctx))
+		require.NoError(t, other.Close(ctx))
+	})
+}

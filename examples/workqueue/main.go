@@ -3,7 +3,10 @@
 // the same partitions, each job handed to one worker at a time and
 // accepted once done. One worker is killed in the middle of a job: the
 // jobs it held come back to the others once their lock expires (-lock),
-// with their delivery count up, and every job is done exactly once.
+// with their delivery count up, and every job is done exactly once. The
+// killed worker stops polling but stays in the group until -max-poll
+// (max.poll.interval.ms) has passed: the group's assignor may have given
+// it a partition of its own, whose jobs wait for the others until then.
 //
 // By default the queue is a Broker in the process; with -brokers the same
 // workers run over the Kafka protocol against any Kafka 4.2+ cluster (or
@@ -34,6 +37,7 @@ func main() {
 	flag.IntVar(&o.workers, "workers", 3, "workers, the first of which is killed mid-job")
 	flag.DurationVar(&o.lock, "lock", 2*time.Second, "how long a worker holds a job it took (share.record.lock.duration.ms)")
 	flag.DurationVar(&o.work, "work", 20*time.Millisecond, "how long a job takes")
+	flag.DurationVar(&o.maxPoll, "max-poll", 10*time.Second, "how long a worker that stopped polling stays in the group (max.poll.interval.ms; longer than -lock)")
 	flag.Parse()
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "strata-workqueue")
@@ -55,6 +59,7 @@ type options struct {
 	dir, brokers  string
 	jobs, workers int
 	lock, work    time.Duration
+	maxPoll       time.Duration // 0: Kafka's default, 5 min
 }
 
 // done is a job done: by which worker, at which delivery.
@@ -103,7 +108,8 @@ func run(ctx context.Context, out io.Writer, o options) (result, error) {
 	defer cancel()
 	workers := make([]*log.ShareConsumer, o.workers)
 	for w := range workers {
-		c, err := log.NewShareConsumer(b, log.ShareConsumerConfig{Group: group, Topics: []string{topic}, MaxRecords: 5, ClientID: fmt.Sprintf("worker-%d", w)})
+		c, err := log.NewShareConsumer(b, log.ShareConsumerConfig{Group: group, Topics: []string{topic}, MaxRecords: 5,
+			MaxPollInterval: o.maxPoll, ClientID: fmt.Sprintf("worker-%d", w)})
 		if err != nil {
 			return res, err
 		}
