@@ -120,6 +120,15 @@ type Config struct {
 	// __transaction_state is created with (Kafka's
 	// transaction.state.log.num.partitions); 0 → 50.
 	TransactionStatePartitions int
+	// TransactionMaxTimeout, TransactionalIDExpiration and
+	// TransactionAbortTimedOutInterval are the transaction coordinators'
+	// settings, as log.Config's of the same names (Kafka's
+	// transaction.max.timeout.ms, transactional.id.expiration.ms,
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms); 0 →
+	// 15 minutes, 7 days and 10 s (txn.go).
+	TransactionMaxTimeout            time.Duration
+	TransactionalIDExpiration        time.Duration
+	TransactionAbortTimedOutInterval time.Duration
 
 	// Metrics, when set, is told of every ISR change this member commits
 	// as a leader, and is given to its store (flushes) and its Kafka
@@ -184,6 +193,9 @@ func (c Config) validate() error {
 		return err
 	}
 	if err := c.validateSecurity(); err != nil { // security.go
+		return err
+	}
+	if err := c.validateTxn(); err != nil { // txn.go
 		return err
 	}
 	return c.validateListeners()

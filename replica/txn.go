@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-log/strata/clock"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
@@ -50,6 +51,16 @@ const DefaultTransactionStatePartitions = 50
 type memberTxns struct {
 	ledCoordinators[int, *txn.Coordinator]
 
+	// expiry is the next check of idle transactional ids
+	// (transactional.id.expiration.ms) in the led coordinators, armed at
+	// the first sync; expiryWG holds its callback, joined by
+	// stopTxnCoordinators.
+	expiryMu sync.Mutex
+	expiry   clock.Stopper
+	stopped  bool
+	clock    clock.Clock // the coordinators' clock; nil: the member's (SetTxnClock, in tests)
+	expiryWG sync.WaitGroup
+
 	idsMu sync.Mutex
 	// ids are the transactional ids of the producer ids this member's
 	// InitTxnProducerID handed out: a transactional batch it forwards
@@ -80,6 +91,92 @@ func (b *Broker) syncTxnCoordinators() {
 		}
 	}
 	b.txns.sync(b.ctx, want, b.txnLoader())
+	if len(want) > 0 {
+		b.armTxnExpiry(false) // once it first leads one
+	}
+}
+
+// Kafka's transaction coordinator defaults (as log's): transaction.max.timeout.ms,
+// transactional.id.expiration.ms, the period idle ids are expired at
+// (transaction.remove.expired.transaction.cleanup.interval.ms: an hour, or
+// the expiration if less) and the period timed-out transactions are
+// aborted at.
+const (
+	txnIDExpiration       = 7 * 24 * time.Hour
+	txnExpirationCheck    = time.Hour
+	txnAbortTimedOutCheck = 10 * time.Second
+)
+
+// TxnConfig returns the transaction coordinators' settings, defaults
+// applied: DescribeConfigs of a member shows them (kafka.TxnConfiger).
+func (b kafkaBackend) TxnConfig() log.TxnConfig { return b.txnConfig() }
+
+func (b *Broker) txnConfig() log.TxnConfig {
+	c := log.TxnConfig{MaxTimeout: txn.DefaultMaxTimeout, IDExpiration: txnIDExpiration, AbortTimedOutInterval: txnAbortTimedOutCheck,
+		MaxTimeoutSet: b.cfg.TransactionMaxTimeout > 0, IDExpirationSet: b.cfg.TransactionalIDExpiration > 0,
+		AbortTimedOutSet: b.cfg.TransactionAbortTimedOutInterval > 0}
+	if c.MaxTimeoutSet {
+		c.MaxTimeout = b.cfg.TransactionMaxTimeout
+	}
+	if c.IDExpirationSet {
+		c.IDExpiration = b.cfg.TransactionalIDExpiration
+	}
+	if c.AbortTimedOutSet {
+		c.AbortTimedOutInterval = b.cfg.TransactionAbortTimedOutInterval
+	}
+	c.RemoveExpiredInterval = min(txnExpirationCheck, c.IDExpiration)
+	return c
+}
+
+// validateTxn checks the transaction settings: none negative, each an
+// int32 of ms (Kafka's type).
+func (c Config) validateTxn() error {
+	for _, d := range []time.Duration{c.TransactionMaxTimeout, c.TransactionalIDExpiration, c.TransactionAbortTimedOutInterval} {
+		if d < 0 || d.Milliseconds() > 1<<31-1 {
+			return fmt.Errorf("%w: replica: transaction timeout, expiration or abort interval %v: want 0 to 2147483647 ms", ErrInvalidConfig, d)
+		}
+	}
+	return nil
+}
+
+// txnClock is the clock of the transaction coordinators and of their
+// expiry checks.
+func (b *Broker) txnClock() clock.Clock {
+	b.txns.expiryMu.Lock()
+	defer b.txns.expiryMu.Unlock()
+	if b.txns.clock != nil {
+		return b.txns.clock
+	}
+	return b.cfg.Clock
+}
+
+// armTxnExpiry arms the next check of idle transactional ids, if none is
+// armed or rearm (called by the check that just ran): every
+// RemoveExpiredInterval, each coordinator this member runs then tombstones
+// the ids idle for IDExpiration (Kafka's transactional.id.expiration.ms),
+// until stopTxnCoordinators. A timer, not a goroutine, between checks.
+func (b *Broker) armTxnExpiry(rearm bool) {
+	x := &b.txns
+	x.expiryMu.Lock()
+	defer x.expiryMu.Unlock()
+	if x.stopped || x.expiry != nil && !rearm {
+		return
+	}
+	clk := x.clock
+	if clk == nil {
+		clk = b.cfg.Clock
+	}
+	tc := b.txnConfig()
+	x.expiryWG.Add(1)
+	x.expiry = clk.AfterFunc(tc.RemoveExpiredInterval, func() {
+		defer x.expiryWG.Done()
+		for _, c := range b.txnCoordinators() {
+			if n := c.ExpireIDs(b.ctx, tc.IDExpiration); n > 0 {
+				b.log.Info("replica: expired transactional ids", "count", n)
+			}
+		}
+		b.armTxnExpiry(true)
+	})
 }
 
 // txnLoader loads the coordinator of a partition of __transaction_state
@@ -98,8 +195,10 @@ func (b *Broker) txnLoader() *ledLoader[int, *txn.Coordinator] {
 				Store:            txnStateStore{b, tp},
 				Markers:          txnMarkerWriter{b},
 				ProducerIDs:      b.nextTxnProducerID,
-				Clock:            b.cfg.Clock,
+				Clock:            b.txnClock(),
 				CoordinatorEpoch: epoch,
+				MaxTimeout:       b.txnConfig().MaxTimeout,
+				AbortCheck:       b.txnConfig().AbortTimedOutInterval,
 				Logger:           b.log.With("transaction state partition", p),
 			}, func(yield func(key, value []byte) error) error {
 				return log.PartitionOffsetsLog(ps.p, nil).Replay(ctx, yield)
@@ -125,7 +224,17 @@ func (b *Broker) nextTxnProducerID() (int64, error) {
 
 // stopTxnCoordinators ends every load and closes every transaction
 // coordinator, for good (Close, once the metadata goroutine has stopped).
-func (b *Broker) stopTxnCoordinators() { b.txns.stop(b.txnLoader()) }
+func (b *Broker) stopTxnCoordinators() {
+	x := &b.txns
+	x.expiryMu.Lock()
+	x.stopped = true
+	if x.expiry != nil && x.expiry.Stop() {
+		x.expiryWG.Done() // its callback will not run
+	}
+	x.expiryMu.Unlock()
+	x.expiryWG.Wait()
+	x.stop(b.txnLoader())
+}
 
 // txnTP returns the partition of __transaction_state of a transactional
 // id; false while the topic does not exist.
