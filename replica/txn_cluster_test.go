@@ -2,12 +2,14 @@ package replica_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-log/strata/clock/clocktest"
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
@@ -90,4 +92,96 @@ func TestTxnIDsExpireOnMembers(t *testing.T) {
 	require.NotEqual(t, first.ProducerID, next.ProducerID, "a new producer id: the expired one's state is gone")
 
 	require.NoError(t, busy.AbortTransaction(ctx))
+}
+
+// groupNotOn returns a group whose partition of __consumer_offsets
+// member id does not lead, once every member has the topic with leaders.
+func groupNotOn(ctx context.Context, t *testing.T, c *memberCluster, id int) string {
+	t.Helper()
+	_, err := c.any().FetchOffsets(ctx, "probe", nil) // creates __consumer_offsets
+	require.NoError(t, err)
+	var img *controller.Image
+	for _, b := range c.members {
+		img = c.waitImage(b, log.OffsetsTopic, func(img *controller.Image) bool {
+			tt, ok := img.Topic(log.OffsetsTopic)
+			for _, st := range tt.Partitions {
+				ok = ok && st.Leader != controller.NoLeader
+			}
+			return ok
+		})
+	}
+	tt, _ := img.Topic(log.OffsetsTopic)
+	for i := range 1000 {
+		g := fmt.Sprintf("g-%d", i)
+		if tt.Partitions[replica.GroupPartition(g, len(tt.Partitions))].Leader != id {
+			return g
+		}
+	}
+	t.Fatalf("every group is coordinated by member %d", id)
+	return ""
+}
+
+// The member that coordinates a transaction is killed — cut off, then
+// stopped without handing anything over — between AddPartitions (and
+// AddOffsets) and EndTxn, and restarted: another member's coordinator
+// loads the transaction Ongoing from __transaction_state; the producer's
+// commit completes there, with the offsets it sent (their marker written
+// to __consumer_offsets by the new coordinator); a READ_COMMITTED reader
+// through every member, the restarted one too, reads each committed record
+// once and nothing of the aborted transaction.
+func TestTxnCoordinatorRestartedMidTransaction(t *testing.T) {
+	leaktest.Check(t)
+	c := startClusterOver(t, 3, "local")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	ps := []int{0, 1}
+	c.createTopic("t", log.TopicConfig{Partitions: 2, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	c.createTopic("in", log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	createTxnStateTopic(t, c)
+	const killed, via = 1, 2
+	id := txnIDOn(t, c, killed)
+	group := groupNotOn(ctx, t, c, killed)
+	in0 := log.TopicPartition{Topic: "in", Partition: 0}
+
+	prod := txnProducer(t, c.member(via), id, 0)
+	defer prod.Close()
+	require.NoError(t, prod.InitTransactions(ctx))
+	sendTxn(ctx, t, prod, "t", ps, "a", true)
+	sendTxn(ctx, t, prod, "t", ps, "x", false)
+	require.NoError(t, prod.BeginTransaction())
+	for _, p := range ps {
+		_, err := prod.Send(ctx, log.Record{Topic: "t", Partition: p, Value: fmt.Appendf(nil, "b-%d", p)})
+		require.NoError(t, err) // written: its partitions are in the transaction
+	}
+	require.NoError(t, prod.SendOffsetsToTransaction(ctx, map[log.TopicPartition]int64{in0: 7}, log.GroupMetadata{Group: group, Generation: -1}))
+
+	tp := txn.PartitionFor(id, replica.DefaultTransactionStatePartitions)
+	c.net.Isolate(node(killed))
+	c.local.Isolate(killed)
+	c.stop(killed)
+	c.net.HealAll()
+	c.local.HealAll()
+	next := c.waitLeaderNot(c.member(via), log.TransactionStateTopic, tp, killed)
+	c.start(killed)
+	c.waitLive(3)
+
+	require.NoError(t, prod.CommitTransaction(ctx))
+	coord, node := txnCoordinatorOf(ctx, t, c, id)
+	require.NotEqual(t, killed, node, "the coordinator moved (to %d)", next)
+	meta, ok := coord.Describe(id)
+	require.True(t, ok)
+	require.Equal(t, txn.CompleteCommit, meta.State)
+	sendTxn(ctx, t, prod, "t", ps, "end", true)
+
+	for _, b := range c.members {
+		got := readCommittedUntil(ctx, t, b, "t", ps, "end")
+		for _, p := range ps {
+			want := []string{fmt.Sprintf("a-%d", p), fmt.Sprintf("b-%d", p), fmt.Sprintf("end-%d", p)}
+			require.Equal(t, want, got[p], "t-%d read through member %d", p, b.ID())
+		}
+		offs, err := b.FetchOffsets(ctx, group, []log.TopicPartition{in0})
+		require.NoError(t, err)
+		require.EqualValues(t, 7, offs[in0], "the offsets committed with the transaction, through member %d", b.ID())
+	}
+
 }
