@@ -75,6 +75,7 @@ func GroupPartition(groupID string, n int) int {
 // it forwards group calls over the Kafka-protocol transport.
 type memberGroups struct {
 	ledCoordinators[int, *group.Coordinator]
+	markers groupMarkers // the coordinator epochs of the markers being written (txn_markers.go)
 
 	clientMu sync.Mutex
 	client   *kafka.Client // dialed at the first forwarded call

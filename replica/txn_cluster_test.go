@@ -13,6 +13,7 @@ import (
 	"github.com/strata-log/strata/internal/leaktest"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/replica"
+	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/txn"
 )
 
@@ -156,6 +157,7 @@ func TestTxnCoordinatorRestartedMidTransaction(t *testing.T) {
 	require.NoError(t, prod.SendOffsetsToTransaction(ctx, map[log.TopicPartition]int64{in0: 7}, log.GroupMetadata{Group: group, Generation: -1}))
 
 	tp := txn.PartitionFor(id, replica.DefaultTransactionStatePartitions)
+	oldEpoch := c.partitionState(log.TransactionStateTopic, tp).LeaderEpoch
 	c.net.Isolate(node(killed))
 	c.local.Isolate(killed)
 	c.stop(killed)
@@ -184,4 +186,50 @@ func TestTxnCoordinatorRestartedMidTransaction(t *testing.T) {
 		require.EqualValues(t, 7, offs[in0], "the offsets committed with the transaction, through member %d", b.ID())
 	}
 
+	// The new coordinator's markers carry its epoch (the leader epoch of
+	// its partition of __transaction_state) to __consumer_offsets too, and
+	// fence there the markers of the old one: a zombie's COMMIT cannot
+	// complete offsets a later transaction has pending.
+	newEpoch := c.partitionState(log.TransactionStateTopic, tp).LeaderEpoch
+	require.Greater(t, newEpoch, oldEpoch)
+	otp := log.TopicPartition{Topic: log.OffsetsTopic, Partition: replica.GroupPartition(group, replica.DefaultOffsetsTopicPartitions)}
+	oleader := c.member(c.leader(otp.Topic, otp.Partition))
+	ops, err := oleader.Partition(otp.Topic, otp.Partition)
+	require.NoError(t, err)
+	info := producerInfo(t, ops, meta.ProducerID)
+	require.Equal(t, newEpoch, info.CoordinatorEpoch, "the marker's coordinator epoch in %s", otp)
+
+	require.NoError(t, prod.BeginTransaction())
+	require.NoError(t, prod.SendOffsetsToTransaction(ctx, map[log.TopicPartition]int64{in0: 9}, log.GroupMetadata{Group: group, Generation: -1}))
+	zombie := batch.Marker{Commit: true, CoordinatorEpoch: oldEpoch, ProducerID: meta.ProducerID, ProducerEpoch: meta.ProducerEpoch, Timestamp: time.Now().UnixMilli()}
+	err = replica.TxnBackend(oleader).WriteTxnMarker(ctx, otp, zombie)
+	require.ErrorIs(t, err, log.ErrTransactionCoordinatorFenced)
+	offs, err := c.member(via).FetchOffsets(ctx, group, []log.TopicPartition{in0})
+	require.NoError(t, err)
+	require.EqualValues(t, 7, offs[in0], "pending offsets completed by a fenced coordinator's marker")
+	require.NoError(t, prod.AbortTransaction(ctx))
+	txnCoordinatorOf(ctx, t, c, id)
+	offs, err = c.member(via).FetchOffsets(ctx, group, []log.TopicPartition{in0})
+	require.NoError(t, err)
+	require.EqualValues(t, 7, offs[in0], "aborted")
+}
+
+// partitionState is topic-p as a running member's metadata has it.
+func (c *memberCluster) partitionState(topic string, p int) controller.PartitionState {
+	c.t.Helper()
+	st, ok := c.any().Image().Partition(topic, p)
+	require.True(c.t, ok)
+	return st
+}
+
+// producerInfo is the producer's state in p.
+func producerInfo(t *testing.T, p *log.Partition, id int64) log.ProducerInfo {
+	t.Helper()
+	for _, info := range p.Producers() {
+		if info.ProducerID == id {
+			return info
+		}
+	}
+	t.Fatalf("producer %d not in %s", id, p)
+	return log.ProducerInfo{}
 }

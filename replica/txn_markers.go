@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/strata-log/strata/group"
@@ -75,6 +76,11 @@ func (b *Broker) writeTxnMarker(ctx context.Context, p log.TopicPartition, m bat
 		if err != nil {
 			return err
 		}
+		end, err := b.groups.markers.begin(ctx, groupMarkerKey{p.Partition, m.ProducerID}, m.CoordinatorEpoch)
+		if err != nil {
+			return err
+		}
+		defer end()
 		if err := gc.CompleteTxn(ctx, m.ProducerID, m.ProducerEpoch, m.Commit); err != nil {
 			return fmt.Errorf("replica: complete transaction of producer %d in %s-%d: %w", m.ProducerID, p.Topic, p.Partition, err)
 		}
@@ -191,11 +197,16 @@ func (l txnOffsetsLog) AppendTxn(producerID int64, producerEpoch int16, records 
 }
 
 // AppendMarker appends the producer's marker, with the coordinator epoch
-// of its last marker in the partition (the group coordinator's caller
-// names none).
+// of the transaction coordinator's marker that writeTxnMarker is writing
+// (the group coordinator's CompleteTxn names none): the partition refuses
+// it if older than the producer's last marker's there
+// (log.ErrTransactionCoordinatorFenced), as Kafka's does, so that a
+// coordinator that lost its partition of __transaction_state cannot
+// complete offsets a newer transaction of the producer has pending.
+// Without one, the epoch of the producer's last marker in the partition.
 func (l txnOffsetsLog) AppendMarker(producerID int64, producerEpoch int16, commit bool) error {
-	ce := int32(0)
-	if info, ok := l.producer(producerID); ok && info.CoordinatorEpoch > 0 {
+	ce, ok := l.b.groups.markers.epoch(groupMarkerKey{l.tp.Partition, producerID})
+	if info, last := l.producer(producerID); !ok && last && info.CoordinatorEpoch > 0 {
 		ce = info.CoordinatorEpoch
 	}
 	ctx, cancel := context.WithTimeout(l.b.ctx, l.b.cfg.ProduceTimeout)
@@ -218,10 +229,68 @@ func (l txnOffsetsLog) producer(id int64) (log.ProducerInfo, bool) {
 
 // notCoordinatorUnlessFenced is offsetsAppend's mapping of a failed
 // write: kafka.ErrNotCoordinator (the client finds the coordinator again),
-// but a fenced producer stays one.
+// but a fenced producer or transaction coordinator stays one.
 func notCoordinatorUnlessFenced(b *Broker, tp log.TopicPartition, err error) error {
-	if errors.Is(err, log.ErrProducerFenced) || errors.Is(err, log.ErrRecordTooLarge) {
+	if errors.Is(err, log.ErrProducerFenced) || errors.Is(err, log.ErrTransactionCoordinatorFenced) || errors.Is(err, log.ErrRecordTooLarge) {
 		return err
 	}
 	return fmt.Errorf("%w: broker %d: append to %s-%d: %v", kafka.ErrNotCoordinator, b.cfg.ID, tp.Topic, tp.Partition, err)
+}
+
+// groupMarkers carries the coordinator epoch of a transaction marker for
+// __consumer_offsets from writeTxnMarker, through the group coordinator's
+// CompleteTxn, to txnOffsetsLog.AppendMarker: one marker of a producer in
+// a partition at a time, so that each is written with its own epoch.
+type groupMarkers struct {
+	mu       sync.Mutex
+	inFlight map[groupMarkerKey]*groupMarker
+}
+
+type groupMarkerKey struct {
+	partition  int
+	producerID int64
+}
+
+type groupMarker struct {
+	epoch int32
+	done  chan struct{} // closed when it is written (or failed)
+}
+
+// begin records the coordinator epoch of k's marker, once k's marker in
+// flight, if any, is done (or ctx ends); end forgets it.
+func (g *groupMarkers) begin(ctx context.Context, k groupMarkerKey, epoch int32) (end func(), err error) {
+	for {
+		g.mu.Lock()
+		cur := g.inFlight[k]
+		if cur == nil {
+			if g.inFlight == nil {
+				g.inFlight = map[groupMarkerKey]*groupMarker{}
+			}
+			gm := &groupMarker{epoch: epoch, done: make(chan struct{})}
+			g.inFlight[k] = gm
+			g.mu.Unlock()
+			return func() {
+				g.mu.Lock()
+				delete(g.inFlight, k)
+				g.mu.Unlock()
+				close(gm.done)
+			}, nil
+		}
+		g.mu.Unlock()
+		select {
+		case <-cur.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// epoch returns the coordinator epoch of k's marker in flight.
+func (g *groupMarkers) epoch(k groupMarkerKey) (int32, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if gm, ok := g.inFlight[k]; ok {
+		return gm.epoch, true
+	}
+	return 0, false
 }
