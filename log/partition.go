@@ -1,6 +1,7 @@
 package log
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -222,13 +223,20 @@ func (p *Partition) AppendBatch(b []byte) (base, next int64, err error) {
 	if h.Transactional() && h.ProducerID < 0 {
 		return 0, 0, fmt.Errorf("log: append to %s: %w: transactional batch without a producer id", p, ErrInvalidTxnState)
 	}
-	return p.appendValid(b, h, nil, false)
+	return p.appendValidCopy(b, h, nil, false, true)
 }
 
 // appendValid appends a batch known to be valid, with header h. With keep
 // set, b is given up by the caller and may stay in the partition's tail
 // (tail.go), with spans, where its records are (nil if unknown).
 func (p *Partition) appendValid(b []byte, h batch.Header, spans []batch.Span, keep bool) (base, next int64, err error) {
+	return p.appendValidCopy(b, h, spans, keep, false)
+}
+
+// appendValidCopy is appendValid where, with copySmall, a batch the caller
+// keeps (not keep) of tailCopyMax bytes or fewer goes to the tail as a
+// copy (tail.go).
+func (p *Partition) appendValidCopy(b []byte, h batch.Header, spans []batch.Span, keep, copySmall bool) (base, next int64, err error) {
 	p.mu.Lock()
 	if p.closed.Load() {
 		p.mu.Unlock()
@@ -258,7 +266,11 @@ func (p *Partition) appendValid(b []byte, h batch.Header, spans []batch.Span, ke
 	epoch := p.epoch.Load()
 	batch.SetPartitionLeaderEpoch(b, epoch)
 	h.PartitionLeaderEpoch = epoch
-	if err := p.writeLocked(b, h, spans, keep); err != nil {
+	w := b
+	if copySmall && !keep && p.tails != nil && len(b) <= tailCopyMax {
+		w, keep = bytes.Clone(b), true
+	}
+	if err := p.writeLocked(w, h, spans, keep); err != nil {
 		p.mu.Unlock()
 		return 0, 0, err
 	}

@@ -16,11 +16,15 @@ import (
 // the spans its Builder recorded (batch.Span), their records without
 // parsing them.
 //
-// A batch goes into the tail only on the trusted path (partition_trusted.go),
+// A batch goes into the tail on the trusted path (partition_trusted.go),
 // when its caller gives the bytes up (batches of tailMinBatch and more): the
 // Producer never writes to a slice it handed over again (it copies it first,
 // pbatch.own) and builds the next batch in a new buffer
-// (batch.Builder.Detach). Any other append empties the
+// (batch.Builder.Detach). A batch appended with AppendBatch (a Kafka
+// produce request's, validated, in a buffer the server reuses once it has
+// answered) goes in as a copy if it has tailCopyMax bytes or fewer: a
+// consumer fetching at the end of the log then gets it without a pread(2)
+// and a buffer of its own. Any other append empties the
 // tail, and so does every truncation, since the bytes at a position of the
 // active segment can then change. The batches in the tail are byte for byte
 // what was written to the file at their positions: a read served from the
@@ -37,6 +41,13 @@ import (
 // batches come many to a fetch, where a new buffer for each cost more than
 // the reads they saved (BenchmarkProduceConsume/none-16KiB in bench/).
 const tailMinBatch = 256 << 10
+
+// tailCopyMax is the largest batch appended with AppendBatch that the tail
+// keeps a copy of. A Kafka server sends the record batches of a fetch below
+// 16 KiB from memory (one writev beats a sendfile per partition), which it
+// would otherwise read from the segment file into a new buffer; larger ones
+// go from the file with sendfile, and are not copied.
+const tailCopyMax = 16 << 10
 
 // tailSlots is how many of a partition's last batches the tail holds: a
 // consumer a few batches behind still reads from memory.

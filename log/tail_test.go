@@ -265,3 +265,44 @@ func TestTailSpans(t *testing.T) {
 	}
 	require.NoError(t, pr.Close())
 }
+
+// TestTailKeepsProducedCopies: a batch of tailCopyMax bytes or fewer
+// appended with AppendBatch (a Kafka produce's, in a buffer its server
+// reuses) is kept in the tail as a copy: a read at the end of the log gets
+// it from memory, byte for byte what the file holds, whatever the caller
+// does with its buffer afterwards; a larger one empties the tail.
+func TestTailKeepsProducedCopies(t *testing.T) {
+	b := openT(t, vfs.NewMem(), "/data")
+	defer b.Close()
+	p := createT(t, b, "t", TopicConfig{})
+	var sent [][]byte
+	for i := range tailSlots + 4 {
+		buf := encodedBatch([]Record{{Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte{byte(i)}, 100)}})
+		base, _, err := p.AppendBatch(buf)
+		require.NoError(t, err)
+		sent = append(sent, bytes.Clone(buf)) // with its base offset set
+		clear(buf)                            // the server reuses its buffer
+		require.True(t, sliceBuilt(t, p, base, 1<<20), "batch %d: the newest batch is read from the tail", i)
+		file, err := p.ReadBatches(base, 1<<20, p.EndOffset())
+		require.NoError(t, err)
+		require.Equal(t, sent[i], file)
+		require.Equal(t, file, sliceBytes(t, p, base, 1<<20))
+	}
+	// The tail holds the last tailSlots batches: from the oldest of them
+	// on, a read gets them from memory; before it, from the file.
+	first := int64(len(sent) - tailSlots)
+	require.True(t, sliceBuilt(t, p, first, 1<<20))
+	require.False(t, sliceBuilt(t, p, first-1, 1<<20))
+	require.Equal(t, bytes.Join(sent[first:], nil), sliceBytes(t, p, first, 1<<20))
+	require.Equal(t, bytes.Join(sent, nil), sliceBytes(t, p, 0, 1<<20))
+	require.Positive(t, b.store.tails.used.Load())
+
+	// A batch over tailCopyMax is not copied: the tail empties.
+	big := encodedBatch([]Record{{Value: bytes.Repeat([]byte{1}, tailCopyMax)}})
+	base, _, err := p.AppendBatch(big)
+	require.NoError(t, err)
+	require.Nil(t, p.tail.Load())
+	require.Zero(t, b.store.tails.used.Load())
+	require.False(t, sliceBuilt(t, p, base, 1<<20))
+	require.Equal(t, big, sliceBytes(t, p, base, 1<<20))
+}
