@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/strata-log/strata/share"
@@ -102,27 +103,32 @@ func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPa
 		n += int(r.Last - r.First + 1)
 	}
 	out = slices.Grow(out, n)
-	var (
-		recs []Record // the records of one read, reused
-		hdrs []Header
-	)
+	p, err := b.Partition(t.Topic, t.Partition)
+	if err != nil {
+		return out, fmt.Errorf("log: share fetch %s: %w", t, err)
+	}
+	bufp, _ := shareDecodeBufs.Get().(*[]Record)
+	if bufp == nil {
+		bufp = new([]Record)
+	}
+	recs := (*bufp)[:0] // the records of one read, reused
+	defer func() { clear(recs); *bufp = recs[:0]; shareDecodeBufs.Put(bufp) }()
+	var hdrs []Header
 	ri, next := 0, first // the range of the next offset expected, the offset
 	for off := first; off <= last; {
-		fr, err := b.Fetch(ctx, FetchRequest{Partitions: []FetchPartition{{TopicPartition: t, Offset: off}}, MaxWait: time.Nanosecond})
+		// The batches up to the one holding last, no further: the
+		// acquired offsets are all that is read and decoded.
+		sl, err := p.slice(off, shareReadBytes, min(last+1, p.HighWatermark()), true)
 		if err != nil {
-			return out, fmt.Errorf("log: share fetch %s: %w", t, err)
+			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
 		}
-		fp := fr.Partitions[0]
-		var raw []byte
-		if err = fp.Err; err == nil {
-			raw, err = fp.Records.Bytes()
-		}
-		fr.Release()
+		raw, tail, err := sl.bytes()
+		sl.Release()
 		if err != nil {
 			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
 		}
 		var end int64
-		recs, end, err = decodeFrom(slices.Grow(recs[:0], countRecords(raw)), &hdrs, raw, t, off)
+		recs, end, err = decodeBatches(slices.Grow(recs[:0], countRecords(raw)), &hdrs, raw, tail, nil, t, off, p.maxInflate)
 		if err != nil {
 			return out, fmt.Errorf("log: share fetch %s at %d: %w", t, off, err)
 		}
@@ -162,6 +168,13 @@ func (b *Broker) shareRead(ctx context.Context, req ShareFetchRequest, t TopicPa
 	}
 	return out, nil
 }
+
+// shareReadBytes bounds one read of shareRead (it reads no batch past the
+// last acquired offset in any case).
+const shareReadBytes = 4 << 20
+
+// shareDecodeBufs holds shareRead's decode buffers.
+var shareDecodeBufs sync.Pool
 
 // shareWait waits up to wait for records appended to parts, records
 // given back (watch) or ctx's end.
