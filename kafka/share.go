@@ -258,7 +258,7 @@ func byTopic(tps []log.TopicPartition) []topicParts {
 	return out
 }
 
-func handleShareGroupDescribe(_ context.Context, c *conn, r kmsg.Request) reply {
+func handleShareGroupDescribe(ctx context.Context, c *conn, r kmsg.Request) reply {
 	req := r.(*kmsg.ShareGroupDescribeRequest)
 	resp := req.ResponseKind().(*kmsg.ShareGroupDescribeResponse)
 	for _, id := range req.GroupIDs {
@@ -266,6 +266,13 @@ func handleShareGroupDescribe(_ context.Context, c *conn, r kmsg.Request) reply 
 		rg.GroupID = id
 		if id == "" {
 			rg.ErrorCode = errInvalidGroupID
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		// On a cluster only the group's coordinator answers (Kafka's
+		// NOT_COORDINATOR elsewhere): another broker knows no members.
+		if err := c.s.caps.shares.coord().Coordinates(id); err != nil {
+			rg.ErrorCode, rg.ErrorMessage = groupCode(ctx, err), kmsg.StringPtr(err.Error())
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}

@@ -2,11 +2,8 @@ package replica_test
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"sync"
 	"testing"
@@ -454,36 +451,12 @@ func TestGroupCommitMetadataFailover(t *testing.T) {
 	}
 	// send sends req over a connection of its own to the member that
 	// coordinates g now (as member other sees it) and returns its answer.
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
 	send := func(req kmsg.Request) (kmsg.Response, error) {
 		_, node, ok := replica.KafkaBackend(c.member(other)).CoordinatorFor(ctx, g)
 		if !ok || node < 1 || int(node) > len(c.members) || c.members[node-1] == nil {
 			return nil, fmt.Errorf("no live coordinator: node %d", node)
 		}
-		nc, err := net.Dial("tcp", c.member(int(node)).Addr())
-		if err != nil {
-			return nil, err
-		}
-		defer nc.Close()
-		_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-		if _, err := nc.Write(f.AppendRequest(nil, req, 1)); err != nil {
-			return nil, err
-		}
-		var size [4]byte
-		if _, err := io.ReadFull(nc, size[:]); err != nil {
-			return nil, err
-		}
-		body := make([]byte, binary.BigEndian.Uint32(size[:]))
-		if _, err := io.ReadFull(nc, body); err != nil {
-			return nil, err
-		}
-		resp := req.ResponseKind()
-		resp.SetVersion(req.GetVersion())
-		body = body[4:] // the correlation id
-		if req.IsFlexible() {
-			body = body[1:] // the header's tagged fields: none
-		}
-		return resp, resp.ReadFrom(body)
+		return kafkaRequest(c.member(int(node)).Addr(), req)
 	}
 	// retry sends req until the coordinator answers it (a loading one
 	// says COORDINATOR_LOAD_IN_PROGRESS; one that just lost the group,

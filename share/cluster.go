@@ -165,6 +165,11 @@ func (c *Coordinator) DropMembers(keep func(group string) bool) {
 	}
 }
 
+// Coordinates reports whether this broker coordinates group's membership
+// now (Config.Placement; always without one): nil, or the placement's
+// error (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS).
+func (c *Coordinator) Coordinates(group string) error { return c.coordinates(group) }
+
 // coordinates is the check of Config.Placement on a group's membership.
 func (c *Coordinator) coordinates(group string) error {
 	if c.cfg.Placement == nil || group == "" {
