@@ -416,31 +416,41 @@ func (m *machine) end(nowMs int64, id string, waiter uint64, producerID int64, e
 	tv2 := !fencing && meta.tv2()
 	retryOnOverflow := tv2 && meta.PrevProducerID == producerID && epoch == maxEpoch-1 && meta.ProducerEpoch == 0
 	retryOnBump := tv2 && meta.ProducerEpoch == epoch+1
-	emptyAbort := !commit && clientTV >= TV2 && epoch == meta.ProducerEpoch
+	current := epoch == meta.ProducerEpoch
+	emptyAbort := !commit && clientTV >= TV2 && current
 	var validEpoch bool
 	if tv2 {
 		switch meta.State {
 		case Ongoing, Empty:
-			validEpoch = epoch == meta.ProducerEpoch
-		case PrepareCommit, PrepareAbort:
-			validEpoch = retryOnBump
-		case CompleteCommit, CompleteAbort:
-			validEpoch = retryOnBump || retryOnOverflow || emptyAbort
+			validEpoch = current
+		case PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort:
+			// The epoch the last EndTxn answered (the client's next
+			// EndTxn) or the one before it (a retry of that EndTxn).
+			validEpoch = retryOnBump || retryOnOverflow || current
 		}
 	} else {
 		// Strict equality from the client, which never bumps the epoch
 		// itself; the coordinator's own abort comes with the fenced epoch.
-		validEpoch = (!fromClient || epoch == meta.ProducerEpoch) && epoch >= meta.ProducerEpoch
+		validEpoch = (!fromClient || current) && epoch >= meta.ProducerEpoch
 	}
+	busy := e.pending != nil && !fencing
 	switch {
 	case meta.ProducerID != producerID && !retryOnOverflow:
 		return reply(waiter, errResult(fmt.Errorf("%w: producer %d, transactional id has %d", ErrInvalidProducerIDMapping, producerID, meta.ProducerID)))
+	case tv2 && busy:
+		// Kafka's order from TV2 on: a transition in flight first. The
+		// completion of the last EndTxn is one: its markers are being
+		// written while the client, told the bumped epoch already, may
+		// end its next transaction (an abort, when it is unsure whether
+		// the transaction started). It retries CONCURRENT_TRANSACTIONS;
+		// PRODUCER_FENCED would be fatal to it.
+		return reply(waiter, errResult(ErrConcurrentTransactions))
 	case !validEpoch:
 		return reply(waiter, errResult(fmt.Errorf("%w: epoch %d, current %d", ErrProducerFenced, epoch, meta.ProducerEpoch)))
-	case e.pending != nil && !fencing:
+	case busy:
 		return reply(waiter, errResult(ErrConcurrentTransactions))
 	}
-	current := Result{ProducerID: meta.ProducerID, ProducerEpoch: meta.ProducerEpoch}
+	answer := Result{ProducerID: meta.ProducerID, ProducerEpoch: meta.ProducerEpoch}
 	invalid := func() []effect {
 		return reply(waiter, errResult(fmt.Errorf("%w: %v in state %v", ErrInvalidTxnState, endName(commit), meta.State)))
 	}
@@ -451,7 +461,7 @@ func (m *machine) end(nowMs int64, id string, waiter uint64, producerID int64, e
 		retry := meta.State != Empty && commit == (meta.State == CompleteCommit) && (!tv2 || retryOnBump || retryOnOverflow)
 		switch {
 		case retry:
-			return reply(waiter, current)
+			return reply(waiter, answer)
 		case emptyAbort:
 			// TV2: a client unsure whether its transaction started may
 			// abort; the epoch is bumped as for any EndTxn.
@@ -460,7 +470,8 @@ func (m *machine) end(nowMs int64, id string, waiter uint64, producerID int64, e
 			return invalid()
 		}
 	case PrepareCommit, PrepareAbort:
-		if commit == (meta.State == PrepareCommit) {
+		if commit == (meta.State == PrepareCommit) || tv2 && current {
+			// Completing: a retry, or (TV2) the next EndTxn, waits.
 			return reply(waiter, errResult(ErrConcurrentTransactions))
 		}
 		return invalid()

@@ -405,10 +405,24 @@ func TestEndTxn(t *testing.T) {
 		}
 	}
 	cases = append(cases, []endCase{
+		// Kafka 4.1 answers the next EndTxn (the epoch the last one
+		// answered) CONCURRENT_TRANSACTIONS while the last completes, and
+		// INVALID_TXN_STATE once complete if it is a second commit (4.0:
+		// PRODUCER_FENCED both, fatal to the client).
 		{name: "shouldReturnInvalidTxnRequestOnEndTxnV2IfNotEndTxnV2Retry/PrepareCommit", meta: ptr(md(pid, pepoch, NoProducerEpoch, PrepareCommit, TV2)),
-			pid: pid, epoch: pepoch, commit: true, tv: TV2, wantErr: ErrProducerFenced},
+			pid: pid, epoch: pepoch, commit: true, tv: TV2, wantErr: ErrConcurrentTransactions},
 		{name: "shouldReturnInvalidTxnRequestOnEndTxnV2IfNotEndTxnV2Retry/CompleteCommit", meta: ptr(md(pid, pepoch, NoProducerEpoch, CompleteCommit, TV2)),
-			pid: pid, epoch: pepoch, commit: true, tv: TV2, wantErr: ErrProducerFenced},
+			pid: pid, epoch: pepoch, commit: true, tv: TV2, wantErr: ErrInvalidTxnState},
+		{name: "TV2 next abort while the commit completes", meta: ptr(md(pid, pepoch, pepoch-1, PrepareCommit, TV2)),
+			pid: pid, epoch: pepoch, commit: false, tv: TV2, wantErr: ErrConcurrentTransactions},
+		{name: "TV2 next abort while the abort completes", meta: ptr(md(pid, pepoch, pepoch-1, PrepareAbort, TV2)),
+			pid: pid, epoch: pepoch, commit: false, tv: TV2, wantErr: ErrConcurrentTransactions},
+		{name: "TV2 retried commit with the abort flag while the commit completes", meta: ptr(md(pid, pepoch, pepoch-1, PrepareCommit, TV2)),
+			pid: pid, epoch: pepoch - 1, commit: false, tv: TV2, wantErr: ErrInvalidTxnState},
+		{name: "TV2 epoch older than the retry's while completing", meta: ptr(md(pid, pepoch+1, pepoch, PrepareCommit, TV2)),
+			pid: pid, epoch: pepoch - 1, commit: false, tv: TV2, wantErr: ErrProducerFenced},
+		{name: "TV2 abort in Empty after a TV0 InitProducerId", meta: ptr(md(pid, pepoch, NoProducerEpoch, Empty, 0)),
+			pid: pid, epoch: pepoch, commit: false, tv: TV2, writes: true, wantState: PrepareAbort, wantID: pid, wantEpoch: pepoch + 1},
 		{name: "shouldReturnOkOnEndTxnV2IfEndTxnV2RetryEpochOverflow/PrepareCommit",
 			meta: ptr(withNext(md(pid, math.MaxInt16, math.MaxInt16-1, PrepareCommit, TV2), 11)),
 			pid:  pid, epoch: math.MaxInt16 - 1, commit: true, tv: TV2, wantErr: ErrConcurrentTransactions},
@@ -687,4 +701,49 @@ func TestWireError(t *testing.T) {
 	require.Equal(t, ErrInvalidProducerEpoch, WireError(ErrProducerFenced, false))
 	require.ErrorIs(t, WireError(ErrProducerFenced, true), ErrProducerFenced)
 	require.Equal(t, ErrConcurrentTransactions, WireError(ErrConcurrentTransactions, false))
+}
+
+// TestEndTxnTV2NextWhileCompleting is franz-go's TestTxnEtl against a TV2
+// coordinator: a commit answered with the bumped epoch, then the next
+// transaction's produces and its abort (the group was revoked, nothing was
+// produced) while the commit's markers are still being written. Both wait
+// (CONCURRENT_TRANSACTIONS, retried) rather than being fenced
+// (PRODUCER_FENCED, fatal to the client); the old epoch is fenced.
+func TestEndTxnTV2NextWhileCompleting(t *testing.T) {
+	m, _ := newTestMachine(TV2)
+	requireResult(t, run(t, m, 1, initEvent{id: tid, waiter: 1, timeoutMs: timeoutMs})[0], nil, 100, 0)
+	requireResult(t, run(t, m, 2, addEvent{id: tid, waiter: 1, producerID: 100, epoch: 0, partitions: oneParts, clientTV: TV2})[0], nil, 100, 0)
+
+	// The commit is prepared and answered; its marker is not written yet.
+	require.NotNil(t, appendOf(t, m.step(3, endEvent{id: tid, waiter: 1, producerID: 100, epoch: 0, commit: true, clientTV: TV2})))
+	effs := m.step(3, appendedEvent{id: tid})
+	requireResult(t, replyOf(t, effs), nil, 100, 1)
+	require.NotNil(t, markersOf(effs))
+
+	for _, c := range []struct {
+		name string
+		ev   event
+		want error
+	}{
+		{"next abort", endEvent{id: tid, waiter: 1, producerID: 100, epoch: 1, commit: false, clientTV: TV2}, ErrConcurrentTransactions},
+		{"next commit", endEvent{id: tid, waiter: 1, producerID: 100, epoch: 1, commit: true, clientTV: TV2}, ErrConcurrentTransactions},
+		{"next produce", addEvent{id: tid, waiter: 1, producerID: 100, epoch: 1, partitions: oneParts, clientTV: TV2}, ErrConcurrentTransactions},
+		{"late produce at the old epoch", addEvent{id: tid, waiter: 1, producerID: 100, epoch: 0, partitions: oneParts, clientTV: TV2}, ErrProducerFenced},
+	} {
+		effs := m.step(4, c.ev)
+		requireResult(t, replyOf(t, effs), c.want, 0, 0)
+		require.Nil(t, appendOf(t, effs), c.name)
+	}
+
+	// The marker is written and the commit completes: the abort goes
+	// through, at the next epoch, with nothing to mark.
+	require.NotNil(t, appendOf(t, m.step(5, markerEvent{id: tid, p: topic1})))
+	require.Empty(t, m.step(5, appendedEvent{id: tid}))
+	require.Equal(t, CompleteCommit, m.txns[tid].meta.State)
+	res := run(t, m, 6, endEvent{id: tid, waiter: 1, producerID: 100, epoch: 1, commit: false, clientTV: TV2})
+	requireResult(t, res[0], nil, 100, 2)
+	require.Equal(t, CompleteAbort, m.txns[tid].meta.State)
+	// The epoch before the commit's bump is fenced now.
+	res = run(t, m, 7, endEvent{id: tid, waiter: 1, producerID: 100, epoch: 0, commit: false, clientTV: TV2})
+	requireResult(t, res[0], ErrProducerFenced, 0, 0)
 }
