@@ -80,6 +80,35 @@ func TestTransactionVersion2(t *testing.T) {
 	m, _ = coord.Describe("etl")
 	require.Empty(t, m.Partitions)
 	require.Equal(t, int64(4), fetched())
+
+	// The next transaction's produce to the partition whose last batch
+	// (sequence 0) and marker had the old epoch, in the order a client
+	// may send them: the bumped epoch starts a new sequence at 0; a late
+	// batch of the old epoch is INVALID_PRODUCER_EPOCH (what Kafka
+	// answers a produce, PRODUCER_FENCED being for the coordinator's
+	// requests) and is neither appended nor added to the transaction.
+	next := epoch + 1
+	for _, c2 := range []struct {
+		name  string
+		epoch int16
+		seq   int32
+		want  int16
+	}{
+		{"bumped epoch, sequence 1", next, 1, errOutOfOrderSequenceNumber},
+		{"bumped epoch, sequence 0", next, 0, errNone},
+		{"bumped epoch, sequence 1 after 0", next, 1, errNone},
+		{"old epoch, next sequence", epoch, 1, errInvalidProducerEpoch},
+		{"old epoch, sequence 0", epoch, 0, errInvalidProducerEpoch},
+	} {
+		require.Equal(t, c2.want, produceTxn(t, c, "etl", 12, 1, txnBatchOf(pid, c2.epoch, c2.seq, "b")), c2.name)
+	}
+	m, _ = coord.Describe("etl")
+	require.Equal(t, txn.Ongoing, m.State)
+	require.Equal(t, next, m.ProducerEpoch)
+	require.Equal(t, []tp.TopicPartition{{Topic: "t", Partition: 1}}, m.Partitions)
+	end = endTxn(t, c, "etl", 5, pid, next, false)
+	require.Equal(t, errNone, end.ErrorCode)
+	require.Equal(t, next+1, end.ProducerEpoch)
 }
 
 // By default a server finalizes no transaction.version (0): clients add

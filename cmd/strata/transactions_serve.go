@@ -11,6 +11,7 @@ import (
 var txnOverrideKeys = []string{
 	"transaction.abort.timed.out.transaction.cleanup.interval.ms",
 	"transaction.max.timeout.ms",
+	"transaction.version",
 	"transactional.id.expiration.ms",
 }
 
@@ -18,6 +19,14 @@ var txnOverrideKeys = []string{
 func (c *serveConfig) txnOverride(k, v string) (bool, error) {
 	var dst *time.Duration
 	switch k {
+	case "transaction.version":
+		// Kafka's feature of that name (kafka-features.sh), finalized in ApiVersions.
+		n, err := strconv.ParseInt(v, 10, 16)
+		if err != nil || n < 0 || n > 2 {
+			return true, fmt.Errorf("%s: want 0, 1 or 2 (not %q)", k, v)
+		}
+		c.server.TransactionVersion = int16(n)
+		return true, nil
 	case "transaction.max.timeout.ms":
 		dst = &c.broker.TransactionMaxTimeout
 	case "transactional.id.expiration.ms":
