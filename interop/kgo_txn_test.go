@@ -8,6 +8,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/kafka/kafkatest"
 	"github.com/strata-log/strata/log"
 )
@@ -17,10 +18,22 @@ import (
 // partitions; a read_committed consumer reads exactly the committed
 // records, a read_uncommitted one every record, and every partition's last
 // stable offset is its end (no transaction left open). A second producer
-// of the same transactional id fences the first.
+// of the same transactional id fences the first. With the server's
+// default transaction.version 2 kgo takes a new epoch from every EndTxn;
+// with 0 it keeps its epoch and adds partitions itself.
 func TestKgoTransactionalProducer(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		tv         int16 // kafka.Config.TransactionVersion
+		finalEpoch int16 // the producer's epoch after its 6 transactions
+	}{{"TV2 by default", 0, 6}, {"TV0", -1, 0}} {
+		t.Run(tc.name, func(t *testing.T) { testKgoTransactionalProducer(t, tc.tv, tc.finalEpoch) })
+	}
+}
+
+func testKgoTransactionalProducer(t *testing.T, tv, finalEpoch int16) {
 	const topic = "txn"
-	c := kafkatest.New(t, kafkatest.Topic(topic, 3))
+	c := kafkatest.New(t, kafkatest.Topic(topic, 3), kafkatest.WithServerConfig(kafka.Config{TransactionVersion: tv}))
 	ctx := testCtx(t, 2*time.Minute)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addr()), kgo.TransactionalID("etl"),
 		kgo.DefaultProduceTopic(topic), kgo.TransactionTimeout(time.Minute))
@@ -55,6 +68,13 @@ func TestKgoTransactionalProducer(t *testing.T) {
 	// The markers are written once EndTxn is answered: await them.
 	for i := range 3 {
 		awaitStable(t, c.Broker(), topic, i)
+	}
+	coord, err := c.Broker().TxnCoordinator(ctx, "etl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := coord.Describe("etl"); m.ProducerEpoch != finalEpoch {
+		t.Errorf("producer epoch %d after 6 transactions, want %d", m.ProducerEpoch, finalEpoch)
 	}
 
 	got := consumeIsolated(ctx, t, c.Addr(), topic, len(committed), kgo.ReadCommitted())

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-log/strata/internal/errs"
 	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/metrics"
+	"github.com/strata-log/strata/txn"
 )
 
 // Config configures a Server. The zero value means the defaults, Kafka's
@@ -88,12 +89,14 @@ type Config struct {
 	// nothing that long. 0 → 10 min (Kafka's connections.max.idle.ms).
 	IdleTimeout time.Duration
 	// TransactionVersion is the transaction.version feature a standalone
-	// broker's server finalizes in ApiVersions: 0 (the default), or 2 for
-	// KIP-890 part 2 (an epoch bump per transaction, partitions and groups
-	// added by Produce v12 and TxnOffsetCommit v5, so that Kafka 4 clients
-	// skip AddPartitionsToTxn and AddOffsetsToTxn). 2 is opt-in for now:
-	// franz-go's TestTxnEtl against it saw a produce answered
-	// PRODUCER_FENCED in one subtest of six, not yet understood.
+	// broker's server finalizes in ApiVersions. 0 → 2, as Kafka 4 formats
+	// a new cluster: KIP-890 part 2, an epoch bump per transaction,
+	// partitions and groups added by Produce v12 and TxnOffsetCommit v5,
+	// so that Kafka 4 clients skip AddPartitionsToTxn and AddOffsetsToTxn.
+	// Negative → 0 (Kafka's transaction.version=0): none finalized, clients
+	// add partitions and groups themselves and keep their epoch; 1 is the
+	// same for clients (Kafka's level 1 changes only the coordinator's
+	// record format). A cluster member's server finalizes none for now.
 	TransactionVersion int16
 	// Logger receives the server's log lines; nil → discard.
 	Logger *slog.Logger
@@ -173,6 +176,12 @@ func (c Config) withDefaults() Config {
 	if c.FetchMaxBytes == 0 {
 		c.FetchMaxBytes = defaultFetchMaxBytes
 	}
+	switch {
+	case c.TransactionVersion == 0:
+		c.TransactionVersion = txn.TV2
+	case c.TransactionVersion < 0:
+		c.TransactionVersion = 0
+	}
 	if len(c.MaxConnectionsPerIPOverrides) > 0 {
 		// A copy keyed by the canonical form of each address.
 		over := make(map[string]int, len(c.MaxConnectionsPerIPOverrides))
@@ -210,6 +219,8 @@ func (c Config) validate() error {
 		return bad("negative authentication timeout %v", c.AuthenticationTimeout)
 	case c.FetchMaxBytes < 0 || c.FetchMaxBytes > math.MaxInt32:
 		return bad("fetch max bytes %d (0 to %d)", c.FetchMaxBytes, math.MaxInt32)
+	case c.TransactionVersion > txn.TV2:
+		return bad("transaction version %d (at most %d)", c.TransactionVersion, txn.TV2)
 	}
 	for ip, n := range c.MaxConnectionsPerIPOverrides {
 		switch {

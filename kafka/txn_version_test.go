@@ -8,6 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/log"
+	"github.com/strata-log/strata/log/logtest"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/txn"
 )
@@ -111,13 +112,45 @@ func TestTransactionVersion2(t *testing.T) {
 	require.Equal(t, next+1, end.ProducerEpoch)
 }
 
-// By default a server finalizes no transaction.version (0): clients add
-// partitions and groups with AddPartitionsToTxn and AddOffsetsToTxn, and a
-// TxnOffsetCommit v5 adds nothing.
+// By default a server finalizes transaction.version 2, as Kafka 4 does for
+// a new cluster; a negative TransactionVersion (0) or 1 finalizes none, so
+// clients add partitions and groups with AddPartitionsToTxn and
+// AddOffsetsToTxn, and a TxnOffsetCommit v5 adds nothing to the
+// transaction. Above 2 is refused.
 func TestTransactionVersionDefault(t *testing.T) {
-	c, _ := txnClient(t)
-	av := request[*kmsg.ApiVersionsResponse](t, c, kmsg.NewPtrApiVersionsRequest(), 3)
-	for _, f := range av.FinalizedFeatures {
-		require.NotEqual(t, "transaction.version", f.Name, "finalized by default: %+v", f)
+	for _, c := range []struct {
+		tv   int16
+		want int16 // finalized; -1 none
+	}{{0, 2}, {2, 2}, {1, -1}, {-1, -1}} {
+		_, cl, b := txnServerWith(t, Config{TransactionVersion: c.tv})
+		av := request[*kmsg.ApiVersionsResponse](t, cl, kmsg.NewPtrApiVersionsRequest(), 3)
+		got := int16(-1)
+		for _, f := range av.FinalizedFeatures {
+			if f.Name == "transaction.version" {
+				got = f.MaxVersionLevel
+			}
+		}
+		require.Equal(t, c.want, got, "Config.TransactionVersion %d: %+v", c.tv, av.FinalizedFeatures)
+		if c.want >= 0 {
+			continue
+		}
+		// Without TV2 a TxnOffsetCommit v5 needs its AddOffsetsToTxn.
+		init := initTxn(t, cl, "tv0", 5, -1, -1)
+		oc := kmsg.NewPtrTxnOffsetCommitRequest()
+		oc.TransactionalID, oc.Group, oc.ProducerID, oc.ProducerEpoch = "tv0", "g", init.ProducerID, init.ProducerEpoch
+		oc.Generation = -1
+		rt := kmsg.NewTxnOffsetCommitRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewTxnOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 3
+		rt.Partitions = []kmsg.TxnOffsetCommitRequestTopicPartition{rp}
+		oc.Topics = []kmsg.TxnOffsetCommitRequestTopic{rt}
+		request[*kmsg.TxnOffsetCommitResponse](t, cl, oc, 5)
+		coord, err := b.TxnCoordinator(context.Background(), "tv0")
+		require.NoError(t, err)
+		m, _ := coord.Describe("tv0")
+		require.Empty(t, m.Partitions, "Config.TransactionVersion %d: the group was added", c.tv)
 	}
+	_, err := Listen("127.0.0.1:0", logtest.New(t, logtest.InMemory()), Config{TransactionVersion: 3})
+	require.ErrorIs(t, err, ErrInvalidConfig)
 }

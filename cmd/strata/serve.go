@@ -71,7 +71,7 @@ Broker and default topic settings take Kafka's server.properties names with
   max.connections.per.ip.overrides (IP:N,IP:N), connections.max.idle.ms,
   connection.failed.authentication.delay.ms, fetch.max.bytes, node.id,
   auto.create.topics.enable, transaction.max.timeout.ms,
-  transactional.id.expiration.ms,
+  transactional.id.expiration.ms, transaction.version (0 to 2; default 2),
   transaction.abort.timed.out.transaction.cleanup.interval.ms,
   authorizer.class.name, super.users (User:admin;User:ops),
   allow.everyone.if.no.acl.found

@@ -20,12 +20,16 @@ func (c *serveConfig) txnOverride(k, v string) (bool, error) {
 	var dst *time.Duration
 	switch k {
 	case "transaction.version":
-		// Kafka's feature of that name (kafka-features.sh), finalized in ApiVersions.
+		// Kafka's feature of that name (kafka-features.sh), finalized in
+		// ApiVersions; 2 by default, as Kafka 4's for a new cluster.
 		n, err := strconv.ParseInt(v, 10, 16)
 		if err != nil || n < 0 || n > 2 {
 			return true, fmt.Errorf("%s: want 0, 1 or 2 (not %q)", k, v)
 		}
 		c.server.TransactionVersion = int16(n)
+		if n == 0 {
+			c.server.TransactionVersion = -1 // kafka.Config's 0 is the default, 2
+		}
 		return true, nil
 	case "transaction.max.timeout.ms":
 		dst = &c.broker.TransactionMaxTimeout

@@ -32,6 +32,16 @@ func TestTxnOverride(t *testing.T) {
 			t.Fatalf("transaction.max.timeout.ms=%q: %v", bad, err)
 		}
 	}
+	for v, want := range map[string]int16{"0": -1, "1": 1, "2": 2} { // kafka.Config's 0 is 2
+		if err := c.override("transaction.version=" + v); err != nil || c.server.TransactionVersion != want {
+			t.Fatalf("transaction.version=%s: %v, TransactionVersion %d, want %d", v, err, c.server.TransactionVersion, want)
+		}
+	}
+	for _, bad := range []string{"3", "-1", "two", ""} {
+		if err := c.override("transaction.version=" + bad); err == nil || !strings.Contains(err.Error(), "want 0, 1 or 2") {
+			t.Fatalf("transaction.version=%q: %v", bad, err)
+		}
+	}
 	if err := c.override("transaction.bogus.ms=1"); err == nil || !strings.Contains(err.Error(), "transactional.id.expiration.ms") {
 		t.Fatalf("an unknown key lists the known ones: %v", err)
 	}
