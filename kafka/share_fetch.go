@@ -189,7 +189,7 @@ func handleShareFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 	wait := time.Duration(req.MaxWaitMillis) * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		watch := ss.coord().Watch()
-		n := c.shareAcquire(ctx, group, member, parts, max, budget, out)
+		n := c.shareAcquire(ctx, group, member, parts, shareLimits{max: max, budget: budget, whole: req.ShareAcquireMode != shareAcquireRecordLimit}, out)
 		if n > 0 || wait <= 0 || attempt > 0 || ctx.Err() != nil {
 			break
 		}
@@ -246,11 +246,23 @@ func (s *shareServer) update(key shareSessionKey, sess *shareSession, add, forge
 	return out
 }
 
-// shareAcquire acquires records of parts for member, at most max in all
-// and budget bytes of batches, puts them in out and returns how many.
-func (c *conn) shareAcquire(ctx context.Context, group, member string, parts []log.TopicPartition, max, budget int, out *shareFetchOut) int {
+// shareAcquireRecordLimit is ShareFetch's ShareAcquireMode record_limit
+// (KIP-1206): MaxRecords is strict. The default, batch_optimized (0, and
+// every fetch before v2), acquires whole batches: MaxRecords is soft.
+const shareAcquireRecordLimit = 1
+
+// shareLimits bounds what a share fetch acquires.
+type shareLimits struct {
+	max    int  // records, in all (soft if whole)
+	budget int  // bytes of batches
+	whole  bool // acquire the rest of the last batch read of each partition
+}
+
+// shareAcquire acquires records of parts for member within lim, puts
+// them in out and returns how many.
+func (c *conn) shareAcquire(ctx context.Context, group, member string, parts []log.TopicPartition, lim shareLimits, out *shareFetchOut) int {
 	coord := c.s.caps.shares.coord()
-	total := 0
+	total, max, budget := 0, lim.max, lim.budget
 	for _, t := range parts {
 		if total >= max || budget <= 0 {
 			break
@@ -276,6 +288,14 @@ func (c *conn) shareAcquire(ctx context.Context, group, member string, parts []l
 		if len(ranges) == 0 {
 			continue
 		}
+		if last := ranges[len(ranges)-1].Last; lim.whole && next-1 > last {
+			// The last batch read holds records past the last acquired:
+			// they go to the member too (KIP-1206's whole batches), not
+			// sent again to the next fetch.
+			if r, ok, err := coord.AcquireRest(ctx, group, member, t, last, next-1); err == nil && ok {
+				ranges = appendAcquired(ranges, r)
+			}
+		}
 		p := out.part(topicID(t.Topic), int32(t.Partition))
 		if len(p.Records) == 0 {
 			p.Records = recs // no copy: the read's buffer is this response's
@@ -291,6 +311,16 @@ func (c *conn) shareAcquire(ctx context.Context, group, member string, parts []l
 		budget -= len(recs)
 	}
 	return total
+}
+
+// appendAcquired appends r to rs, merged with the last range if it
+// continues it at the same delivery count.
+func appendAcquired(rs []share.AcquiredRange, r share.AcquiredRange) []share.AcquiredRange {
+	if k := len(rs) - 1; k >= 0 && rs[k].Last+1 == r.First && rs[k].DeliveryCount == r.DeliveryCount {
+		rs[k].Last = r.Last
+		return rs
+	}
+	return append(rs, r)
 }
 
 // trimRanges keeps the acquired offsets before next.

@@ -308,22 +308,7 @@ func TestGroupIDsAcrossTypes(t *testing.T) {
 // the partition's end for a fetch of a few records).
 func TestShareFetchReadsOnlyAcquiredBatches(t *testing.T) {
 	leaktest.Check(t)
-	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
-	part, err := b.Partition("t", 0)
-	require.NoError(t, err)
-	var bd batch.Builder
-	for range 50 { // 50 batches of 10 records
-		bd.Reset(1)
-		for i := range 10 {
-			bd.Append(1, nil, fmt.Appendf(nil, "v%d", i), nil)
-		}
-		_, _, err := part.AppendBatch(bd.Bytes())
-		require.NoError(t, err)
-	}
-	require.NoError(t, b.ShareCoordinator().SetGroupConfig("g", share.GroupConfig{AutoOffsetReset: "earliest"}))
-	s, err := Listen("127.0.0.1:0", b, Config{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	s := startShareBatches(t, 50, 10)
 	c := dial(t, s.Addr())
 	c.do(shareHeartbeat("m1", 0, "t"))
 
@@ -331,6 +316,7 @@ func TestShareFetchReadsOnlyAcquiredBatches(t *testing.T) {
 	for epoch := int32(0); total < 500; epoch++ {
 		req := shareFetch("m1", epoch, 15, 0)
 		req.MaxBytes = 50 << 20
+		req.ShareAcquireMode = shareAcquireRecordLimit
 		f := c.do(req).(*kmsg.ShareFetchResponse)
 		_, offs := acquired(t, f)
 		require.NotEmpty(t, offs)
@@ -347,4 +333,64 @@ func TestShareFetchReadsOnlyAcquiredBatches(t *testing.T) {
 		total += len(offs)
 	}
 	require.Equal(t, 500, total)
+}
+
+// startShareBatches serves topic t of one partition holding batches
+// batches of size records each, the group g reading from the start.
+func startShareBatches(t *testing.T, batches, size int) *Server {
+	t.Helper()
+	b := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
+	part, err := b.Partition("t", 0)
+	require.NoError(t, err)
+	var bd batch.Builder
+	for range batches {
+		bd.Reset(1)
+		for i := range size {
+			bd.Append(1, nil, fmt.Appendf(nil, "v%d", i), nil)
+		}
+		_, _, err := part.AppendBatch(bd.Bytes())
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.ShareCoordinator().SetGroupConfig("g", share.GroupConfig{AutoOffsetReset: "earliest"}))
+	s, err := Listen("127.0.0.1:0", b, Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+// TestShareFetchWholeBatches: in ShareFetch's default acquire mode
+// (batch_optimized, KIP-1206) a fetch acquires the rest of the last batch
+// it returns, past MaxRecords, so no batch goes out with records the
+// member does not hold; in record_limit mode MaxRecords is strict. A
+// released record comes back alone, its batch with it.
+func TestShareFetchWholeBatches(t *testing.T) {
+	leaktest.Check(t)
+	s := startShareBatches(t, 5, 10)
+	c := dial(t, s.Addr())
+	c.do(shareHeartbeat("m1", 0, "t"))
+
+	got, offs := acquired(t, c.do(shareFetch("m1", 0, 3, 0)).(*kmsg.ShareFetchResponse))
+	require.Equal(t, "0-9@1 ", got)
+	require.Len(t, offs, 10)
+
+	strict := shareFetch("m1", 1, 3, 0)
+	strict.ShareAcquireMode = shareAcquireRecordLimit
+	got, _ = acquired(t, c.do(strict).(*kmsg.ShareFetchResponse))
+	require.Equal(t, "10-12@1 ", got)
+
+	// 12 taken strictly, the rest of its batch is taken by the next fetch
+	// in the default mode, which stops at its batch's end (MaxRecords 5
+	// reached at 17).
+	got, _ = acquired(t, c.do(shareFetch("m1", 2, 5, 0)).(*kmsg.ShareFetchResponse))
+	require.Equal(t, "13-19@1 ", got)
+
+	// Release 5 and accept the rest of 0-19: 5 comes again alone (its
+	// batch is the member's no more), then 20-29 whole.
+	f := c.do(shareFetch("m1", 3, 1, 0, [3]int64{0, 4, 1}, [3]int64{5, 5, 2}, [3]int64{6, 19, 1})).(*kmsg.ShareFetchResponse)
+	require.Equal(t, errNone, f.Topics[0].Partitions[0].AcknowledgeErrorCode)
+	got, offs = acquired(t, f)
+	require.Equal(t, "5-5@2 ", got)
+	require.Equal(t, []int64{5}, offs)
+	got, _ = acquired(t, c.do(shareFetch("m1", 4, 1, 0)).(*kmsg.ShareFetchResponse))
+	require.Equal(t, "20-29@1 ", got)
 }
