@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +45,8 @@ func shareVariants(e *env) []variant {
 				run: func(e *env) (sample, error) { return shareInProcess(e, n) }}},
 		},
 		{
-			label: fmt.Sprintf("share group: %d kgo.ShareGroup consumers accepting each %s record", shareConsumers, sizeName(shareRecordSize)),
+			label:   fmt.Sprintf("share group: %d kgo.ShareGroup consumers accepting each %s record, first poll to every record accepted; p50/p99: a consumer's first poll to its first record", shareConsumers, sizeName(shareRecordSize)),
+			cpuNote: "record (kgo and server)",
 			systems: []system{
 				{name: "strata server + kgo", baseline: true, durability: "acknowledgements fsynced to __share_group_state",
 					run: func(e *env) (sample, error) { return shareWire(e, shareStrataServer, nw) }},
@@ -153,9 +155,11 @@ func shareInProcess(e *env, n int) (sample, error) {
 	return s, nil
 }
 
-// shareStrataServer serves a broker of shareBroker's.
+// shareStrataServer serves a broker of shareBroker's, filled with n
+// records by kgo as shareKfakeServer fills kfake: the same batches
+// (kgo's defaults, snappy) in both.
 func shareStrataServer(e *env, n int) (*kafkaServer, error) {
-	b, done, err := shareBroker(e, n)
+	b, done, err := shareBroker(e, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +168,14 @@ func shareStrataServer(e *env, n int) (*kafkaServer, error) {
 		done()
 		return nil, err
 	}
-	return &kafkaServer{addr: srv.Addr(), close: func() { srv.Close(); done() }}, nil
+	s := &kafkaServer{addr: srv.Addr(), close: func() { srv.Close(); done() }}
+	ctx, cancel := context.WithTimeout(context.Background(), consumeTimeout)
+	defer cancel()
+	if err := kgoProduce(ctx, s.addr, shareRecordSize, n, kgo.DefaultProduceTopic(shareTopic)); err != nil {
+		s.close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // shareKfakeServer is an in-memory kfake cluster with the share topic
@@ -205,7 +216,11 @@ func shareEarliest(ctx context.Context, addr string) error {
 	return kerr.ErrorForCode(resp.Resources[0].ErrorCode)
 }
 
-// shareWire times 4 kgo share-group consumers accepting every record.
+// shareWire times 4 kgo share-group consumers from their first poll
+// (the clients are made just before: joining the group is timed) until
+// every record is accepted, their last acknowledgements included
+// (FlushAcks); closing them is not timed. The sample's P50 and P99 are of
+// the consumers' waits from their first poll to their first record.
 func shareWire(e *env, start func(*env, int) (*kafkaServer, error), n int) (sample, error) {
 	s, err := start(e, n)
 	if err != nil {
@@ -216,6 +231,13 @@ func shareWire(e *env, start func(*env, int) (*kafkaServer, error), n int) (samp
 	defer cancel()
 	var got atomic.Int64
 	errs := make([]error, shareConsumers)
+	firsts := make([]time.Duration, shareConsumers)
+	clients := make([]*kgo.Client, 0, shareConsumers)
+	defer func() {
+		for _, cl := range clients {
+			cl.Close()
+		}
+	}()
 	var wg sync.WaitGroup
 	sw := startStopwatch()
 	for i := range shareConsumers {
@@ -223,14 +245,17 @@ func shareWire(e *env, start func(*env, int) (*kafkaServer, error), n int) (samp
 		if err != nil {
 			return sample{}, err
 		}
+		clients = append(clients, cl)
 		wg.Go(func() {
-			defer cl.Close()
 			for got.Load() < int64(n) && ctx.Err() == nil {
 				pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
 				f := cl.PollFetches(pctx)
 				pcancel()
 				k := 0
 				f.EachRecord(func(r *kgo.Record) { r.Ack(kgo.AckAccept); k++ })
+				if k > 0 && firsts[i] == 0 {
+					firsts[i] = time.Since(sw.start)
+				}
 				got.Add(int64(k))
 			}
 			if err := cl.FlushAcks(ctx); err != nil && ctx.Err() == nil {
@@ -246,5 +271,6 @@ func shareWire(e *env, start func(*env, int) (*kafkaServer, error), n int) (samp
 	if got.Load() < int64(n) {
 		return sample{}, fmt.Errorf("accepted %d records of %d", got.Load(), n)
 	}
+	smp.P50, smp.P99 = percentiles(slices.DeleteFunc(firsts, func(d time.Duration) bool { return d == 0 })) // 0: a consumer that got none
 	return smp, nil
 }
