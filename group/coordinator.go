@@ -278,15 +278,12 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 		return joinResult{}, err
 	}
 	c.mu.Unlock()
-	// Before the reply: the leader's Sync returns once the generation is
-	// stored, or, if that failed, with the rebalance it starts.
-	failed := c.flushMeta()[group]
+	// The leader's Sync has the generation stored, whose outcome answers
+	// every Sync of it (stored): this one's too.
+	c.flushMeta()
 
 	select {
 	case r := <-ch:
-		if failed != nil && r.err == nil {
-			r.err = fmt.Errorf("%w: group %q: its metadata could not be stored: %w", ErrRebalanceInProgress, group, failed)
-		}
 		return r, r.err
 	case <-ctx.Done():
 	}
@@ -746,17 +743,23 @@ func (c *Coordinator) step(e *entry, ev event) error {
 	before := e.st.phase
 	now := c.clock.Now()
 	effs, err := e.st.step(now, ev, c.effs[:0])
-	if _, ok := c.cfg.Store.(GroupMetadataStore); ok {
-		// A generation completed, or the group emptied, or the members of
-		// its generation changed (a static member replaced, as Kafka
-		// stores the group then too; a member removed): its metadata
-		// changed.
+	toStore := slices.ContainsFunc(effs, func(f effect) bool { return f.kind == effStore })
+	_, durable := c.cfg.Store.(GroupMetadataStore)
+	if durable {
+		// A generation's assignment is to be stored (its Syncs wait for
+		// it), or the group emptied, or the members of its generation
+		// changed (a static member replaced, as Kafka stores the group
+		// then too; a member removed): its metadata changed.
 		after := e.st.phase
-		if after != before && (after == phaseStable || after == phaseEmpty) || e.st.membershipToStore() {
+		if toStore || after != before && after == phaseEmpty || e.st.membershipToStore() {
 			if c.pendingMeta == nil {
 				c.pendingMeta = make(map[string]pendingGroup)
 			}
-			c.pendingMeta[e.st.id] = pendingGroup{value: e.st.encodeMetadata(now), generation: e.st.generation}
+			// (A record the machine awaits and a later one of its
+			// generation: the later one's outcome answers it.)
+			prev, ok := c.pendingMeta[e.st.id]
+			awaited := toStore || ok && prev.awaited && prev.generation == e.st.generation
+			c.pendingMeta[e.st.id] = pendingGroup{value: e.st.encodeMetadata(now), generation: e.st.generation, awaited: awaited}
 		}
 	}
 	e.st.metaChanged = false
@@ -765,6 +768,10 @@ func (c *Coordinator) step(e *entry, ev event) error {
 	}
 	clear(effs) // drop the responses' references
 	c.effs = effs[:0]
+	if toStore && !durable {
+		// Nothing to store the generation in: it stands at once.
+		_ = c.step(e, storedEvent{generation: e.st.generation})
+	}
 	return err
 }
 
@@ -788,6 +795,7 @@ func (c *Coordinator) do(g *groupState, f *effect) {
 	case effLog:
 		c.log.Info("group: "+f.msg, "group", g.id, "generation", g.generation, "state", g.phase.state(),
 			"member", f.member, "reason", f.reason)
+	case effStore: // recorded by step
 	}
 }
 
@@ -829,17 +837,28 @@ func (c *Coordinator) fire(key timerKey, t *armedTimer) {
 type pendingGroup struct {
 	value      []byte // nil: a tombstone
 	generation int32
+	// awaited: the machine asked for the store (effStore) and waits for
+	// its outcome, even a success (storedEvent).
+	awaited bool
 }
 
 // flushMeta stores the groups' metadata that step recorded, if any, with
 // no lock held but metaMu: a later change is stored by a later call (or
 // this one, replacing the earlier), so the last one stored is the latest.
-// A generation whose metadata could not be stored rebalances
-// (storeFailedEvent); flushMeta returns the errors by group.
-func (c *Coordinator) flushMeta() map[string]error {
+// Then it steps each group's storedEvent where the machine awaits it or
+// the store failed (the group rebalances). Each group's outcome is stepped
+// before flushMeta returns, so a caller of a step that asked for a store
+// has its answer once flushMeta returns, whoever stored it.
+func (c *Coordinator) flushMeta() {
 	s, ok := c.cfg.Store.(GroupMetadataStore)
 	if !ok {
-		return nil
+		return
+	}
+	c.mu.Lock()
+	none := len(c.pendingMeta) == 0
+	c.mu.Unlock()
+	if none {
+		return // (a store in progress answers the calls waiting for it)
 	}
 	c.metaMu.Lock()
 	defer c.metaMu.Unlock()
@@ -849,32 +868,30 @@ func (c *Coordinator) flushMeta() map[string]error {
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
-		return nil // the next coordinator of the groups has what is stored
+		return // the next coordinator of the groups has what is stored
 	}
-	var failed map[string]error
+	outcomes := make(map[string]error, len(pending))
 	for _, g := range slices.Sorted(maps.Keys(pending)) {
 		pg := pending[g]
-		if err := s.StoreGroup(g, pg.value); err != nil {
+		err := s.StoreGroup(g, pg.value)
+		if err != nil {
 			c.log.Warn("group: store group metadata", "group", g, "generation", pg.generation, "err", err)
-			if pg.value != nil { // an empty group's tombstone: nothing to redo
-				if failed == nil {
-					failed = make(map[string]error)
-				}
-				failed[g] = err
-			}
+		}
+		// An empty group's tombstone that failed: nothing to redo.
+		if pg.awaited || err != nil && pg.value != nil {
+			outcomes[g] = err
 		}
 	}
-	if failed == nil {
-		return nil
+	if len(outcomes) == 0 {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for g, err := range failed {
+	for _, g := range slices.Sorted(maps.Keys(outcomes)) {
 		if e := c.groups[g]; e != nil && !c.closed {
-			_ = c.step(e, storeFailedEvent{generation: pending[g].generation, err: err})
+			_ = c.step(e, storedEvent{generation: pending[g].generation, err: outcomes[g]})
 		}
 	}
-	return failed
 }
 
 // lockOpen locks c.mu unless the coordinator is closed: then it returns

@@ -160,9 +160,12 @@
 // protocol type, generation, protocol, leader and, per member, its id,
 // group instance id, client id and host, timeouts, subscription and
 // assignment — and a tombstone (a nil value) when the group becomes Empty.
-// The leader's Sync returns once the generation is stored; if the store
-// fails, the generation does not stand (as Kafka's storeGroup callback): the
-// Sync fails with ErrRebalanceInProgress and the group rebalances.
+// No Sync of the generation, the leader's nor a follower's, returns before
+// it is stored (the group stays CompletingRebalance meanwhile), so no
+// member holds a generation that the group's next coordinator may not
+// know; if the store fails, the generation does not stand (as Kafka's
+// storeGroup callback): the Syncs fail with ErrRebalanceInProgress and the
+// group rebalances.
 // Open restores each group's last value (as Config.InitialGroups does):
 // the group comes back Stable in its generation, each member's session
 // restarted, so its members heartbeat and commit on after a restart or

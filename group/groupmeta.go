@@ -24,16 +24,16 @@ const (
 
 // GroupMetadataStore is an OffsetStore that also makes groups' metadata
 // durable. If the Config's Store is one, the Coordinator calls StoreGroup
-// when a generation completes (the leader's assignment made the group
-// Stable), with the value of the group's metadata record
+// when a generation completes (the leader's assignment, which makes the
+// group Stable once stored: its Syncs are answered then), with the value of the group's metadata record
 // (EncodeGroupMetadataKey is its key), and when the group becomes Empty,
 // with a nil value: write a tombstone. The broker gives the values it read
 // back to New in Config.InitialGroups.
 //
 // StoreGroup is called with no lock of the Coordinator held, one call at a
 // time, in the order the group changed; it must not call back into the
-// Coordinator nor retain value. An error is logged: the group goes on,
-// without its metadata stored.
+// Coordinator nor retain value. An error is logged; a generation whose
+// record failed does not stand (its Syncs fail, the group rebalances).
 type GroupMetadataStore interface {
 	StoreGroup(group string, value []byte) error
 }
@@ -79,7 +79,7 @@ func (g *groupState) encodeMetadata(now time.Time) []byte {
 		Protocol: kmsg.StringPtr(g.protocol), Leader: kmsg.StringPtr(g.leader),
 		CurrentStateTimestamp: now.UnixMilli(),
 	}
-	if g.phase != phaseStable {
+	if g.phase != phaseStable && !g.storing { // (storing: the generation's record, to make it Stable)
 		// A rebalance is in progress (a member was removed, so the
 		// members' assignments may no longer cover every partition): no
 		// leader, which Kafka never writes for a group with members, tells

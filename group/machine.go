@@ -105,6 +105,14 @@ type groupState struct {
 	// stableGeneration is the generation the group was last Stable in (its
 	// metadata stored with every member's assignment).
 	stableGeneration int32
+	// storing: the leader's assignment of the current generation is being
+	// stored (the group is completing): every Sync of the generation, the
+	// leader's too, waits for the outcome (storedEvent), as Kafka answers
+	// SyncGroup from its storeGroup callback, once the record is committed.
+	// A member told its assignment before would hold a generation that the
+	// group's next coordinator, after a move, may never have seen: its
+	// commits there are ILLEGAL_GENERATION.
+	storing bool
 	// restored is the generation a previous coordinator stored and this
 	// one restored (0 if the group was never restored): while the group is
 	// still in it, a member in a newer generation is one the previous
@@ -191,24 +199,29 @@ type commitEvent struct {
 // rebalance (member == "") fired.
 type timerEvent struct{ member string }
 
-// storeFailedEvent: the metadata of generation could not be stored (the
-// driver's GroupMetadataStore failed). As Kafka does when it cannot write
-// the leader's assignment, a group still stable in that generation
-// rebalances: its members join again, and the next generation is stored.
-type storeFailedEvent struct {
+// storedEvent: the metadata record of generation that the driver was
+// asked to store (effStore), or that it stored as the group changed, is
+// durable (err nil) or could not be stored. A generation whose assignment
+// was being stored becomes Stable and every Sync waiting is answered; if
+// the store failed, the Syncs fail with ErrRebalanceInProgress and the
+// group rebalances, as Kafka does when it cannot write the leader's
+// assignment; so does a group still stable in a generation whose record
+// (a member replaced or removed) failed: its members join again, and the
+// next generation is stored.
+type storedEvent struct {
 	generation int32
 	err        error
 }
 
-func (joinEvent) isEvent()        {}
-func (cancelJoinEvent) isEvent()  {}
-func (syncEvent) isEvent()        {}
-func (cancelSyncEvent) isEvent()  {}
-func (heartbeatEvent) isEvent()   {}
-func (leaveEvent) isEvent()       {}
-func (commitEvent) isEvent()      {}
-func (timerEvent) isEvent()       {}
-func (storeFailedEvent) isEvent() {}
+func (joinEvent) isEvent()       {}
+func (cancelJoinEvent) isEvent() {}
+func (syncEvent) isEvent()       {}
+func (cancelSyncEvent) isEvent() {}
+func (heartbeatEvent) isEvent()  {}
+func (leaveEvent) isEvent()      {}
+func (commitEvent) isEvent()     {}
+func (timerEvent) isEvent()      {}
+func (storedEvent) isEvent()     {}
 
 // Effects.
 
@@ -219,6 +232,7 @@ const (
 	effArm                          // have timer fire at or before at
 	effCancel                       // timer is no longer needed
 	effLog                          // log msg about member for reason
+	effStore                        // store the group's metadata record now, then step storedEvent
 )
 
 type effect struct {
@@ -244,6 +258,8 @@ func (k effectKind) String() string {
 		return "cancel"
 	case effLog:
 		return "log"
+	case effStore:
+		return "store"
 	}
 	return fmt.Sprintf("effectKind(%d)", uint8(k))
 }
@@ -271,11 +287,8 @@ func (g *groupState) step(now time.Time, ev event, out []effect) ([]effect, erro
 		return out, g.checkCommit(now, ev)
 	case timerEvent:
 		return g.timer(now, ev, out), nil
-	case storeFailedEvent:
-		if g.phase == phaseStable && g.generation == ev.generation {
-			out = g.startRebalance(now, "group metadata not stored: "+ev.err.Error(), false, out)
-		}
-		return out, nil
+	case storedEvent:
+		return g.stored(now, ev, out), nil
 	}
 	panic(fmt.Sprintf("group: unknown event %T", ev))
 }
@@ -494,19 +507,41 @@ func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, 
 		m.syncing, m.syncer = false, 0
 	}
 	m.synced = true
-	if g.phase == phaseCompleting && m.id != g.leader {
+	if g.phase == phaseCompleting && m.id == g.leader && !g.storing {
+		// The leader's: the generation's assignment, answered to every
+		// member once stored (stored).
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			g.members[id].assignment = ev.assignments[id] // the event's own copy (Sync made it)
+		}
+		g.storing = true
+		out = append(out, effect{kind: effStore},
+			effect{kind: effLog, msg: "assignment received", member: m.id, reason: fmt.Sprintf("generation %d", g.generation)})
+	}
+	if g.phase == phaseCompleting {
 		m.syncing, m.syncer = true, ev.waiter
 		return append(out, effect{kind: effCancel, timer: m.id}), nil // alive while waiting
 	}
-	if g.phase == phaseCompleting { // the leader's: the generation's assignment
+	m.deadline = now.Add(m.sessionTimeout)
+	return append(out,
+		effect{kind: effArm, timer: m.id, at: m.deadline},
+		effect{kind: effReply, waiter: ev.waiter, sync: g.syncResponse(m)}), nil
+}
+
+// stored takes the outcome of a store of the group's metadata (see
+// storedEvent); an outcome for a generation the group has left behind
+// changes nothing.
+func (g *groupState) stored(now time.Time, ev storedEvent, out []effect) []effect {
+	switch {
+	case g.generation != ev.generation:
+		return out
+	case g.storing && ev.err == nil:
+		g.storing = false
 		g.phase, g.stableGeneration = phaseStable, g.generation
 		g.rebalanceDeadline = time.Time{}
 		out = append(out, effect{kind: effCancel},
-			effect{kind: effLog, msg: "assignment received", member: m.id, reason: fmt.Sprintf("generation %d", g.generation)})
+			effect{kind: effLog, msg: "generation stored", member: g.leader, reason: fmt.Sprintf("generation %d", g.generation)})
 		for _, id := range slices.Sorted(maps.Keys(g.members)) {
-			o := g.members[id]
-			o.assignment = ev.assignments[id] // the event's own copy (Sync made it)
-			if o.syncing {
+			if o := g.members[id]; o.syncing {
 				o.deadline = now.Add(o.sessionTimeout)
 				out = append(out,
 					effect{kind: effArm, timer: id, at: o.deadline},
@@ -514,11 +549,26 @@ func (g *groupState) sync(now time.Time, ev syncEvent, out []effect) ([]effect, 
 				o.syncing, o.syncer = false, 0
 			}
 		}
+		return out
+	case ev.err == nil:
+		return out
+	case g.storing:
+		g.storing = false
+		err := fmt.Errorf("%w: group %q: generation %d could not be stored: %w", ErrRebalanceInProgress, g.id, g.generation, ev.err)
+		for _, id := range slices.Sorted(maps.Keys(g.members)) {
+			if o := g.members[id]; o.syncing {
+				o.deadline = now.Add(o.sessionTimeout)
+				out = append(out,
+					effect{kind: effArm, timer: id, at: o.deadline},
+					effect{kind: effReply, waiter: o.syncer, err: err})
+				o.syncing, o.syncer = false, 0
+			}
+		}
+		return g.startRebalance(now, "group metadata not stored: "+ev.err.Error(), false, out)
+	case g.phase == phaseStable:
+		return g.startRebalance(now, "group metadata not stored: "+ev.err.Error(), false, out)
 	}
-	m.deadline = now.Add(m.sessionTimeout)
-	return append(out,
-		effect{kind: effArm, timer: m.id, at: m.deadline},
-		effect{kind: effReply, waiter: ev.waiter, sync: g.syncResponse(m)}), nil
+	return out
 }
 
 func (g *groupState) cancelSync(now time.Time, ev cancelSyncEvent, out []effect) []effect {
@@ -781,7 +831,7 @@ func (g *groupState) startRebalance(now time.Time, reason string, fromEmpty bool
 			out = append(out, effect{kind: effArm, timer: id, at: m.deadline})
 		}
 	}
-	g.phase = phasePreparing
+	g.phase, g.storing = phasePreparing, false
 	var longest time.Duration
 	for _, m := range g.members {
 		longest = max(longest, m.rebalanceTimeout)

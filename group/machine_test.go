@@ -101,6 +101,11 @@ type harness struct {
 	replies map[uint64]string    // waiter → summary of its reply
 	waiters map[uint64]bool      // tokens of the joins and syncs sent
 	gone    map[uint64]bool      // tokens of withdrawn joins and syncs
+	// holdStores: a store the machine asks for (effStore) waits for the
+	// script's stored step; otherwise it succeeds at once, as for a
+	// driver with nothing to store in.
+	holdStores bool
+	stores     []int32 // the generations the machine asked to store
 }
 
 func newHarness(t *testing.T, initialDelay time.Duration) *harness {
@@ -166,11 +171,16 @@ func (h *harness) send(ev event) error {
 		case effCancel:
 			delete(h.timers, f.timer)
 		case effLog:
+		case effStore:
+			h.stores = append(h.stores, h.g.generation)
 		default:
 			h.t.Fatalf("unknown effect %v", f.kind)
 		}
 	}
 	h.check()
+	if slices.ContainsFunc(effs, func(f effect) bool { return f.kind == effStore }) && !h.holdStores {
+		require.NoError(h.t, h.send(storedEvent{generation: h.g.generation}))
+	}
 	return err
 }
 
@@ -208,7 +218,7 @@ func (h *harness) check() {
 		}
 		if m.syncing {
 			require.Equal(h.t, phaseCompleting, g.phase, "member %s awaiting an assignment outside CompletingRebalance", id)
-			require.NotEqual(h.t, g.leader, id, "the leader waits for itself")
+			require.True(h.t, g.leader != id || g.storing, "the leader waits for itself")
 		}
 		if !m.joining && !m.syncing {
 			due, ok := h.timers[id]
@@ -239,6 +249,9 @@ func (h *harness) check() {
 		if k != "" {
 			require.Contains(h.t, g.members, k, "timer left for removed member %s", k)
 		}
+	}
+	if g.storing {
+		require.Equal(h.t, phaseCompleting, g.phase, "storing a generation outside CompletingRebalance")
 	}
 	switch g.phase {
 	case phaseEmpty:
