@@ -314,7 +314,12 @@ func (c *Coordinator) run(ctx context.Context, effs []effect, waiter uint64) (Re
 
 // write writes e's record and steps its outcome.
 func (c *Coordinator) write(ctx context.Context, e effAppend) []effect {
-	err := c.cfg.Store.Write(ctx, EncodeKey(e.id), EncodeValue(&e.meta, ValueVersion(c.cfg.TransactionVersion)))
+	// A TV2 client's transaction is written with the fields TV2 needs
+	// after a failover (the client's version, the previous and next
+	// producer ids), whatever TransactionVersion says: the version the
+	// server finalizes may be above the coordinator's.
+	version := ValueVersion(max(c.cfg.TransactionVersion, e.meta.ClientTransactionVersion))
+	err := c.cfg.Store.Write(ctx, EncodeKey(e.id), EncodeValue(&e.meta, version))
 	if err != nil {
 		c.log.Warn("txn: write failed", "id", e.id, "state", e.meta.State, "err", err)
 	}

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -217,11 +218,20 @@ func TestCoordinatorRetries(t *testing.T) {
 
 func TestCoordinatorFailover(t *testing.T) {
 	// The coordinator dies after writing PrepareCommit, before the markers:
-	// the next one, loading the records, writes them and completes.
+	// the next one, loading the records, writes them and completes. A TV2
+	// client's transaction keeps its TV2 fields (the retry of its EndTxn
+	// is recognized) whatever the coordinator's configured version, which
+	// the broker's coordinator leaves at 0.
+	for _, tv := range []int16{0, TV2} {
+		t.Run(fmt.Sprintf("TransactionVersion %d", tv), func(t *testing.T) { testCoordinatorFailover(t, tv) })
+	}
+}
+
+func testCoordinatorFailover(t *testing.T, tv int16) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
 		st, dead := &memStore{}, &memMarkers{block: true}
-		c := newTestCoordinator(t, TV2, st, dead)
+		c := newTestCoordinator(t, tv, st, dead)
 		pe, err := c.InitProducerID(ctx, "t1", time.Minute, nil)
 		require.NoError(t, err)
 		require.NoError(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpA, tpB}, TV2))
@@ -237,7 +247,7 @@ func TestCoordinatorFailover(t *testing.T) {
 		require.ErrorIs(t, err, ErrClosed)
 
 		mk := &memMarkers{}
-		c2 := newTestCoordinator(t, TV2, st, mk)
+		c2 := newTestCoordinator(t, tv, st, mk)
 		synctest.Wait()
 		want := []batch.Marker{{Commit: true, CoordinatorEpoch: 7, ProducerID: pe.ID, ProducerEpoch: pe.Epoch + 1}}
 		require.Equal(t, want, mk.of(tpA))
