@@ -46,7 +46,9 @@ type ProducerConfig struct {
 	// every record is a Send still waiting for it: its callers cannot add
 	// records, so it goes as soon as no other batch of its partition is in
 	// flight, as with a negative Linger (while one is, concurrent Sends
-	// gather in the next batch).
+	// gather in the next batch). In a transaction, a batch of 32 KiB or
+	// more goes as soon as no other batch of its partition is in flight:
+	// CommitTransaction would send it anyway, and waits only for the last.
 	Linger time.Duration
 	// BatchBytes is the size at which a partition's batch is closed and
 	// sent (Kafka's batch.size); 0 → 1 MB, kgo's default, not Kafka's
@@ -353,6 +355,9 @@ type pbatch struct {
 	// it is not written to again, but copied first (own). detach: bd's
 	// buffer was given, so the next batch must not reuse it.
 	given, detach bool
+	// txn: a transactional producer's batch; finish marks it (attribute
+	// bit 4) before the CRC is summed.
+	txn bool
 
 	// Idempotence: the producer id, epoch and base sequence, once seqSet.
 	pid     ProducerID
@@ -373,7 +378,12 @@ type pbatch struct {
 }
 
 // finish completes the encoding of a batch that takes no more records.
-func (b *pbatch) finish() { b.raw = b.bd.Bytes() }
+func (b *pbatch) finish() {
+	if b.txn {
+		b.bd.SetTransactional()
+	}
+	b.raw = b.bd.Bytes()
+}
 
 // own makes raw the producer's to write to: a copy, if it was given.
 func (b *pbatch) own() {

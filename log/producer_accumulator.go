@@ -86,9 +86,10 @@ func (p *Producer) enqueue(ctx context.Context, r *Record, done func(Record, err
 	case b.bd.Size() >= p.cfg.BatchBytes:
 		p.closeOpenLocked(ps, true)
 		p.finishFullLocked(b)
-	case (p.linger == 0 || b.async == 0) && ps.unresolved == 0:
+	case (p.linger == 0 || b.async == 0 || p.txnEagerLocked(b)) && ps.unresolved == 0:
 		// Nothing to wait for (no linger, or only blocked Sends, which
-		// cannot add records): a sender takes the batch now.
+		// cannot add records, or a transaction's batch large enough):
+		// a sender takes the batch now.
 		p.kickLocked(ps)
 	}
 	p.mu.Unlock()

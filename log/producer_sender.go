@@ -142,10 +142,6 @@ func (p *Producer) work(ps *partState) {
 			batch.SetBaseOffset(b.raw, 0)
 			batch.SetPartitionLeaderEpoch(b.raw, -1)
 		}
-		if p.txn != nil {
-			b.own()
-			markTransactional(b.raw)
-		}
 		var spans []batch.Span
 		if p.broker != nil && len(b.raw) >= tailMinBatch {
 			// The broker may keep the bytes for its readers (tail.go),
@@ -223,7 +219,7 @@ func (p *Producer) nextLocked(ps *partState) (*pbatch, time.Time) {
 	if o == nil || inFlight >= p.cfg.MaxInFlight || opening {
 		return nil, time.Time{}
 	}
-	eager := unresolved == 0 && (p.linger == 0 || o.async == 0)
+	eager := unresolved == 0 && (p.linger == 0 || o.async == 0 || p.txnEagerLocked(o))
 	if !eager && !(p.linger > 0 && !now.Before(o.created.Add(p.linger))) {
 		return nil, time.Time{}
 	}
@@ -647,6 +643,7 @@ func (p *Producer) newBatchLocked() *pbatch {
 		b = new(pbatch)
 	}
 	b.bd.SetCompression(int(p.cfg.Compression)) // compressed when finished
+	b.txn = p.txn != nil
 	return b
 }
 

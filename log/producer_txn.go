@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/strata-log/strata/group"
-	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/txn"
 )
 
@@ -442,6 +441,23 @@ func (p *Producer) addToTxnLocked(ps *partState, pid ProducerID, deadline time.T
 	return nil
 }
 
+// txnEagerBytes is the size from which a transaction's open batch goes
+// without waiting out the Linger, once no other batch of its partition is
+// in flight (txnEagerLocked).
+const txnEagerBytes = 32 << 10
+
+// txnEagerLocked reports whether b, the open batch of a partition with no
+// batch in flight, goes now rather than after the Linger: in a transaction,
+// once it holds txnEagerBytes. CommitTransaction sends and waits for every
+// batch of the transaction, so a batch held back for the Linger is sent by
+// the commit all the same, on its critical path, while the caller waits;
+// sent now, it is written while the caller builds the next one, and the
+// commit waits only for the last. Smaller batches still linger, so a
+// transaction that trickles does not send a batch per record.
+func (p *Producer) txnEagerLocked(b *pbatch) bool {
+	return p.txn != nil && b.bd.Size() >= txnEagerBytes
+}
+
 // retryTxn calls f until it succeeds, fails for good, or ctx ends: the
 // coordinator's "coordinator loading or moved" answers are retried after
 // RetryBackoff, doubling up to a second; its "previous transaction still
@@ -496,16 +512,6 @@ func asFenced(err error) error {
 		return fmt.Errorf("%w: %w", ErrProducerFenced, err)
 	}
 	return err
-}
-
-// markTransactional sets attribute bit 4 of a batch the producer built and
-// sums its CRC again.
-func markTransactional(raw []byte) {
-	const attrLow = 22 // the attributes are bytes 21-22
-	if raw[attrLow]&0x10 == 0 {
-		raw[attrLow] |= 0x10
-		batch.SetCRC(raw)
-	}
 }
 
 func txnStateName(s int8) string {

@@ -74,3 +74,45 @@ func BenchmarkTxnProduce(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTxnCommit is the cost of a transaction apart from its records:
+// one 100 B record per transaction, each committed before the next begins
+// (AddPartitionsToTxn, the batch, EndTxn, its marker and the coordinator's
+// three records). ns/op is per transaction.
+func BenchmarkTxnCommit(b *testing.B) {
+	br, err := Open(b.TempDir(), Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer br.Close()
+	if _, err := br.CreateTopic("bench", TopicConfig{}); err != nil {
+		b.Fatal(err)
+	}
+	prod, err := NewProducer(br, ProducerConfig{TransactionalID: "bench-txn"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := prod.InitTransactions(ctx); err != nil {
+		b.Fatal(err)
+	}
+	value := make([]byte, 100)
+	done := func(_ Record, err error) {
+		if err != nil {
+			b.Error(err)
+		}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := prod.BeginTransaction(); err != nil {
+			b.Fatal(err)
+		}
+		prod.SendAsync(Record{Topic: "bench", Value: value}, done)
+		if err := prod.CommitTransaction(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -280,3 +280,56 @@ func TestProducerTransactionConcurrentRetry(t *testing.T) {
 		return slices.Equal(readValues(t, b, "out", ReadCommitted), []string{"v"})
 	}, 10*time.Second, 5*time.Millisecond)
 }
+
+// A transaction's batch goes once it holds txnEagerBytes and nothing of
+// its partition is in flight, without waiting out the Linger (here longer
+// than the test): written before the commit, where READ_UNCOMMITTED
+// readers see it and READ_COMMITTED ones do not; the commit then sends
+// the rest and every record becomes visible, in order.
+func TestProducerTransactionEagerBatches(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	p, err := NewProducer(b, ProducerConfig{TransactionalID: "t1", Linger: time.Hour, Timeout: 2 * time.Hour})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	tp0 := TopicPartition{Topic: "out", Partition: 0}
+
+	require.NoError(t, p.BeginTransaction())
+	var want []string
+	var mu sync.Mutex
+	var errs []error
+	done := func(_ Record, err error) {
+		if err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	}
+	n := 3*txnEagerBytes/100 + 7
+	for i := range n {
+		v := fmt.Sprintf("%099d", i) // 99 B: n records are over 3 txnEagerBytes encoded
+		want = append(want, v)
+		p.SendAsync(Record{Topic: "out", Value: []byte(v)}, done)
+	}
+	require.Eventually(t, func() bool {
+		end, err := b.ListOffset(ctx, tp0, LatestOffset)
+		require.NoError(t, err)
+		return end > 0
+	}, 30*time.Second, time.Millisecond, "a batch of the transaction written before the Linger and the commit")
+	lso, err := b.ListOffset(ctx, tp0, LatestStableOffset)
+	require.NoError(t, err)
+	require.Zero(t, lso, "open transaction: nothing stable")
+	require.Empty(t, readValues(t, b, "out", ReadCommitted))
+	require.NotEmpty(t, readValues(t, b, "out", ReadUncommitted))
+
+	require.NoError(t, p.CommitTransaction(ctx))
+	require.Empty(t, errs)
+	require.Eventually(t, func() bool {
+		return slices.Equal(readValues(t, b, "out", ReadCommitted), want)
+	}, 30*time.Second, 5*time.Millisecond)
+}
