@@ -27,22 +27,24 @@ const maxUnauthenticatedBytes = 512 << 10
 // responses of the requests it had in flight.
 const closeDrainTimeout = 5 * time.Second
 
-// conn is one client connection. Its reader goroutine reads and decodes
-// requests and hands each to one of the connection's workers, which runs
-// its handler. The responses are written in request order (Kafka's rule)
-// by whichever worker holds the connection's turn to write: the worker
-// whose request is the oldest not yet written takes it once its handler is
-// done and writes its response, then every response done after it, in
-// order, and gives the turn back at the first one not done (whose worker
-// takes it when done). A response is thus written by the goroutine that
-// made it, with no other goroutine to wake. At most MaxInFlight requests
-// are read and not yet written: then the reader stops reading.
+// conn is one client connection, served by goroutines of its own, all
+// alike and long-lived. One at a time holds the reader's role: it reads
+// and decodes requests, and once it has one for a handler it passes the
+// role to an idle goroutine of the connection (a new one if none is idle,
+// at most MaxInFlight+1) and runs the handler itself: the goroutine that
+// the request's bytes woke handles it, with no other to wake first. The
+// responses are written in request order (Kafka's rule) by whichever
+// goroutine holds the connection's turn to write: the one whose request is
+// the oldest not yet written takes it once its handler is done and writes
+// its response, then every response done after it, in order, and gives the
+// turn back at the first one not done (whose goroutine takes it when done).
+// At most MaxInFlight requests are read and not yet written: then the
+// reader stops reading.
 //
-// Workers are long-lived: a request goes to an idle one, and a new one is
-// started only when none is idle (at most MaxInFlight), so a connection
-// that sends one request at a time has one worker whose stack stays grown,
-// rather than a new goroutine growing a new stack for every request. They
-// stop once the reader has stopped and their request is handled.
+// A connection that sends one request at a time is served by two
+// goroutines taking turns, whose stacks stay grown, rather than a new
+// goroutine growing a new stack for every request. They stop once reading
+// has stopped and their request is handled.
 type conn struct {
 	s      *Server
 	nc     net.Conn
@@ -54,9 +56,9 @@ type conn struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	work     chan job      // to an idle worker; closed by the reader
+	work     chan job      // to an idle worker; closed once reading stops
 	slots    chan struct{} // one per request read and not yet written (MaxInFlight)
-	workers  atomic.Int32  // workers started (the reader's; read by tests)
+	workers  atomic.Int32  // goroutines started (the reader's role's; read by tests)
 	inFlight atomic.Int32  // requests read and not yet written
 	lastDone atomic.Int64  // when the last response was written (unix ns)
 	// mutedUntil is when the mute of the last throttled response ends
@@ -90,6 +92,8 @@ type conn struct {
 	// clientID is the client id of the last request read (reader only):
 	// the next request naming it shares the string.
 	clientID *string
+	// br buffers the connection's reads (reader only).
+	br *bufio.Reader
 
 	// copied is the record bytes that fetch responses not yet written
 	// hold in memory (take), at most connCopyBytes.
@@ -297,17 +301,22 @@ func (c *conn) admit(size int) error {
 	return nil
 }
 
-// read is the reader goroutine.
-func (c *conn) read() {
-	defer c.s.wg.Done()
-	defer c.readerStopped()
-	defer close(c.work) // the idle workers stop
-	defer c.cancel()
-	r := bufio.NewReaderSize(c.nc, 64<<10)
+// read is the reader's role, which one goroutine of the connection holds
+// at a time: it reads requests, handles those of the SASL exchange, and
+// once it has a request for a handler it passes the role on to an idle
+// goroutine of the connection (or a new one) and returns the request, for
+// its caller to run at once: the goroutine the request's bytes woke
+// handles it, with no other to wake first. ok false: reading stopped, and
+// the connection's reading side is shut (stopReading).
+func (c *conn) read() (j job, ok bool) {
+	if c.br == nil {
+		c.br = bufio.NewReaderSize(c.nc, 64<<10)
+	}
+	r := c.br
 	for {
 		wait, why := c.waitDeadline()
 		if !c.setReadDeadline(wait) {
-			return
+			return c.stopReading()
 		}
 		if _, err := r.Peek(1); err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) && why == waitIdle &&
@@ -315,12 +324,12 @@ func (c *conn) read() {
 				continue // waiting for our answers, or just answered, is not idle
 			}
 			c.readFailed(err, false, why)
-			return
+			return c.stopReading()
 		}
 		// A request began: the rest of it must follow in time.
 		c.reqStart = time.Now()
 		if !c.setReadDeadline(c.requestDeadline(c.reqStart, 0)) {
-			return
+			return c.stopReading()
 		}
 		// Each request gets its own buffer: handlers keep slices of it
 		// (record batches) while the reader goes on.
@@ -332,7 +341,7 @@ func (c *conn) read() {
 		if err != nil {
 			c.readFailed(err, true, why)
 			c.unadmit()
-			return
+			return c.stopReading()
 		}
 		c.gotRequest = true
 		if c.s.cfg.Metrics != nil {
@@ -343,14 +352,28 @@ func (c *conn) read() {
 		}
 		if c.s.caps.quotas != nil && !c.waitMuted() {
 			c.unadmit()
-			return
+			return c.stopReading()
 		}
-		ok := c.dispatch(frame)
+		j, ok := c.dispatch(frame)
 		c.unadmit() // a frame no pending took
 		if !ok {
-			return
+			return c.stopReading()
+		}
+		if j.p != nil {
+			c.start(job{read: true})
+			return j, true
 		}
 	}
+}
+
+// stopReading shuts the connection's reading side: what is parked answers
+// at once, the idle goroutines stop, and the connection closes once every
+// response is written (readerStopped). The reader's role only.
+func (c *conn) stopReading() (job, bool) {
+	c.cancel()
+	close(c.work)
+	c.readerStopped()
+	return job{}, false
 }
 
 // unadmit gives back the bytes of the frame just read if no pending
@@ -396,9 +419,10 @@ func (c *conn) readFailed(err error, started bool, why int) {
 	}
 }
 
-// dispatch decodes one request and starts its handler; false closes the
-// connection (after the responses already due).
-func (c *conn) dispatch(frame []byte) (ok bool) {
+// dispatch decodes one request and returns it for a handler (j.p set), or
+// handles it itself (j.p nil); false closes the connection (after the
+// responses already due).
+func (c *conn) dispatch(frame []byte) (j job, ok bool) {
 	defer func() {
 		// kmsg decoding a peer's bytes must not take the server down.
 		if r := recover(); r != nil {
@@ -408,7 +432,7 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 	}()
 	if c.sasl != nil && !c.sasl.done {
 		if c.sasl.raw {
-			return c.rawToken(frame)
+			return job{}, c.rawToken(frame)
 		}
 		// Before authentication only the SASL exchange is decoded.
 		if len(frame) >= 2 {
@@ -417,7 +441,7 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 			default:
 				c.logger.Warn("kafka: closing connection: request before authentication", "api", kmsg.NameForKey(key))
 				c.failAuth(header{key: key}, nil)
-				return false
+				return job{}, false
 			}
 		}
 	}
@@ -430,15 +454,15 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 		resp := c.s.apiVersions(errUnsupportedVersion)
 		resp.SetVersion(0)
 		c.enqueueDone(h, resp)
-		return true
+		return job{}, true
 	case err != nil:
 		c.logger.Warn("kafka: closing connection", "err", err)
-		return false
+		return job{}, false
 	}
 	if c.sasl != nil && !c.sasl.done {
 		// Until authenticated, requests are handled here, one at a time,
 		// and only those of the SASL exchange.
-		return c.authenticate(h, req)
+		return job{}, c.authenticate(h, req)
 	}
 	p := newPending(h)
 	var waits []chan struct{}
@@ -447,12 +471,13 @@ func (c *conn) dispatch(frame []byte) (ok bool) {
 		waits, mine = c.laneFor(pr)
 	}
 	c.enqueue(p)
-	c.start(job{p: p, a: a, req: req, frame: frame, waits: waits, mine: mine})
-	return true
+	return job{p: p, a: a, req: req, frame: frame, waits: waits, mine: mine}, true
 }
 
-// job is a request handed to a worker, or (p nil) the turn to write.
+// job is what a goroutine of the connection is handed: the reader's role
+// (read), a request to handle, or (neither) the turn to write.
 type job struct {
+	read  bool
 	p     *pending
 	a     *api
 	req   kmsg.Request
@@ -461,19 +486,20 @@ type job struct {
 	mine  chan struct{}   // closed once it has its place in the log
 }
 
-// start hands j to an idle worker, or starts one if none is idle. With
-// MaxInFlight workers started it waits for one to be idle: one is about to
-// be, since j and at most MaxInFlight-1 other requests are not yet written
-// and each busy worker either runs the handler of one of those or writes
-// one (holding the turn), so a worker at most has finished and not yet
-// asked for the next. Reader only.
+// start hands j to an idle goroutine of the connection, or starts one if
+// none is idle. With MaxInFlight+1 started it waits for one to be idle: one
+// is about to be, since the caller holds the reader's role and a request
+// not yet written, at most MaxInFlight-1 other requests are not yet
+// written, and every other busy goroutine either runs the handler of one
+// of those or writes one (holding the turn), so one at most has finished
+// and not yet asked for the next. The reader's role only.
 func (c *conn) start(j job) {
 	select {
 	case c.work <- j:
 		return
 	default:
 	}
-	if int(c.workers.Load()) < c.s.cfg.MaxInFlight {
+	if int(c.workers.Load()) < c.s.cfg.MaxInFlight+1 {
 		c.workers.Add(1)
 		c.s.wg.Add(1)
 		go c.worker(j)
@@ -482,11 +508,17 @@ func (c *conn) start(j job) {
 	c.work <- j
 }
 
-// worker runs j, then the requests the reader hands it, until the reader
-// stops.
+// worker is a goroutine of the connection: it runs j, then what it is
+// handed, until reading stops. With the reader's role it reads until it
+// has a request to handle (read), then handles it.
 func (c *conn) worker(j job) {
 	defer c.s.wg.Done()
 	for ok := true; ok; j, ok = <-c.work {
+		if j.read {
+			if j, ok = c.read(); !ok {
+				return
+			}
+		}
 		c.run(j)
 	}
 }

@@ -76,11 +76,12 @@
 //
 // # Connections
 //
-// Each connection has one reader goroutine, which reads and decodes
-// requests and hands each to one of the connection's long-lived workers,
-// which runs its handler. The responses are written in the order of the
-// requests (Kafka's rule): the worker whose response is the next due
-// writes it, and those after it already done, as soon as it is done. At most Config.MaxInFlight
+// Each connection is served by long-lived goroutines of its own. The one
+// reading passes the reading on to another once it has read a request for
+// a handler, and runs the handler itself. The responses are written in the
+// order of the requests (Kafka's rule): the goroutine whose response is the
+// next due writes it, and those after it already done, as soon as it is
+// done. At most Config.MaxInFlight
 // requests of a connection are unanswered at once: then the reader stops
 // reading, and TCP pushes back on the client. Produces to the same
 // partition on one connection append in the order they were sent; others

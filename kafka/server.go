@@ -198,9 +198,10 @@ func (s *Server) accept() {
 		c.ip = ip
 		s.conns[c] = struct{}{}
 		s.perIP[ip]++
-		s.wg.Add(2) // the reader, and the connection's close (closeWriting)
+		s.wg.Add(2) // the first goroutine, and the connection's close (closeWriting)
 		s.mu.Unlock()
-		go c.read()
+		c.workers.Store(1)
+		go c.worker(job{read: true})
 	}
 }
 
