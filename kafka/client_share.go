@@ -31,10 +31,13 @@ import (
 // session's next request.
 
 // Versions of the share APIs the client speaks: v1 is Kafka 4.1's first
-// (v0 was the early access); v2 adds only lock renewal (KIP-1222).
+// (v0 was the early access); v2 adds lock renewal (KIP-1222), which the
+// client does not use, and to ShareFetch the acquire mode (KIP-1206): the
+// client asks for record_limit, so that a broker of v2 acquires at most
+// MaxRecords (one of v1 takes whole batches, MaxRecords a soft limit).
 const (
 	clientShareGroupHeartbeatMax = 1
-	clientShareFetchMax          = 1
+	clientShareFetchMax          = 2
 	clientShareAcknowledgeMax    = 1
 )
 
@@ -337,6 +340,7 @@ func (c *Client) shareFetchFrom(ctx context.Context, req log.ShareFetchRequest, 
 	if req.MaxRecords <= 0 {
 		kr.MaxRecords, kr.BatchSize = 500, 500
 	}
+	kr.ShareAcquireMode = shareAcquireRecordLimit // v2: MaxRecords is strict, as in the process
 	// The request names the partitions new to the session (all when it
 	// opens) and those with acknowledgements.
 	send := map[log.TopicPartition]bool{}

@@ -278,3 +278,26 @@ func TestClientShareAckAfterLockExpired(t *testing.T) {
 		return len(recs) == 1 && recs[0].Offset == first.Offset && recs[0].DeliveryCount >= 2
 	})
 }
+
+// TestClientShareConsumerMaxRecords: over the wire a ShareConsumer's Poll
+// returns at most MaxRecords, as in the process, though the server takes
+// whole batches for clients that let it (KIP-1206's record_limit mode).
+func TestClientShareConsumerMaxRecords(t *testing.T) {
+	leaktest.Check(t)
+	s := startShareBatches(t, 4, 10)
+	cl, err := Dial(context.Background(), DialConfig{Seeds: []string{s.Addr()}})
+	require.NoError(t, err)
+	defer cl.Close()
+	c := shareConsumerOver(t, cl, log.ShareConsumerConfig{MaxRecords: 3})
+	defer c.Close(context.Background())
+	seen := map[int64]bool{}
+	pollUntil(t, c, func(recs []log.ShareRecord) bool {
+		require.LessOrEqual(t, len(recs), 3)
+		for _, r := range recs {
+			require.False(t, seen[r.Offset], "offset %d twice", r.Offset)
+			seen[r.Offset] = true
+			require.NoError(t, r.Accept())
+		}
+		return len(seen) == 40
+	})
+}
