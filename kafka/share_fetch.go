@@ -114,6 +114,8 @@ func handleShareFetch(ctx context.Context, c *conn, r kmsg.Request) reply {
 		return fail(errInvalidRequest, "MemberId must be 1 to 36 characters")
 	case renew && (req.MaxBytes != 0 || req.MinBytes != 0 || req.MaxRecords != 0 || req.MaxWaitMillis != 0):
 		return fail(errInvalidRequest, "a renew acknowledgement fetches nothing")
+	case req.ShareAcquireMode != 0 && req.ShareAcquireMode != shareAcquireRecordLimit:
+		return fail(errInvalidRequest, fmt.Sprintf("unknown ShareAcquireMode %d", req.ShareAcquireMode))
 	case c.s.groups != nil && groupTaken(c.s, group):
 		return fail(errGroupIDNotFound, "Group "+group+" is not a share group.")
 	}

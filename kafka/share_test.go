@@ -393,4 +393,11 @@ func TestShareFetchWholeBatches(t *testing.T) {
 	require.Equal(t, []int64{5}, offs)
 	got, _ = acquired(t, c.do(shareFetch("m1", 4, 1, 0)).(*kmsg.ShareFetchResponse))
 	require.Equal(t, "20-29@1 ", got)
+
+	// An unknown mode is refused, the session left as it was.
+	bad := shareFetch("m1", 5, 1, 0)
+	bad.ShareAcquireMode = 2
+	require.Equal(t, errInvalidRequest, c.do(bad).(*kmsg.ShareFetchResponse).ErrorCode)
+	got, _ = acquired(t, c.do(shareFetch("m1", 5, 1, 0)).(*kmsg.ShareFetchResponse))
+	require.Equal(t, "30-39@1 ", got)
 }
