@@ -140,7 +140,7 @@ func newCoordinator(cfg Config, committed map[string]map[TopicPartition]Committe
 			continue
 		}
 		e := c.entry(g)
-		for _, f := range e.st.restore(now, v, nil) {
+		for _, f := range e.st.restore(now, v, c.cfg.MinSessionTimeout, nil) {
 			c.do(e.st, &f)
 		}
 		c.forgetIfIdle(e)

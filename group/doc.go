@@ -177,7 +177,10 @@
 // restores the group rebalancing, without the member that is gone (it
 // would wait a session timeout for it) and telling the others to join
 // again (the gone member's partitions are assigned to no one until they
-// do). Committed offsets never expire
+// do; their sessions count from when the record was stored, not from the
+// load, and end no sooner than MinSessionTimeout after it, so that a
+// member that stopped without leaving is removed even while coordinators
+// move more often than its session). Committed offsets never expire
 // (offsets.retention.minutes is not implemented).
 //
 // # The consumer group protocol (KIP-848)

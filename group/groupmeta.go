@@ -147,13 +147,28 @@ func decodeGroupMetadata(value []byte) (*kmsg.GroupMetadataValue, error) {
 }
 
 // restore makes g, a group with no members, the generation of v: Stable,
-// with v's members, each one's session restarted at now — or, for a v
-// without a leader (stored during a rebalance), preparing the next
-// rebalance with them. A v without members or without a protocol leaves g
-// as it is. The effects arm the members' session timers.
-func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []effect) []effect {
+// with v's members, each one's session restarted at now (as Kafka does at
+// load) — or, for a v without a leader (stored during a rebalance),
+// preparing the next rebalance with them, each one's session counted from
+// when v was stored (its CurrentStateTimestamp), though never ending
+// sooner than grace (at most its session) after now. Every member must
+// join that rebalance again, and one that does is alive whatever its
+// session; restarted at each load, the session of a member that stopped
+// without leaving (a static member shutting down) would never end while
+// coordinators move faster than it, and the rebalance, which waits for it,
+// would never complete: kgo's TestGroupETL (cooperative-sticky/static,
+// three members, coordinators moving every 8 s) failed its JoinGroup
+// after retrying for a session timeout. A v without members or without a
+// protocol leaves g as it is. The effects arm the members' session timers.
+func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, grace time.Duration, out []effect) []effect {
 	if len(v.Members) == 0 || v.Protocol == nil || *v.Protocol == "" {
 		return out
+	}
+	since := now // when the members' sessions start
+	if v.Leader == nil && v.CurrentStateTimestamp > 0 {
+		if ts := time.UnixMilli(v.CurrentStateTimestamp); ts.Before(now) {
+			since = ts
+		}
 	}
 	g.phase, g.generation, g.stableGeneration = phaseStable, v.Generation, v.Generation
 	g.restored = v.Generation
@@ -174,7 +189,10 @@ func (g *groupState) restore(now time.Time, v *kmsg.GroupMetadataValue, out []ef
 			m.instanceID = *vm.InstanceID
 			g.static[m.instanceID] = m.id
 		}
-		m.deadline = now.Add(m.sessionTimeout)
+		m.deadline = since.Add(m.sessionTimeout)
+		if least := now.Add(min(m.sessionTimeout, grace)); m.deadline.Before(least) {
+			m.deadline = least
+		}
 		g.members[m.id] = m
 		out = append(out, effect{kind: effArm, timer: m.id, at: m.deadline})
 	}
