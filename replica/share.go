@@ -43,8 +43,9 @@ import (
 //
 // Not done here (yet): membership is kept in memory only (Kafka also
 // writes it to __consumer_offsets): when the coordinator moves, members
-// get UNKNOWN_MEMBER_ID and join again; __share_group_state is never
-// pruned (several leaders write each of its partitions); a leader's
+// get UNKNOWN_MEMBER_ID and join again; a group's configs, kept in
+// partition 0 of __share_group_state, hold its pruning (share_prune.go)
+// back to the oldest of them; a leader's
 // writes are not fenced by its leader epoch as Kafka's share coordinator
 // fences them: a member checks that it leads the partition before and
 // after each write, and a new leader reads up to a barrier it wrote, which
@@ -121,7 +122,8 @@ func (b *Broker) stopShares() {
 func (b *Broker) shareLoop() {
 	defer b.wg.Done()
 	var wg sync.WaitGroup
-	wg.Go(b.followShareConfigs) // until Close, as this loop
+	wg.Go(b.followShareConfigs)  // until Close, as this loop
+	wg.Go(b.pruneShareStateLoop) // likewise (share_prune.go)
 	defer wg.Wait()
 	for {
 		ch := b.metaWatch()

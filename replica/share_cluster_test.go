@@ -2,6 +2,7 @@ package replica_test
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -61,4 +62,87 @@ func TestShareGroupDescribeAtCoordinatorOnly(t *testing.T) {
 		}
 		require.Equal(t, kerr.NotCoordinator, groups[0].ErrorCode, "at member %d, not the coordinator (%d)", b.ID(), node)
 	}
+}
+
+// The share-partitions' records in __share_group_state are pruned up to
+// each one's latest snapshot: 40 alterations
+// of a group's offsets — a snapshot each — leave a record or two per
+// share-partition in its partition of __share_group_state, among them its
+// latest snapshot.
+func TestShareStatePrunedOnCluster(t *testing.T) {
+	leaktest.Check(t)
+	const parts, rounds = 2, 40
+	c := shareCluster(t, "p", parts, "gp")
+	produceBatched(t, c.member(1), "p", 100)
+	coord := c.member(c.leader(log.OffsetsTopic, replica.GroupPartition("gp", replica.DefaultOffsetsTopicPartitions)))
+	cc := replica.ShareCoordinatorOf(coord)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range rounds {
+		alter := map[log.TopicPartition]int64{}
+		for p := range parts {
+			alter[log.TopicPartition{Topic: "p", Partition: p}] = int64(i)
+		}
+		require.NoError(t, cc.AlterOffsets(ctx, "gp", alter))
+	}
+
+	// kept is the records p-p's partition of __share_group_state keeps
+	// (not partition 0, which holds the group's config: not pruned past it).
+	kept := func(p int) int64 {
+		lp := stateReplica(t, c, p)
+		return lp.EndOffset() - lp.StartOffset()
+	}
+	latest := map[int]int64{}
+	for p := range parts {
+		require.GreaterOrEqual(t, kept(p), int64(rounds), "p-%d's before", p)
+		latest[p] = latestSnapshot(t, c, p)
+	}
+	for _, b := range c.members {
+		require.NoError(t, replica.PruneShareState(ctx, b))
+	}
+	for p := range parts {
+		// The latest snapshot of each share-partition there, a load's barrier.
+		require.LessOrEqual(t, kept(p), int64(2*parts), "p-%d's after", p)
+	}
+	for _, b := range c.members {
+		require.Equal(t, "earliest", replica.ShareCoordinatorOf(b).GroupConfig("gp").AutoOffsetReset, "member %d", b.ID())
+	}
+
+	// What is left holds each share-partition's latest snapshot: the
+	// record a new leader loads it from.
+	for p, at := range latest {
+		lp := stateReplica(t, c, p)
+		require.LessOrEqual(t, lp.StartOffset(), at, "the latest snapshot of p-%d pruned", p)
+		require.Positive(t, lp.StartOffset(), "p-%d's partition of %s not pruned", p, log.ShareStateTopic)
+	}
+}
+
+// stateReplica is the leader's replica of the partition of
+// __share_group_state holding p-p's share-partitions.
+func stateReplica(t *testing.T, c *memberCluster, p int) *log.Partition {
+	t.Helper()
+	n, err := c.any().Partitions(context.Background(), log.ShareStateTopic)
+	require.NoError(t, err)
+	sp := replica.ShareStatePartition(log.TopicPartition{Topic: "p", Partition: p}, n)
+	require.NotZero(t, sp, "partition 0 holds the groups' configs")
+	lp, err := c.member(c.leader(log.ShareStateTopic, sp)).Partition(log.ShareStateTopic, sp)
+	require.NoError(t, err)
+	return lp
+}
+
+// latestSnapshot is the offset of the latest ShareSnapshot record of
+// p-p's share-partition.
+func latestSnapshot(t *testing.T, c *memberCluster, p int) int64 {
+	t.Helper()
+	lp := stateReplica(t, c, p)
+	recs, err := log.DecodeRecords(readAll(t, lp, lp.HighWatermark()))
+	require.NoError(t, err)
+	at := int64(-1)
+	for _, r := range recs {
+		if len(r.Key) > 4 && r.Key[0] == 0 && r.Key[1] == 0 && binary.BigEndian.Uint32(r.Key[len(r.Key)-4:]) == uint32(p) {
+			at = r.Offset
+		}
+	}
+	require.GreaterOrEqual(t, at, int64(0), "no snapshot of p-%d", p)
+	return at
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"time"
@@ -121,6 +122,11 @@ func (b *Broker) followShareConfigs() {
 			continue
 		}
 		fp := resp.Partitions[0]
+		if oor := (*log.OffsetOutOfRangeError)(nil); errors.As(fp.Err, &oor) && off < fp.LogStartOffset {
+			resp.Release()
+			off = fp.LogStartOffset // pruned (share_prune.go): what is gone was superseded
+			continue
+		}
 		var raw []byte
 		if fp.Err == nil {
 			raw, err = fp.Records.Bytes()
