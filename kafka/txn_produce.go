@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -81,11 +82,52 @@ func (s *Server) checkTxnProduce(ctx context.Context, id string, p log.TopicPart
 		return errNotEnoughReplicas, kmsg.StringPtr("transaction coordinator not available")
 	}
 	if version >= 12 {
-		err = coord.AddPartitions(ctx, id, h.ProducerID, h.ProducerEpoch, ps, txn.TV2)
+		err = addProducedPartitions(ctx, coord, id, h.ProducerID, h.ProducerEpoch, ps)
 	} else {
 		err = coord.VerifyPartitions(id, h.ProducerID, h.ProducerEpoch, ps)[p]
 	}
 	return s.txnProduceCode(err, version)
+}
+
+// txnAddWait bounds how long a produce v12 waits for its transaction's
+// id to be idle: Kafka's add.partitions.to.txn.retry.backoff.max.ms.
+const txnAddWait = 100 * time.Millisecond
+
+// addProducedPartitions is a produce v12's implicit AddPartitionsToTxn. Right
+// after an EndTxn the client, told its new epoch, produces for its next
+// transaction while the last one's markers are still being written, and
+// the coordinator answers ErrConcurrentTransactions: the produce waits
+// (retryIdle), as Kafka 4 retries the add on the server (KAFKA-18654)
+// rather than failing the produce for the client to retry after its
+// backoff (kgo's is 100 ms or more, for every transaction).
+func addProducedPartitions(ctx context.Context, coord *txn.Coordinator, id string, producerID int64, epoch int16, ps []tp.TopicPartition) error {
+	return retryIdle(ctx, coord, id, func() error {
+		return coord.AddPartitions(ctx, id, producerID, epoch, ps, txn.TV2)
+	})
+}
+
+// retryIdle calls add until it is not ErrConcurrentTransactions, waiting
+// between calls for id to be idle, up to txnAddWait in all.
+func retryIdle(ctx context.Context, coord *txn.Coordinator, id string, add func() error) error {
+	var timeout <-chan time.Time
+	for {
+		err := add()
+		if !errors.Is(err, txn.ErrConcurrentTransactions) {
+			return err
+		}
+		if timeout == nil {
+			t := time.NewTimer(txnAddWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-coord.Idle(id):
+		case <-timeout:
+			return err
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 // txnProduceCode is checkTxnProduce's answer for the coordinator's.

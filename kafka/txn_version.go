@@ -58,7 +58,10 @@ func (s *Server) addTxnOffsets(ctx context.Context, id string, producerID int64,
 	if code != errNone {
 		return errCoordinatorLoadInProgress // the group's coordinator is right; the transaction's is not ready
 	}
-	err := coord.AddOffsets(ctx, id, producerID, epoch, s.groupOffsetsPartition(ctx, group), txn.TV2)
+	gp := s.groupOffsetsPartition(ctx, group)
+	err := retryIdle(ctx, coord, id, func() error { // as a produce v12 (txn_produce.go)
+		return coord.AddOffsets(ctx, id, producerID, epoch, gp, txn.TV2)
+	})
 	if err != nil {
 		return txnErrorCode(err, true)
 	}
