@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -24,7 +25,18 @@ func describeConfigs(ctx context.Context, t *testing.T, c *kafka.Client, typ kms
 	rr := kmsg.NewDescribeConfigsRequestResource()
 	rr.ResourceType, rr.ResourceName = typ, name
 	req.Resources = append(req.Resources, rr)
-	resp, err := c.Request(ctx, req, 4)
+	var (
+		resp kmsg.Response
+		err  error
+	)
+	if typ == kmsg.ConfigResourceTypeBroker && name != "" {
+		// A broker's configs are described by that broker only.
+		id, aerr := strconv.Atoi(name)
+		require.NoError(t, aerr)
+		resp, err = c.RequestBroker(ctx, id, req, 4)
+	} else {
+		resp, err = c.Request(ctx, req, 4)
+	}
 	require.NoError(t, err)
 	res := resp.(*kmsg.DescribeConfigsResponse).Resources
 	require.Len(t, res, 1)
@@ -113,6 +125,8 @@ func TestClusterThrottleConfigs(t *testing.T) {
 	require.Equal(t, "500", *got[kafka.FollowerThrottledRateConfig].Value)
 	require.Equal(t, kmsg.ConfigSourceDynamicDefaultBrokerConfig, got[kafka.FollowerThrottledRateConfig].Source)
 	require.NotContains(t, got, "log.dirs")
+	_, err := c.RequestBroker(ctx, 9, kmsg.NewPtrDescribeConfigsRequest(), 4)
+	require.ErrorIs(t, err, log.ErrInvalidConfig, "no broker 9")
 	got = describeConfigs(ctx, t, c, kmsg.ConfigResourceTypeBroker, "1")
 	require.Equal(t, "9223372036854775807", *got[kafka.LeaderThrottledRateConfig].Value, "broker 1 sets none: Kafka's default")
 	require.Equal(t, kmsg.ConfigSourceDefaultConfig, got[kafka.LeaderThrottledRateConfig].Source)

@@ -2,8 +2,11 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/strata-log/strata/log"
 )
 
 // Request sends req to a broker of the cluster (any one it is connected
@@ -15,6 +18,22 @@ import (
 // answers.
 func (c *Client) Request(ctx context.Context, req kmsg.Request, maxVersion int16) (kmsg.Response, error) {
 	bc, err := c.anyConn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return bc.do(ctx, req, maxVersion)
+}
+
+// RequestBroker is Request sent to the broker whose node id is broker, as
+// the cluster's metadata names it: for the requests Kafka answers only on
+// the broker they are about (DescribeConfigs or IncrementalAlterConfigs
+// of a broker resource, DescribeLogDirs of its disks). A broker id the
+// metadata does not name is log.ErrInvalidConfig.
+func (c *Client) RequestBroker(ctx context.Context, broker int, req kmsg.Request, maxVersion int16) (kmsg.Response, error) {
+	if broker < 0 {
+		return nil, fmt.Errorf("%w: broker id %d", log.ErrInvalidConfig, broker)
+	}
+	bc, err := c.brokerConnByID(ctx, broker)
 	if err != nil {
 		return nil, err
 	}
