@@ -223,6 +223,9 @@ type partEntry struct {
 	snapped time.Time // when its latest snapshot was written (or replayed)
 	created time.Time
 	gone    bool // deleted: a holder of the entry starts again
+	// writing: an Acknowledge holds mu while its state is written;
+	// acquirable: then, whether records may be acquired (Acquire).
+	writing, acquirable atomic.Bool
 }
 
 type armed struct {

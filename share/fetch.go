@@ -72,6 +72,13 @@ func (c *Coordinator) Acquire(ctx context.Context, group, member string, t Topic
 	if err != nil {
 		return nil, err
 	}
+	if pe.writing.Load() && !pe.acquirable.Load() {
+		// An acknowledgement is being written (an fsync) and nothing can
+		// be acquired before it is: none now, rather than wait for the
+		// write with the fetch's other partitions. The write signals
+		// (Watch) if it frees records or room.
+		return nil, nil
+	}
 	logStart, logEnd, err := c.cfg.Offsets(t)
 	if err != nil {
 		return nil, fmt.Errorf("share: offsets of %s: %w", t, err)
@@ -147,11 +154,19 @@ func (c *Coordinator) Acknowledge(ctx context.Context, group, member string, t T
 		return ErrClosed
 	}
 	start := pe.p.start
+	// What may be acquired whatever the write's outcome: if nothing, an
+	// Acquire meanwhile need not wait for the write (the write signals
+	// what it frees).
+	acquirable := pe.p.mayAcquire()
 	renewed, err := pe.p.acknowledge(c.clock.Now(), member, batches)
 	if err != nil {
 		return fmt.Errorf("share: group %q, %s: %w", group, t, err)
 	}
-	if err := c.flush(pe, false); err != nil {
+	pe.acquirable.Store(acquirable)
+	pe.writing.Store(true)
+	err = c.flush(pe, false)
+	pe.writing.Store(false)
+	if err != nil {
 		pe.p.rollback()
 		return fmt.Errorf("share: store acknowledgements of group %q, %s: %w", group, t, err)
 	}

@@ -151,15 +151,27 @@ func (p *partition) acquire(now time.Time, member string, max int, logEnd int64)
 		out = appendRange(out, p.start+int64(i), r.count)
 	}
 	p.avail = i // every Available record before i was just acquired
+	grew := false
 	for end := p.end(); end < logEnd && n < max && len(p.recs) < p.cfg.MaxInFlight; end++ {
 		p.recs = append(p.recs, inflight{state: Acquired, count: 1, member: member, deadline: deadline})
 		n++
 		out = appendRange(out, end, 1)
+		grew = true
+	}
+	if grew {
+		p.avail = len(p.recs) // the new records are acquired: none Available
 	}
 	if n > 0 && (p.minDeadline.IsZero() || deadline.Before(p.minDeadline)) {
 		p.minDeadline = deadline
 	}
 	return out, deadline
+}
+
+// mayAcquire reports whether acquire could find records to acquire (it
+// may still find none): an Available in-flight record, or room for
+// records past the end.
+func (p *partition) mayAcquire() bool {
+	return p.avail < len(p.recs) || len(p.recs) < p.cfg.MaxInFlight
 }
 
 func appendRange(out []AcquiredRange, off int64, count int16) []AcquiredRange {

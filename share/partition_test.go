@@ -78,6 +78,13 @@ func logStart(off int64) step {
 	}}
 }
 
+// may checks mayAcquire.
+func may(want bool) step {
+	return step{name: "mayAcquire", want: fmt.Sprint(want), do: func(p *partition, _ *time.Time) (string, error) {
+		return fmt.Sprint(p.mayAcquire()), nil
+	}}
+}
+
 // state checks the start offset and the in-flight records.
 func state(want string) step {
 	return step{name: "state", want: want, do: func(p *partition, _ *time.Time) (string, error) {
@@ -235,6 +242,22 @@ func TestPartitionCases(t *testing.T) {
 			state("3: q1"),
 			acq("m2", 500, 10, "4-6@1"),
 			state("3: q1 q1 q1 q1"),
+		}},
+		{name: "mayAcquire (Strata's: Acquire skips a partition being written that has nothing)", cfg: PartitionConfig{MaxInFlight: 4}, steps: []step{
+			may(true), // room for new records
+			acq("m1", 2, 10, "0-1@1"),
+			may(true),
+			acq("m1", 2, 10, "2-3@1"),
+			may(false), // the window is full, every record acquired
+			ack("m1", "1-2:a", nil),
+			may(false), // still four in flight: 0 holds the start
+			ack("m1", "3-3:r", nil),
+			may(true), // 3 is Available again
+			acq("m2", 5, 10, "3-3@2"),
+			may(false),
+			ack("m1", "0-0:a", nil),
+			may(true), // the start moved: room again
+			state("3: q2"),
 		}},
 		{name: "testNextFetchOffsetAfterReleaseInTheMiddle", steps: []step{
 			acq("m1", 500, 6, "0-5@1"),
