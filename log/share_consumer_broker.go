@@ -3,11 +3,13 @@ package log
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/strata-log/strata/share"
+	"github.com/strata-log/strata/tp"
 )
 
 // The Broker's side of ShareClient: its share coordinator, in the process.
@@ -24,13 +26,44 @@ func (b *Broker) ShareHeartbeat(ctx context.Context, req share.HeartbeatRequest)
 // all or none; the first partition's error is returned (wrapped), the
 // others are applied all the same.
 func (b *Broker) ShareAcknowledge(ctx context.Context, group, member string, acks map[TopicPartition][]share.AckBatch) error {
-	var first error
-	for t, batches := range acks {
-		if err := b.shares.Acknowledge(ctx, group, member, t, batches); err != nil && first == nil {
-			first = fmt.Errorf("log: acknowledge %s: %w", t, err)
+	errs := b.shareAck(ctx, group, member, acks)
+	if len(errs) == 0 {
+		return nil
+	}
+	t := slices.MinFunc(slices.Collect(maps.Keys(errs)), tp.Compare)
+	return fmt.Errorf("log: acknowledge %s: %w", t, errs[t])
+}
+
+// shareAck applies member's acknowledgements of each partition and
+// returns the partitions' errors (nil: none). The partitions are
+// acknowledged at once, so that their state records go to
+// ShareStateTopic in one write and one fsync (shareStateLog's group
+// commit), not one after another.
+func (b *Broker) shareAck(ctx context.Context, group, member string, acks map[TopicPartition][]share.AckBatch) map[TopicPartition]error {
+	var (
+		mu   sync.Mutex
+		errs map[TopicPartition]error
+		wg   sync.WaitGroup
+	)
+	ack := func(t TopicPartition, batches []share.AckBatch) {
+		if err := b.shares.Acknowledge(ctx, group, member, t, batches); err != nil {
+			mu.Lock()
+			if errs == nil {
+				errs = map[TopicPartition]error{}
+			}
+			errs[t] = err
+			mu.Unlock()
 		}
 	}
-	return first
+	for t, batches := range acks {
+		if len(acks) == 1 {
+			ack(t, batches)
+			break
+		}
+		wg.Go(func() { ack(t, batches) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // ShareFetch applies req.Acks, then acquires records of req.Partitions
@@ -40,18 +73,10 @@ func (b *Broker) ShareAcknowledge(ctx context.Context, group, member string, ack
 // transaction markers) are acknowledged as gaps here. Acknowledgements
 // that failed are answered as a *ShareAckError, with the records.
 func (b *Broker) ShareFetch(ctx context.Context, req ShareFetchRequest) ([]ShareRecord, error) {
-	var ackErr *ShareAckError
-	for t, batches := range req.Acks {
-		if err := b.shares.Acknowledge(ctx, req.Group, req.Member, t, batches); err != nil {
-			if ackErr == nil {
-				ackErr = &ShareAckError{Partitions: map[TopicPartition]error{}}
-			}
-			ackErr.Partitions[t] = err
-		}
-	}
+	errs := b.shareAck(ctx, req.Group, req.Member, req.Acks)
 	recs, err := b.shareFetch(ctx, req)
-	if err == nil && ackErr != nil {
-		err = ackErr
+	if err == nil && errs != nil {
+		err = &ShareAckError{Partitions: errs}
 	}
 	return recs, err
 }
