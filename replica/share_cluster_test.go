@@ -3,6 +3,7 @@ package replica_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,16 +69,24 @@ func TestShareGroupDescribeAtCoordinatorOnly(t *testing.T) {
 // each one's latest snapshot: 40 alterations
 // of a group's offsets — a snapshot each — leave a record or two per
 // share-partition in its partition of __share_group_state, among them its
-// latest snapshot.
+// latest snapshot, from which a new leader of the partition loads it.
 func TestShareStatePrunedOnCluster(t *testing.T) {
 	leaktest.Check(t)
 	const parts, rounds = 2, 40
 	c := shareCluster(t, "p", parts, "gp")
-	produceBatched(t, c.member(1), "p", 100)
 	coord := c.member(c.leader(log.OffsetsTopic, replica.GroupPartition("gp", replica.DefaultOffsetsTopicPartitions)))
 	cc := replica.ShareCoordinatorOf(coord)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	prod, err := log.NewProducer(c.member(1), log.ProducerConfig{Acks: log.AcksAll, Partitioner: log.PartitionerManual})
+	require.NoError(t, err)
+	for p := range parts { // records in each partition: an altered offset is kept within them
+		for i := range rounds {
+			_, err := prod.Send(ctx, log.Record{Topic: "p", Partition: p, Value: fmt.Appendf(nil, "v%d", i)})
+			require.NoError(t, err)
+		}
+	}
+	require.NoError(t, prod.Close())
 	for i := range rounds {
 		alter := map[log.TopicPartition]int64{}
 		for p := range parts {
@@ -115,6 +124,19 @@ func TestShareStatePrunedOnCluster(t *testing.T) {
 		require.LessOrEqual(t, lp.StartOffset(), at, "the latest snapshot of p-%d pruned", p)
 		require.Positive(t, lp.StartOffset(), "p-%d's partition of %s not pruned", p, log.ShareStateTopic)
 	}
+
+	// A new leader of p-0 loads its share-partition from what is left.
+	tp := log.TopicPartition{Topic: "p", Partition: 0}
+	old := c.leader("p", 0)
+	st, ok := replica.ShareCoordinatorOf(c.member(old)).Offsets("gp")[tp]
+	require.True(t, ok)
+	require.EqualValues(t, rounds-1, st.StartOffset, "at the leader %d", old)
+	c.stop(old)
+	next := c.waitLeaderNot(c.any(old), "p", 0, old)
+	require.Eventually(t, func() bool { // loaded in the background
+		st, ok := replica.ShareCoordinatorOf(c.member(next)).Offsets("gp")[tp]
+		return ok && st.StartOffset == rounds-1
+	}, 30*time.Second, 10*time.Millisecond, "the latest snapshot at the new leader %d", next)
 }
 
 // stateReplica is the leader's replica of the partition of
