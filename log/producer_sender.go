@@ -341,8 +341,13 @@ func (p *Producer) timeoutErr(tp TopicPartition, last error) error {
 func (p *Producer) resolveLocked(ps *partState, b *pbatch, base int64, err error) {
 	b.resolved, b.base, b.err = true, base, err
 	ps.unresolved--
-	if err != nil && p.txn != nil {
-		p.txn.failLocked(err)
+	if p.txn != nil {
+		if err != nil {
+			p.txn.failLocked(err)
+		}
+		if ps.unresolved == 0 {
+			p.notifyLocked() // a commit waits for its batches' outcomes (waitResolvedLocked)
+		}
 	}
 	if err != nil && b.seqSet && b.attempts == 0 {
 		for n := b.next; n != nil; n = n.next {

@@ -278,7 +278,10 @@ func (p *Producer) endTransaction(ctx context.Context, commit bool) error {
 		return err
 	}
 	defer t.ops.Unlock()
-	verb := map[bool]string{true: "commit", false: "abort"}[commit]
+	verb := "abort"
+	if commit {
+		verb = "commit"
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.usableLocked(); err != nil {
@@ -290,17 +293,23 @@ func (p *Producer) endTransaction(ctx context.Context, commit bool) error {
 	}
 	prev := t.state
 	t.state = txnEnding // no more sends
-	if err := p.waitLocked(ctx, p.closeAllLocked()); err != nil {
+	// Once every batch has its outcome the coordinator is asked, while the
+	// last ones' callbacks may still run; the call returns once they have
+	// all run (completed), as Kafka's commitTransaction flushes first.
+	targets := p.closeAllLocked()
+	if err := p.waitResolvedLocked(ctx, targets); err != nil {
 		t.state = prev
 		return err
 	}
-	if commit && t.err != nil {
+	if commit && t.err != nil || p.fatal != nil {
+		p.waitLocked(context.WithoutCancel(ctx), targets) // resolved: their callbacks are under way
+		if p.fatal != nil {
+			return p.fatal
+		}
 		t.state = txnAbortable
 		return fmt.Errorf("log: producer: commit transaction of %q: %w: %w", t.id, ErrTransactionAbortable, t.err)
 	}
-	if p.fatal != nil {
-		return p.fatal
-	}
+	defer p.waitLocked(context.WithoutCancel(ctx), targets)
 	if len(t.added) > 0 || len(t.offsetsAdded) > 0 {
 		if err := p.ensureTxnPIDLocked(ctx); err != nil {
 			t.state = prev
@@ -439,6 +448,34 @@ func (p *Producer) addToTxnLocked(ps *partState, pid ProducerID, deadline time.T
 	}
 	t.added[ps.tp] = true
 	return nil
+}
+
+// waitResolvedLocked waits until every batch of targets has its outcome,
+// acknowledged or failed (their callbacks may still be running), or ctx
+// ends. A transaction's batches are not completed by then but decided:
+// EndTxn need not wait for their callbacks.
+func (p *Producer) waitResolvedLocked(ctx context.Context, targets []flushTarget) error {
+	for {
+		pending := false
+		for _, tg := range targets {
+			if tg.ps.unresolved > 0 {
+				pending = true
+				break
+			}
+		}
+		if !pending {
+			return nil
+		}
+		ch := p.watchLocked()
+		p.mu.Unlock()
+		select {
+		case <-ch:
+			p.mu.Lock()
+		case <-ctx.Done():
+			p.mu.Lock()
+			return ctx.Err()
+		}
+	}
 }
 
 // txnEagerBytes is the size from which a transaction's open batch goes

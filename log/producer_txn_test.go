@@ -285,7 +285,8 @@ func TestProducerTransactionConcurrentRetry(t *testing.T) {
 // its partition is in flight, without waiting out the Linger (here longer
 // than the test): written before the commit, where READ_UNCOMMITTED
 // readers see it and READ_COMMITTED ones do not; the commit then sends
-// the rest and every record becomes visible, in order.
+// the rest, returns once every record's callback has run, and every record
+// becomes visible, in order.
 func TestProducerTransactionEagerBatches(t *testing.T) {
 	leaktest.Check(t)
 	b := openT(t, vfs.NewMem(), "/d")
@@ -303,11 +304,13 @@ func TestProducerTransactionEagerBatches(t *testing.T) {
 	var want []string
 	var mu sync.Mutex
 	var errs []error
+	acked := 0
 	done := func(_ Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		acked++
 		if err != nil {
-			mu.Lock()
 			errs = append(errs, err)
-			mu.Unlock()
 		}
 	}
 	n := 3*txnEagerBytes/100 + 7
@@ -328,7 +331,10 @@ func TestProducerTransactionEagerBatches(t *testing.T) {
 	require.NotEmpty(t, readValues(t, b, "out", ReadUncommitted))
 
 	require.NoError(t, p.CommitTransaction(ctx))
+	mu.Lock()
+	require.Equal(t, n, acked, "CommitTransaction returns once every callback has run")
 	require.Empty(t, errs)
+	mu.Unlock()
 	require.Eventually(t, func() bool {
 		return slices.Equal(readValues(t, b, "out", ReadCommitted), want)
 	}, 30*time.Second, 5*time.Millisecond)
