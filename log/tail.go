@@ -31,9 +31,9 @@ import (
 // tail returns what reading the file would.
 //
 // Memory is bounded per Store (tailBudget) and per partition (tailSlots
-// batches, each at most a batch's MaxMessageBytes); over the budget, the
-// partition appending gives up its oldest batches first, its newest too if
-// that alone does not fit.
+// batches, tailCopySlots when the newest is small, each at most a batch's
+// MaxMessageBytes); over the budget, the partition appending gives up its
+// oldest batches first, its newest too if that alone does not fit.
 
 // tailMinBatch is the smallest batch a Producer gives to the tail. A large
 // batch is most of what a consumer at the end reads in one fetch (a read(2)
@@ -52,6 +52,12 @@ const tailCopyMax = 16 << 10
 // tailSlots is how many of a partition's last batches the tail holds: a
 // consumer a few batches behind still reads from memory.
 const tailSlots = 16
+
+// tailCopySlots is how many it holds when the newest batch is a small one
+// (tailCopyMax or less, a Kafka producer's): a consumer at the end reads the
+// newest one or two, and each append builds a new ring, copying the
+// entries it keeps (a ring of 16 cost a small append 1.1 KB and 15 copies).
+const tailCopySlots = 4
 
 // defaultTailBudget bounds the bytes all of a Store's tails hold.
 const defaultTailBudget = 64 << 20
@@ -81,8 +87,27 @@ func (t *tailBatch) mem() int64 {
 // each append replaces it whole, so a reader holds a consistent one.
 type tailRing struct {
 	n       int
-	batches [tailSlots]tailBatch
-	bytes   int64 // the memory its batches hold (mem)
+	batches []tailBatch // the ring's slots, n of them in use
+	bytes   int64       // the memory its batches hold (mem)
+}
+
+// newTailRing returns an empty ring of slots slots (tailSlots or
+// tailCopySlots), in one allocation.
+func newTailRing(slots int) *tailRing {
+	if slots <= tailCopySlots {
+		r := &struct {
+			tailRing
+			slots [tailCopySlots]tailBatch
+		}{}
+		r.batches = r.slots[:slots]
+		return &r.tailRing
+	}
+	r := &struct {
+		tailRing
+		slots [tailSlots]tailBatch
+	}{}
+	r.batches = r.slots[:min(slots, tailSlots)]
+	return &r.tailRing
 }
 
 // keepTailLocked adds b, just written at pos of seg, with the spans of its
@@ -96,12 +121,16 @@ func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte, sp
 		return false
 	}
 	old := p.tail.Load()
-	r := &tailRing{}
+	slots := tailSlots
+	if len(b) <= tailCopyMax {
+		slots = tailCopySlots
+	}
+	r := newTailRing(slots)
 	if old != nil && old.n > 0 && old.batches[old.n-1].seg == seg &&
 		old.batches[old.n-1].pos+int64(len(old.batches[old.n-1].b)) == pos {
 		// Contiguous with what the tail holds: keep its newest batches.
-		from := max(0, old.n-(tailSlots-1))
-		r.n = copy(r.batches[:], old.batches[from:old.n])
+		from := max(0, old.n-(slots-1))
+		r.n = copy(r.batches, old.batches[from:old.n])
 		for _, t := range r.batches[:r.n] {
 			r.bytes += t.mem()
 		}
@@ -127,7 +156,7 @@ func (p *Partition) keepTailLocked(seg *segment.Segment, pos int64, b []byte, sp
 		return false
 	}
 	if drop > 0 {
-		r.n = copy(r.batches[:], r.batches[drop:r.n])
+		r.n = copy(r.batches, r.batches[drop:r.n])
 		clear(r.batches[r.n:])
 	}
 	p.tail.Store(r)

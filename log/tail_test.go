@@ -276,7 +276,7 @@ func TestTailKeepsProducedCopies(t *testing.T) {
 	defer b.Close()
 	p := createT(t, b, "t", TopicConfig{})
 	var sent [][]byte
-	for i := range tailSlots + 4 {
+	for i := range tailCopySlots + 4 {
 		buf := encodedBatch([]Record{{Key: fmt.Appendf(nil, "k%d", i), Value: bytes.Repeat([]byte{byte(i)}, 100)}})
 		base, _, err := p.AppendBatch(buf)
 		require.NoError(t, err)
@@ -288,9 +288,9 @@ func TestTailKeepsProducedCopies(t *testing.T) {
 		require.Equal(t, sent[i], file)
 		require.Equal(t, file, sliceBytes(t, p, base, 1<<20))
 	}
-	// The tail holds the last tailSlots batches: from the oldest of them
-	// on, a read gets them from memory; before it, from the file.
-	first := int64(len(sent) - tailSlots)
+	// The tail holds the last tailCopySlots batches: from the oldest of
+	// them on, a read gets them from memory; before it, from the file.
+	first := int64(len(sent) - tailCopySlots)
 	require.True(t, sliceBuilt(t, p, first, 1<<20))
 	require.False(t, sliceBuilt(t, p, first-1, 1<<20))
 	require.Equal(t, bytes.Join(sent[first:], nil), sliceBytes(t, p, first, 1<<20))
@@ -305,4 +305,31 @@ func TestTailKeepsProducedCopies(t *testing.T) {
 	require.Zero(t, b.store.tails.used.Load())
 	require.False(t, sliceBuilt(t, p, base, 1<<20))
 	require.Equal(t, big, sliceBytes(t, p, base, 1<<20))
+}
+
+// BenchmarkAppendBatchSmallTail is what keeping a copy of a small batch in
+// the tail (TestTailKeepsProducedCopies) costs AppendBatch: one record of
+// 100 B per batch, as a Kafka producer with linger 0 sends it, appended
+// with the tail ("copy") and without one ("none": what every append did
+// before).
+func BenchmarkAppendBatchSmallTail(b *testing.B) {
+	for _, tail := range []bool{true, false} {
+		name := "copy"
+		if !tail {
+			name = "none"
+		}
+		b.Run(name, func(b *testing.B) {
+			_, p := benchBroker(b, b.TempDir(), pageCache)
+			if !tail {
+				p.tails = nil
+			}
+			enc := encodedBatch(records(1, 100))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, _, err := p.AppendBatch(enc); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
