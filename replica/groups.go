@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf16"
 
+	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/group"
 	"github.com/strata-log/strata/kafka"
 	"github.com/strata-log/strata/log"
@@ -273,6 +274,26 @@ func (b *Broker) ensureInternalTopic(ctx context.Context, name string, cfg log.T
 	cfg.ReplicationFactor = max(1, min(3, live))
 	cfg.MinInSyncReplicas = min(2, cfg.ReplicationFactor)
 	err := b.CreateTopic(ctx, name, cfg)
+	for backoff := 5 * time.Millisecond; errors.Is(err, controller.ErrLeadershipLost) || errors.Is(err, controller.ErrNotController); {
+		// The controller changed while it decided (a loaded machine's
+		// election): the topic may or may not exist; ask the next one,
+		// for whom it exists already or is created now.
+		t := time.NewTimer(backoff)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("replica: %s: %w (%w)", name, ctx.Err(), err)
+		case <-b.ctx.Done():
+			t.Stop()
+			return log.ErrClosed
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+		if _, ok := b.img.Load().PartitionCount(name); ok {
+			return nil
+		}
+		err = b.CreateTopic(ctx, name, cfg)
+	}
 	if !errors.Is(err, log.ErrTopicExists) {
 		return err
 	}
