@@ -50,22 +50,26 @@ func (c *Coordinator) AcquireRest(ctx context.Context, group, member string, t T
 	if pe.gone {
 		return AcquiredRange{}, false, nil
 	}
-	r, deadline, ok := pe.p.acquireTail(c.clock.Now(), member, last, min(through+1, logEnd))
+	r, deadline, ok := pe.p.acquireTail(c.clock.Now(), member, last, through, logEnd)
 	if ok {
 		c.armLock(pe, deadline)
 	}
 	return r, ok, nil
 }
 
-// acquireTail acquires for member the records from last+1 up to (not
-// including) end past the share-partition's end, if last is its last
-// in-flight record and member holds it.
-func (p *partition) acquireTail(now time.Time, member string, last, end int64) (AcquiredRange, time.Time, bool) {
-	if last < p.start || last+1 != p.end() || end <= last+1 {
+// acquireTail acquires for member the records from last+1 up to through
+// and below logEnd past the share-partition's end, if last is its last
+// in-flight record and member holds it, its lock not expired at now.
+func (p *partition) acquireTail(now time.Time, member string, last, through, logEnd int64) (AcquiredRange, time.Time, bool) {
+	if last < p.start || last+1 != p.end() || through <= last || logEnd <= last+1 {
 		return AcquiredRange{}, time.Time{}, false
 	}
-	if r := p.recs[last-p.start]; r.state != Acquired || r.member != member {
-		return AcquiredRange{}, time.Time{}, false
+	end := logEnd
+	if through < logEnd-1 {
+		end = through + 1 // through+1 would overflow at math.MaxInt64
+	}
+	if r := p.recs[last-p.start]; r.state != Acquired || r.member != member || !r.deadline.After(now) {
+		return AcquiredRange{}, time.Time{}, false // an expired lock is no longer the member's
 	}
 	deadline := now.Add(p.cfg.LockDuration)
 	off := last + 1
