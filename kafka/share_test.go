@@ -394,10 +394,17 @@ func TestShareFetchWholeBatches(t *testing.T) {
 	got, _ = acquired(t, c.do(shareFetch("m1", 4, 1, 0)).(*kmsg.ShareFetchResponse))
 	require.Equal(t, "20-29@1 ", got)
 
-	// An unknown mode is refused, the session left as it was.
-	bad := shareFetch("m1", 5, 1, 0)
-	bad.ShareAcquireMode = 2
-	require.Equal(t, errInvalidRequest, c.do(bad).(*kmsg.ShareFetchResponse).ErrorCode)
-	got, _ = acquired(t, c.do(shareFetch("m1", 5, 1, 0)).(*kmsg.ShareFetchResponse))
+	// An unknown mode is refused, the session and its acknowledgement
+	// left as they were: 20-29 are still m1's to accept.
+	for _, mode := range []int8{2, -1} {
+		bad := shareFetch("m1", 5, 1, 0, [3]int64{20, 29, 1})
+		bad.ShareAcquireMode = mode
+		f = c.do(bad).(*kmsg.ShareFetchResponse)
+		require.Equal(t, errInvalidRequest, f.ErrorCode)
+		require.Empty(t, f.Topics)
+	}
+	f = c.do(shareFetch("m1", 5, 1, 0, [3]int64{20, 29, 1})).(*kmsg.ShareFetchResponse)
+	require.Equal(t, errNone, f.Topics[0].Partitions[0].AcknowledgeErrorCode)
+	got, _ = acquired(t, f)
 	require.Equal(t, "30-39@1 ", got)
 }
