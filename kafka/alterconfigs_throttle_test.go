@@ -127,6 +127,8 @@ func TestClusterThrottleConfigs(t *testing.T) {
 	require.NotContains(t, got, "log.dirs")
 	_, err := c.RequestBroker(ctx, 9, kmsg.NewPtrDescribeConfigsRequest(), 4)
 	require.ErrorIs(t, err, log.ErrInvalidConfig, "no broker 9")
+	_, err = c.RequestBroker(ctx, kafka.ClusterDefaults, kmsg.NewPtrDescribeConfigsRequest(), 4)
+	require.ErrorIs(t, err, log.ErrInvalidConfig, "no broker -1 (not any broker, as for AlterBrokerConfigs)")
 	got = describeConfigs(ctx, t, c, kmsg.ConfigResourceTypeBroker, "1")
 	require.Equal(t, "9223372036854775807", *got[kafka.LeaderThrottledRateConfig].Value, "broker 1 sets none: Kafka's default")
 	require.Equal(t, kmsg.ConfigSourceDefaultConfig, got[kafka.LeaderThrottledRateConfig].Source)
@@ -153,7 +155,7 @@ func TestClusterThrottleConfigs(t *testing.T) {
 		rr.Configs = append(rr.Configs, kv)
 		legacy.Resources = append(legacy.Resources, rr)
 	}
-	resp, err := c2.Request(ctx, legacy, 2)
+	resp, err := c2.RequestBroker(ctx, 2, legacy, 2) // broker 2's resource: broker 2 only
 	require.NoError(t, err)
 	for _, r := range resp.(*kmsg.AlterConfigsResponse).Resources {
 		require.Zero(t, r.ErrorCode, "%s %s: %v", r.ResourceType, r.ResourceName, r.ErrorMessage)
