@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -45,8 +46,9 @@ var _ log.ShareClient = (*Client)(nil)
 
 // shareSessions are the Client's share sessions.
 type shareSessions struct {
-	mu sync.Mutex
-	m  map[shareSessionID]*clientShareSession
+	mu   sync.Mutex
+	m    map[shareSessionID]*clientShareSession
+	turn atomic.Uint64 // ShareFetches so far: whose turn to fetch more (shareQuotas)
 }
 
 type shareSessionID struct{ group, member, addr string }
@@ -255,7 +257,8 @@ type leaderShare struct {
 
 // ShareFetch sends req's acknowledgements and acquires records of its
 // partitions with Kafka's ShareFetch at each partition's leader, in
-// parallel, each leader acquiring up to req.MaxRecords and waiting up to
+// parallel, up to req.MaxRecords in all (shared among the leaders, as
+// Kafka's max.poll.records bounds a poll), each leader waiting up to
 // req.MaxWait when it has none. Acknowledgements that failed are answered
 // as a *log.ShareAckError with the records fetched. A partition that
 // fails while others return records is asked again by the next fetch;
@@ -276,13 +279,27 @@ func (c *Client) ShareFetch(ctx context.Context, req log.ShareFetchRequest) ([]l
 	results := make([]result, 0, len(leaders))
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	for addr, ls := range leaders {
+	addrs := slices.Sorted(maps.Keys(leaders))
+	max := req.MaxRecords
+	if max <= 0 {
+		max = clientShareMaxRecords
+	}
+	quotas := shareQuotas(max, len(addrs), c.shares.turn.Add(1)-1)
+	for i, addr := range addrs {
+		ls, lreq := leaders[addr], req
+		lreq.MaxRecords = quotas[i]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			recs, failed, err := c.shareFetchFrom(ctx, req, addr, ls)
+			var r result
+			switch {
+			case lreq.MaxRecords > 0:
+				r.recs, r.failed, r.err = c.shareFetchFrom(ctx, lreq, addr, ls)
+			case len(ls.acks) > 0: // none of this leader's records this time
+				r.failed = c.shareAckTo(ctx, req.Group, req.Member, addr, ls.acks)
+			}
 			mu.Lock()
-			results = append(results, result{recs, failed, err})
+			results = append(results, r)
 			mu.Unlock()
 		}()
 	}
@@ -306,6 +323,27 @@ func (c *Client) ShareFetch(ctx context.Context, req log.ShareFetchRequest) ([]l
 		return nil, errors.Join(errs...)
 	}
 	return recs, nil
+}
+
+// clientShareMaxRecords is the records a ShareFetch acquires when its
+// MaxRecords is not set: Kafka's max.poll.records.
+const clientShareMaxRecords = 500
+
+// shareQuotas shares max records among n leaders: each gets max/n and
+// the remainder goes one each to those from turn on (modulo n), so that
+// with fewer records than leaders each leader's turn comes.
+func shareQuotas(max, n int, turn uint64) []int {
+	q := make([]int, n)
+	if n == 0 {
+		return q
+	}
+	for i := range q {
+		q[i] = max / n
+	}
+	for k := range max % n {
+		q[(int(turn%uint64(n))+k)%n]++
+	}
+	return q
 }
 
 // shareFetchFrom is ShareFetch at the leader at addr.
@@ -338,7 +376,7 @@ func (c *Client) shareFetchFrom(ctx context.Context, req log.ShareFetchRequest, 
 	kr.MaxWaitMillis, kr.MinBytes, kr.MaxBytes = int32(wait.Milliseconds()), 1, 50<<20
 	kr.MaxRecords, kr.BatchSize = int32(req.MaxRecords), int32(req.MaxRecords)
 	if req.MaxRecords <= 0 {
-		kr.MaxRecords, kr.BatchSize = 500, 500
+		kr.MaxRecords, kr.BatchSize = clientShareMaxRecords, clientShareMaxRecords
 	}
 	kr.ShareAcquireMode = shareAcquireRecordLimit // v2: MaxRecords is strict, as in the process
 	// The request names the partitions new to the session (all when it

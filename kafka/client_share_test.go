@@ -301,3 +301,22 @@ func TestClientShareConsumerMaxRecords(t *testing.T) {
 		return len(seen) == 40
 	})
 }
+
+// TestShareQuotas: a ShareFetch's MaxRecords shared among its leaders,
+// in all exactly MaxRecords, the remainder's turn going round.
+func TestShareQuotas(t *testing.T) {
+	for _, c := range []struct {
+		max, n int
+		turn   uint64
+		want   []int
+	}{
+		{10, 1, 7, []int{10}},
+		{10, 3, 0, []int{4, 3, 3}},
+		{10, 3, 1, []int{3, 4, 3}},
+		{2, 3, 2, []int{1, 0, 1}},
+		{1, 3, 4, []int{0, 1, 0}},
+		{5, 0, 0, []int{}},
+	} {
+		require.Equal(t, c.want, shareQuotas(c.max, c.n, c.turn), "%+v", c)
+	}
+}
