@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/share"
+	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/vfs"
 )
 
@@ -20,12 +21,39 @@ import (
 // cannot be created or deleted by users.
 const ShareStateTopic = "__share_group_state"
 
-// shareStateTopicConfig: every write is fsynced before the share
-// coordinator answers (an accepted record is never delivered again after a
-// crash); the records before the oldest of the share-partitions' latest
-// snapshots are dropped (DeleteRecordsBefore), as Kafka's share
-// coordinator prunes its topic.
-var shareStateTopicConfig = TopicConfig{Partitions: 1, FlushMessages: 1, RetentionTime: -1, Cleanup: CleanupDelete}
+// shareStateTopicConfig is the configuration ShareStateTopic is created
+// with, but its flush policy (shareStateConfig). The records before the
+// oldest of the share-partitions' latest snapshots are dropped
+// (DeleteRecordsBefore), as Kafka's share coordinator prunes its topic.
+var shareStateTopicConfig = TopicConfig{Partitions: 1, RetentionTime: -1, Cleanup: CleanupDelete}
+
+// shareStateConfig is the configuration ShareStateTopic is created with:
+// its flush policy is the broker's (Config.DefaultTopic's FlushMessages
+// and FlushInterval), as that of TransactionStateTopic (txnStateConfig).
+// Kafka fsyncs neither and relies on replication; a standalone broker
+// makes a share-partition's state as durable as the records it hands out,
+// never less (shareStateLog.write):
+//
+//   - A write goes to the page cache, in order, before the acknowledgement
+//     is answered: a process crash (kill -9) loses no acknowledgement and
+//     accepts no record twice.
+//   - A write of a share-partition whose topic fsyncs by itself
+//     (FlushMessages or FlushInterval set on it) is fsynced before it is
+//     answered (concurrent writes share the fsync: group commit), so a
+//     power loss loses no acknowledgement of it either.
+//   - With the broker's FlushMessages 1 every write is fsynced.
+//
+// With the default page-cache policy (FlushMessages 0), a power loss may
+// lose the latest acknowledgements (what is left is a prefix of the
+// state's records): their records are delivered again, at least once, as
+// on Kafka's one unreplicated broker. A data dir whose ShareStateTopic was
+// created before keeps the FlushMessages 1 it was created with.
+func (b *Broker) shareStateConfig() TopicConfig {
+	cfg := shareStateTopicConfig
+	cfg.FlushMessages = b.cfg.DefaultTopic.FlushMessages
+	cfg.FlushInterval = b.cfg.DefaultTopic.FlushInterval
+	return cfg.WithDefaults()
+}
 
 // shareConfigsFile holds the share groups' configurations
 // (share.auto.offset.reset, share.record.lock.duration.ms,
@@ -103,6 +131,10 @@ type shareStateLog struct {
 	mu      sync.Mutex
 	writing bool              // an Append is writing: the others queue
 	next    *shareStateCommit // the records queued for the next write
+
+	// names maps the topic ids the records' keys carry (tp.TopicID) to
+	// topic names; used by the writer only (writing).
+	names map[[16]byte]string
 }
 
 // shareStateCommit is one write of queued records and its outcome.
@@ -154,9 +186,9 @@ func (l *shareStateLog) Replay(ctx context.Context, fn func(offset int64, key, v
 	return nil
 }
 
-// Append makes records durable in ShareStateTopic, creating it on first
-// use, and returns the offset of the first. Records of concurrent
-// Appends share a batch (the topic fsyncs every batch); one Append
+// Append writes records to ShareStateTopic, creating it on first use, as
+// durable as shareStateConfig says, and returns the offset of the first.
+// Records of concurrent Appends share a batch (and its fsync); one Append
 // writes while the others wait, then writes what queued meanwhile.
 func (l *shareStateLog) Append(records []share.Record) (int64, error) {
 	l.mu.Lock()
@@ -184,9 +216,13 @@ func (l *shareStateLog) Append(records []share.Record) (int64, error) {
 	return mine.base + int64(first), mine.err
 }
 
-// write appends records as one batch, fsynced.
+// write appends records as one batch, in the page cache, and fsyncs it
+// before it returns if the topic fsyncs every batch or one of the records
+// names a partition whose topic fsyncs by itself (shareStateConfig). A
+// failed append or fsync leaves the topic read-only (sticky) with nothing
+// answered.
 func (l *shareStateLog) write(records []share.Record) (int64, error) {
-	p, err := l.b.internalPartition(ShareStateTopic, shareStateTopicConfig)
+	p, err := l.b.internalPartition(ShareStateTopic, l.b.shareStateConfig())
 	if err != nil {
 		return 0, err
 	}
@@ -198,13 +234,53 @@ func (l *shareStateLog) write(records []share.Record) (int64, error) {
 		bd.Append(now, r.Key, r.Value, nil)
 	}
 	base, _, err := p.AppendBatch(bd.Bytes())
-	return base, err
+	if err != nil || p.config().FlushMessages == 1 || !l.needsSync(records) {
+		return base, err // FlushMessages 1: AppendBatch fsynced it
+	}
+	return base, p.syncTo(base+int64(len(records)), false)
+}
+
+// needsSync reports whether one of records names a partition of a topic
+// that fsyncs by itself (FlushMessages or FlushInterval set). A key it
+// cannot read needs it; a deleted topic does not (no records to keep).
+func (l *shareStateLog) needsSync(records []share.Record) bool {
+	var last [16]byte
+	for i, r := range records {
+		id, part, err := share.StateKeyPartition(r.Key)
+		if err != nil {
+			return true
+		}
+		if i > 0 && id == last {
+			continue // most writes are of one topic: looked up once
+		}
+		last = id
+		name, ok := l.names[id]
+		if !ok {
+			if l.names == nil {
+				l.names = map[[16]byte]string{}
+			}
+			for _, t := range l.b.Topics() {
+				l.names[tp.TopicID(t)] = t
+			}
+			if name, ok = l.names[id]; !ok {
+				continue
+			}
+		}
+		p, err := l.b.Partition(name, int(part))
+		if err != nil {
+			continue
+		}
+		if c := p.config(); c.FlushMessages > 0 || c.FlushInterval > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteBefore drops the records before offset: those every
 // share-partition's latest snapshot made obsolete (share.StatePruner).
 func (l *shareStateLog) DeleteBefore(offset int64) error {
-	p, err := l.b.internalPartition(ShareStateTopic, shareStateTopicConfig)
+	p, err := l.b.internalPartition(ShareStateTopic, l.b.shareStateConfig())
 	if err != nil {
 		return err
 	}

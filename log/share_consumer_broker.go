@@ -37,8 +37,9 @@ func (b *Broker) ShareAcknowledge(ctx context.Context, group, member string, ack
 // shareAck applies member's acknowledgements of each partition and
 // returns the partitions' errors (nil: none). The partitions are
 // acknowledged at once, so that their state records go to
-// ShareStateTopic in one write and one fsync (shareStateLog's group
-// commit), not one after another.
+// ShareStateTopic in one write (and one fsync, where one is needed:
+// shareStateConfig) through shareStateLog's group commit, not one after
+// another.
 func (b *Broker) shareAck(ctx context.Context, group, member string, acks map[TopicPartition][]share.AckBatch) map[TopicPartition]error {
 	var (
 		mu   sync.Mutex
