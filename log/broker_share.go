@@ -279,9 +279,16 @@ func (l *shareStateLog) needsSync(records []share.Record) bool {
 
 // DeleteBefore drops the records before offset: those every
 // share-partition's latest snapshot made obsolete (share.StatePruner).
+// It first fsyncs every record written, those snapshots with them: the
+// new start is durable at once (DeleteRecordsBefore), and a power loss
+// that kept it but lost the snapshots in the page cache would leave no
+// state at all of the share-partitions.
 func (l *shareStateLog) DeleteBefore(offset int64) error {
 	p, err := l.b.internalPartition(ShareStateTopic, l.b.shareStateConfig())
 	if err != nil {
+		return err
+	}
+	if err := p.syncTo(p.EndOffset(), false); err != nil {
 		return err
 	}
 	_, err = p.DeleteRecordsBefore(offset)
