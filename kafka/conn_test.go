@@ -340,11 +340,12 @@ func TestWorkersReused(t *testing.T) {
 	}
 	// One at a time: a new worker only when the last one had not yet
 	// asked for the next request when it came (a thread descheduled on a
-	// loaded machine); at most a few.
+	// loaded machine); a few, never one a request (the bound leaves room
+	// for a 2-core machine at load 20, where each deschedule adds one).
 	w := workers()
 	require.Len(t, w, 1)
 	require.Positive(t, w[0])
-	require.LessOrEqual(t, w[0], int32(8), "%d requests one at a time", n)
+	require.LessOrEqual(t, w[0], int32(n/10), "%d requests one at a time", n)
 	t.Logf("%d requests one at a time: %d workers", n, w[0])
 	// Pipelined: up to MaxInFlight handlers at once, and the reader.
 	req := metadataV9()
