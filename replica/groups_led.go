@@ -47,8 +47,8 @@ type ledLoader[K comparable, C any] struct {
 	close   func(k K, c C)
 	compare func(a, b K) int // the order in which keys are stopped, started and listed
 	// backoff is the first wait after a failed load, doubled up to
-	// maxBackoff; a failure is logged at level (then Warn once the
-	// wait reaches a second), or at Error if level is nil.
+	// maxBackoff; a failure is logged at the level level gives for the
+	// wait that follows it (Error if level is nil).
 	backoff, maxBackoff time.Duration
 	level               func(backoff time.Duration) slog.Level
 	log                 *slog.Logger
