@@ -41,14 +41,14 @@ func shareVariants(e *env) []variant {
 	return []variant{
 		{
 			label: fmt.Sprintf("share group: %d consumers accepting each %s record, in the process", shareConsumers, sizeName(shareRecordSize)),
-			systems: []system{{name: "strata log.ShareConsumer", baseline: true, durability: "acknowledgements fsynced to __share_group_state",
+			systems: []system{{name: "strata log.ShareConsumer", baseline: true, durability: "acknowledgements in the page cache (__share_group_state; FlushMessages 0 on the topic: no fsync)",
 				run: func(e *env) (sample, error) { return shareInProcess(e, n) }}},
 		},
 		{
 			label:   fmt.Sprintf("share group: %d kgo.ShareGroup consumers accepting each %s record, first poll to every record accepted; p50/p99: a consumer's first poll to its first record", shareConsumers, sizeName(shareRecordSize)),
 			cpuNote: "record (kgo and server)",
 			systems: []system{
-				{name: "strata server + kgo", baseline: true, durability: "acknowledgements fsynced to __share_group_state",
+				{name: "strata server + kgo", baseline: true, durability: "acknowledgements in the page cache (__share_group_state; FlushMessages 0 on the topic: no fsync)",
 					run: func(e *env) (sample, error) { return shareWire(e, shareStrataServer, nw) }},
 				{name: "kfake + kgo", durability: kfakeMemDurability,
 					run: func(e *env) (sample, error) { return shareWire(e, shareKfakeServer, nw) }},

@@ -15,8 +15,9 @@ import (
 // BenchmarkShareConsumers: 4 ShareConsumers of one group accept every
 // 100 B record of a 4-partition topic, as the bench module's share case
 // in the process (issue 29's target: 1 M records/s), the acknowledgements
-// fsynced to __share_group_state (os) or on the in-memory file system
-// (mem). It reports records/s, and the Polls that returned records and
+// written to __share_group_state on disk (os: in the page cache, as the
+// topic fsyncs none of its records, shareStateConfig) or on the
+// in-memory file system (mem). It reports records/s, and the Polls that returned records and
 // those that returned none.
 //
 //	go test -run '^$' -bench ShareConsumers -benchtime 400000x ./log/
