@@ -483,9 +483,21 @@ func (c *Coordinator) Leave(ctx context.Context, group, memberID string) error {
 		return fmt.Errorf("%w: %q in group %q", ErrUnknownMember, memberID, group)
 	}
 	err := c.step(e, leaveEvent{member: memberID})
+	var stored chan error
+	if err == nil {
+		stored = c.awaitStore(group)
+	}
 	c.forgetIfIdle(e)
 	c.mu.Unlock()
 	c.flushMeta()
+	if stored != nil {
+		// The removal is answered once durable: told it left, a member's
+		// client sends no LeaveGroup again, and the next coordinator,
+		// without the record, would keep it until its session ends.
+		if serr := <-stored; serr != nil {
+			return fmt.Errorf("group: the leave of %q from group %q could not be stored: %w", memberID, group, serr)
+		}
+	}
 	return err
 }
 
@@ -731,7 +743,8 @@ func (c *Coordinator) Close() error {
 	c.commits.Wait()
 	c.metaMu.Lock() // a StoreGroup call in progress ends first
 	c.mu.Lock()
-	c.pendingMeta = nil // not stored: the next coordinator has what is
+	dropPending(c.pendingMeta) // not stored: the next coordinator has what is
+	c.pendingMeta = nil
 	c.mu.Unlock()
 	c.metaMu.Unlock()
 	return nil
@@ -759,7 +772,8 @@ func (c *Coordinator) step(e *entry, ev event) error {
 			// generation: the later one's outcome answers it.)
 			prev, ok := c.pendingMeta[e.st.id]
 			awaited := toStore || ok && prev.awaited && prev.generation == e.st.generation
-			c.pendingMeta[e.st.id] = pendingGroup{value: e.st.encodeMetadata(now), generation: e.st.generation, awaited: awaited}
+			c.pendingMeta[e.st.id] = pendingGroup{value: e.st.encodeMetadata(now), generation: e.st.generation, awaited: awaited,
+				notify: prev.notify}
 		}
 	}
 	e.st.metaChanged = false
@@ -840,6 +854,33 @@ type pendingGroup struct {
 	// awaited: the machine asked for the store (effStore) and waits for
 	// its outcome, even a success (storedEvent).
 	awaited bool
+	// notify: the calls that wait for the outcome of this record (or of
+	// one it replaced), each told it once (ErrClosed if never stored).
+	notify []chan error
+}
+
+// awaitStore registers a call waiting for the outcome of the record that
+// the step it just ran recorded for group, if any: nil if none. mu is
+// held.
+func (c *Coordinator) awaitStore(group string) chan error {
+	pg, ok := c.pendingMeta[group]
+	if !ok {
+		return nil
+	}
+	ch := make(chan error, 1)
+	pg.notify = append(pg.notify, ch)
+	c.pendingMeta[group] = pg
+	return ch
+}
+
+// dropPending tells the calls waiting for pending records that they will
+// not be stored (the coordinator closed). metaMu is held.
+func dropPending(pending map[string]pendingGroup) {
+	for _, pg := range pending {
+		for _, ch := range pg.notify {
+			ch <- ErrClosed
+		}
+	}
 }
 
 // flushMeta stores the groups' metadata that step recorded, if any, with
@@ -868,6 +909,7 @@ func (c *Coordinator) flushMeta() {
 	closed := c.closed
 	c.mu.Unlock()
 	if closed {
+		dropPending(pending)
 		return // the next coordinator of the groups has what is stored
 	}
 	outcomes := make(map[string]error, len(pending))
@@ -876,6 +918,9 @@ func (c *Coordinator) flushMeta() {
 		err := s.StoreGroup(g, pg.value)
 		if err != nil {
 			c.log.Warn("group: store group metadata", "group", g, "generation", pg.generation, "err", err)
+		}
+		for _, ch := range pg.notify {
+			ch <- err
 		}
 		// An empty group's tombstone that failed: nothing to redo.
 		if pg.awaited || err != nil && pg.value != nil {

@@ -275,6 +275,13 @@ func handleLeaveGroup(ctx context.Context, c *conn, r kmsg.Request) reply {
 		if rm.ErrorCode == errNone {
 			rm.ErrorCode = groupCode(ctx, gc.Leave(ctx, req.Group, id))
 		}
+		if rm.ErrorCode == errNotCoordinator || rm.ErrorCode == errCoordinatorNotAvailable {
+			// The coordinator is moving (the leave could not be stored):
+			// the request's error, which sends the client to the next
+			// coordinator with it; a member's own is not retried.
+			resp.ErrorCode, resp.Members = rm.ErrorCode, nil
+			return reply{resp: resp}
+		}
 		resp.Members = append(resp.Members, rm)
 	}
 	return reply{resp: resp}
