@@ -3,6 +3,7 @@ package log
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -180,7 +181,12 @@ func TestBrokerTxnCrashMidCommit(t *testing.T) {
 		}
 		return nil
 	})
-	b, err := Open("/d", Config{FS: fs})
+	// The coordinator writes t-0's marker, then t-1's, whose failure it
+	// logs: once it does, t-0's marker is fsynced (AppendMarker returned).
+	// Its end offset alone is published before the fsync.
+	t1Failed := make(chan struct{}, 1)
+	logger := slog.New(signalHandler{msg: "txn: marker write failed, retrying", ch: t1Failed})
+	b, err := Open("/d", Config{FS: fs, Logger: logger})
 	require.NoError(t, err)
 	defer func() { b.Close() }()
 	_, err = b.CreateTopic("t", TopicConfig{Partitions: 2, FlushMessages: 1})
@@ -199,6 +205,11 @@ func TestBrokerTxnCrashMidCommit(t *testing.T) {
 	failT1.Store(true)
 	_, err = c.EndTxn(ctx, "etl", pid.ID, pid.Epoch, true, 0)
 	require.NoError(t, err, "the commit is decided once PrepareCommit is written")
+	select {
+	case <-t1Failed:
+	case <-time.After(time.Minute):
+		t.Fatal("the coordinator did not try t-1's marker")
+	}
 	awaitEnd(t, b, "t", 0, 6)
 	p1, _ := b.Partition("t", 1)
 	require.Equal(t, int64(5), p1.EndOffset(), "t-1's marker failed")
