@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -457,4 +458,33 @@ func processCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// cancelledProduce is a Backend whose acks=all produce gives up its wait
+// for the ISR as a member's does when its request's ctx has ended.
+type cancelledProduce struct{ Backend }
+
+func (b cancelledProduce) Produce(ctx context.Context, _ log.TopicPartition, _ []byte, _ log.Acks) (int64, error) {
+	if ctx.Err() == nil {
+		return 0, fmt.Errorf("a call of the backend's own gave up: %w", context.Canceled)
+	}
+	return 0, fmt.Errorf("replica: produce not replicated: %w", ctx.Err())
+}
+
+// A produce given up because its server stopped reading (a member that
+// stops answers what is parked) is NOT_LEADER_OR_FOLLOWER, which clients
+// retry at the next leader, not UNKNOWN_SERVER_ERROR, which kgo fails its
+// records with (interop's TestKgoClusterGroupETLKill failed so).
+func TestProduceCancelledIsRetriable(t *testing.T) {
+	broker := logtest.New(t, logtest.InMemory(), logtest.Topic("t", 1))
+	s, err := Listen("127.0.0.1:0", cancelledProduce{broker}, Config{})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	code, _, _, _ := s.produce(ctx, log.TopicPartition{Topic: "t"}, []byte{1}, log.AcksAll)
+	require.Equal(t, errNotLeaderOrFollower, code)
+	// A produce whose request goes on keeps the error's own code.
+	code, _, _, _ = s.produce(context.Background(), log.TopicPartition{Topic: "t"}, []byte{1}, log.AcksAll)
+	require.Equal(t, errUnknownServerError, code, "a ctx error of the backend's own")
 }

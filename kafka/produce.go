@@ -160,6 +160,14 @@ func (s *Server) produce(ctx context.Context, tp log.TopicPartition, records []b
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			code = errCorruptMessage // a batch shorter than it says
 		}
+		if code == errUnknownServerError && errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			// The wait for the ISR was given up because the connection
+			// or the server stopped reading (a member that stops answers
+			// what is parked): the outcome is unknown, and the client is
+			// to retry at the partition's next leader, as Kafka answers
+			// the produces of a leader that stops.
+			code = errNotLeaderOrFollower
+		}
 		return code, -1, -1, kmsg.StringPtr(err.Error())
 	}
 	if s.cfg.Metrics != nil {
