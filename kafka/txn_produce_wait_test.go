@@ -17,7 +17,7 @@ import (
 // nopStore keeps nothing: the coordinator's records are not read back.
 type nopStore struct{}
 
-func (nopStore) Write(context.Context, []byte, []byte) error { return nil }
+func (nopStore) Write(context.Context, []byte, []byte, []tp.TopicPartition) error { return nil }
 
 // gateMarkers holds every marker write until open is closed.
 type gateMarkers struct{ open chan struct{} }

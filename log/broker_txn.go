@@ -191,6 +191,9 @@ func (b *Broker) loadTxn(ctx context.Context, parts []*Partition) (*txn.Coordina
 		Logger:           b.logger,
 		MaxTimeout:       b.TxnConfig().MaxTimeout,
 		AbortCheck:       b.TxnConfig().AbortTimedOutInterval,
+		// The markers are appends to this broker's partitions: EndTxn
+		// writes them and the completion before it answers.
+		CompleteInline: true,
 	}, func(yield func(key, value []byte) error) error {
 		for _, p := range parts {
 			if err := replayPartition(ctx, p, yield); err != nil {
@@ -278,7 +281,7 @@ type txnStore struct{ b *Broker }
 // them fsyncs by itself, else in the page cache (and fsynced by the
 // topic's own flush policy). A failed append or fsync leaves the partition
 // read-only (sticky) with nothing acknowledged, as txn.Store requires.
-func (s txnStore) Write(ctx context.Context, key, value []byte) error {
+func (s txnStore) Write(ctx context.Context, key, value []byte, partitions []tp.TopicPartition) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -287,28 +290,21 @@ func (s txnStore) Write(ctx context.Context, key, value []byte) error {
 		return err
 	}
 	base, err := p.Append(Record{Key: key, Value: value})
-	if err != nil || p.config().FlushMessages == 1 || !s.b.txnNeedsSync(key, value) {
+	if err != nil || p.config().FlushMessages == 1 || !s.b.txnNeedsSync(partitions) {
 		return err // FlushMessages 1: Append fsynced it
 	}
 	return p.syncTo(base+1, false)
 }
 
-// txnNeedsSync reports whether a record of TransactionStateTopic names a
-// partition that fsyncs by itself: OffsetsTopic's, or one of a topic with
-// FlushMessages or FlushInterval set. A record it cannot read needs it.
-func (b *Broker) txnNeedsSync(key, value []byte) bool {
-	_, m, err := txn.DecodeRecord(key, value)
-	if err != nil {
-		return true
-	}
-	if m == nil {
-		return false // a tombstone: the id expires
-	}
-	for _, tp := range m.Partitions {
-		if tp.Topic == OffsetsTopic {
+// txnNeedsSync reports whether a record of TransactionStateTopic naming
+// partitions needs an fsync: one of them is OffsetsTopic's, or of a topic
+// with FlushMessages or FlushInterval set.
+func (b *Broker) txnNeedsSync(partitions []tp.TopicPartition) bool {
+	for _, q := range partitions {
+		if q.Topic == OffsetsTopic {
 			return true
 		}
-		p, err := b.Partition(tp.Topic, tp.Partition)
+		p, err := b.Partition(q.Topic, q.Partition)
 		if err != nil {
 			continue // deleted: no records to keep whole
 		}

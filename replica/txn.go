@@ -299,7 +299,7 @@ type txnStateStore struct {
 	tp log.TopicPartition
 }
 
-func (s txnStateStore) Write(ctx context.Context, key, value []byte) error {
+func (s txnStateStore) Write(ctx context.Context, key, value []byte, _ []log.TopicPartition) error {
 	var bd batch.Builder
 	now := s.b.cfg.Clock.Now().UnixMilli()
 	bd.Reset(now)

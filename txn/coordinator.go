@@ -19,14 +19,17 @@ import (
 // partition of its transactional ids (compacted, acks=all).
 type Store interface {
 	// Write appends the record (a nil value is a tombstone) and returns
-	// once it is durable, or the error. An error must mean the record is
+	// once it is durable, or the error. partitions are those the record's
+	// value names (its transaction's; none for a tombstone), for a store
+	// whose durability depends on them, so that it need not decode the
+	// value again. An error must mean the record is
 	// not in the log (nor will be): the coordinator then forgets the
 	// change. Write bounds its own time (a produce timeout): the
 	// Coordinator does not cancel a write because the request that caused
 	// it gave up, since a write cancelled halfway could be in the log
 	// unbeknownst to the coordinator. It stops at ctx's end only when the
 	// Coordinator closes.
-	Write(ctx context.Context, key, value []byte) error
+	Write(ctx context.Context, key, value []byte, partitions []tp.TopicPartition) error
 }
 
 // MarkerWriter writes transaction markers to partitions (Kafka's
@@ -67,6 +70,14 @@ type Config struct {
 	// RetryBackoff is the wait before a failed marker or completion write
 	// is retried. Default 100 ms (Kafka's retry.backoff.ms).
 	RetryBackoff time.Duration
+	// CompleteInline makes EndTxn write the transaction's markers and its
+	// completion itself before it answers, once each, rather than hand them
+	// to a background worker after the decision is written (Kafka's
+	// answer): for markers that are local appends (a standalone broker),
+	// so that the producer's next transaction finds the id idle and no
+	// goroutine is woken per transaction. A marker or completion that
+	// fails is retried in the background as usual, and EndTxn answers.
+	CompleteInline bool
 	Logger       *slog.Logger // slog.Default() if nil
 }
 
@@ -131,7 +142,8 @@ type Coordinator struct {
 
 	ctx    context.Context // background work; cancelled by Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // marker writers, retries, timer callbacks
+	wg     sync.WaitGroup // background workers, timer callbacks
+	jobs   chan []effect  // to an idle background worker (unbuffered)
 }
 
 type armed struct {
@@ -151,7 +163,7 @@ func New(cfg Config, load func(yield func(key, value []byte) error) error) (*Coo
 	}
 	cfg = cfg.withDefaults()
 	mc := machineConfig{maxTimeoutMs: int32(cfg.MaxTimeout.Milliseconds()), transactionVersion: cfg.TransactionVersion}
-	c := &Coordinator{cfg: cfg, log: cfg.Logger, m: newMachine(mc, cfg.ProducerIDs), timers: map[string]armed{}, idle: map[string]chan struct{}{}}
+	c := &Coordinator{cfg: cfg, log: cfg.Logger, m: newMachine(mc, cfg.ProducerIDs), timers: map[string]armed{}, idle: map[string]chan struct{}{}, jobs: make(chan []effect)}
 	if load != nil {
 		err := load(func(key, value []byte) error {
 			id, meta, err := DecodeRecord(key, value)
@@ -259,7 +271,10 @@ func (c *Coordinator) Idle(id string) <-chan struct{} {
 // calling goroutine until its answer is known. A ctx already ended stops
 // it before anything is decided; once decided, the write goes on (see
 // Store).
-func (c *Coordinator) request(ctx context.Context, ev func(waiter uint64) event) Result {
+//
+// inline carries out the markers of a completing transaction here too,
+// once (Config.CompleteInline).
+func (c *Coordinator) request(ctx context.Context, inline bool, ev func(waiter uint64) event) Result {
 	if err := ctx.Err(); err != nil {
 		return errResult(err)
 	}
@@ -272,7 +287,7 @@ func (c *Coordinator) request(ctx context.Context, ev func(waiter uint64) event)
 	w := c.waiters
 	effs := c.step(ev(w))
 	c.mu.Unlock()
-	res, ok := c.run(c.ctx, effs, w)
+	res, ok := c.run(c.ctx, effs, w, inline)
 	if !ok {
 		// Unreachable: every request is answered by the effects of its
 		// own steps.
@@ -282,9 +297,9 @@ func (c *Coordinator) request(ctx context.Context, ev func(waiter uint64) event)
 }
 
 // run carries out effs: writes (then steps their outcome), markers and
-// retries (in the background), timers. It returns the answer to waiter,
-// if one was among them.
-func (c *Coordinator) run(ctx context.Context, effs []effect, waiter uint64) (Result, bool) {
+// retries (in the background; with inline, markers here first), timers.
+// It returns the answer to waiter, if one was among them.
+func (c *Coordinator) run(ctx context.Context, effs []effect, waiter uint64, inline bool) (Result, bool) {
 	var res Result
 	answered := false
 	for len(effs) > 0 {
@@ -302,6 +317,10 @@ func (c *Coordinator) run(ctx context.Context, effs []effect, waiter uint64) (Re
 			}
 			effs = append(effs, c.write(ctx, e)...)
 		case effMarkers:
+			if inline {
+				effs = append(effs, c.writeMarkersOnce(ctx, e)...)
+				continue
+			}
 			c.background([]effect{e})
 		case effArm:
 			c.arm(e)
@@ -319,7 +338,12 @@ func (c *Coordinator) write(ctx context.Context, e effAppend) []effect {
 	// producer ids), whatever TransactionVersion says: the version the
 	// server finalizes may be above the coordinator's.
 	version := ValueVersion(max(c.cfg.TransactionVersion, e.meta.ClientTransactionVersion))
-	err := c.cfg.Store.Write(ctx, EncodeKey(e.id), EncodeValue(&e.meta, version))
+	value := EncodeValue(&e.meta, version)
+	var ps []tp.TopicPartition
+	if value != nil && e.meta.State != Empty {
+		ps = e.meta.Partitions // as EncodeValue writes them
+	}
+	err := c.cfg.Store.Write(ctx, EncodeKey(e.id), value, ps)
 	if err != nil {
 		c.log.Warn("txn: write failed", "id", e.id, "state", e.meta.State, "err", err)
 	}
@@ -329,10 +353,18 @@ func (c *Coordinator) write(ctx context.Context, e effAppend) []effect {
 }
 
 // background carries out effs in a goroutine the Coordinator owns: marker
-// writes and retried writes, with the Coordinator's context.
+// writes and retried writes, with the Coordinator's context. An idle
+// worker takes them if one waits (its stack already grown to the depth of
+// a write: a goroutine per transaction spent a sixth of a transaction's
+// CPU growing its stack), else a new worker starts.
 func (c *Coordinator) background(effs []effect) {
 	if len(effs) == 0 {
 		return
+	}
+	select {
+	case c.jobs <- effs:
+		return
+	default:
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -340,10 +372,30 @@ func (c *Coordinator) background(effs []effect) {
 		return
 	}
 	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	go c.worker(effs)
+}
+
+// workerIdle is how long a background worker waits for more work before
+// it exits.
+const workerIdle = 5 * time.Second
+
+// worker carries out effs, then the work background hands it, until it
+// has been idle for workerIdle or the Coordinator closes.
+func (c *Coordinator) worker(effs []effect) {
+	defer c.wg.Done()
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
 		c.runBackground(effs)
-	}()
+		idle.Reset(workerIdle)
+		select {
+		case effs = <-c.jobs:
+		case <-idle.C:
+			return
+		case <-c.ctx.Done():
+			return
+		}
+	}
 }
 
 func (c *Coordinator) runBackground(effs []effect) {
@@ -360,7 +412,7 @@ func (c *Coordinator) runBackground(effs []effect) {
 			}
 			effs = append(effs, c.write(ctx, e)...)
 		default:
-			c.run(ctx, []effect{e}, 0)
+			c.run(ctx, []effect{e}, 0, false)
 		}
 	}
 }
@@ -381,6 +433,29 @@ func (c *Coordinator) writeMarkers(ctx context.Context, e effMarkers) []effect {
 			if !c.sleep(ctx) {
 				return nil
 			}
+		}
+		c.mu.Lock()
+		out = append(out, c.step(markerEvent{id: e.id, p: p})...)
+		c.mu.Unlock()
+	}
+	return out
+}
+
+// writeMarkersOnce writes e's marker to each partition once, stepping
+// each, and returns the effects of the last (the completion's write). At
+// the first failure it hands the partitions left, that one first, to the
+// background, which retries them.
+func (c *Coordinator) writeMarkersOnce(ctx context.Context, e effMarkers) []effect {
+	var out []effect
+	for i, p := range e.partitions {
+		m := batch.Marker{Commit: e.commit, CoordinatorEpoch: c.cfg.CoordinatorEpoch,
+			ProducerID: e.producerID, ProducerEpoch: e.epoch, Timestamp: c.nowMs()}
+		if err := c.cfg.Markers.WriteMarker(ctx, p, m); err != nil {
+			c.log.Warn("txn: marker write failed, retrying in the background", "id", e.id, "partition", p, "err", err)
+			rest := e
+			rest.partitions = e.partitions[i:]
+			c.background([]effect{rest})
+			return nil
 		}
 		c.mu.Lock()
 		out = append(out, c.step(markerEvent{id: e.id, p: p})...)
@@ -431,7 +506,7 @@ func (c *Coordinator) arm(e effArm) {
 		delete(c.timers, id)
 		effs := c.step(timeoutEvent{id: id})
 		c.mu.Unlock()
-		c.run(c.ctx, effs, 0)
+		c.run(c.ctx, effs, 0, false)
 	})
 	c.timers[id] = armed{atMs: e.atMs, stop: stop}
 }
@@ -452,7 +527,7 @@ func (c *Coordinator) InitProducerID(ctx context.Context, id string, timeout tim
 	if ms > 1<<31-1 {
 		ms = 1<<31 - 1
 	}
-	res := c.request(ctx, func(w uint64) event {
+	res := c.request(ctx, false, func(w uint64) event {
 		return initEvent{id: id, waiter: w, timeoutMs: int32(ms), expected: expected}
 	})
 	return ProducerIDEpoch{res.ProducerID, res.ProducerEpoch}, res.Err
@@ -466,7 +541,7 @@ func (c *Coordinator) AddPartitions(ctx context.Context, id string, producerID i
 	ps = slices.Clone(ps)
 	slices.SortFunc(ps, tp.Compare)
 	ps = slices.Compact(ps)
-	return c.request(ctx, func(w uint64) event {
+	return c.request(ctx, false, func(w uint64) event {
 		return addEvent{id: id, waiter: w, producerID: producerID, epoch: epoch, partitions: ps, clientTV: clientTV}
 	}).Err
 }
@@ -500,10 +575,12 @@ func (c *Coordinator) VerifyPartitions(id string, producerID int64, epoch int16,
 }
 
 // EndTxn commits or aborts the producer's transaction. It answers once the
-// decision is written; the markers follow in the background. The answer is
+// decision is written; the markers follow in the background (with
+// Config.CompleteInline, they and the completion are written first, and
+// only a failed one follows in the background). The answer is
 // the producer id and epoch to use next (bumped from transaction version 2).
 func (c *Coordinator) EndTxn(ctx context.Context, id string, producerID int64, epoch int16, commit bool, clientTV int16) (ProducerIDEpoch, error) {
-	res := c.request(ctx, func(w uint64) event {
+	res := c.request(ctx, c.cfg.CompleteInline, func(w uint64) event {
 		return endEvent{id: id, waiter: w, producerID: producerID, epoch: epoch, commit: commit, clientTV: clientTV}
 	})
 	return ProducerIDEpoch{res.ProducerID, res.ProducerEpoch}, res.Err

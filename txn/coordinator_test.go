@@ -26,7 +26,7 @@ type memStore struct {
 
 var errStore = errors.New("store down")
 
-func (s *memStore) Write(ctx context.Context, key, value []byte) error {
+func (s *memStore) Write(ctx context.Context, key, value []byte, _ []tp.TopicPartition) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fail > 0 {
@@ -160,6 +160,56 @@ func TestCoordinatorCommitAndAbort(t *testing.T) {
 			require.Len(t, mk.of(tpB), 1, "not in the second transaction")
 		})
 	}
+}
+
+func TestCoordinatorCompleteInline(t *testing.T) {
+	// With CompleteInline, EndTxn returns once the markers and the
+	// completion are written (the id is idle at once); a marker that fails
+	// is retried in the background and EndTxn answers all the same.
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		st, mk := &memStore{}, &memMarkers{}
+		c, err := New(Config{Store: st, Markers: mk, CoordinatorEpoch: 7, CompleteInline: true,
+			ProducerIDs: func() (int64, error) { return 1000, nil }}, nil)
+		require.NoError(t, err)
+		defer c.Close()
+		pe, err := c.InitProducerID(ctx, "t1", time.Minute, nil)
+		require.NoError(t, err)
+		require.NoError(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpA, tpB}, 0))
+		_, err = c.EndTxn(ctx, "t1", pe.ID, pe.Epoch, true, 0)
+		require.NoError(t, err)
+		want := []batch.Marker{{Commit: true, CoordinatorEpoch: 7, ProducerID: 1000, ProducerEpoch: 0}}
+		require.Equal(t, want, mk.of(tpA), "written before EndTxn returned")
+		require.Equal(t, want, mk.of(tpB))
+		require.Equal(t, []string{"Empty", "Ongoing", "PrepareCommit", "CompleteCommit"}, st.states(t, "t1"))
+		select {
+		case <-c.Idle("t1"):
+		default:
+			t.Fatal("the id is busy after EndTxn returned")
+		}
+
+		// The markers fail (their partitions' leader is away): EndTxn
+		// answers, and the background retries them and completes the
+		// abort.
+		require.NoError(t, c.AddPartitions(ctx, "t1", pe.ID, pe.Epoch, []tp.TopicPartition{tpA, tpB}, 0))
+		mk.mu.Lock()
+		mk.block = true
+		mk.mu.Unlock()
+		_, err = c.EndTxn(ctx, "t1", pe.ID, pe.Epoch, false, 0)
+		require.NoError(t, err)
+		d, _ := c.Describe("t1")
+		require.Equal(t, PrepareAbort, d.State)
+		mk.mu.Lock()
+		mk.block = false
+		mk.mu.Unlock()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		require.Len(t, mk.of(tpA), 2)
+		require.Len(t, mk.of(tpB), 2)
+		require.False(t, mk.of(tpB)[1].Commit)
+		d, _ = c.Describe("t1")
+		require.Equal(t, CompleteAbort, d.State)
+	})
 }
 
 func TestCoordinatorTimeout(t *testing.T) {
@@ -337,7 +387,7 @@ type slowStore struct {
 	n     atomic.Int64
 }
 
-func (s *slowStore) Write(ctx context.Context, key, value []byte) error {
+func (s *slowStore) Write(ctx context.Context, key, value []byte, _ []tp.TopicPartition) error {
 	select {
 	case <-time.After(s.delay):
 	case <-ctx.Done():

@@ -17,7 +17,7 @@ type records struct {
 	n  int
 }
 
-func (r *records) Write(ctx context.Context, key, value []byte) error {
+func (r *records) Write(ctx context.Context, key, value []byte, _ []tp.TopicPartition) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.n++
