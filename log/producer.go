@@ -250,6 +250,9 @@ type Producer struct {
 
 	mu       sync.Mutex
 	behind   atomic.Int32 // goroutines of the Producer's own waiting for mu (lockBehind)
+	// holdKicks: kickLocked starts no worker (CommitTransaction sends
+	// itself, sendInlineLocked).
+	holdKicks bool
 	topics   map[string]*topicState
 	last     *topicState   // the topic of the previous send: skips the map
 	free     []*pbatch     // batches to reuse

@@ -339,3 +339,72 @@ func TestProducerTransactionEagerBatches(t *testing.T) {
 		return slices.Equal(readValues(t, b, "out", ReadCommitted), want)
 	}, 30*time.Second, 5*time.Millisecond)
 }
+
+// notLeaderOnce is a Broker whose first produce is refused with
+// ErrNotLeader (retriable), before anything is appended.
+type notLeaderOnce struct {
+	*Broker
+	mu      sync.Mutex
+	refused bool
+}
+
+func (b *notLeaderOnce) ProduceBatch(ctx context.Context, tp TopicPartition, raw []byte, acks Acks) (ProduceResult, error) {
+	b.mu.Lock()
+	refuse := !b.refused
+	b.refused = true
+	b.mu.Unlock()
+	if refuse {
+		return ProduceResult{}, fmt.Errorf("test: %w", ErrNotLeader)
+	}
+	return b.Broker.ProduceBatch(ctx, tp, raw, acks)
+}
+
+// CommitTransaction sends the transaction's last batches itself
+// (sendInlineLocked); one refused there is retried after the backoff by a
+// worker, and the commit returns once it is written and committed. On a
+// Broker the markers are written before EndTxn answers, so a
+// READ_COMMITTED read right after the commit sees every record.
+func TestProducerTransactionCommitSends(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 3})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	p, err := NewProducer(b, ProducerConfig{TransactionalID: "t1", Linger: time.Hour, Timeout: 2 * time.Hour, Partitioner: PartitionerRoundRobin})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+	var want []string
+	for txn := range 3 {
+		require.NoError(t, p.BeginTransaction())
+		for i := range 30 {
+			v := fmt.Sprintf("%d-%02d", txn, i)
+			want = append(want, v)
+			p.SendAsync(Record{Topic: "out", Value: []byte(v)}, nil)
+		}
+		require.NoError(t, p.CommitTransaction(ctx))
+		got := readValues(t, b, "out", ReadCommitted)
+		slices.Sort(got)
+		require.Equal(t, want, got, "visible as the commit returns")
+	}
+
+	nl := &notLeaderOnce{Broker: b}
+	p2, err := NewProducer(nl, ProducerConfig{TransactionalID: "t2", Linger: time.Hour, Timeout: 2 * time.Hour, RetryBackoff: 5 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p2.Close()) })
+	require.NoError(t, p2.BeginTransaction())
+	for i := range 10 {
+		v := fmt.Sprintf("t2-%02d", i)
+		want = append(want, v)
+		p2.SendAsync(Record{Topic: "out", Key: []byte("k"), Value: []byte(v)}, nil)
+	}
+	require.NoError(t, p2.CommitTransaction(ctx))
+	nl.mu.Lock()
+	require.True(t, nl.refused)
+	nl.mu.Unlock()
+	got := readValues(t, b, "out", ReadCommitted)
+	slices.Sort(got)
+	require.Equal(t, want, got)
+}
