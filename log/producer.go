@@ -250,9 +250,6 @@ type Producer struct {
 
 	mu       sync.Mutex
 	behind   atomic.Int32 // goroutines of the Producer's own waiting for mu (lockBehind)
-	// holdKicks: kickLocked starts no worker (CommitTransaction sends
-	// itself, sendInlineLocked).
-	holdKicks bool
 	topics   map[string]*topicState
 	last     *topicState   // the topic of the previous send: skips the map
 	free     []*pbatch     // batches to reuse
@@ -262,6 +259,10 @@ type Producer struct {
 	armed    bool          // the timer goroutine waits for lingers[lingHead]
 	lingRuns int           // rounds of the timer goroutine (tests)
 	changed  chan struct{} // closed when a batch completes, if not nil
+
+	// holdKicks: kickLocked starts no worker (CommitTransaction sends
+	// itself, sendInlineLocked).
+	holdKicks bool
 	// Batches waiting for an encoder (producer_encoder.go): encQ[encHead:];
 	// encoders run, at most maxEncoders.
 	encQ        []encodeJob

@@ -78,7 +78,7 @@ type Config struct {
 	// goroutine is woken per transaction. A marker or completion that
 	// fails is retried in the background as usual, and EndTxn answers.
 	CompleteInline bool
-	Logger       *slog.Logger // slog.Default() if nil
+	Logger         *slog.Logger // slog.Default() if nil
 }
 
 // DefaultMaxTimeout is Kafka's transaction.max.timeout.ms.
