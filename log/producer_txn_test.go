@@ -54,9 +54,10 @@ func readValues(t *testing.T, b *Broker, topic string, isolation IsolationLevel)
 }
 
 // committedSoon waits until READ_COMMITTED readers of topic see want
-// (in any order) and the group's committed offsets are offsets: a
-// transaction's markers are written after CommitTransaction returns, as
-// Kafka's coordinator writes them after answering EndTxn.
+// (in any order) and the group's committed offsets are offsets: over a
+// Client whose coordinator answers EndTxn before it writes the markers
+// (Kafka's, a cluster's) they follow CommitTransaction; a Broker writes
+// them first.
 func committedSoon(t *testing.T, b *Broker, topic string, want []string, groupID string, offsets map[TopicPartition]int64) {
 	t.Helper()
 	tps := slices.Collect(maps.Keys(offsets))
