@@ -35,8 +35,11 @@ type Record struct{ Key, Value []byte }
 type StateLog interface {
 	// Replay calls fn with every record and its offset, in order.
 	Replay(ctx context.Context, fn func(offset int64, key, value []byte) error) error
-	// Append makes records durable, in order, before it returns, and
-	// returns the offset of the first.
+	// Append writes records, in order, and returns the offset of the
+	// first once they are as durable as the log's policy makes them (a
+	// broker's __share_group_state follows the broker's flush policy, and
+	// fsyncs the writes for topics that fsync by themselves); an error
+	// means none was acknowledged.
 	Append(records []Record) (int64, error)
 }
 
