@@ -318,7 +318,7 @@ func (c *Coordinator) run(ctx context.Context, effs []effect, waiter uint64, inl
 			effs = append(effs, c.write(ctx, e)...)
 		case effMarkers:
 			if inline {
-				effs = append(effs, c.writeMarkersOnce(ctx, e)...)
+				effs = append(effs, c.writeMarkers(ctx, e, true)...)
 				continue
 			}
 			c.background([]effect{e})
@@ -405,7 +405,7 @@ func (c *Coordinator) runBackground(effs []effect) {
 		effs = effs[1:]
 		switch e := e.(type) {
 		case effMarkers:
-			effs = append(effs, c.writeMarkers(ctx, e)...)
+			effs = append(effs, c.writeMarkers(ctx, e, false)...)
 		case effAppend:
 			if e.retry && !c.sleep(ctx) {
 				return
@@ -418,10 +418,13 @@ func (c *Coordinator) runBackground(effs []effect) {
 }
 
 // writeMarkers writes e's marker to each partition, retrying each until it
-// is written, and steps each; it returns the effects of the last.
-func (c *Coordinator) writeMarkers(ctx context.Context, e effMarkers) []effect {
+// is written, and steps each; it returns the effects of the last (the
+// completion's write). once (EndTxn with Config.CompleteInline): at the
+// first failure it hands the partitions left, that one first, to the
+// background, which retries them, and returns none.
+func (c *Coordinator) writeMarkers(ctx context.Context, e effMarkers, once bool) []effect {
 	var out []effect
-	for _, p := range e.partitions {
+	for i, p := range e.partitions {
 		for {
 			m := batch.Marker{Commit: e.commit, CoordinatorEpoch: c.cfg.CoordinatorEpoch,
 				ProducerID: e.producerID, ProducerEpoch: e.epoch, Timestamp: c.nowMs()}
@@ -430,32 +433,15 @@ func (c *Coordinator) writeMarkers(ctx context.Context, e effMarkers) []effect {
 				break
 			}
 			c.log.Warn("txn: marker write failed, retrying", "id", e.id, "partition", p, "err", err)
+			if once {
+				rest := e
+				rest.partitions = e.partitions[i:]
+				c.background([]effect{rest})
+				return nil
+			}
 			if !c.sleep(ctx) {
 				return nil
 			}
-		}
-		c.mu.Lock()
-		out = append(out, c.step(markerEvent{id: e.id, p: p})...)
-		c.mu.Unlock()
-	}
-	return out
-}
-
-// writeMarkersOnce writes e's marker to each partition once, stepping
-// each, and returns the effects of the last (the completion's write). At
-// the first failure it hands the partitions left, that one first, to the
-// background, which retries them.
-func (c *Coordinator) writeMarkersOnce(ctx context.Context, e effMarkers) []effect {
-	var out []effect
-	for i, p := range e.partitions {
-		m := batch.Marker{Commit: e.commit, CoordinatorEpoch: c.cfg.CoordinatorEpoch,
-			ProducerID: e.producerID, ProducerEpoch: e.epoch, Timestamp: c.nowMs()}
-		if err := c.cfg.Markers.WriteMarker(ctx, p, m); err != nil {
-			c.log.Warn("txn: marker write failed, retrying in the background", "id", e.id, "partition", p, "err", err)
-			rest := e
-			rest.partitions = e.partitions[i:]
-			c.background([]effect{rest})
-			return nil
 		}
 		c.mu.Lock()
 		out = append(out, c.step(markerEvent{id: e.id, p: p})...)
