@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/strata-log/strata/internal/nozero"
 	"github.com/strata-log/strata/segment"
 	"github.com/strata-log/strata/vfs"
 	"golang.org/x/sys/unix"
@@ -174,7 +175,9 @@ func (b *Batches) bytes() (buf []byte, tail []tailBatch, err error) {
 			return buf, tail, nil
 		}
 	}
-	buf = make([]byte, b.size)
+	// Every byte is read into below (or the buffer is dropped): not
+	// cleared first, a tenth of a 1 MiB Read's CPU.
+	buf = nozero.Make(int(b.size))[:b.size]
 	at := int64(0)
 	for i := range b.n {
 		r := b.rangeAt(i)
