@@ -553,7 +553,7 @@ func (p *Producer) Flush(ctx context.Context) error {
 	if p.closed {
 		return errProducerClosed
 	}
-	return p.waitLocked(ctx, p.closeAllLocked())
+	return p.waitLocked(ctx, p.sendAllLocked())
 }
 
 // Close flushes (sends every batch and waits for every record sent so far),

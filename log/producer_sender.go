@@ -57,30 +57,69 @@ const yieldBatch = 256 << 10
 func (p *Producer) work(ps *partState) {
 	defer p.wg.Done()
 	p.lockBehind()
-	p.sendLocked(ps, false)
+	p.sendLocked(ps, 0)
 	p.mu.Unlock()
 }
 
+// sendAllLocked closes every open batch for Flush and CommitTransaction,
+// which then wait for them (closeAllLocked's targets). On an in-process
+// Broker the caller sends the first partition's batches itself
+// (sendInlineLocked), and workers start for the others: it would only
+// wait meanwhile, and a worker started now may wait for a P longer than
+// its appends take. Over any other Client a send may wait on the network,
+// and the caller's ctx must be able to end its wait: workers send.
+func (p *Producer) sendAllLocked() []flushTarget {
+	if p.broker == nil {
+		return p.closeAllLocked()
+	}
+	p.holdKicks = true
+	targets := p.closeAllLocked()
+	p.holdKicks = false
+	for _, tg := range targets[min(1, len(targets)):] {
+		p.kickLocked(tg.ps)
+	}
+	if len(targets) > 0 {
+		p.sendInlineLocked(targets[0])
+	}
+	return targets
+}
+
 // sendInlineLocked makes the caller a worker of ps, sending in its own
-// goroutine (CommitTransaction, which would only wait meanwhile) until
-// nothing can be sent, unless MaxInFlight workers are at it already. A
-// worker a send started may not have run yet: on the reference machine a
-// goroutine readied by one that keeps its P waits 170 µs (median) for
-// the other P to wake, longer than a transaction of 1,000 records takes
-// to send, so the commit does not wait for it.
-func (p *Producer) sendInlineLocked(ps *partState) {
+// goroutine until nothing can be sent, unless MaxInFlight workers are at
+// it already. A worker a send started may not have run yet: on the
+// reference machine a goroutine readied by one that keeps its P waits
+// 170 µs (median) for the other P to wake, longer than a transaction of
+// 1,000 records takes to send, so the caller does not wait for it.
+// It sends only the batches up to tg's (closed by the caller): records
+// other goroutines send meanwhile are left to workers.
+func (p *Producer) sendInlineLocked(tg flushTarget) {
+	ps := tg.ps
 	if ps.workers >= p.cfg.MaxInFlight || ps.unresolved <= ps.sending && ps.open == nil {
+		p.kickLocked(ps)
 		return
 	}
 	ps.workers++
-	p.sendLocked(ps, true)
+	p.sendLocked(ps, tg.seq)
+}
+
+// unsentLocked reports whether a batch of ps up to seq upTo is neither
+// resolved nor being sent.
+func unsentLocked(ps *partState, upTo uint64) bool {
+	for b := ps.head; b != nil && b.seq <= upTo; b = b.next {
+		if !b.resolved && !b.inAttempt {
+			return true
+		}
+	}
+	return false
 }
 
 // sendLocked is a worker's loop (counted in ps.workers, which it
-// decrements when it returns, mu held). inline: in the caller's goroutine,
-// which does not wait out a retry's backoff but leaves it to a worker it
+// decrements when it returns, mu held). upTo > 0: the loop of
+// sendInlineLocked, in the caller's goroutine, which sends the batches up
+// to seq upTo and leaves the rest, and a retry's backoff, to a worker it
 // starts.
-func (p *Producer) sendLocked(ps *partState, inline bool) {
+func (p *Producer) sendLocked(ps *partState, upTo uint64) {
+	inline := upTo > 0
 	for {
 		p.completeLocked(ps)
 		if ps.rewrite && ps.sending == 0 && !p.rewriteLocked(ps) {
@@ -96,6 +135,11 @@ func (p *Producer) sendLocked(ps *partState, inline bool) {
 				p.failUnresolvedLocked(ps, err)
 			}
 			continue
+		}
+		if inline && !unsentLocked(ps, upTo) {
+			ps.workers--
+			p.kickLocked(ps) // what was sent meanwhile
+			return
 		}
 		unresolved := ps.unresolved
 		b, wake := p.nextLocked(ps)

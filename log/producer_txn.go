@@ -296,18 +296,7 @@ func (p *Producer) endTransaction(ctx context.Context, commit bool) error {
 	// Once every batch has its outcome the coordinator is asked, while the
 	// last ones' callbacks may still run; the call returns once they have
 	// all run (completed), as Kafka's commitTransaction flushes first.
-	// The caller sends the last batches of the first partition itself
-	// (workers start for the others): it would only wait meanwhile, and a
-	// worker started now may wait for a P longer than its send takes.
-	p.holdKicks = true
-	targets := p.closeAllLocked()
-	p.holdKicks = false
-	for _, tg := range targets[min(1, len(targets)):] {
-		p.kickLocked(tg.ps)
-	}
-	if len(targets) > 0 {
-		p.sendInlineLocked(targets[0].ps)
-	}
+	targets := p.sendAllLocked()
 	if err := p.waitResolvedLocked(ctx, targets); err != nil {
 		t.state = prev
 		return err

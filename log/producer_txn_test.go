@@ -349,20 +349,35 @@ type notLeaderOnce struct {
 	refused bool
 }
 
-func (b *notLeaderOnce) ProduceBatch(ctx context.Context, tp TopicPartition, raw []byte, acks Acks) (ProduceResult, error) {
+func (b *notLeaderOnce) refuse() bool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	refuse := !b.refused
 	b.refused = true
-	b.mu.Unlock()
-	if refuse {
+	return refuse
+}
+
+func (b *notLeaderOnce) ProduceBatch(ctx context.Context, tp TopicPartition, raw []byte, acks Acks) (ProduceResult, error) {
+	if b.refuse() {
 		return ProduceResult{}, fmt.Errorf("test: %w", ErrNotLeader)
 	}
 	return b.Broker.ProduceBatch(ctx, tp, raw, acks)
 }
 
-// CommitTransaction sends the transaction's last batches itself
-// (sendInlineLocked); one refused there is retried after the backoff by a
-// worker, and the commit returns once it is written and committed. On a
+// ProduceBuilt and BuiltProducerOf make it a BuiltProducer, as the Broker
+// it wraps: the Producer sends in the committing goroutine as on a Broker.
+func (b *notLeaderOnce) ProduceBuilt(ctx context.Context, tp TopicPartition, bb BuiltBatch, acks Acks) (ProduceResult, error) {
+	if b.refuse() {
+		return ProduceResult{}, fmt.Errorf("test: %w", ErrNotLeader)
+	}
+	return b.Broker.ProduceBuilt(ctx, tp, bb, acks)
+}
+
+func (b *notLeaderOnce) BuiltProducerOf() Client { return b }
+
+// CommitTransaction on a Broker sends the transaction's last batches
+// itself (sendAllLocked); one refused there is retried after the backoff
+// by a worker, and the commit returns once it is written and committed. On a
 // Broker the markers are written before EndTxn answers, so a
 // READ_COMMITTED read right after the commit sees every record.
 func TestProducerTransactionCommitSends(t *testing.T) {
@@ -408,4 +423,47 @@ func TestProducerTransactionCommitSends(t *testing.T) {
 	got := readValues(t, b, "out", ReadCommitted)
 	slices.Sort(got)
 	require.Equal(t, want, got)
+}
+
+// Flush on a Broker sends its batches in the caller's goroutine
+// (sendAllLocked), but only those closed when it was called: another
+// goroutine sending all the while (no linger: each record's batch may go
+// at once) does not keep it sending.
+func TestProducerFlushInlineReturns(t *testing.T) {
+	leaktest.Check(t)
+	b := openT(t, vfs.NewMem(), "/d")
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	_, err := b.CreateTopic("out", TopicConfig{Partitions: 1})
+	require.NoError(t, err)
+	p, err := NewProducer(b, ProducerConfig{Idempotent: true, Acks: AcksAll, Linger: -1})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, p.Close()) })
+
+	stop, stopped, sending := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for n := 0; ; n++ {
+			if n == 1000 {
+				close(sending)
+			}
+			select {
+			case <-stop:
+				return
+			default:
+				p.SendAsync(Record{Topic: "out", Value: []byte("x")}, nil)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	<-sending
+	for range 20 {
+		require.NoError(t, p.Flush(ctx), "Flush returns while another goroutine sends")
+	}
+	close(stop)
+	<-stopped
+	require.NoError(t, p.Flush(ctx))
+	end, err := b.ListOffset(ctx, TopicPartition{Topic: "out"}, LatestOffset)
+	require.NoError(t, err)
+	require.Positive(t, end)
 }
