@@ -88,15 +88,16 @@ type Config struct {
 	// IdleTimeout closes a connection that sent nothing and waits for
 	// nothing that long. 0 → 10 min (Kafka's connections.max.idle.ms).
 	IdleTimeout time.Duration
-	// TransactionVersion is the transaction.version feature a standalone
-	// broker's server finalizes in ApiVersions. 0 → 2, as Kafka 4 formats
+	// TransactionVersion is the transaction.version feature the server
+	// finalizes in ApiVersions (a standalone broker's, or a cluster
+	// member's: the members share it). 0 → 2, as Kafka 4 formats
 	// a new cluster: KIP-890 part 2, an epoch bump per transaction,
 	// partitions and groups added by Produce v12 and TxnOffsetCommit v5,
 	// so that Kafka 4 clients skip AddPartitionsToTxn and AddOffsetsToTxn.
 	// Negative → 0 (Kafka's transaction.version=0): none finalized, clients
 	// add partitions and groups themselves and keep their epoch; 1 is the
 	// same for clients (Kafka's level 1 changes only the coordinator's
-	// record format). A cluster member's server finalizes none for now.
+	// record format).
 	TransactionVersion int16
 	// Logger receives the server's log lines; nil → discard.
 	Logger *slog.Logger

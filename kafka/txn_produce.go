@@ -71,7 +71,12 @@ func (s *Server) checkTxnProduce(ctx context.Context, id string, p log.TopicPart
 	ps := []tp.TopicPartition{p}
 	if r := s.caps.txnRouter; r != nil {
 		// The coordinator may be another node's (txn_router.go).
-		err = r.VerifyTxnPartition(ctx, id, log.ProducerID{ID: h.ProducerID, Epoch: h.ProducerEpoch}, p, version >= 12)
+		pid := log.ProducerID{ID: h.ProducerID, Epoch: h.ProducerEpoch}
+		if version >= 12 {
+			err = addRouted(ctx, r, id, pid, p)
+		} else {
+			err = r.VerifyTxnPartition(ctx, id, pid, p, false)
+		}
 		if err != nil && (CoordinatorMoved(err) || errors.Is(err, log.ErrTxnCoordinatorLoading) || errors.Is(err, log.ErrUnreachable)) {
 			return errNotEnoughReplicas, kmsg.StringPtr("transaction coordinator not available: " + err.Error())
 		}
@@ -129,6 +134,44 @@ func retryIdle(ctx context.Context, coord *txn.Coordinator, id string, add func(
 		}
 	}
 }
+
+// addRouted is a transaction version 2 implicit add (a produce v12's
+// partition, a TxnOffsetCommit v5's group) at the coordinator of id
+// wherever it runs. While the coordinator answers
+// ErrConcurrentTransactions (the last transaction's markers still being
+// written) it is asked again, after a backoff that doubles from
+// txnAddRetryMin to txnAddRetryMax, up to txnAddWait after the first ask
+// (Kafka's add.partitions.to.txn.retry.backoff.ms and .max.ms, KAFKA-18654)
+// and within ctx: the router cannot wait for the id to be idle at a
+// coordinator that is another node's. The last answer is returned.
+func addRouted(ctx context.Context, r TxnRouter, id string, pid log.ProducerID, p log.TopicPartition) error {
+	deadline := time.Now().Add(txnAddWait)
+	backoff := txnAddRetryMin
+	for {
+		err := r.VerifyTxnPartition(ctx, id, pid, p, true)
+		if !errors.Is(err, txn.ErrConcurrentTransactions) {
+			return err
+		}
+		wait := min(backoff, time.Until(deadline))
+		if wait <= 0 {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		backoff = min(2*backoff, txnAddRetryMax)
+	}
+}
+
+// The backoff of addRouted's asks.
+const (
+	txnAddRetryMin = time.Millisecond
+	txnAddRetryMax = 20 * time.Millisecond
+)
 
 // txnProduceCode is checkTxnProduce's answer for the coordinator's.
 func (s *Server) txnProduceCode(err error, version int16) (int16, *string) {

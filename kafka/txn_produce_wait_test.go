@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/strata-log/strata/log"
 	"github.com/strata-log/strata/segment/batch"
 	"github.com/strata-log/strata/tp"
 	"github.com/strata-log/strata/txn"
@@ -77,6 +79,51 @@ func TestProduceV12WaitsForTheLastTransaction(t *testing.T) {
 			require.ErrorIs(t, <-done, txn.ErrConcurrentTransactions)
 			require.Equal(t, txnAddWait, time.Since(start))
 			close(gate.open) // let Close finish the completion
+		})
+	}
+}
+
+// busyRouter is a TxnRouter whose coordinator answers
+// ErrConcurrentTransactions to the first busy adds.
+type busyRouter struct {
+	TxnRouter
+	mu    sync.Mutex
+	busy  int
+	asked int
+}
+
+func (r *busyRouter) VerifyTxnPartition(context.Context, string, log.ProducerID, tp.TopicPartition, bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.asked++
+	if r.asked <= r.busy {
+		return fmt.Errorf("remote: %w", txn.ErrConcurrentTransactions)
+	}
+	return nil
+}
+
+// On a cluster member the transaction's coordinator may be another
+// node's: a transaction version 2 add it answers ErrConcurrentTransactions
+// is asked again after a backoff, until it is done or txnAddWait after the
+// first ask (then the last answer).
+func TestAddRoutedRetriesBusy(t *testing.T) {
+	for _, c := range []struct {
+		busy    int
+		wantErr bool
+	}{{0, false}, {3, false}, {1000, true}} {
+		synctest.Test(t, func(t *testing.T) {
+			r := &busyRouter{busy: c.busy}
+			start := time.Now()
+			err := addRouted(context.Background(), r, "id", log.ProducerID{ID: 1}, tp.TopicPartition{Topic: "t"})
+			if !c.wantErr {
+				require.NoError(t, err)
+				require.Equal(t, c.busy+1, r.asked)
+				require.Less(t, time.Since(start), txnAddWait)
+				return
+			}
+			require.ErrorIs(t, err, txn.ErrConcurrentTransactions)
+			require.Equal(t, txnAddWait, time.Since(start))
+			require.Less(t, r.asked, 20, "backed off")
 		})
 	}
 }
