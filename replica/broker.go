@@ -173,7 +173,7 @@ func Start(cfg Config) (*Broker, error) {
 		b.tr = cfg.Local.Endpoint(cfg.ID)
 	}
 
-	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger, Metrics: cfg.Metrics}
+	kcfg := kafka.Config{NodeID: int32(cfg.ID), Logger: cfg.Logger, Metrics: cfg.Metrics, TransactionVersion: cfg.TransactionVersion}
 	viaNetwork := false
 	if b.tr == nil {
 		// The data plane carries replication too: the Kafka protocol,

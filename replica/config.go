@@ -129,6 +129,14 @@ type Config struct {
 	TransactionMaxTimeout            time.Duration
 	TransactionalIDExpiration        time.Duration
 	TransactionAbortTimedOutInterval time.Duration
+	// TransactionVersion is the transaction.version feature the member's
+	// Kafka servers finalize, as kafka.Config's (every member of a
+	// cluster should have the same): 0 → 2, Kafka 4's for a new cluster
+	// (KIP-890 part 2: Kafka 4 clients skip AddPartitionsToTxn and
+	// AddOffsetsToTxn and get a new epoch per transaction; the
+	// coordinators abort a timed-out or fenced transaction the same way);
+	// negative → 0, at most 2.
+	TransactionVersion int16
 
 	// Metrics, when set, is told of every ISR change this member commits
 	// as a leader, and is given to its store (flushes) and its Kafka

@@ -131,6 +131,7 @@ func (b *Broker) startListeners(viaNetwork bool) error {
 		kcfg := kafka.Config{
 			NodeID: int32(b.cfg.ID), Logger: b.cfg.Logger, Metrics: b.cfg.Metrics,
 			AdvertisedAddr: l.AdvertisedAddr, TLS: l.TLS, SASL: l.SASL,
+			TransactionVersion: b.cfg.TransactionVersion,
 		}
 		kcfg.Authorizer = b.cfg.Authorizer // security.go
 		ln, err := b.listen(l.Addr, viaNetwork)

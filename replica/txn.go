@@ -128,9 +128,26 @@ func (b *Broker) txnConfig() log.TxnConfig {
 	return c
 }
 
+// transactionVersion is Config.TransactionVersion, defaults applied: the
+// version of the aborts the coordinators start themselves (timeouts,
+// fences), as Kafka's coordinator takes its finalized transaction.version
+// for them.
+func (c Config) transactionVersion() int16 {
+	switch {
+	case c.TransactionVersion == 0:
+		return txn.TV2
+	case c.TransactionVersion < 0:
+		return 0
+	}
+	return c.TransactionVersion
+}
+
 // validateTxn checks the transaction settings: none negative, each an
-// int32 of ms (Kafka's type).
+// int32 of ms (Kafka's type), a transaction version of at most 2.
 func (c Config) validateTxn() error {
+	if c.TransactionVersion > txn.TV2 {
+		return fmt.Errorf("%w: replica: transaction version %d (at most %d)", ErrInvalidConfig, c.TransactionVersion, txn.TV2)
+	}
 	for _, d := range []time.Duration{c.TransactionMaxTimeout, c.TransactionalIDExpiration, c.TransactionAbortTimedOutInterval} {
 		if d < 0 || d.Milliseconds() > 1<<31-1 {
 			return fmt.Errorf("%w: replica: transaction timeout, expiration or abort interval %v: want 0 to 2147483647 ms", ErrInvalidConfig, d)
@@ -199,7 +216,10 @@ func (b *Broker) txnLoader() *ledLoader[int, *txn.Coordinator] {
 				CoordinatorEpoch: epoch,
 				MaxTimeout:       b.txnConfig().MaxTimeout,
 				AbortCheck:       b.txnConfig().AbortTimedOutInterval,
-				Logger:           b.log.With("transaction state partition", p),
+				// The finalized transaction.version: the version of the
+				// aborts it starts itself.
+				TransactionVersion: b.cfg.transactionVersion(),
+				Logger:             b.log.With("transaction state partition", p),
 			}, func(yield func(key, value []byte) error) error {
 				return log.PartitionOffsetsLog(ps.p, nil).Replay(ctx, yield)
 			})

@@ -241,10 +241,38 @@ func (g localGroups) VerifyTxnPartition(ctx context.Context, id string, pid log.
 		return err
 	}
 	if add {
-		return c.AddPartitions(ctx, id, pid.ID, pid.Epoch, []log.TopicPartition{tp}, txn.TV2)
+		// Transaction version 2's implicit add (a produce v12, a
+		// TxnOffsetCommit v5). Right after an EndTxn the client produces
+		// for its next transaction while the last one's markers are
+		// still being written: the add waits for the id to be idle, up to
+		// txnAddIdleWait, as a standalone broker's does.
+		var timeout <-chan time.Time
+		for {
+			err := c.AddPartitions(ctx, id, pid.ID, pid.Epoch, []log.TopicPartition{tp}, txn.TV2)
+			if !errors.Is(err, txn.ErrConcurrentTransactions) {
+				return err
+			}
+			if timeout == nil {
+				t := time.NewTimer(txnAddIdleWait)
+				defer t.Stop()
+				timeout = t.C
+			}
+			select {
+			case <-c.Idle(id):
+			case <-timeout:
+				return err // CONCURRENT_TRANSACTIONS: asked again by the caller
+			case <-ctx.Done():
+				return err
+			}
+		}
 	}
 	return c.VerifyPartitions(id, pid.ID, pid.Epoch, []log.TopicPartition{tp})[tp]
 }
+
+// txnAddIdleWait bounds how long a transaction version 2 add waits for its
+// transactional id to be idle (Kafka's
+// add.partitions.to.txn.retry.backoff.max.ms).
+const txnAddIdleWait = 100 * time.Millisecond
 
 func (g localGroups) WriteTxnMarker(ctx context.Context, tp log.TopicPartition, m batch.Marker) error {
 	return g.b.writeTxnMarker(ctx, tp, m)
