@@ -93,7 +93,7 @@ func parsePeer(v string) (replica.Peer, error) {
 func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logger *stdlog.Logger) (err error) {
 	switch {
 	case overrides > 0:
-		return usagef("--override and the topic-setting flags are for a standalone broker (a cluster member takes its topics' settings at topic creation), but for %s", strings.Join(append(slices.Clone(aclOverrideKeys), throttleOverrideKeys...), ", "))
+		return usagef("--override and the topic-setting flags are for a standalone broker (a cluster member takes its topics' settings at topic creation), but for %s", strings.Join(append(append(slices.Clone(aclOverrideKeys), throttleOverrideKeys...), clusterTxnOverrideKeys...), ", "))
 	case c.server.Authorizer != nil && cl.clientAddr == "":
 		return usagef("%s authorize a cluster member's client listener: give it with --client-addr", strings.Join(aclOverrideKeys, ", "))
 	case cl.raftAddr == "":
@@ -127,6 +127,7 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		ID: int(c.server.NodeID), Dir: c.dataDir, Addr: c.listen, RaftAddr: cl.raftAddr,
 		Peers: cl.peers, Logger: logger,
 		HeartbeatInterval: cl.heartbeat, SessionTimeout: cl.session,
+		TransactionVersion: c.server.TransactionVersion, // --override transaction.version
 	}
 	if cl.loopback {
 		cfg.Raft = controller.LoopbackRaft()
@@ -175,14 +176,18 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 	return nil
 }
 
+// clusterTxnOverrideKeys are the transaction settings a cluster member
+// takes with --override: its Kafka servers' finalized transaction.version.
+var clusterTxnOverrideKeys = []string{"transaction.version"}
+
 // clusterOverrides counts the overrides a cluster member does not take:
-// all but the authorizer's (aclOverrideKeys) and the replication
-// throttles (throttleOverrideKeys).
+// all but the authorizer's (aclOverrideKeys), the replication throttles
+// (throttleOverrideKeys) and clusterTxnOverrideKeys.
 func clusterOverrides(overrides []string) int {
 	n := 0
 	for _, kv := range overrides {
 		k, _, _ := strings.Cut(kv, "=")
-		if k = strings.TrimSpace(k); !slices.Contains(aclOverrideKeys, k) && !slices.Contains(throttleOverrideKeys, k) {
+		if k = strings.TrimSpace(k); !slices.Contains(aclOverrideKeys, k) && !slices.Contains(throttleOverrideKeys, k) && !slices.Contains(clusterTxnOverrideKeys, k) {
 			n++
 		}
 	}

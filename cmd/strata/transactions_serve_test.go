@@ -45,6 +45,14 @@ func TestTxnOverride(t *testing.T) {
 	if err := c.override("transaction.bogus.ms=1"); err == nil || !strings.Contains(err.Error(), "transactional.id.expiration.ms") {
 		t.Fatalf("an unknown key lists the known ones: %v", err)
 	}
+	// A cluster member takes transaction.version (its Kafka servers'
+	// feature), not the coordinator's timeouts (yet).
+	if n := clusterOverrides([]string{"transaction.version=0"}); n != 0 {
+		t.Fatalf("a cluster member refuses transaction.version: %d", n)
+	}
+	if n := clusterOverrides([]string{"transaction.max.timeout.ms=1000"}); n != 1 {
+		t.Fatalf("a cluster member takes transaction.max.timeout.ms: %d", n)
+	}
 }
 
 // strata serve --override transaction.max.timeout.ms: DescribeConfigs of
