@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/strata-log/strata/controller"
 	"github.com/strata-log/strata/log"
@@ -23,7 +24,10 @@ import (
 // and coordinates one session's transactions (and leads a third of
 // __consumer_offsets and __transaction_state): leadership and the
 // coordinators move, the sessions go on, and a READ_COMMITTED reader of
-// the output then finds every input exactly once.
+// the output then finds every input exactly once. The members finalize
+// transaction.version 2, as Kafka 4's: kgo speaks KIP-890 part 2 to them,
+// its produces and offset commits adding their partitions and groups, and
+// sends no AddPartitionsToTxn or AddOffsetsToTxn.
 func TestKgoGroupTransactSessionCluster(t *testing.T) {
 	const n = 400
 	c := startCluster(t, 3)
@@ -63,11 +67,13 @@ func TestKgoGroupTransactSessionCluster(t *testing.T) {
 	}
 	seed.Close()
 
+	sent := &requestCounter{}
 	session := func(id string) *kgo.GroupTransactSession {
 		s, err := kgo.NewGroupTransactSession(kgo.SeedBrokers(c.seeds()...), kgo.Dialer(c.dial), kgo.TransactionalID(id),
 			kgo.ConsumerGroup("etl"), kgo.ConsumeTopics("in"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 			kgo.RequireStableFetchOffsets(), kgo.DefaultProduceTopic("out"), kgo.FetchMaxBytes(256), kgo.FetchMaxPartitionBytes(128),
-			kgo.SessionTimeout(6*time.Second), kgo.TransactionTimeout(30*time.Second), kgo.FetchMaxWait(200*time.Millisecond), kgo.RecordDeliveryTimeout(15*time.Second))
+			kgo.SessionTimeout(6*time.Second), kgo.TransactionTimeout(30*time.Second), kgo.FetchMaxWait(200*time.Millisecond), kgo.RecordDeliveryTimeout(15*time.Second),
+			kgo.WithHooks(sent))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,6 +213,33 @@ func TestKgoGroupTransactSessionCluster(t *testing.T) {
 	if len(got) != n {
 		t.Errorf("%d distinct values, want %d", len(got), n)
 	}
+	if adds, ends := sent.count(kmsg.AddPartitionsToTxn)+sent.count(kmsg.AddOffsetsToTxn), sent.count(kmsg.EndTxn); adds != 0 || ends == 0 {
+		t.Errorf("kgo sent %d AddPartitionsToTxn or AddOffsetsToTxn and %d EndTxn: not transaction version 2", adds, ends)
+	}
+}
+
+// requestCounter is a kgo hook that counts the requests written, by key.
+type requestCounter struct {
+	mu sync.Mutex
+	n  map[int16]int
+}
+
+func (r *requestCounter) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[int16]int{}
+	}
+	r.n[key]++
+}
+
+func (r *requestCounter) count(key kmsg.Key) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n[int16(key)]
 }
 
 // createTxnState makes the first transactional call, which creates
