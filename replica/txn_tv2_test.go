@@ -68,6 +68,12 @@ func kafkaRequestVia(dial func(context.Context, string) (net.Conn, error), addr 
 	return resp, resp.ReadFrom(body)
 }
 
+// dialTCP dials addr over TCP.
+func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
 // Transaction version 2 (KIP-890 part 2) on cluster members, as a Kafka 4
 // client speaks it: every member finalizes transaction.version 2; a
 // transaction's partition is added by a produce v12 to its leader, a
@@ -108,10 +114,7 @@ func testTxnVersion2OnMembers(t *testing.T, tr string) {
 	gp := replica.GroupPartition(g, replica.DefaultOffsetsTopicPartitions)
 	groupCoord := c.member(c.leader(log.OffsetsTopic, gp))
 	in0 := log.TopicPartition{Topic: "in", Partition: 0}
-	dial := func(ctx context.Context, addr string) (net.Conn, error) {
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}
+	dial := dialTCP
 	if tr == "kafka" { // the members listen on the testnet
 		dial = c.net.Node("client").Dial
 	}
@@ -232,4 +235,24 @@ func testTxnVersion2OnMembers(t *testing.T, tr string) {
 	require.True(t, ok)
 	require.Equal(t, txn.CompleteCommit, meta.State)
 	require.Equal(t, end.ProducerEpoch, meta.ProducerEpoch)
+}
+
+// Config.TransactionVersion: negative finalizes none (Kafka's
+// transaction.version=0: clients add partitions and groups themselves);
+// above 2 is refused.
+func TestTxnVersionConfigOnMembers(t *testing.T) {
+	leaktest.Check(t)
+	_, err := replica.Start(replica.Config{ID: 1, Dir: t.TempDir(), Addr: "127.0.0.1:0", RaftAddr: "127.0.0.1:0", TransactionVersion: 3})
+	require.ErrorIs(t, err, replica.ErrInvalidConfig)
+
+	c := startClusterWith(t, 1, "local", func(cfg *replica.Config) { cfg.TransactionVersion = -1 })
+	avr := kmsg.NewPtrApiVersionsRequest()
+	avr.Version, avr.ClientSoftwareName, avr.ClientSoftwareVersion = 3, "test", "1"
+	resp, err := kafkaRequestVia(dialTCP, c.member(1).Addr(), avr)
+	require.NoError(t, err)
+	av := resp.(*kmsg.ApiVersionsResponse)
+	require.Zero(t, av.ErrorCode)
+	for _, f := range av.FinalizedFeatures {
+		require.NotEqual(t, "transaction.version", f.Name, "finalized with Config.TransactionVersion -1: %+v", f)
+	}
 }
