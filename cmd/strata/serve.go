@@ -81,7 +81,8 @@ Any of the last three enforces ACLs (kept in the data dir, managed with
 
 A cluster member takes, besides those three, leader.replication.throttled.rate
 and follower.replication.throttled.rate (bytes per second; default: none): they
-cap the replication of replicas catching up, as a reassignment's new ones do.
+cap the replication of replicas catching up, as a reassignment's new ones do;
+and transaction.version (give every member the same).
 
 The common ones also have flags of their own (below).`
 
