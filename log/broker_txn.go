@@ -81,6 +81,8 @@ func (c Config) validateTxn() error {
 	switch {
 	case c.TransactionMaxTimeout < 0 || c.TransactionalIDExpiration < 0 || c.TransactionAbortTimedOutInterval < 0:
 		return fmt.Errorf("%w: negative transaction timeout, expiration or abort interval", ErrInvalidConfig)
+	case c.TransactionVersion > txn.TV2:
+		return fmt.Errorf("%w: transaction version %d (at most %d)", ErrInvalidConfig, c.TransactionVersion, txn.TV2)
 	case c.TransactionMaxTimeout.Milliseconds() > 1<<31-1:
 		return fmt.Errorf("%w: transaction.max.timeout.ms %d is more than 2147483647", ErrInvalidConfig, c.TransactionMaxTimeout.Milliseconds())
 	case c.TransactionalIDExpiration.Milliseconds() > 1<<31-1 || c.TransactionAbortTimedOutInterval.Milliseconds() > 1<<31-1:
@@ -96,6 +98,7 @@ type TxnConfig struct {
 	IDExpiration          time.Duration // transactional.id.expiration.ms
 	AbortTimedOutInterval time.Duration // transaction.abort.timed.out.transaction.cleanup.interval.ms
 	RemoveExpiredInterval time.Duration // transaction.remove.expired.transaction.cleanup.interval.ms
+	Version               int16         // transaction.version of the coordinator's own aborts
 	MaxTimeoutSet         bool          // set in Config, not the default
 	IDExpirationSet       bool
 	AbortTimedOutSet      bool
@@ -117,6 +120,12 @@ func (b *Broker) TxnConfig() TxnConfig {
 		c.AbortTimedOutInterval = b.cfg.TransactionAbortTimedOutInterval
 	}
 	c.RemoveExpiredInterval = min(txnExpirationCheck, c.IDExpiration)
+	switch v := b.cfg.TransactionVersion; {
+	case v == 0:
+		c.Version = txn.TV2
+	case v > 0:
+		c.Version = v
+	}
 	return c
 }
 
@@ -183,14 +192,15 @@ func (b *Broker) loadTxn(ctx context.Context, parts []*Partition) (*txn.Coordina
 		epoch = parts[0].LeaderEpoch()
 	}
 	return txn.New(txn.Config{
-		Store:            txnStore{b},
-		Markers:          txnMarkers{b},
-		ProducerIDs:      b.nextProducerID,
-		Clock:            b.cfg.Clock,
-		CoordinatorEpoch: epoch,
-		Logger:           b.logger,
-		MaxTimeout:       b.TxnConfig().MaxTimeout,
-		AbortCheck:       b.TxnConfig().AbortTimedOutInterval,
+		Store:              txnStore{b},
+		Markers:            txnMarkers{b},
+		ProducerIDs:        b.nextProducerID,
+		Clock:              b.cfg.Clock,
+		CoordinatorEpoch:   epoch,
+		Logger:             b.logger,
+		MaxTimeout:         b.TxnConfig().MaxTimeout,
+		AbortCheck:         b.TxnConfig().AbortTimedOutInterval,
+		TransactionVersion: b.TxnConfig().Version,
 		// The markers are appends to this broker's partitions: EndTxn
 		// writes them and the completion before it answers.
 		CompleteInline: true,

@@ -22,14 +22,21 @@ func TestBrokerTxnConfig(t *testing.T) {
 	b, err := Open("/d", Config{FS: vfs.NewMem()})
 	require.NoError(t, err)
 	require.Equal(t, TxnConfig{MaxTimeout: 15 * time.Minute, IDExpiration: 7 * 24 * time.Hour,
-		AbortTimedOutInterval: 10 * time.Second, RemoveExpiredInterval: time.Hour}, b.TxnConfig())
+		AbortTimedOutInterval: 10 * time.Second, RemoveExpiredInterval: time.Hour, Version: txn.TV2}, b.TxnConfig())
 	require.NoError(t, b.Close())
+	for v, want := range map[int16]int16{-1: 0, 1: 1, 2: 2} {
+		b, err := Open("/d", Config{FS: vfs.NewMem(), TransactionVersion: v})
+		require.NoError(t, err)
+		require.Equal(t, want, b.TxnConfig().Version, "TransactionVersion %d", v)
+		require.NoError(t, b.Close())
+	}
 
 	for _, bad := range []Config{
 		{TransactionMaxTimeout: -time.Second},
 		{TransactionalIDExpiration: -time.Second},
 		{TransactionAbortTimedOutInterval: -time.Second},
 		{TransactionMaxTimeout: 1 << 31 * time.Millisecond},
+		{TransactionVersion: 3},
 	} {
 		bad.FS = vfs.NewMem()
 		_, err := Open("/d", bad)
@@ -43,7 +50,7 @@ func TestBrokerTxnConfig(t *testing.T) {
 	require.NoError(t, err)
 	defer b.Close()
 	require.Equal(t, TxnConfig{MaxTimeout: time.Minute, IDExpiration: 30 * time.Minute, AbortTimedOutInterval: time.Minute,
-		RemoveExpiredInterval: 30 * time.Minute, MaxTimeoutSet: true, IDExpirationSet: true, AbortTimedOutSet: true}, b.TxnConfig())
+		RemoveExpiredInterval: 30 * time.Minute, Version: txn.TV2, MaxTimeoutSet: true, IDExpirationSet: true, AbortTimedOutSet: true}, b.TxnConfig())
 	ctx := context.Background()
 	_, err = b.InitTxnProducerID(ctx, "long", 2*time.Minute, ProducerID{ID: -1, Epoch: -1})
 	require.ErrorIs(t, err, txn.ErrInvalidTransactionTimeout, "past transaction.max.timeout.ms")

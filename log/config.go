@@ -85,6 +85,14 @@ type Config struct {
 	// transaction is aborted at the first tick at or after its deadline);
 	// 0 → 10 s.
 	TransactionAbortTimedOutInterval time.Duration
+	// TransactionVersion is the transaction.version (0 to 2) the broker's
+	// transaction coordinator uses for the aborts it starts itself (a
+	// transaction past its timeout, or fenced by a new producer of its
+	// id), as Kafka's coordinator uses the finalized level: 0 → 2, Kafka
+	// 4's for a new cluster; negative → 0. A kafka.Server over the broker
+	// finalizes its own kafka.Config.TransactionVersion: give both the
+	// same (`strata serve --override transaction.version` does).
+	TransactionVersion int16
 }
 
 func (c Config) withDefaults() Config {

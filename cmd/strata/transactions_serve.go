@@ -30,6 +30,7 @@ func (c *serveConfig) txnOverride(k, v string) (bool, error) {
 		if n == 0 {
 			c.server.TransactionVersion = -1 // kafka.Config's 0 is the default, 2
 		}
+		c.broker.TransactionVersion = c.server.TransactionVersion // the coordinator's own aborts
 		return true, nil
 	case "transaction.max.timeout.ms":
 		dst = &c.broker.TransactionMaxTimeout

@@ -33,7 +33,7 @@ func TestTxnOverride(t *testing.T) {
 		}
 	}
 	for v, want := range map[string]int16{"0": -1, "1": 1, "2": 2} { // kafka.Config's 0 is 2
-		if err := c.override("transaction.version=" + v); err != nil || c.server.TransactionVersion != want {
+		if err := c.override("transaction.version=" + v); err != nil || c.server.TransactionVersion != want || c.broker.TransactionVersion != want {
 			t.Fatalf("transaction.version=%s: %v, TransactionVersion %d, want %d", v, err, c.server.TransactionVersion, want)
 		}
 	}
