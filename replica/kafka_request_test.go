@@ -1,6 +1,7 @@
 package replica_test
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -13,7 +14,15 @@ import (
 // the Kafka listener at addr, and returns the answer: for a request that
 // must reach one member, where a client would pick the broker itself.
 func kafkaRequest(addr string, req kmsg.Request) (kmsg.Response, error) {
-	nc, err := net.Dial("tcp", addr)
+	return kafkaRequestVia(dialTCP, addr, req)
+}
+
+// kafkaRequestVia is kafkaRequest over a connection dial makes: through
+// the testnet, to a member whose listener is on it.
+func kafkaRequestVia(dial func(context.Context, string) (net.Conn, error), addr string, req kmsg.Request) (kmsg.Response, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	nc, err := dial(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -34,8 +43,14 @@ func kafkaRequest(addr string, req kmsg.Request) (kmsg.Response, error) {
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	body = body[4:] // the correlation id
-	if req.IsFlexible() {
+	if req.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
 		body = body[1:] // the header's tagged fields: none
 	}
 	return resp, resp.ReadFrom(body)
+}
+
+// dialTCP dials addr over TCP.
+func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
 }

@@ -2,10 +2,7 @@ package replica_test
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
-	"io"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -34,44 +31,6 @@ func txnBatch(pid int64, epoch int16, seq int32, values ...string) []byte {
 	b[22] |= 0x10 // attributes bit 4: transactional
 	batch.SetCRC(b)
 	return b
-}
-
-// kafkaRequestVia is kafkaRequest over a connection dial makes: through
-// the testnet, to a member whose listener is on it.
-func kafkaRequestVia(dial func(context.Context, string) (net.Conn, error), addr string, req kmsg.Request) (kmsg.Response, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	nc, err := dial(ctx, addr)
-	if err != nil {
-		return nil, err
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-	f := kmsg.NewRequestFormatter(kmsg.FormatterClientID("test"))
-	if _, err := nc.Write(f.AppendRequest(nil, req, 1)); err != nil {
-		return nil, err
-	}
-	var size [4]byte
-	if _, err := io.ReadFull(nc, size[:]); err != nil {
-		return nil, err
-	}
-	body := make([]byte, binary.BigEndian.Uint32(size[:]))
-	if _, err := io.ReadFull(nc, body); err != nil {
-		return nil, err
-	}
-	resp := req.ResponseKind()
-	resp.SetVersion(req.GetVersion())
-	body = body[4:] // the correlation id
-	if req.IsFlexible() && req.Key() != int16(kmsg.ApiVersions) {
-		body = body[1:] // the header's tagged fields: none
-	}
-	return resp, resp.ReadFrom(body)
-}
-
-// dialTCP dials addr over TCP.
-func dialTCP(ctx context.Context, addr string) (net.Conn, error) {
-	var d net.Dialer
-	return d.DialContext(ctx, "tcp", addr)
 }
 
 // Transaction version 2 (KIP-890 part 2) on cluster members, as a Kafka 4
