@@ -3,7 +3,6 @@ package kafka_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"testing"
 	"time"
@@ -61,12 +60,8 @@ func TestClientAdminCluster(t *testing.T) {
 	leaktest.Check(t)
 	dir := t.TempDir()
 	var peers []replica.Peer
-	for id := 1; id <= 3; id++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		raft := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		peers = append(peers, replica.Peer{ID: id, Addr: "127.0.0.1:0", RaftAddr: raft})
+	for id, raft := range raftAddrs(t, 3) {
+		peers = append(peers, replica.Peer{ID: id + 1, Addr: "127.0.0.1:0", RaftAddr: raft})
 	}
 	members := make([]*replica.Broker, 3)
 	for id := 1; id <= 3; id++ {

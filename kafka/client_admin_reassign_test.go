@@ -16,17 +16,29 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// raftAddrs returns n distinct loopback addresses whose ports were free a
+// moment ago: every listener stays open until all n are chosen, since a
+// port closed at once can be handed out again by the next Listen (two
+// members given one Raft address failed a clean-clone CI run).
+func raftAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
+	}
+	return addrs
+}
+
 // startAdminCluster starts three members that are all voters.
 func startAdminCluster(t *testing.T) []*replica.Broker {
 	t.Helper()
 	dir := t.TempDir()
 	var peers []replica.Peer
-	for id := 1; id <= 3; id++ {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		raft := ln.Addr().String()
-		require.NoError(t, ln.Close())
-		peers = append(peers, replica.Peer{ID: id, Addr: "127.0.0.1:0", RaftAddr: raft})
+	for id, raft := range raftAddrs(t, 3) {
+		peers = append(peers, replica.Peer{ID: id + 1, Addr: "127.0.0.1:0", RaftAddr: raft})
 	}
 	members := make([]*replica.Broker, 0, 3)
 	t.Cleanup(func() {

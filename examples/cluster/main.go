@@ -92,12 +92,12 @@ func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
 		dir = d
 	}
 	c := &cluster{out: out, dir: dir, members: map[int]*replica.Broker{}}
+	rafts, err := freeAddrs(3)
+	if err != nil {
+		return err
+	}
 	for id := 1; id <= 3; id++ {
-		raft, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		c.peers = append(c.peers, replica.Peer{ID: id, Addr: "127.0.0.1:0", RaftAddr: raft})
+		c.peers = append(c.peers, replica.Peer{ID: id, Addr: "127.0.0.1:0", RaftAddr: rafts[id-1]})
 	}
 	defer c.closeAll()
 	for id := 1; id <= 3; id++ {
@@ -109,7 +109,7 @@ func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
 	// register, and returns once every member can take the topic's
 	// records.
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := c.any(0).CreateTopic(cctx, topic, log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
+	err = c.any(0).CreateTopic(cctx, topic, log.TopicConfig{Partitions: 1, ReplicationFactor: 3, MinInSyncReplicas: 2})
 	cancel()
 	if err != nil {
 		return err
@@ -177,13 +177,20 @@ func run(ctx context.Context, out io.Writer, dir string, rounds int) error {
 	return nil
 }
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
+// freeAddrs returns n distinct loopback addresses whose ports were free a
+// moment ago. Every listener stays open until all n are chosen: a port
+// closed at once can be handed out again by the next Listen.
+func freeAddrs(n int) ([]string, error) {
+	addrs := make([]string, 0, n)
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return addrs, nil
 }
 
 func (c *cluster) start(id int) error {

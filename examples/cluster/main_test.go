@@ -31,17 +31,13 @@ func TestRun(t *testing.T) {
 // cluster, each acknowledges records, and each finds every record it had
 // acknowledged in its own replica when stopped.
 func TestMembers(t *testing.T) {
+	addrs, err := freeAddrs(6)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var peers []replica.Peer
 	for id := 1; id <= 3; id++ {
-		a, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, err := freeAddr()
-		if err != nil {
-			t.Fatal(err)
-		}
-		peers = append(peers, replica.Peer{ID: id, Addr: a, RaftAddr: r})
+		peers = append(peers, replica.Peer{ID: id, Addr: addrs[2*id-2], RaftAddr: addrs[2*id-1]})
 	}
 	dir := t.TempDir()
 	type member struct {
