@@ -40,6 +40,7 @@ type Coordinator struct {
 	// set and written by flushMeta, holding metaMu (taken before mu), which
 	// keeps the StoreGroup calls in the order of the changes.
 	pendingMeta map[string]pendingGroup
+	metaSeq     uint64 // of the last record recorded (pendingGroup.seq)
 	metaMu      sync.Mutex
 
 	callbacks sync.WaitGroup // armed timers whose callback has not returned
@@ -271,11 +272,21 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 	token := c.lastToken
 	ch := make(chan joinResult, 1)
 	c.waiters[token] = ch
+	before := c.pendingMeta[group].seq
 	if err := c.step(e, ev(token)); err != nil {
 		delete(c.waiters, token)
 		c.forgetIfIdle(e)
 		c.mu.Unlock()
 		return joinResult{}, err
+	}
+	var stored chan error
+	if pg, ok := c.pendingMeta[group]; ok && pg.seq != before && len(ch) > 0 {
+		// Answered at once with a change of membership to store: a
+		// static member's new instance took the old one's place (KIP-345)
+		// under a new member id. As Kafka, the answer waits for the
+		// record: told its new id, the member would otherwise be unknown
+		// to the next coordinator if this one moved before storing it.
+		stored = c.awaitStore(group)
 	}
 	c.mu.Unlock()
 	// The leader's Sync has the generation stored, whose outcome answers
@@ -284,6 +295,11 @@ func (c *Coordinator) call(ctx context.Context, group string, create bool, ev, w
 
 	select {
 	case r := <-ch:
+		if stored != nil {
+			if serr := <-stored; serr != nil && r.err == nil {
+				return joinResult{}, fmt.Errorf("group: member %q of group %q could not be stored: %w", r.resp.MemberID, group, serr)
+			}
+		}
 		return r, r.err
 	case <-ctx.Done():
 	}
@@ -772,8 +788,9 @@ func (c *Coordinator) step(e *entry, ev event) error {
 			// generation: the later one's outcome answers it.)
 			prev, ok := c.pendingMeta[e.st.id]
 			awaited := toStore || ok && prev.awaited && prev.generation == e.st.generation
+			c.metaSeq++
 			c.pendingMeta[e.st.id] = pendingGroup{value: e.st.encodeMetadata(now), generation: e.st.generation, awaited: awaited,
-				notify: prev.notify}
+				notify: prev.notify, seq: c.metaSeq}
 		}
 	}
 	e.st.metaChanged = false
@@ -857,6 +874,9 @@ type pendingGroup struct {
 	// notify: the calls that wait for the outcome of this record (or of
 	// one it replaced), each told it once (ErrClosed if never stored).
 	notify []chan error
+	// seq numbers the records recorded (Coordinator.metaSeq): a call
+	// tells whether its step recorded one.
+	seq uint64
 }
 
 // awaitStore registers a call waiting for the outcome of the record that
