@@ -38,7 +38,8 @@ const kgoLatencySettings = "kgo: ProduceSync, linger 0 (default 10 ms); else def
 // kgoLatency starts a server, a kgo producer (linger 0, ProduceSync) and a
 // kgo consumer polling from the start, sends rounds/10 records untimed to
 // warm both up, then times rounds records, each from the send until the
-// consumer has it and the producer has its acknowledgement.
+// consumer has it and the producer has its acknowledgement, and apart the
+// part until the acknowledgement (AckP50, AckP99).
 func kgoLatency(e *env, start func(*env) (*kafkaServer, error), size, rounds int) (sample, error) {
 	s, err := start(e)
 	if err != nil {
@@ -58,29 +59,31 @@ func kgoLatency(e *env, start func(*env) (*kafkaServer, error), size, rounds int
 	}
 	defer cons.Close()
 	value := payload(size)
-	one := func() (time.Duration, error) {
+	one := func() (all, ack time.Duration, err error) {
 		t0 := time.Now()
 		if err := prod.ProduceSync(ctx, &kgo.Record{Value: value}).FirstErr(); err != nil {
-			return 0, fmt.Errorf("kgo: produce: %w", err)
+			return 0, 0, fmt.Errorf("kgo: produce: %w", err)
 		}
+		ack = time.Since(t0)
 		if err := kgoConsume(ctx, cons, 1); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
-		return time.Since(t0), nil
+		return time.Since(t0), ack, nil
 	}
 	for range rounds/10 + 1 {
-		if _, err := one(); err != nil {
+		if _, _, err := one(); err != nil {
 			return sample{}, err
 		}
 	}
-	lat := make([]time.Duration, rounds)
+	lat, acks := make([]time.Duration, rounds), make([]time.Duration, rounds)
 	sw := startStopwatch()
 	for i := range lat {
-		if lat[i], err = one(); err != nil {
+		if lat[i], acks[i], err = one(); err != nil {
 			return sample{}, err
 		}
 	}
 	smp := sw.sample(int64(rounds), size)
 	smp.P50, smp.P99 = percentiles(lat)
+	smp.AckP50, smp.AckP99 = percentiles(acks)
 	return smp, nil
 }

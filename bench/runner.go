@@ -80,6 +80,11 @@ type sample struct {
 	// the cases that time each one (0: not timed one by one).
 	P50 time.Duration `json:"p50_ns,omitempty"`
 	P99 time.Duration `json:"p99_ns,omitempty"`
+	// AckP50 and AckP99 are those of the first part of each round trip
+	// where the case has one (latency: the produce until acknowledged;
+	// the rest is the consume): kept in the JSON, not in the table.
+	AckP50 time.Duration `json:"ack_p50_ns,omitempty"`
+	AckP99 time.Duration `json:"ack_p99_ns,omitempty"`
 }
 
 // percentiles returns the median and the 99th percentile of ds (sorted
