@@ -358,7 +358,7 @@ func runPerfConsume(e *env, args []string) (err error) {
 	topic := fs.String("topic", "", "`NAME` of the topic (required)")
 	numRecords := fs.Int64("num-records", 0, "`N` records to read; 0: to the end of the log")
 	fs.Int64Var(numRecords, "messages", 0, "`N`: the same as --num-records (Kafka's flag)")
-	group := fs.String("group", "", "`GROUP` to consume as (its committed offsets are not used: the test reads from the start)")
+	group := fs.String("group", "", "`GROUP` to consume as: the test reads from the start (the group's committed offsets are not used) and commits the positions it reached at the end, as kafka-consumer-perf-test.sh's consumer does on close")
 	interval := fs.Int("reporting-interval", 5000, "`MS` between interval lines")
 	fetchBytes := fs.Int("fetch-size", 0, "`B`: the most bytes of one poll (default 50 MiB)")
 	configFile := fs.String("consumer.config", "", "`FILE`: Kafka consumer properties (Java properties file), as consume's --consumer.config")
@@ -461,6 +461,13 @@ func runPerfConsume(e *env, args []string) (err error) {
 	}
 	stop()
 	lat.summary(e.stdout, "consumed")
+	if *group != "" {
+		// Kafka's perf consumer commits on close (enable.auto.commit):
+		// the group then shows in `groups describe`, with its lag.
+		if err := cons.Commit(ctx); err != nil {
+			return fmt.Errorf("commit the positions of group %q: %w", *group, err)
+		}
+	}
 	return nil
 }
 

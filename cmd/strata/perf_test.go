@@ -3,6 +3,7 @@ package main
 import (
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -46,6 +47,19 @@ func TestPerf(t *testing.T) {
 	out = ok(t, "", "", "perf", "consume", "--data-dir", dir, "--topic", "bench", "--messages", "1000")
 	if !regexp.MustCompile(strings.Replace(consumeSummary.String(), "%d", "1000", 1)).MatchString(out) {
 		t.Errorf("--messages 1000: no summary of 1000 records:\n%s", out)
+	}
+
+	// With --group the positions reached are committed at the end, as
+	// Kafka's perf consumer does on close: every record read, no lag.
+	ok(t, "", "", "perf", "consume", "--data-dir", dir, "--topic", "bench", "--group", "perf")
+	desc = ok(t, "", "", "groups", "--data-dir", dir, "describe", "--group", "perf")
+	var committed int
+	for _, f := range regexp.MustCompile(`(?m)^perf\tbench\t[01]\t([0-9]+)\t[0-9]+\t0\b`).FindAllStringSubmatch(desc, -1) {
+		n, _ := strconv.Atoi(f[1])
+		committed += n
+	}
+	if committed != 3000 {
+		t.Errorf("group perf committed %d records with no lag, want 3000:\n%s", committed, desc)
 	}
 }
 
