@@ -103,13 +103,27 @@ func (c *Client) InitTxnProducerID(ctx context.Context, transactionalID string, 
 		return log.ProducerID{}, fmt.Errorf("kafka: init producer id of transactional id %q: %w", transactionalID, err)
 	}
 	r := resp.(*kmsg.InitProducerIDResponse)
+	c.rememberTxnProducer(transactionalID, r.ProducerID)
+	return log.ProducerID{ID: r.ProducerID, Epoch: r.ProducerEpoch}, nil
+}
+
+// rememberTxnProducer records that pid is now transactionalID's producer
+// id, for the transactional id of its Produce requests, and forgets the
+// ids the transactional id had before (a new id after its epochs ran out,
+// or after it expired): the map holds one entry per transactional id, not
+// one per producer id ever given.
+func (c *Client) rememberTxnProducer(transactionalID string, pid int64) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.txnIDs == nil {
 		c.txnIDs = map[int64]string{}
 	}
-	c.txnIDs[r.ProducerID] = transactionalID
-	c.mu.Unlock()
-	return log.ProducerID{ID: r.ProducerID, Epoch: r.ProducerEpoch}, nil
+	for old, id := range c.txnIDs {
+		if id == transactionalID && old != pid {
+			delete(c.txnIDs, old)
+		}
+	}
+	c.txnIDs[pid] = transactionalID
 }
 
 // AddPartitionsToTxn sends AddPartitionsToTxn (a client's, v3 at most).

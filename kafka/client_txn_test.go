@@ -106,3 +106,19 @@ func TestClientTransactionalProducer(t *testing.T) {
 	require.Error(t, p.CommitTransaction(ctx))
 	soon([]string{"a", "b", "c"}, 7)
 }
+
+// A Client keeps one producer id per transactional id for its Produce
+// requests: a new id for the same transactional id (its epochs ran out, or
+// it expired) replaces the old one, so a long-lived Client whose producers
+// come and go does not grow by an entry per producer id ever given.
+func TestClientRemembersOneProducerPerTransactionalID(t *testing.T) {
+	c := &Client{}
+	c.rememberTxnProducer("a", 1)
+	c.rememberTxnProducer("b", 2)
+	c.rememberTxnProducer("a", 1) // a new epoch of the same id
+	require.Equal(t, map[int64]string{1: "a", 2: "b"}, c.txnIDs)
+	for pid := int64(3); pid < 1000; pid++ {
+		c.rememberTxnProducer("a", pid) // a new producer id each time
+	}
+	require.Equal(t, map[int64]string{999: "a", 2: "b"}, c.txnIDs)
+}
