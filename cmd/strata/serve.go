@@ -82,7 +82,8 @@ Any of the last three enforces ACLs (kept in the data dir, managed with
 A cluster member takes, besides those three, leader.replication.throttled.rate
 and follower.replication.throttled.rate (bytes per second; default: none): they
 cap the replication of replicas catching up, as a reassignment's new ones do;
-and transaction.version (give every member the same).
+and the four transaction settings, transaction.version and the coordinators'
+timeouts (give every member the same).
 
 The common ones also have flags of their own (below).`
 

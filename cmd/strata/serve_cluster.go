@@ -127,7 +127,11 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 		ID: int(c.server.NodeID), Dir: c.dataDir, Addr: c.listen, RaftAddr: cl.raftAddr,
 		Peers: cl.peers, Logger: logger,
 		HeartbeatInterval: cl.heartbeat, SessionTimeout: cl.session,
-		TransactionVersion: c.server.TransactionVersion, // --override transaction.version
+		// --override's transaction settings (transactions_serve.go):
+		TransactionVersion:               c.server.TransactionVersion,
+		TransactionMaxTimeout:            c.broker.TransactionMaxTimeout,
+		TransactionalIDExpiration:        c.broker.TransactionalIDExpiration,
+		TransactionAbortTimedOutInterval: c.broker.TransactionAbortTimedOutInterval,
 	}
 	if cl.loopback {
 		cfg.Raft = controller.LoopbackRaft()
@@ -177,8 +181,10 @@ func serveCluster(e *env, c *serveConfig, cl *clusterFlags, overrides int, logge
 }
 
 // clusterTxnOverrideKeys are the transaction settings a cluster member
-// takes with --override: its Kafka servers' finalized transaction.version.
-var clusterTxnOverrideKeys = []string{"transaction.version"}
+// takes with --override: all of a standalone broker's (its Kafka servers'
+// finalized transaction.version, its transaction coordinators' timeouts:
+// replica.Config's of the same names). Every member should have the same.
+var clusterTxnOverrideKeys = txnOverrideKeys
 
 // clusterOverrides counts the overrides a cluster member does not take:
 // all but the authorizer's (aclOverrideKeys), the replication throttles
