@@ -140,8 +140,12 @@ func TestUsage(t *testing.T) {
 		}
 	}
 	r = strata(t, "", "", "frobnicate")
-	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "frobnicate"`) {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "unknown command \"frobnicate\"\n") {
 		t.Errorf("unknown command: exit %d, stderr %q", r.code, r.stderr)
+	}
+	r = strata(t, "", "", "topcs") // a typo: the command it is most likely one of
+	if r.code != exitUsage || !strings.Contains(r.stderr, `unknown command "topcs" (did you mean topics?)`) {
+		t.Errorf("a typo of a command: exit %d, stderr %q", r.code, r.stderr)
 	}
 	r = strata(t, "", "", "dump", "--no-such-flag")
 	if r.code != exitUsage || !strings.Contains(r.stderr, "unknown flag --no-such-flag\n") {
