@@ -66,6 +66,7 @@ func runConsume(e *env, args []string) (err error) {
 	maxMessages := fs.Int("max-messages", 0, "`N`: exit after N records (0: at the end of the log)")
 	exitAtEnd := fs.Bool("exit-at-end", false, "over --bootstrap-server: exit at the end offsets the partitions had at the start (kcat -e); on a data dir it always does")
 	timeoutMs := fs.Int("timeout-ms", 0, "`MS`: exit after MS without a record (Kafka's --timeout-ms); 0: never")
+	isolation := fs.String("isolation-level", "", "`LEVEL`: read_uncommitted (the default: every record) or read_committed (only committed\ntransactions' records, below the last stable offset), as Kafka's isolation.level")
 	format := "%s\\n"
 	fs.StringVar(&format, "format", format, "`FMT`: kcat-like output format of each record")
 	fs.StringVar(&format, "f", format, "`FMT`: the same as --format (kcat's flag)")
@@ -108,6 +109,11 @@ func runConsume(e *env, args []string) (err error) {
 		return err
 	}
 	warnUnused(e, "consume", cp, consumerPropertyNames)
+	if *isolation != "" {
+		if ccfg.Isolation, err = parseIsolation(*isolation); err != nil {
+			return usagef("--isolation-level: %v", err)
+		}
+	}
 	if gid := ccfg.Group; gid != "" {
 		if *group != "" && *group != gid {
 			return usagef("--group %s and group.id=%s disagree", *group, gid)
@@ -216,7 +222,9 @@ func runConsume(e *env, args []string) (err error) {
 			parts = append(parts, i)
 		}
 	}
-	if c.broker == nil || *group != "" {
+	if c.broker == nil || *group != "" || ccfg.Isolation == log.ReadCommitted {
+		// (READ_COMMITTED on a data dir too: the Consumer skips the
+		// aborted transactions and stops at the last stable offset.)
 		ctx, stop := interruptible()
 		defer stop()
 		f := follow{
@@ -248,6 +256,17 @@ func runConsume(e *env, args []string) (err error) {
 // library lines (a leader that moved or died, retried).
 func warnLogger(e *env) *slog.Logger {
 	return slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// parseIsolation parses an isolation level as Kafka names it.
+func parseIsolation(s string) (log.IsolationLevel, error) {
+	switch s {
+	case "read_uncommitted":
+		return log.ReadUncommitted, nil
+	case "read_committed":
+		return log.ReadCommitted, nil
+	}
+	return 0, fmt.Errorf("want read_uncommitted or read_committed (not %q)", s)
 }
 
 // parseOffset parses --offset: a non-negative number, earliest or latest.
@@ -374,9 +393,13 @@ func (c *consumer) follow(ctx context.Context, e *env, cl log.Client, f follow) 
 		wanted[i] = true
 	}
 	ends := map[int]int64{}
+	endAt := log.LatestOffset
+	if f.cfg.Isolation == log.ReadCommitted {
+		endAt = log.LatestStableOffset // a READ_COMMITTED reader's end, as Kafka's ListOffsets gives it
+	}
 	for _, i := range f.parts {
 		tp := log.TopicPartition{Topic: f.topic, Partition: i}
-		end, err := cl.ListOffset(ctx, tp, log.LatestOffset)
+		end, err := cl.ListOffset(ctx, tp, endAt)
 		if err != nil {
 			return fmt.Errorf("partition %d: %w", i, err)
 		}
@@ -507,7 +530,7 @@ func parseKcatOffset(s string) (offset, fromTime string, back int64, stored bool
 // consumerPropertyNames are the consumer properties consume maps to
 // log.ConsumerConfig.
 var consumerPropertyNames = []string{"group.id", "auto.offset.reset", "fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes",
-	"max.partition.fetch.bytes", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms"}
+	"max.partition.fetch.bytes", "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "isolation.level"}
 
 // consumerConfig maps the consumer properties it knows to a
 // log.ConsumerConfig (group.id in its Group) and auto.offset.reset, and
@@ -533,6 +556,11 @@ func consumerConfig(p *clientProps, props map[string]string) (cfg log.ConsumerCo
 			case "latest":
 			default:
 				return cfg, reset, usagef("%s: want earliest or latest", p.source(k))
+			}
+			continue
+		case "isolation.level":
+			if cfg.Isolation, err = parseIsolation(v); err != nil {
+				return cfg, reset, usagef("%s: %v", p.source(k), err)
 			}
 			continue
 		}

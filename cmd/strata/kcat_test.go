@@ -79,7 +79,7 @@ func TestKcatFlagsAndClientProperties(t *testing.T) {
 	cfg := writeFile(t, "c.properties", "bootstrap.servers="+b+"\ngroup.id=fromfile\nauto.offset.reset=earliest\nmax.poll.records=5\n")
 	r := strata(t, "", "", "consume", "--consumer.config", cfg, "--topic", "k", "--max-messages", "3")
 	if r.code != 0 || strings.Count(r.stdout, "\n") != 3 ||
-		r.stderr != "strata consume: warning: property max.poll.records is not used by strata (it uses group.id, auto.offset.reset, fetch.min.bytes, fetch.max.wait.ms, fetch.max.bytes, max.partition.fetch.bytes, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms, bootstrap.servers, client.id, security.protocol, sasl.*, ssl.*)\n" {
+		r.stderr != "strata consume: warning: property max.poll.records is not used by strata (it uses group.id, auto.offset.reset, fetch.min.bytes, fetch.max.wait.ms, fetch.max.bytes, max.partition.fetch.bytes, session.timeout.ms, heartbeat.interval.ms, max.poll.interval.ms, isolation.level, bootstrap.servers, client.id, security.protocol, sasl.*, ssl.*)\n" {
 		t.Errorf("consume --consumer.config: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	if ids := ok(t, "", "", "groups", "--bootstrap-server", b, "list"); !strings.Contains(ids, "fromfile\n") {
