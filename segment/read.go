@@ -211,7 +211,7 @@ func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne 
 	// limits: an entry is a batch's last offset and its position, so
 	// every batch before an entry's position ends at or before it, and
 	// starts below the entry's offset.
-	if e, ok := s.lastEntryWithin(f, p, limit, maxOffset); ok {
+	if e, ok := s.lastEntryWithin(f, p, limit, maxOffset, end); ok {
 		p = e.Position
 		length = p - pos
 		next = -1 // the offset after the batch before p: the walk sets it
@@ -238,9 +238,11 @@ func (s *Segment) Range(offset int64, maxBytes int, maxOffset int64, atLeastOne 
 
 // lastEntryWithin returns the offset-index entry with the largest position
 // in (from, limit] whose batch (the one at that position) starts below
-// maxOffset and below the segment's published end; false if there is none.
-func (s *Segment) lastEntryWithin(f *files, from, limit, maxOffset int64) (index.OffsetEntry, bool) {
-	end := s.size.Load()
+// maxOffset and below end, the segment's published end the caller read;
+// false if there is none. (An end read again here could be past the
+// caller's: an entry of a batch appended since, at the caller's end, would
+// leave the caller's walk no batch to read its next offset from.)
+func (s *Segment) lastEntryWithin(f *files, from, limit, maxOffset, end int64) (index.OffsetEntry, bool) {
 	ok := func(e index.OffsetEntry) bool {
 		return e.Position <= limit && e.Position < end && e.Offset < maxOffset
 	}
