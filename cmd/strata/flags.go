@@ -99,19 +99,29 @@ func flagError(fs *flag.FlagSet, err error) error {
 	if !ok {
 		return usagef("%v", err)
 	}
-	best, bestDist := "", 3 // at most two edits away
+	var names []string
 	fs.VisitAll(func(f *flag.Flag) {
-		if len(f.Name) == 1 {
-			return
-		}
-		if d := editDistance(name, f.Name); d < bestDist {
-			best, bestDist = f.Name, d
+		if len(f.Name) > 1 {
+			names = append(names, f.Name)
 		}
 	})
+	best := closest(name, names)
 	if best == "" {
 		return usagef("unknown flag %s", dashed(name))
 	}
 	return usagef("unknown flag %s (did you mean --%s?)", dashed(name), best)
+}
+
+// closest returns the name of names that typed is most likely a typo of:
+// the nearest at most two edits away, the first of equals; "" if none.
+func closest(typed string, names []string) string {
+	best, bestDist := "", 3
+	for _, n := range names {
+		if d := editDistance(typed, n); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
 }
 
 // dashed is a flag's name as typed: -x for one letter, --name otherwise.

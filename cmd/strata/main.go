@@ -118,13 +118,11 @@ func run(e *env, args []string) int {
 	if len(args[0]) > 1 && args[0][0] == '-' {
 		fmt.Fprintf(e.stderr, "strata: unknown flag %s: flags go after the command (strata <command> %s)\n", args[0], args[0])
 	} else {
-		best, bestDist := "", 3 // at most two edits away, as a flag's typo
+		var names []string
 		for _, c := range commands() {
-			if d := editDistance(args[0], c.name); d < bestDist {
-				best, bestDist = c.name, d
-			}
+			names = append(names, c.name)
 		}
-		if best != "" {
+		if best := closest(args[0], names); best != "" {
 			fmt.Fprintf(e.stderr, "strata: unknown command %q (did you mean %s?)\n", args[0], best)
 		} else {
 			fmt.Fprintf(e.stderr, "strata: unknown command %q\n", args[0])
